@@ -1,0 +1,48 @@
+# make demo : set up, build, run the demo of the tutorial's graphs (GPU when present, else CPU)
+# make test : set up, build, run every CPU test (release + ASan/UBSan) and the Python tests
+JOBS   ?= $(shell nproc)
+PY     ?= python3
+BUILD  ?= build/release
+ASAN   ?= build/asan
+CMAKE_FLAGS ?=
+
+.PHONY: all setup build build-asan demo test test-cpp test-asan test-python format clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DDNNGRAPH_BUILD_PYTHON=ON \
+	  -DPython_EXECUTABLE=$$(command -v $(PY)) $(CMAKE_FLAGS)
+
+build: setup $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(ASAN)/CMakeCache.txt:
+	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DDNNGRAPH_SANITIZE=ON -DDNNGRAPH_CUDA=OFF \
+	  -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF -DDNNGRAPH_BUILD_TOOLS=OFF $(CMAKE_FLAGS)
+
+build-asan: setup $(ASAN)/CMakeCache.txt
+	cmake --build $(ASAN) -j $(JOBS) --target dnngraph_tests
+
+demo: build
+	$(BUILD)/samples/demo
+
+test-cpp: build
+	cd $(BUILD) && ctest --output-on-failure
+
+test-asan: build-asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN)/tests/dnngraph_tests
+
+test-python: build
+	PYTHONPATH=$(CURDIR)/$(BUILD)/python:$(CURDIR)/python $(PY) -m pytest -q python/tests
+
+test: test-cpp test-python test-asan
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+clean:
+	rm -rf build

@@ -1,0 +1,12 @@
+// Umbrella header.
+#pragma once
+
+#include "dnngraph/engine.hpp"
+#include "dnngraph/graph.hpp"
+#include "dnngraph/handle.hpp"
+#include "dnngraph/ir/graph.hpp"
+#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/status.hpp"
+#include "dnngraph/types.hpp"
+#include "dnngraph/version.hpp"
+#include "dnngraph/system.hpp"

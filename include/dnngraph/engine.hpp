@@ -1,0 +1,84 @@
+// The Engine/Plan interface. runtime/ talks to engines only through these classes.
+//   Engine::lower(graph) -> LoweredGraph::candidates(heur mode) -> Candidate::check_support
+//   -> Candidate::build -> Plan{workspace_size, execute(variant pack, workspace), serialize}
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "dnngraph/handle.hpp"
+#include "dnngraph/ir/graph.hpp"
+#include "dnngraph/status.hpp"
+#include "dnngraph/types.hpp"
+
+namespace dnngraph {
+
+// uid -> pointer. Device memory for GPU engines, host memory for the reference engine;
+// pass-by-value tensors always point to host memory holding one scalar of their type.
+using VariantPack = std::unordered_map<int64_t, void*>;
+
+struct CandidateInfo {
+  std::string engine;                        // "reference", "cudnn"
+  std::string name;                          // readable: engine id + knobs
+  HeurMode source = HeurMode::A;             // the heuristic mode that proposed it
+  std::vector<std::string> numerical_notes;  // e.g. "TENSOR_CORE", "REDUCED_PRECISION_REDUCTION"
+  std::vector<std::string> behavior_notes;   // e.g. "RUNTIME_COMPILATION"
+};
+
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  virtual std::string name() const = 0;
+  virtual int64_t workspace_size() const = 0;
+  // The runtime has already checked that every non-virtual uid is present and non-null and
+  // that the workspace is large enough; the plan checks what only it knows (alignment,
+  // device). On any failure nothing is launched and no output is written.
+  virtual Status execute(Handle& handle, const VariantPack& pack, void* workspace) = 0;
+  // Bytes that Engine::deserialize_plan turns back into this plan.
+  virtual Result<std::string> serialize() const {
+    return make_error(ErrorCode::NotSupported, "plan '", name(), "' cannot be serialized");
+  }
+};
+
+class Candidate {
+ public:
+  virtual ~Candidate() = default;
+  virtual const CandidateInfo& info() const = 0;
+  // Ok, or why this candidate cannot run the graph (NotSupported with the reason).
+  virtual Status check_support() = 0;
+  virtual Result<std::unique_ptr<Plan>> build() = 0;
+};
+
+// An engine's form of one validated graph (e.g. a cuDNN operation graph).
+class LoweredGraph {
+ public:
+  virtual ~LoweredGraph() = default;
+  // The candidates that `mode` proposes, best first. An empty list is not an error.
+  virtual Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode mode) = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string_view name() const = 0;
+  virtual bool runs_on(const Device& device) const = 0;
+  // NotSupported (with the op and the reason) when the engine cannot express the graph.
+  virtual Result<std::unique_ptr<LoweredGraph>> lower(const ir::Graph& graph, Handle& handle) = 0;
+  virtual Result<std::unique_ptr<Plan>> deserialize_plan(const ir::Graph& graph, Handle& handle,
+                                                         std::string_view bytes) {
+    (void)graph, (void)handle, (void)bytes;
+    return make_error(ErrorCode::NotSupported, "engine '", name(), "' cannot load plans");
+  }
+};
+
+// Engines available in this build, in the order the runtime asks them.
+std::vector<Engine*> registered_engines();
+Engine& reference_engine();
+// nullptr when dnngraph was built without CUDA.
+Engine* cudnn_engine();
+
+}  // namespace dnngraph

@@ -1,0 +1,72 @@
+// The public graph: the IR builder plus the build pipeline and execution.
+//   validate -> build_operation_graph -> create_execution_plans -> check_support
+//   -> build_plans -> execute
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dnngraph/engine.hpp"
+#include "dnngraph/handle.hpp"
+#include "dnngraph/ir/graph.hpp"
+#include "dnngraph/status.hpp"
+
+namespace dnngraph {
+
+struct PipelineState;
+
+// One candidate after check_support, as shown to users.
+struct CandidateStatus {
+  CandidateInfo info;
+  Status support;  // Ok or why it was rejected
+  bool built = false;
+  int64_t workspace_size = -1;  // known once built
+};
+
+class Graph : public ir::Graph {
+ public:
+  Graph();
+  ~Graph() override;
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+
+  // validate() then lower onto the first engine that runs on the handle's device.
+  Status build_operation_graph(const HandlePtr& handle);
+  // Collects candidates from each mode in order, de-duplicated by name.
+  Status create_execution_plans(const std::vector<HeurMode>& modes);
+  // Keeps the supported candidates; NotSupported (with every reason) when none is.
+  Status check_support();
+  // HeuristicsChoice builds the first supported candidate that builds; All builds them all.
+  Status build_plans(BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
+  // All five steps.
+  Status build(const HandlePtr& handle, const std::vector<HeurMode>& modes = {HeurMode::A,
+                                                                            HeurMode::Fallback},
+               BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
+
+  // Supported candidates, in order (valid after check_support).
+  int64_t get_execution_plan_count() const;
+  Status build_plan_at_index(int64_t index);
+  Result<int64_t> get_workspace_size() const;  // of the plan execute() uses
+  Result<int64_t> get_workspace_size_plan_at_index(int64_t index) const;
+  // Every candidate seen by check_support, supported or not, with the reason.
+  const std::vector<CandidateStatus>& candidates() const;
+  // Index of the plan execute() uses, or -1.
+  int64_t selected_plan_index() const;
+  Status select_plan(int64_t index);
+
+  // workspace_bytes < 0: the caller does not know the buffer's size (not checked).
+  Status execute(Handle& handle, const VariantPack& pack, void* workspace,
+                 int64_t workspace_bytes = -1) const;
+  Status execute_plan_at_index(Handle& handle, const VariantPack& pack, void* workspace,
+                               int64_t index, int64_t workspace_bytes = -1) const;
+
+  // Checks a variant pack against the graph's non-virtual tensors without running anything.
+  Status check_variant_pack(const VariantPack& pack) const;
+
+ private:
+  std::unique_ptr<PipelineState> state_;
+};
+
+}  // namespace dnngraph

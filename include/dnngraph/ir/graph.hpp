@@ -1,0 +1,148 @@
+// The graph IR: tensors, nodes, context types, builder methods, inference and validation.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dnngraph/ir/ops.hpp"
+#include "dnngraph/ir/tensor.hpp"
+#include "dnngraph/status.hpp"
+
+namespace dnngraph::ir {
+
+// Per-op options every builder method takes.
+struct OpOptions {
+  std::string name;                               // default: "<op><index>"
+  DataType compute_data_type = DataType::NotSet;  // default: the graph's compute type
+};
+
+// Optional tensors of an SDPA node (forward and backward).
+struct SdpaInputs {
+  Tensor attn_scale;  // pass-by-value scalar; else SdpaAttrs::attn_scale; else 1/sqrt(d)
+  Tensor bias;        // additive bias [b|1, h|1, s_q, s_kv]
+  Tensor seq_len_q;   // [b,1,1,1] int32, with SdpaAttrs::padding_mask
+  Tensor seq_len_kv;  // [b,1,1,1] int32, with SdpaAttrs::padding_mask
+  Tensor seed;        // dropout seed (int64 scalar)
+  Tensor offset;      // dropout offset (int64 scalar)
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  virtual ~Graph() = default;
+  Graph(const Graph&) = delete;  // tensors are shared by pointer: copying would alias them
+  Graph& operator=(const Graph&) = delete;
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
+
+  // ---- context ----
+  Graph& set_name(std::string v) { name_ = std::move(v); return *this; }
+  Graph& set_io_data_type(DataType v) { io_ = v; return *this; }
+  Graph& set_intermediate_data_type(DataType v) { intermediate_ = v; return *this; }
+  Graph& set_compute_data_type(DataType v) { compute_ = v; return *this; }
+  Graph& set_dynamic_shape_enabled(bool v) { dynamic_shape_ = v; return *this; }
+  const std::string& name() const { return name_; }
+  DataType io_data_type() const { return io_; }
+  DataType intermediate_data_type() const { return intermediate_; }
+  DataType compute_data_type() const { return compute_; }
+  bool dynamic_shape_enabled() const { return dynamic_shape_; }
+
+  // ---- tensors ----
+  Tensor tensor(const TensorAttrs& attrs);
+  // A pass-by-value constant (e.g. epsilon, alpha): dims [1], value carried in the graph.
+  Tensor scalar(Scalar value, std::string name = {});
+
+  // ---- ops (each returns its outputs; outputs are virtual until set_output(true)) ----
+  Tensor conv_fprop(Tensor x, Tensor w, ConvFpropAttrs a, OpOptions o = {});
+  Tensor conv_dgrad(Tensor dy, Tensor w, ConvDgradAttrs a, OpOptions o = {});  // set DX dims
+  Tensor conv_wgrad(Tensor dy, Tensor x, ConvWgradAttrs a, OpOptions o = {});  // set DW dims
+  Tensor matmul(Tensor a, Tensor b, MatmulAttrs attrs = {}, OpOptions o = {});
+  Tensor pointwise(Tensor in0, PointwiseAttrs a, OpOptions o = {});
+  Tensor pointwise(Tensor in0, Tensor in1, PointwiseAttrs a, OpOptions o = {});
+  Tensor pointwise(Tensor in0, Tensor in1, Tensor in2, PointwiseAttrs a, OpOptions o = {});
+  Tensor unary(PointwiseMode m, Tensor x, OpOptions o = {}) { return pointwise(std::move(x), {m}, std::move(o)); }
+  Tensor binary(PointwiseMode m, Tensor a, Tensor b, OpOptions o = {}) {
+    return pointwise(std::move(a), std::move(b), {m}, std::move(o));
+  }
+  Tensor add(Tensor a, Tensor b, OpOptions o = {}) { return binary(PointwiseMode::Add, a, b, o); }
+  Tensor mul(Tensor a, Tensor b, OpOptions o = {}) { return binary(PointwiseMode::Mul, a, b, o); }
+  Tensor bias(Tensor x, Tensor b, OpOptions o = {}) { return binary(PointwiseMode::Add, x, b, o); }
+  Tensor scale(Tensor x, Tensor s, OpOptions o = {}) { return binary(PointwiseMode::Mul, x, s, o); }
+  Tensor relu(Tensor x, OpOptions o = {}) { return unary(PointwiseMode::Relu, x, o); }
+  Tensor gelu(Tensor x, OpOptions o = {}) { return unary(PointwiseMode::Gelu, x, o); }
+  // Output dims default to all ones (reduce everything); set them to keep dims.
+  Tensor reduction(Tensor x, ReductionAttrs a, OpOptions o = {});
+
+  // Returns {Y, MEAN, INV_VARIANCE}; MEAN/INV_VARIANCE are null in inference.
+  std::array<Tensor, 3> layernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
+                                  NormForwardPhase phase, OpOptions o = {});
+  // Returns {Y, INV_VARIANCE}; bias may be null.
+  std::array<Tensor, 2> rmsnorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
+                                NormForwardPhase phase, OpOptions o = {});
+  // Training. Returns {Y, MEAN, INV_VARIANCE, NEXT_RUNNING_MEAN, NEXT_RUNNING_VAR}; running
+  // stats (and momentum) may be null, then the last two are null.
+  std::array<Tensor, 5> batchnorm(Tensor x, Tensor scale, Tensor bias, Tensor prev_running_mean,
+                                  Tensor prev_running_var, Tensor epsilon, Tensor momentum,
+                                  OpOptions o = {});
+  Tensor batchnorm_inference(Tensor x, Tensor mean, Tensor inv_variance, Tensor scale,
+                             Tensor bias, OpOptions o = {});
+  // Returns {DX, DSCALE, DBIAS}.
+  std::array<Tensor, 3> layernorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                           Tensor inv_variance, OpOptions o = {});
+  std::array<Tensor, 3> rmsnorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor inv_variance,
+                                         bool has_dbias, OpOptions o = {});
+  std::array<Tensor, 3> batchnorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                           Tensor inv_variance, OpOptions o = {});
+  // Returns {Y, STATS}; STATS is null unless generate_stats.
+  std::array<Tensor, 2> softmax(Tensor x, bool generate_stats, OpOptions o = {});
+  // Returns {O, STATS}; STATS is null when attrs.is_inference.
+  std::array<Tensor, 2> sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
+                             SdpaInputs extra = {}, OpOptions o = {});
+  // Returns {DQ, DK, DV, DBIAS}; DBIAS is null unless extra.bias is set.
+  std::array<Tensor, 4> sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor d_o,
+                                      Tensor stats, SdpaBwdAttrs attrs, SdpaInputs extra = {},
+                                      OpOptions opts = {});
+
+  // Adds a fully formed node (used by the JSON loader and tests).
+  void add_node(Node node);
+
+  // ---- inference and validation ----
+  // Infers missing dims/strides/data types, assigns missing uids, sorts nodes
+  // topologically, and checks the whole graph. Idempotent. On failure the message names the
+  // op and tensor, what was expected and what was found.
+  Status validate();
+  bool is_validated() const { return validated_; }
+  // Marks the graph as changed (e.g. after a tensor was edited) so validate() runs again.
+  void invalidate() { validated_ = false; }
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  std::vector<Node>& mutable_nodes() { return nodes_; }
+  // Every tensor the graph knows: created with tensor()/scalar() or produced by an op.
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+  // Non-virtual tensors: graph inputs and outputs, ordered by uid (after validate).
+  std::vector<Tensor> io_tensors() const;
+  Tensor find_tensor_by_uid(int64_t uid) const;
+  Tensor find_tensor_by_name(std::string_view name) const;
+
+  // Readable table of nodes and tensors (for CLIs and __repr__).
+  std::string to_table() const;
+
+ protected:
+  Tensor make_output(const std::string& node_name, const char* role);
+  std::string next_name(std::string_view op);
+  Node& push(OpAttrs attrs, OpOptions& o, std::string_view op);
+
+  std::string name_;
+  DataType io_ = DataType::NotSet;
+  DataType intermediate_ = DataType::Float;
+  DataType compute_ = DataType::Float;
+  bool dynamic_shape_ = false;
+  std::vector<Tensor> tensors_;
+  std::vector<Node> nodes_;
+  bool validated_ = false;
+  int64_t op_counter_ = 0;
+};
+
+}  // namespace dnngraph::ir

@@ -1,0 +1,72 @@
+// Enumerations shared by every layer: data types, op modes, pipeline choices.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace dnngraph {
+
+enum class DataType : int {
+  NotSet = 0,
+  Float,
+  Double,
+  Half,
+  BFloat16,
+  FP8_E4M3,
+  FP8_E5M2,
+  Int8,
+  UInt8,
+  Int32,
+  Int64,
+  Boolean,
+};
+
+// Bytes per element (Boolean is stored as one byte); 0 for NotSet.
+int64_t data_type_size(DataType t);
+std::string_view data_type_name(DataType t);  // "FLOAT", "BFLOAT16", ...
+std::optional<DataType> data_type_from_name(std::string_view name);
+bool is_floating(DataType t);
+bool is_integral(DataType t);
+
+enum class PointwiseMode : int {
+  Add, Sub, Mul, Div, Max, Min, Pow,
+  Abs, Neg, Exp, Log, Sqrt, Rsqrt, Reciprocal, Tanh, Sigmoid,
+  Relu,             // with optional lower/upper clip and negative slope
+  Gelu,             // erf form
+  GeluApproxTanh,
+  Silu,             // a.k.a. swish (swish_beta attribute, default 1)
+  Elu,              // elu_alpha attribute
+  Softplus,         // softplus_beta attribute
+  Erf, Sin, Cos, Floor, Ceil, Identity,
+  CmpEq, CmpNeq, CmpGt, CmpGe, CmpLt, CmpLe,
+  LogicalAnd, LogicalOr, LogicalNot,
+  BinarySelect,     // out = in2 ? in0 : in1
+  ReluBwd,          // in0 = dy, in1 = x
+  GeluBwd, GeluApproxTanhBwd, SigmoidBwd, TanhBwd, SiluBwd, EluBwd, SoftplusBwd,
+};
+constexpr int kPointwiseModeCount = static_cast<int>(PointwiseMode::SoftplusBwd) + 1;
+
+std::string_view pointwise_mode_name(PointwiseMode m);  // "ADD", "RELU_BWD", ...
+std::optional<PointwiseMode> pointwise_mode_from_name(std::string_view name);
+// Number of tensor inputs the mode takes (1, 2 or 3).
+int pointwise_arity(PointwiseMode m);
+
+enum class ReductionMode : int { Add, Mul, Min, Max, Amax, Avg, Norm1, Norm2 };
+std::string_view reduction_mode_name(ReductionMode m);
+std::optional<ReductionMode> reduction_mode_from_name(std::string_view name);
+
+enum class DiagonalAlignment : int { TopLeft, BottomRight };
+std::string_view diagonal_alignment_name(DiagonalAlignment a);
+std::optional<DiagonalAlignment> diagonal_alignment_from_name(std::string_view name);
+
+enum class NormForwardPhase : int { Training, Inference };
+std::string_view norm_phase_name(NormForwardPhase p);
+std::optional<NormForwardPhase> norm_phase_from_name(std::string_view name);
+
+// Engine selection, as in the tutorial.
+enum class HeurMode : int { A, B, Fallback };
+std::string_view heur_mode_name(HeurMode m);
+enum class BuildPlanPolicy : int { HeuristicsChoice, All };
+
+}  // namespace dnngraph

@@ -1,0 +1,354 @@
+// Builder methods of ir::Graph. They only wire tensors to ports; inference and checks run in
+// validate() (src/ir/validate.cpp and src/ir/ops/*.cpp).
+//
+// Port roles per op family (the contract every engine reads):
+//   conv_fprop  X, W -> Y            conv_dgrad DY, W -> DX       conv_wgrad DY, X -> DW
+//   matmul      A, B -> C            pointwise  IN_0[, IN_1[, IN_2]] -> OUT_0
+//   reduction   X -> Y               softmax    X -> Y[, STATS]
+//   norm_forward  X, SCALE, [BIAS], EPSILON, [MOMENTUM, PREV_RUNNING_MEAN, PREV_RUNNING_VAR]
+//                 [MEAN, INV_VARIANCE (batchnorm inference)]
+//                 -> Y[, MEAN, INV_VARIANCE, NEXT_RUNNING_MEAN, NEXT_RUNNING_VAR]
+//   norm_backward DY, X, SCALE, [MEAN], INV_VARIANCE -> DX, DSCALE[, DBIAS]
+//   sdpa        Q, K, V, [ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET] -> O[, STATS]
+//   sdpa_backward Q, K, V, O, DO, STATS, [same optional inputs] -> DQ, DK, DV[, DBIAS]
+#include <algorithm>
+
+#include "dnngraph/ir/graph.hpp"
+
+namespace dnngraph::ir {
+
+std::string_view op_kind_name(OpKind k) {
+  static constexpr std::string_view kNames[] = {
+      "conv_fprop", "conv_dgrad",    "conv_wgrad", "matmul", "pointwise",     "reduction",
+      "norm_forward", "norm_backward", "softmax",    "sdpa",   "sdpa_backward"};
+  return kNames[static_cast<int>(k)];
+}
+
+std::optional<OpKind> op_kind_from_name(std::string_view s) {
+  for (int i = 0; i <= static_cast<int>(OpKind::SdpaBwd); ++i)
+    if (op_kind_name(static_cast<OpKind>(i)) == s) return static_cast<OpKind>(i);
+  return std::nullopt;
+}
+
+std::string_view norm_kind_name(NormKind k) {
+  static constexpr std::string_view kNames[] = {"LAYER_NORM", "RMS_NORM", "BATCH_NORM"};
+  return kNames[static_cast<int>(k)];
+}
+
+Tensor Node::input(std::string_view role) const {
+  for (const auto& p : inputs)
+    if (p.role == role) return p.tensor;
+  return nullptr;
+}
+Tensor Node::output(std::string_view role) const {
+  for (const auto& p : outputs)
+    if (p.role == role) return p.tensor;
+  return nullptr;
+}
+
+Tensor Graph::tensor(const TensorAttrs& attrs) {
+  auto t = std::make_shared<TensorAttrs>(attrs);
+  if (t->name.empty()) t->name = "tensor" + std::to_string(tensors_.size());
+  tensors_.push_back(t);
+  validated_ = false;
+  return t;
+}
+
+Tensor Graph::scalar(Scalar value, std::string name) {
+  TensorAttrs a;
+  a.set_name(name.empty() ? "scalar" + std::to_string(tensors_.size()) : std::move(name));
+  a.set_value(value);
+  return tensor(a);
+}
+
+std::string Graph::next_name(std::string_view op) {
+  return std::string(op) + std::to_string(op_counter_++);
+}
+
+Tensor Graph::make_output(const std::string& node_name, const char* role) {
+  auto t = std::make_shared<TensorAttrs>();
+  t->name = node_name + "::" + role;
+  t->is_virtual = true;
+  tensors_.push_back(t);
+  return t;
+}
+
+Node& Graph::push(OpAttrs attrs, OpOptions& o, std::string_view op) {
+  Node n;
+  n.name = o.name.empty() ? next_name(op) : o.name;
+  n.compute_data_type = o.compute_data_type;
+  n.attrs = std::move(attrs);
+  nodes_.push_back(std::move(n));
+  validated_ = false;
+  return nodes_.back();
+}
+
+void Graph::add_node(Node node) {
+  auto known = [&](const Tensor& t) {
+    return std::find(tensors_.begin(), tensors_.end(), t) != tensors_.end();
+  };
+  for (auto* ports : {&node.inputs, &node.outputs})
+    for (auto& p : *ports)
+      if (p.tensor && !known(p.tensor)) tensors_.push_back(p.tensor);
+  nodes_.push_back(std::move(node));
+  validated_ = false;
+}
+
+namespace {
+void bind(std::vector<Port>& ports, const char* role, const Tensor& t) {
+  if (t) ports.push_back({role, t});
+}
+}  // namespace
+
+Tensor Graph::conv_fprop(Tensor x, Tensor w, ConvFpropAttrs a, OpOptions o) {
+  Node& n = push(std::move(a), o, "conv_fprop");
+  bind(n.inputs, "X", x);
+  bind(n.inputs, "W", w);
+  Tensor y = make_output(n.name, "Y");
+  bind(n.outputs, "Y", y);
+  return y;
+}
+
+Tensor Graph::conv_dgrad(Tensor dy, Tensor w, ConvDgradAttrs a, OpOptions o) {
+  Node& n = push(std::move(a), o, "conv_dgrad");
+  bind(n.inputs, "DY", dy);
+  bind(n.inputs, "W", w);
+  Tensor dx = make_output(n.name, "DX");
+  bind(n.outputs, "DX", dx);
+  return dx;
+}
+
+Tensor Graph::conv_wgrad(Tensor dy, Tensor x, ConvWgradAttrs a, OpOptions o) {
+  Node& n = push(std::move(a), o, "conv_wgrad");
+  bind(n.inputs, "DY", dy);
+  bind(n.inputs, "X", x);
+  Tensor dw = make_output(n.name, "DW");
+  bind(n.outputs, "DW", dw);
+  return dw;
+}
+
+Tensor Graph::matmul(Tensor a, Tensor b, MatmulAttrs attrs, OpOptions o) {
+  Node& n = push(std::move(attrs), o, "matmul");
+  bind(n.inputs, "A", a);
+  bind(n.inputs, "B", b);
+  Tensor c = make_output(n.name, "C");
+  bind(n.outputs, "C", c);
+  return c;
+}
+
+Tensor Graph::pointwise(Tensor in0, PointwiseAttrs a, OpOptions o) {
+  return pointwise(std::move(in0), nullptr, nullptr, std::move(a), std::move(o));
+}
+Tensor Graph::pointwise(Tensor in0, Tensor in1, PointwiseAttrs a, OpOptions o) {
+  return pointwise(std::move(in0), std::move(in1), nullptr, std::move(a), std::move(o));
+}
+Tensor Graph::pointwise(Tensor in0, Tensor in1, Tensor in2, PointwiseAttrs a, OpOptions o) {
+  std::string op = "pw_" + std::string(pointwise_mode_name(a.mode));
+  std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return std::tolower(c); });
+  Node& n = push(std::move(a), o, op);
+  bind(n.inputs, "IN_0", in0);
+  bind(n.inputs, "IN_1", in1);
+  bind(n.inputs, "IN_2", in2);
+  Tensor out = make_output(n.name, "OUT_0");
+  bind(n.outputs, "OUT_0", out);
+  return out;
+}
+
+Tensor Graph::reduction(Tensor x, ReductionAttrs a, OpOptions o) {
+  Node& n = push(std::move(a), o, "reduction");
+  bind(n.inputs, "X", x);
+  Tensor y = make_output(n.name, "Y");
+  bind(n.outputs, "Y", y);
+  return y;
+}
+
+std::array<Tensor, 3> Graph::layernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
+                                       NormForwardPhase phase, OpOptions o) {
+  Node& n = push(NormFwdAttrs{NormKind::LayerNorm, phase}, o, "layernorm");
+  bind(n.inputs, "X", x);
+  bind(n.inputs, "SCALE", scale);
+  bind(n.inputs, "BIAS", bias);
+  bind(n.inputs, "EPSILON", epsilon);
+  std::array<Tensor, 3> out{make_output(n.name, "Y"), nullptr, nullptr};
+  bind(n.outputs, "Y", out[0]);
+  if (phase == NormForwardPhase::Training) {
+    out[1] = make_output(n.name, "MEAN");
+    out[2] = make_output(n.name, "INV_VARIANCE");
+    bind(n.outputs, "MEAN", out[1]);
+    bind(n.outputs, "INV_VARIANCE", out[2]);
+  }
+  return out;
+}
+
+std::array<Tensor, 2> Graph::rmsnorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
+                                     NormForwardPhase phase, OpOptions o) {
+  Node& n = push(NormFwdAttrs{NormKind::RmsNorm, phase}, o, "rmsnorm");
+  bind(n.inputs, "X", x);
+  bind(n.inputs, "SCALE", scale);
+  bind(n.inputs, "BIAS", bias);
+  bind(n.inputs, "EPSILON", epsilon);
+  std::array<Tensor, 2> out{make_output(n.name, "Y"), nullptr};
+  bind(n.outputs, "Y", out[0]);
+  if (phase == NormForwardPhase::Training) {
+    out[1] = make_output(n.name, "INV_VARIANCE");
+    bind(n.outputs, "INV_VARIANCE", out[1]);
+  }
+  return out;
+}
+
+std::array<Tensor, 5> Graph::batchnorm(Tensor x, Tensor scale, Tensor bias,
+                                       Tensor prev_running_mean, Tensor prev_running_var,
+                                       Tensor epsilon, Tensor momentum, OpOptions o) {
+  Node& n = push(NormFwdAttrs{NormKind::BatchNorm, NormForwardPhase::Training}, o, "batchnorm");
+  bind(n.inputs, "X", x);
+  bind(n.inputs, "SCALE", scale);
+  bind(n.inputs, "BIAS", bias);
+  bind(n.inputs, "EPSILON", epsilon);
+  bind(n.inputs, "MOMENTUM", momentum);
+  bind(n.inputs, "PREV_RUNNING_MEAN", prev_running_mean);
+  bind(n.inputs, "PREV_RUNNING_VAR", prev_running_var);
+  std::array<Tensor, 5> out{make_output(n.name, "Y"), make_output(n.name, "MEAN"),
+                            make_output(n.name, "INV_VARIANCE"), nullptr, nullptr};
+  bind(n.outputs, "Y", out[0]);
+  bind(n.outputs, "MEAN", out[1]);
+  bind(n.outputs, "INV_VARIANCE", out[2]);
+  if (prev_running_mean && prev_running_var) {
+    out[3] = make_output(n.name, "NEXT_RUNNING_MEAN");
+    out[4] = make_output(n.name, "NEXT_RUNNING_VAR");
+    bind(n.outputs, "NEXT_RUNNING_MEAN", out[3]);
+    bind(n.outputs, "NEXT_RUNNING_VAR", out[4]);
+  }
+  return out;
+}
+
+Tensor Graph::batchnorm_inference(Tensor x, Tensor mean, Tensor inv_variance, Tensor scale,
+                                  Tensor bias, OpOptions o) {
+  Node& n = push(NormFwdAttrs{NormKind::BatchNorm, NormForwardPhase::Inference}, o,
+                 "batchnorm_inference");
+  bind(n.inputs, "X", x);
+  bind(n.inputs, "MEAN", mean);
+  bind(n.inputs, "INV_VARIANCE", inv_variance);
+  bind(n.inputs, "SCALE", scale);
+  bind(n.inputs, "BIAS", bias);
+  Tensor y = make_output(n.name, "Y");
+  bind(n.outputs, "Y", y);
+  return y;
+}
+
+std::array<Tensor, 3> Graph::layernorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                                Tensor inv_variance, OpOptions o) {
+  Node& n = push(NormBwdAttrs{NormKind::LayerNorm}, o, "layernorm_backward");
+  bind(n.inputs, "DY", dy);
+  bind(n.inputs, "X", x);
+  bind(n.inputs, "SCALE", scale);
+  bind(n.inputs, "MEAN", mean);
+  bind(n.inputs, "INV_VARIANCE", inv_variance);
+  std::array<Tensor, 3> out{make_output(n.name, "DX"), make_output(n.name, "DSCALE"),
+                            make_output(n.name, "DBIAS")};
+  bind(n.outputs, "DX", out[0]);
+  bind(n.outputs, "DSCALE", out[1]);
+  bind(n.outputs, "DBIAS", out[2]);
+  return out;
+}
+
+std::array<Tensor, 3> Graph::rmsnorm_backward(Tensor dy, Tensor x, Tensor scale,
+                                              Tensor inv_variance, bool has_dbias, OpOptions o) {
+  Node& n = push(NormBwdAttrs{NormKind::RmsNorm}, o, "rmsnorm_backward");
+  bind(n.inputs, "DY", dy);
+  bind(n.inputs, "X", x);
+  bind(n.inputs, "SCALE", scale);
+  bind(n.inputs, "INV_VARIANCE", inv_variance);
+  std::array<Tensor, 3> out{make_output(n.name, "DX"), make_output(n.name, "DSCALE"), nullptr};
+  bind(n.outputs, "DX", out[0]);
+  bind(n.outputs, "DSCALE", out[1]);
+  if (has_dbias) {
+    out[2] = make_output(n.name, "DBIAS");
+    bind(n.outputs, "DBIAS", out[2]);
+  }
+  return out;
+}
+
+std::array<Tensor, 3> Graph::batchnorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                                Tensor inv_variance, OpOptions o) {
+  Node& n = push(NormBwdAttrs{NormKind::BatchNorm}, o, "batchnorm_backward");
+  bind(n.inputs, "DY", dy);
+  bind(n.inputs, "X", x);
+  bind(n.inputs, "SCALE", scale);
+  bind(n.inputs, "MEAN", mean);
+  bind(n.inputs, "INV_VARIANCE", inv_variance);
+  std::array<Tensor, 3> out{make_output(n.name, "DX"), make_output(n.name, "DSCALE"),
+                            make_output(n.name, "DBIAS")};
+  bind(n.outputs, "DX", out[0]);
+  bind(n.outputs, "DSCALE", out[1]);
+  bind(n.outputs, "DBIAS", out[2]);
+  return out;
+}
+
+std::array<Tensor, 2> Graph::softmax(Tensor x, bool generate_stats, OpOptions o) {
+  Node& n = push(SoftmaxAttrs{}, o, "softmax");
+  bind(n.inputs, "X", x);
+  std::array<Tensor, 2> out{make_output(n.name, "Y"), nullptr};
+  bind(n.outputs, "Y", out[0]);
+  if (generate_stats) {
+    out[1] = make_output(n.name, "STATS");
+    bind(n.outputs, "STATS", out[1]);
+  }
+  return out;
+}
+
+namespace {
+void bind_sdpa_extra(std::vector<Port>& in, const SdpaInputs& e) {
+  bind(in, "ATTN_SCALE", e.attn_scale);
+  bind(in, "BIAS", e.bias);
+  bind(in, "SEQ_LEN_Q", e.seq_len_q);
+  bind(in, "SEQ_LEN_KV", e.seq_len_kv);
+  bind(in, "SEED", e.seed);
+  bind(in, "OFFSET", e.offset);
+}
+}  // namespace
+
+std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
+                                  SdpaInputs extra, OpOptions o) {
+  if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
+  const bool inference = attrs.is_inference;
+  Node& n = push(std::move(attrs), o, "sdpa");
+  bind(n.inputs, "Q", q);
+  bind(n.inputs, "K", k);
+  bind(n.inputs, "V", v);
+  bind_sdpa_extra(n.inputs, extra);
+  std::array<Tensor, 2> out{make_output(n.name, "O"), nullptr};
+  bind(n.outputs, "O", out[0]);
+  if (!inference) {
+    out[1] = make_output(n.name, "STATS");
+    bind(n.outputs, "STATS", out[1]);
+  }
+  return out;
+}
+
+std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor d_o,
+                                           Tensor stats, SdpaBwdAttrs attrs, SdpaInputs extra,
+                                           OpOptions opts) {
+  if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
+  attrs.is_inference = false;
+  const bool has_bias = static_cast<bool>(extra.bias);
+  Node& n = push(std::move(attrs), opts, "sdpa_backward");
+  bind(n.inputs, "Q", q);
+  bind(n.inputs, "K", k);
+  bind(n.inputs, "V", v);
+  bind(n.inputs, "O", o);
+  bind(n.inputs, "DO", d_o);
+  bind(n.inputs, "STATS", stats);
+  bind_sdpa_extra(n.inputs, extra);
+  std::array<Tensor, 4> out{make_output(n.name, "DQ"), make_output(n.name, "DK"),
+                            make_output(n.name, "DV"), nullptr};
+  bind(n.outputs, "DQ", out[0]);
+  bind(n.outputs, "DK", out[1]);
+  bind(n.outputs, "DV", out[2]);
+  if (has_bias) {
+    out[3] = make_output(n.name, "DBIAS");
+    bind(n.outputs, "DBIAS", out[3]);
+  }
+  return out;
+}
+
+}  // namespace dnngraph::ir

@@ -1,0 +1,114 @@
+// Names of the enumerations, used by JSON, messages and the Python enums.
+#include "dnngraph/types.hpp"
+
+#include <array>
+#include <string_view>
+
+#include "dnngraph/status.hpp"
+#include "dnngraph/version.hpp"
+
+namespace dnngraph {
+namespace {
+
+template <class E, size_t N>
+std::optional<E> find_name(const std::array<std::string_view, N>& names, std::string_view s) {
+  for (size_t i = 0; i < N; ++i)
+    if (names[i] == s) return static_cast<E>(i);
+  return std::nullopt;
+}
+
+constexpr std::array<std::string_view, 12> kDataTypeNames = {
+    "NOT_SET", "FLOAT", "DOUBLE", "HALF", "BFLOAT16", "FP8_E4M3",
+    "FP8_E5M2", "INT8", "UINT8", "INT32", "INT64", "BOOLEAN"};
+constexpr std::array<int64_t, 12> kDataTypeSizes = {0, 4, 8, 2, 2, 1, 1, 1, 1, 4, 8, 1};
+
+constexpr std::array<std::string_view, kPointwiseModeCount> kPointwiseNames = {
+    "ADD", "SUB", "MUL", "DIV", "MAX", "MIN", "POW", "ABS", "NEG", "EXP", "LOG", "SQRT",
+    "RSQRT", "RECIPROCAL", "TANH", "SIGMOID", "RELU", "GELU", "GELU_APPROX_TANH", "SILU", "ELU",
+    "SOFTPLUS", "ERF", "SIN", "COS", "FLOOR", "CEIL", "IDENTITY", "CMP_EQ", "CMP_NEQ", "CMP_GT",
+    "CMP_GE", "CMP_LT", "CMP_LE", "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT", "BINARY_SELECT",
+    "RELU_BWD", "GELU_BWD", "GELU_APPROX_TANH_BWD", "SIGMOID_BWD", "TANH_BWD", "SILU_BWD",
+    "ELU_BWD", "SOFTPLUS_BWD"};
+
+constexpr std::array<std::string_view, 8> kReductionNames = {"ADD",  "MUL", "MIN",   "MAX",
+                                                             "AMAX", "AVG", "NORM1", "NORM2"};
+constexpr std::array<std::string_view, 2> kAlignmentNames = {"TOP_LEFT", "BOTTOM_RIGHT"};
+constexpr std::array<std::string_view, 2> kPhaseNames = {"TRAINING", "INFERENCE"};
+constexpr std::array<std::string_view, 3> kHeurNames = {"A", "B", "FALLBACK"};
+constexpr std::array<std::string_view, 6> kErrorNames = {
+    "Ok", "InvalidGraph", "InvalidArgument", "NotSupported", "BackendError", "Internal"};
+
+}  // namespace
+
+int64_t data_type_size(DataType t) { return kDataTypeSizes[static_cast<size_t>(t)]; }
+std::string_view data_type_name(DataType t) { return kDataTypeNames[static_cast<size_t>(t)]; }
+std::optional<DataType> data_type_from_name(std::string_view s) {
+  return find_name<DataType>(kDataTypeNames, s);
+}
+bool is_floating(DataType t) {
+  switch (t) {
+    case DataType::Float: case DataType::Double: case DataType::Half: case DataType::BFloat16:
+    case DataType::FP8_E4M3: case DataType::FP8_E5M2:
+      return true;
+    default:
+      return false;
+  }
+}
+bool is_integral(DataType t) {
+  switch (t) {
+    case DataType::Int8: case DataType::UInt8: case DataType::Int32: case DataType::Int64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string_view pointwise_mode_name(PointwiseMode m) {
+  return kPointwiseNames[static_cast<size_t>(m)];
+}
+std::optional<PointwiseMode> pointwise_mode_from_name(std::string_view s) {
+  return find_name<PointwiseMode>(kPointwiseNames, s);
+}
+int pointwise_arity(PointwiseMode m) {
+  using M = PointwiseMode;
+  switch (m) {
+    case M::Add: case M::Sub: case M::Mul: case M::Div: case M::Max: case M::Min: case M::Pow:
+    case M::CmpEq: case M::CmpNeq: case M::CmpGt: case M::CmpGe: case M::CmpLt: case M::CmpLe:
+    case M::LogicalAnd: case M::LogicalOr: case M::ReluBwd: case M::GeluBwd:
+    case M::GeluApproxTanhBwd: case M::SigmoidBwd: case M::TanhBwd: case M::SiluBwd:
+    case M::EluBwd: case M::SoftplusBwd:
+      return 2;
+    case M::BinarySelect:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+std::string_view reduction_mode_name(ReductionMode m) {
+  return kReductionNames[static_cast<size_t>(m)];
+}
+std::optional<ReductionMode> reduction_mode_from_name(std::string_view s) {
+  return find_name<ReductionMode>(kReductionNames, s);
+}
+std::string_view diagonal_alignment_name(DiagonalAlignment a) {
+  return kAlignmentNames[static_cast<size_t>(a)];
+}
+std::optional<DiagonalAlignment> diagonal_alignment_from_name(std::string_view s) {
+  return find_name<DiagonalAlignment>(kAlignmentNames, s);
+}
+std::string_view norm_phase_name(NormForwardPhase p) { return kPhaseNames[static_cast<size_t>(p)]; }
+std::optional<NormForwardPhase> norm_phase_from_name(std::string_view s) {
+  return find_name<NormForwardPhase>(kPhaseNames, s);
+}
+std::string_view heur_mode_name(HeurMode m) { return kHeurNames[static_cast<size_t>(m)]; }
+
+const char* error_code_name(ErrorCode c) { return kErrorNames[static_cast<size_t>(c)].data(); }
+std::string Status::to_string() const {
+  if (is_ok()) return "Ok";
+  return detail::cat(error_code_name(code_), ": ", message_);
+}
+
+const char* version() { return kVersion; }
+
+}  // namespace dnngraph

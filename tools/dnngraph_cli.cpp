@@ -1,0 +1,2 @@
+// Placeholder until the CLI lands (issue: Foundation).
+int main() { return 0; }
