@@ -1,0 +1,357 @@
+// The cuDNN engine: lowers a validated ir::Graph into one cuDNN operation graph, proposes the
+// engine configs of heuristics modes A / B / FALLBACK as candidates, checks support by
+// finalizing an execution plan, and builds plans (plan.cpp runs them).
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "engines/cudnn/plan.hpp"
+
+namespace dnngraph::cudnn {
+namespace {
+
+// ---------------------------------------------------------------- constants
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t h = mant >> shift;
+    if ((mant >> (shift - 1)) & 1u) ++h;  // round half up (adequate for constants)
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  if (mant & 0x1000u) ++h;
+  return static_cast<uint16_t>(h);
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);
+  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(x >> 16);
+}
+
+// Host bytes of a pass-by-value scalar in `type`.
+Result<std::array<unsigned char, 16>> scalar_bytes(const ir::Scalar& s, DataType type,
+                                                   const std::string& name) {
+  std::array<unsigned char, 16> b{};
+  auto put = [&](auto v) { std::memcpy(b.data(), &v, sizeof v); };
+  const double d = s.as_double();
+  switch (type) {
+    case DataType::Float: put(static_cast<float>(d)); break;
+    case DataType::Double: put(d); break;
+    case DataType::Half: put(float_to_half(static_cast<float>(d))); break;
+    case DataType::BFloat16: put(float_to_bf16(static_cast<float>(d))); break;
+    case DataType::Int32: put(static_cast<int32_t>(is_integral(s.type) ? s.i : d)); break;
+    case DataType::Int64: put(static_cast<int64_t>(is_integral(s.type) ? s.i : d)); break;
+    case DataType::Int8: put(static_cast<int8_t>(is_integral(s.type) ? s.i : d)); break;
+    case DataType::UInt8: put(static_cast<uint8_t>(is_integral(s.type) ? s.i : d)); break;
+    case DataType::Boolean: put(static_cast<uint8_t>(d != 0.0)); break;
+    default:
+      return make_error(ErrorCode::NotSupported, "pass-by-value tensor '", name, "' of type ",
+                        data_type_name(type), " cannot carry a constant for cuDNN");
+  }
+  return b;
+}
+
+// ---------------------------------------------------------------- lowering
+Status lower_node(LowerContext& cx, const ir::Node& n) {
+  switch (n.kind()) {
+    case ir::OpKind::ConvFprop:
+    case ir::OpKind::ConvDgrad:
+    case ir::OpKind::ConvWgrad: return lower_conv(cx, n);
+    case ir::OpKind::Matmul: return lower_matmul(cx, n);
+    case ir::OpKind::Pointwise: return lower_pointwise(cx, n);
+    case ir::OpKind::Reduction: return lower_reduction(cx, n);
+    case ir::OpKind::NormFwd:
+    case ir::OpKind::NormBwd: return lower_norm(cx, n);
+    case ir::OpKind::Softmax: return lower_softmax(cx, n);
+    case ir::OpKind::SdpaFwd:
+    case ir::OpKind::SdpaBwd: return lower_sdpa(cx, n);
+  }
+  return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
+}
+
+std::string describe_graph(const ir::Graph& g) {
+  std::string s = "graph '" + g.name() + "' (";
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    if (i == 3) {
+      s += ", ...";
+      break;
+    }
+    s += detail::cat(i ? ", " : "", op_kind_name(g.nodes()[i].kind()), " '", g.nodes()[i].name,
+                     "'");
+  }
+  return s + ")";
+}
+
+cudnnBackendHeurMode_t heur_of(HeurMode m) {
+  switch (m) {
+    case HeurMode::A: return CUDNN_HEUR_MODE_A;
+    case HeurMode::B: return CUDNN_HEUR_MODE_B;
+    case HeurMode::Fallback: return CUDNN_HEUR_MODE_FALLBACK;
+  }
+  return CUDNN_HEUR_MODE_A;
+}
+
+// Engine configs proposed by one heuristics mode, best first.
+Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode mode) {
+  const std::string what = detail::cat(st.what, " heuristics ", heur_mode_name(mode));
+  auto hd = Descriptor::create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what);
+  if (!hd) return hd.status();
+  const cudnnBackendHeurMode_t m = heur_of(mode);
+  DNNGRAPH_TRY(hd->set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, st.op_graph));
+  DNNGRAPH_TRY(hd->set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, m));
+  DNNGRAPH_TRY(hd->finalize(ErrorCode::NotSupported));
+  int64_t count = 0;
+  DNNGRAPH_TRY(hd->get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                       nullptr));
+  std::vector<Descriptor> cfgs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    auto c = Descriptor::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
+                                detail::cat(what, " config ", i));
+    if (!c) return c.status();
+    raw.push_back(c->get());
+    cfgs.push_back(std::move(c.value()));
+  }
+  if (count > 0) {
+    int64_t got = 0;
+    DNNGRAPH_TRY(hd->get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                         raw.data()));
+    cfgs.resize(static_cast<size_t>(std::min(got, count)));
+  }
+  return cfgs;
+}
+
+// "eng<id> KNOB=v ..." plus the notes.
+Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
+  CandidateInfo info;
+  info.engine = "cudnn";
+  info.source = mode;
+  auto ed = Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, cfg.what() + " engine");
+  if (!ed) return ed.status();
+  cudnnBackendDescriptor_t eraw = ed->get();
+  int64_t n = 0;
+  DNNGRAPH_TRY(cfg.get(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eraw));
+  int64_t id = -1;
+  DNNGRAPH_TRY(ed->get(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &id));
+  info.name = "eng" + std::to_string(id);
+  std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
+  if (ed->get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+              static_cast<int64_t>(notes.size()), &n, notes.data()))
+    for (int64_t i = 0; i < n; ++i)
+      info.numerical_notes.emplace_back(numerical_note_name(static_cast<int>(notes[i])));
+  std::array<cudnnBackendBehaviorNote_t, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT> beh{};
+  if (ed->get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+              static_cast<int64_t>(beh.size()), &n, beh.data()))
+    for (int64_t i = 0; i < n; ++i)
+      info.behavior_notes.emplace_back(behavior_note_name(static_cast<int>(beh[i])));
+  // Knob choices.
+  std::vector<Descriptor> knobs;
+  std::vector<cudnnBackendDescriptor_t> kraw;
+  for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
+    auto k = Descriptor::create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, cfg.what() + " knob");
+    if (!k) return k.status();
+    kraw.push_back(k->get());
+    knobs.push_back(std::move(k.value()));
+  }
+  int64_t nk = 0;
+  if (cfg.get(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+              static_cast<int64_t>(kraw.size()), &nk, kraw.data())) {
+    for (int64_t i = 0; i < nk && i < static_cast<int64_t>(knobs.size()); ++i) {
+      cudnnBackendKnobType_t type{};
+      int64_t value = 0;
+      if (!knobs[static_cast<size_t>(i)].get(CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE,
+                                             1, &n, &type))
+        continue;
+      if (!knobs[static_cast<size_t>(i)].get(CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64,
+                                             1, &n, &value))
+        continue;
+      info.name += " " + knob_name(static_cast<int>(type)) + "=" + std::to_string(value);
+    }
+  }
+  return info;
+}
+
+Result<Descriptor> finalize_plan(const LoweredState& st, cudnnBackendDescriptor_t cfg,
+                                 const std::string& name) {
+  auto pd = Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+                               detail::cat("cudnn candidate '", name, "' for ", st.what));
+  if (!pd) return pd.status();
+  DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.build_handle));
+  DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg));
+  DNNGRAPH_TRY(pd->finalize(ErrorCode::NotSupported));
+  return std::move(pd.value());
+}
+
+// ---------------------------------------------------------------- candidates
+class CudnnCandidate final : public Candidate {
+ public:
+  CudnnCandidate(std::shared_ptr<LoweredState> st, Descriptor cfg, CandidateInfo info)
+      : st_(std::move(st)), cfg_(std::move(cfg)), info_(std::move(info)) {}
+  const CandidateInfo& info() const override { return info_; }
+
+  Status check_support() override {
+    if (plan_) return Status::ok();
+    auto p = finalize_plan(*st_, cfg_.get(), info_.name);
+    if (!p) return p.status();
+    plan_ = std::move(p.value());
+    return Status::ok();
+  }
+
+  Result<std::unique_ptr<Plan>> build() override {
+    DNNGRAPH_TRY(check_support());
+    return make_plan(st_, std::move(plan_), info_.name);
+  }
+
+ private:
+  std::shared_ptr<LoweredState> st_;
+  Descriptor cfg_;
+  CandidateInfo info_;
+  Descriptor plan_;  // finalized by check_support, handed to the plan by build
+};
+
+class CudnnLoweredGraph final : public LoweredGraph {
+ public:
+  explicit CudnnLoweredGraph(std::shared_ptr<LoweredState> st) : st_(std::move(st)) {}
+  Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode mode) override {
+    auto cfgs = engine_configs(*st_, mode);
+    if (!cfgs) return cfgs.status();
+    std::vector<std::unique_ptr<Candidate>> out;
+    std::set<std::string> seen;
+    for (auto& c : cfgs.value()) {
+      auto info = describe_config(c, mode);
+      if (!info) return info.status();
+      if (!seen.insert(info->name).second) continue;
+      out.push_back(std::make_unique<CudnnCandidate>(st_, std::move(c), std::move(info.value())));
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<LoweredState> st_;
+};
+
+bool has_sdpa(const ir::Graph& g) {
+  return std::any_of(g.nodes().begin(), g.nodes().end(),
+                     [](const ir::Node& n) { return n.kind() == ir::OpKind::SdpaFwd; });
+}
+
+// Lowers every node and finalizes the operation graph.
+Result<std::shared_ptr<LoweredState>> lower_once(const ir::Graph& g, const ViewMap& views,
+                                                 HandleState& hs, int variant) {
+  auto st = std::make_shared<LoweredState>();
+  st->what = describe_graph(g);
+  st->device = hs.device;
+  st->build_handle = hs.handle;
+  st->cx = std::make_unique<LowerContext>(g, views);
+  st->cx->variant = variant;
+  for (const auto& n : g.nodes()) DNNGRAPH_TRY(lower_node(*st->cx, n));
+  auto od = Descriptor::create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, st->what);
+  if (!od) return od.status();
+  std::vector<cudnnBackendDescriptor_t> ops;
+  for (const auto& o : st->cx->ops()) ops.push_back(o.get());
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, hs.handle));
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops));
+  DNNGRAPH_TRY(od->finalize(ErrorCode::NotSupported));
+  st->op_graph = std::move(od.value());
+
+  // Variant pack template: every non-virtual tensor of the graph plus internal constants.
+  std::set<int64_t> seen;
+  for (const auto& n : g.nodes())
+    for (const auto* ports : {&n.inputs, &n.outputs})
+      for (const auto& p : *ports) {
+        const ir::Tensor& t = p.tensor;
+        if (!t || t->is_virtual || !seen.insert(t->uid).second) continue;
+        st->io.push_back({t->uid, t->name, t->is_pass_by_value, -1, data_type_size(t->data_type)});
+      }
+  for (const auto& c : st->cx->constants()) {
+    DataType type = c.value.type;
+    std::string name = "constant uid " + std::to_string(c.uid);
+    for (const auto& t : g.tensors())
+      if (t->uid_assigned && t->uid == c.uid) type = t->data_type, name = t->name;
+    auto bytes = scalar_bytes(c.value, type, name);
+    if (!bytes) return bytes.status();
+    st->constant_bytes.push_back(bytes.value());
+    const int idx = static_cast<int>(st->constant_bytes.size() - 1);
+    auto it = std::find_if(st->io.begin(), st->io.end(),
+                           [&](const IoSlot& s) { return s.uid == c.uid; });
+    if (it != st->io.end()) it->constant = idx;
+    else st->io.push_back({c.uid, name, true, idx, data_type_size(type)});
+  }
+  std::sort(st->io.begin(), st->io.end(),
+            [](const IoSlot& a, const IoSlot& b) { return a.uid < b.uid; });
+  return st;
+}
+
+class CudnnEngine final : public Engine {
+ public:
+  std::string_view name() const override { return "cudnn"; }
+  bool runs_on(const Device& d) const override { return d.kind == Device::Kind::CUDA; }
+
+  Result<std::unique_ptr<LoweredGraph>> lower(const ir::Graph& g, Handle& handle) override {
+    auto st = lower_state(g, handle);
+    if (!st) return st.status();
+    return std::unique_ptr<LoweredGraph>(std::make_unique<CudnnLoweredGraph>(st.value()));
+  }
+
+  Result<std::unique_ptr<Plan>> deserialize_plan(const ir::Graph& g, Handle& handle,
+                                                 std::string_view bytes) override {
+    auto st = lower_state(g, handle);
+    if (!st) return st.status();
+    auto pd = Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+                                 "deserialized plan for " + st.value()->what);
+    if (!pd) return pd.status();
+    DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE,
+                         st.value()->build_handle));
+    DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                         static_cast<int64_t>(bytes.size()), bytes.data()));
+    DNNGRAPH_TRY(pd->finalize(ErrorCode::NotSupported));
+    return make_plan(st.value(), std::move(pd.value()), "deserialized");
+  }
+
+ private:
+  Result<std::shared_ptr<LoweredState>> lower_state(const ir::Graph& g, Handle& handle) {
+    if (!api())
+      return make_error(ErrorCode::NotSupported, "the cuDNN engine is unavailable: ",
+                        load_info().error);
+    if (!g.is_validated())
+      return make_error(ErrorCode::InvalidGraph, describe_graph(g),
+                        ": validate the graph before lowering it to cuDNN");
+    auto hs = handle_state(handle);
+    if (!hs) return hs.status();
+    auto views = canonicalize(g);
+    if (!views) return views.status();
+    // SDPA has several equivalent lowerings; keep the first cuDNN proposes an engine for.
+    const int variants = has_sdpa(g) ? 3 : 1;
+    Status last;
+    for (int v = 0; v < variants; ++v) {
+      auto st = lower_once(g, views.value(), *hs.value(), v);
+      if (!st) return st.status();
+      if (v + 1 == variants) return st;
+      auto cfgs = engine_configs(*st.value(), HeurMode::A);
+      if (cfgs && !cfgs->empty()) return st;
+    }
+    return make_error(ErrorCode::Internal, "unreachable");
+  }
+};
+
+}  // namespace
+}  // namespace dnngraph::cudnn
+
+namespace dnngraph {
+Engine* cudnn_engine() {
+  static cudnn::CudnnEngine engine;
+  return &engine;
+}
+}  // namespace dnngraph

@@ -1,0 +1,94 @@
+// Shared state while one ir::Graph is turned into cuDNN backend descriptors. Each op family
+// has one lowering function (conv.cpp, matmul.cpp, ...) that adds operation descriptors here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dnngraph/ir/graph.hpp"
+#include "engines/cudnn/canonicalize.hpp"
+#include "engines/cudnn/descriptor.hpp"
+
+namespace dnngraph::cudnn {
+
+// A pass-by-value tensor whose value the plan supplies itself (graph constants and the
+// constants composite lowerings add, e.g. -inf for masks).
+struct ByValueConstant {
+  int64_t uid;
+  ir::Scalar value;
+};
+
+cudnnDataType_t to_cudnn(DataType t);
+
+class LowerContext {
+ public:
+  LowerContext(const ir::Graph& graph, ViewMap views);
+
+  const ir::Graph& graph() const { return graph_; }
+  // The descriptor of a graph tensor, created on first use from its canonical view.
+  Result<cudnnBackendDescriptor_t> tensor(const ir::Tensor& t);
+  // A graph tensor described with another view of the same memory (e.g. K as K^T). Each graph
+  // tensor gets one descriptor: use either this or tensor(), not both.
+  Result<cudnnBackendDescriptor_t> tensor_as(const ir::Tensor& t, const TensorView& v);
+  // The canonical view of a graph tensor (dims/strides given to cuDNN).
+  const TensorView& view(const ir::Tensor& t) const { return views_.at(t.get()); }
+  // A new virtual tensor for a composite lowering's intermediate (packed strides).
+  Result<cudnnBackendDescriptor_t> virtual_tensor(const std::string& name,
+                                                  const std::vector<int64_t>& dim, DataType type);
+  // A new pass-by-value constant of rank `rank` whose value the plan supplies.
+  Result<cudnnBackendDescriptor_t> constant(const std::string& name, ir::Scalar value,
+                                            size_t rank);
+  // Alternative lowerings to try when cuDNN finds no engine for the first (see engine.cpp).
+  int variant = 0;
+  // Keeps a helper descriptor (conv/matmul/pointwise/reduction descriptor) alive.
+  cudnnBackendDescriptor_t keep(Descriptor d);
+  // Finalizes an operation and appends it to the graph's list.
+  Status add_op(Descriptor op);
+
+  // The node's compute type, else the graph's, else FLOAT.
+  DataType compute_type(const ir::Node& n) const;
+
+  std::vector<Descriptor>& ops() { return ops_; }
+  const std::vector<ByValueConstant>& constants() const { return constants_; }
+
+ private:
+  Result<cudnnBackendDescriptor_t> make_tensor(const std::string& name, const TensorView& v,
+                                               DataType type, int64_t uid, bool is_virtual,
+                                               bool by_value);
+
+  const ir::Graph& graph_;
+  ViewMap views_;
+  std::unordered_map<const ir::TensorAttrs*, cudnnBackendDescriptor_t> by_tensor_;
+  std::vector<Descriptor> owned_;  // tensors and helper descriptors
+  std::vector<Descriptor> ops_;
+  std::vector<ByValueConstant> constants_;
+  int64_t next_uid_ = 1;
+};
+
+// One function per op family; each names the node in its errors.
+Status lower_conv(LowerContext& cx, const ir::Node& n);
+Status lower_matmul(LowerContext& cx, const ir::Node& n);
+Status lower_pointwise(LowerContext& cx, const ir::Node& n);
+Status lower_reduction(LowerContext& cx, const ir::Node& n);
+Status lower_softmax(LowerContext& cx, const ir::Node& n);
+Status lower_norm(LowerContext& cx, const ir::Node& n);
+Status lower_sdpa(LowerContext& cx, const ir::Node& n);
+
+// Helpers shared by composite lowerings (sdpa, softmax): one pointwise / reduction operation
+// on already-created tensor descriptors.
+Status add_pointwise(LowerContext& cx, const std::string& what, cudnnPointwiseMode_t mode,
+                     DataType compute, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                     cudnnBackendDescriptor_t t, cudnnBackendDescriptor_t y,
+                     int64_t axis = -1);
+Status add_reduction(LowerContext& cx, const std::string& what, cudnnReduceTensorOp_t mode,
+                     DataType compute, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y);
+// Softmax along the last dim of `x` (dims `dim`), as max / sub / exp / sum / div with float
+// intermediates; writes `y` and, when `stats` is set, log-sum-exp into it.
+Status add_softmax(LowerContext& cx, const std::string& what, const std::vector<int64_t>& dim,
+                   cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y,
+                   cudnnBackendDescriptor_t stats);
+
+}  // namespace dnngraph::cudnn

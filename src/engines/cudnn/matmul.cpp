@@ -1,0 +1,33 @@
+// Matmul -> MATMUL descriptor + OPERATION_MATMUL. cuDNN wants rank >= 3 ([batch..., M, K]); the
+// canonical views already carry leading 1s for 2-D operands.
+#include "engines/cudnn/lowering.hpp"
+
+namespace dnngraph::cudnn {
+
+Status lower_matmul(LowerContext& cx, const ir::Node& n) {
+  const std::string what = detail::cat("matmul '", n.name, "'");
+  const ir::Tensor a = n.input("A"), b = n.input("B"), c = n.output("C");
+  if (!a || !b || !c) return make_error(ErrorCode::InvalidGraph, what, ": needs ports A, B and C");
+  if (n.as<ir::MatmulAttrs>().padding_value)
+    return make_error(ErrorCode::NotSupported, what, ": padding_value is not supported");
+
+  auto md = Descriptor::create(CUDNN_BACKEND_MATMUL_DESCRIPTOR, what + " (matmul desc)");
+  if (!md) return md.status();
+  const cudnnDataType_t comp = to_cudnn(cx.compute_type(n));
+  DNNGRAPH_TRY(md->set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp));
+  DNNGRAPH_TRY(md->finalize(ErrorCode::NotSupported));
+
+  auto ta = cx.tensor(a), tb = cx.tensor(b), tc = cx.tensor(c);
+  for (auto* r : {&ta, &tb, &tc})
+    if (!*r) return r->status();
+  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, what);
+  if (!od) return od.status();
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, ta.value()));
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, tb.value()));
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, tc.value()));
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_DESC, md.value()));
+  cx.keep(std::move(md.value()));
+  return cx.add_op(std::move(od.value()));
+}
+
+}  // namespace dnngraph::cudnn

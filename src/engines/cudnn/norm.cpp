@@ -1,0 +1,89 @@
+// Layer / RMS / batch norm, forward and backward -> OPERATION_NORM_FORWARD / _BACKWARD. The
+// canonical views give every tensor rank >= 4 (trailing 1s), which is what these ops expect.
+#include "engines/cudnn/lowering.hpp"
+
+namespace dnngraph::cudnn {
+namespace {
+
+cudnnBackendNormMode_t mode_of(ir::NormKind k) {
+  switch (k) {
+    case ir::NormKind::LayerNorm: return CUDNN_LAYER_NORM;
+    case ir::NormKind::RmsNorm: return CUDNN_RMS_NORM;
+    case ir::NormKind::BatchNorm: return CUDNN_BATCH_NORM;
+  }
+  return CUDNN_LAYER_NORM;
+}
+
+struct PortAttr {
+  const char* role;
+  bool is_input;
+  cudnnBackendAttributeName_t attr;
+};
+
+// Binds every present port to its attribute.
+Status bind_ports(LowerContext& cx, const ir::Node& n, Descriptor& op,
+                  std::initializer_list<PortAttr> ports) {
+  for (const auto& p : ports) {
+    ir::Tensor t = p.is_input ? n.input(p.role) : n.output(p.role);
+    if (!t) continue;
+    auto d = cx.tensor(t);
+    if (!d) return d.status();
+    DNNGRAPH_TRY(op.set(p.attr, d.value()));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status lower_norm(LowerContext& cx, const ir::Node& n) {
+  const bool fwd = n.kind() == ir::OpKind::NormFwd;
+  const ir::NormKind kind = fwd ? n.as<ir::NormFwdAttrs>().kind : n.as<ir::NormBwdAttrs>().kind;
+  const std::string what =
+      detail::cat(op_kind_name(n.kind()), " ", ir::norm_kind_name(kind), " '", n.name, "'");
+  const cudnnBackendNormMode_t mode = mode_of(kind);
+  if (fwd) {
+    const auto& a = n.as<ir::NormFwdAttrs>();
+    auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR, what);
+    if (!od) return od.status();
+    Descriptor& op = od.value();
+    const cudnnBackendNormFwdPhase_t phase = a.phase == NormForwardPhase::Training
+                                                 ? CUDNN_NORM_FWD_TRAINING
+                                                 : CUDNN_NORM_FWD_INFERENCE;
+    DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, mode));
+    DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_NORM_FWD_PHASE, CUDNN_TYPE_NORM_FWD_PHASE, phase));
+    // Batchnorm inference reads MEAN / INV_VARIANCE; training writes them.
+    DNNGRAPH_TRY(bind_ports(
+        cx, n, op,
+        {{"X", true, CUDNN_ATTR_OPERATION_NORM_FWD_XDESC},
+         {"SCALE", true, CUDNN_ATTR_OPERATION_NORM_FWD_SCALE_DESC},
+         {"BIAS", true, CUDNN_ATTR_OPERATION_NORM_FWD_BIAS_DESC},
+         {"EPSILON", true, CUDNN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC},
+         {"MOMENTUM", true, CUDNN_ATTR_OPERATION_NORM_FWD_EXP_AVG_FACTOR_DESC},
+         {"PREV_RUNNING_MEAN", true, CUDNN_ATTR_OPERATION_NORM_FWD_INPUT_RUNNING_MEAN_DESC},
+         {"PREV_RUNNING_VAR", true, CUDNN_ATTR_OPERATION_NORM_FWD_INPUT_RUNNING_VAR_DESC},
+         {"MEAN", true, CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC},
+         {"INV_VARIANCE", true, CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC},
+         {"Y", false, CUDNN_ATTR_OPERATION_NORM_FWD_YDESC},
+         {"MEAN", false, CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC},
+         {"INV_VARIANCE", false, CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC},
+         {"NEXT_RUNNING_MEAN", false, CUDNN_ATTR_OPERATION_NORM_FWD_OUTPUT_RUNNING_MEAN_DESC},
+         {"NEXT_RUNNING_VAR", false, CUDNN_ATTR_OPERATION_NORM_FWD_OUTPUT_RUNNING_VAR_DESC}}));
+    return cx.add_op(std::move(op));
+  }
+  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR, what);
+  if (!od) return od.status();
+  Descriptor& op = od.value();
+  DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, mode));
+  DNNGRAPH_TRY(bind_ports(cx, n, op,
+                          {{"DY", true, CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC},
+                           {"X", true, CUDNN_ATTR_OPERATION_NORM_BWD_XDESC},
+                           {"SCALE", true, CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC},
+                           {"MEAN", true, CUDNN_ATTR_OPERATION_NORM_BWD_MEAN_DESC},
+                           {"INV_VARIANCE", true, CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC},
+                           {"DX", false, CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC},
+                           {"DSCALE", false, CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC},
+                           {"DBIAS", false, CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC}}));
+  return cx.add_op(std::move(op));
+}
+
+}  // namespace dnngraph::cudnn

@@ -1,0 +1,189 @@
+// Execution of a built cuDNN plan. The variant pack is prepared once per plan (uids fixed,
+// constants bound); a call gathers the pointers, validates them (only when they changed since
+// the last validated call), applies the handle's stream only when its epoch moved, and
+// launches. Several threads may execute one plan: the prepared pack is used under try_lock and
+// a contended call builds its own.
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+#include "engines/cudnn/plan.hpp"
+
+namespace dnngraph::cudnn {
+
+HandleState::~HandleState() {
+  if (handle && api()) api()->cudnnDestroy(handle);
+}
+
+Result<HandleState*> handle_state(Handle& h) {
+  static std::mutex create_mu;
+  std::lock_guard<std::mutex> lock(create_mu);
+  auto& slot = h.engine_state(kHandleSlot);
+  if (slot) return static_cast<HandleState*>(slot.get());
+  const Api* a = api();
+  if (!a) return make_error(ErrorCode::NotSupported, "cuDNN is not usable: ", load_info().error);
+  if (h.device().kind != Device::Kind::CUDA)
+    return make_error(ErrorCode::InvalidArgument, "the cuDNN engine needs a CUDA handle, got ",
+                      h.device().to_string());
+  int prev = 0;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = 0;
+  if (cudaError_t e = cudaSetDevice(h.device().index); e != cudaSuccess)
+    return make_error(ErrorCode::BackendError, "cannot use ", h.device().to_string(), ": ",
+                      cudaGetErrorString(e));
+  auto st = std::make_shared<HandleState>();
+  st->device = h.device().index;
+  Status s = check(a->cudnnCreate(&st->handle), h.device().to_string(), "cudnnCreate");
+  (void)cudaSetDevice(prev);
+  if (!s) return s;
+  slot = st;
+  return st.get();
+}
+
+namespace {
+
+class CudnnPlan final : public Plan {
+ public:
+  CudnnPlan(std::shared_ptr<LoweredState> st, Descriptor plan, std::string name, int64_t ws)
+      : st_(std::move(st)), plan_(std::move(plan)), name_(std::move(name)), workspace_(ws) {
+    for (const auto& s : st_->io) uids_.push_back(s.uid);
+    last_ptrs_.assign(uids_.size(), nullptr);
+  }
+
+  std::string name() const override { return name_; }
+  int64_t workspace_size() const override { return workspace_; }
+
+  Status execute(Handle& handle, const VariantPack& pack, void* workspace) override {
+    auto hs = handle_state(handle);
+    if (!hs) return hs.status();
+    if (hs.value()->device != st_->device)
+      return make_error(ErrorCode::InvalidArgument, "plan '", name_, "' was built for cuda:",
+                        st_->device, " but the handle is ", handle.device().to_string());
+    // Gather pointers in uid order (small: the vector is reused per thread).
+    thread_local std::vector<void*> ptrs;
+    ptrs.resize(uids_.size());
+    for (size_t i = 0; i < st_->io.size(); ++i) {
+      const IoSlot& s = st_->io[i];
+      if (s.constant >= 0) {
+        ptrs[i] = st_->constant_bytes[static_cast<size_t>(s.constant)].data();
+        continue;
+      }
+      auto it = pack.find(s.uid);
+      if (it == pack.end() || it->second == nullptr)
+        return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
+                          "' (uid ", s.uid, ") has ",
+                          it == pack.end() ? "no entry in the variant pack" : "a null pointer");
+      ptrs[i] = it->second;
+    }
+    if (workspace_ > 0 && workspace == nullptr)
+      return make_error(ErrorCode::InvalidArgument, "plan '", name_, "' needs ", workspace_,
+                        " bytes of workspace but got a null pointer");
+
+    std::unique_lock<std::mutex> prepared(mu_, std::try_to_lock);
+    const bool same = prepared.owns_lock() && workspace == last_ws_ && ptrs == last_ptrs_ &&
+                      vp_;
+    if (!same) DNNGRAPH_TRY(validate(ptrs));
+
+    Descriptor own;  // used when another thread holds the prepared pack
+    cudnnBackendDescriptor_t vp = nullptr;
+    if (prepared.owns_lock()) {
+      if (!same) {
+        DNNGRAPH_TRY(fill_pack(vp_, ptrs, workspace));
+        last_ptrs_ = ptrs;
+        last_ws_ = workspace;
+      }
+      vp = vp_.get();
+    } else {
+      DNNGRAPH_TRY(fill_pack(own, ptrs, workspace));
+      vp = own.get();
+    }
+    std::lock_guard<std::mutex> on_stream(hs.value()->mu);
+    const uint64_t epoch = handle.stream_epoch();
+    if (hs.value()->applied_epoch != epoch) {
+      DNNGRAPH_TRY(check(api()->cudnnSetStream(hs.value()->handle,
+                                               static_cast<cudaStream_t>(handle.stream())),
+                         name_, "cudnnSetStream"));
+      hs.value()->applied_epoch = epoch;
+    }
+    return check(api()->cudnnBackendExecute(hs.value()->handle, plan_.get(), vp), "plan '" + name_ + "'",
+                 "cudnnBackendExecute");
+  }
+
+  Result<std::string> serialize() const override {
+    int64_t n = 0;
+    DNNGRAPH_TRY(plan_.get(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0, &n,
+                           nullptr));
+    std::string json(static_cast<size_t>(n), '\0');
+    DNNGRAPH_TRY(plan_.get(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, n, &n,
+                           json.data()));
+    while (!json.empty() && json.back() == '\0') json.pop_back();
+    return json;
+  }
+
+ private:
+  // Non-null was checked by the caller; here: alignment and that device pointers live on the
+  // plan's GPU. Pass-by-value tensors point to host scalars and are not checked.
+  Status validate(const std::vector<void*>& ptrs) const {
+    for (size_t i = 0; i < st_->io.size(); ++i) {
+      const IoSlot& s = st_->io[i];
+      if (s.by_value) continue;
+      const auto addr = reinterpret_cast<uintptr_t>(ptrs[i]);
+      if (addr % 16 != 0)
+        return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
+                          "' (uid ", s.uid, ") is at ", ptrs[i],
+                          ", aligned to less than the 16 bytes its descriptor declares");
+      cudaPointerAttributes attr{};
+      cudaError_t e = cudaPointerGetAttributes(&attr, ptrs[i]);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
+                          "': cannot query pointer ", ptrs[i], ": ", cudaGetErrorString(e));
+      }
+      const bool on_device =
+          attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+      if (!on_device || attr.device != st_->device)
+        return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
+                          "' (uid ", s.uid, ") points to ",
+                          on_device ? "memory of cuda:" + std::to_string(attr.device)
+                                    : std::string("host memory"),
+                          " but the plan runs on cuda:", st_->device);
+    }
+    return Status::ok();
+  }
+
+  Status fill_pack(Descriptor& vp, const std::vector<void*>& ptrs, void* workspace) const {
+    // Re-initialise the prepared descriptor in place; create it on first use or if cuDNN
+    // refuses to re-initialise.
+    if (!vp || api()->cudnnBackendInitialize(vp.get()) != CUDNN_STATUS_SUCCESS) {
+      auto d = Descriptor::create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
+                                  "variant pack of plan '" + name_ + "'");
+      if (!d) return d.status();
+      vp = std::move(d.value());
+    }
+    DNNGRAPH_TRY(vp.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids_));
+    DNNGRAPH_TRY(vp.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, ptrs));
+    DNNGRAPH_TRY(vp.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, workspace));
+    return vp.finalize(ErrorCode::InvalidArgument);
+  }
+
+  std::shared_ptr<LoweredState> st_;
+  Descriptor plan_;
+  std::string name_;
+  int64_t workspace_;
+  std::vector<int64_t> uids_;
+  std::mutex mu_;  // guards vp_, last_ptrs_, last_ws_
+  Descriptor vp_;
+  std::vector<void*> last_ptrs_;
+  void* last_ws_ = nullptr;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Plan>> make_plan(std::shared_ptr<LoweredState> state, Descriptor plan,
+                                        std::string name) {
+  int64_t ws = 0, n = 0;
+  DNNGRAPH_TRY(plan.get(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws));
+  return std::unique_ptr<Plan>(
+      std::make_unique<CudnnPlan>(std::move(state), std::move(plan), std::move(name), ws));
+}
+
+}  // namespace dnngraph::cudnn

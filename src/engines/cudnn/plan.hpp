@@ -1,0 +1,53 @@
+// Internal types shared by engine.cpp (lowering, heuristics, candidates) and plan.cpp
+// (execution): the lowered graph's state and the per-handle cuDNN state.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dnngraph/engine.hpp"
+#include "engines/cudnn/lowering.hpp"
+
+namespace dnngraph::cudnn {
+
+// Per-handle state kept in Handle::engine_state(kHandleSlot).
+struct HandleState {
+  cudnnHandle_t handle = nullptr;
+  int device = 0;
+  std::mutex mu;                  // one stream per handle: executes on it are serialised
+  uint64_t applied_epoch = ~0ull;  // Handle::stream_epoch() last given to cudnnSetStream
+  ~HandleState();
+};
+constexpr int kHandleSlot = 1;
+Result<HandleState*> handle_state(Handle& handle);
+
+// A non-virtual tensor the variant pack must bind.
+struct IoSlot {
+  int64_t uid;
+  std::string name;
+  bool by_value;
+  int constant = -1;  // index into LoweredState::constant_bytes when the plan supplies it
+  int64_t elem_size = 0;
+};
+
+// Everything one lowered graph owns; shared by its candidates and plans.
+struct LoweredState {
+  std::unique_ptr<LowerContext> cx;  // owns tensor and operation descriptors
+  Descriptor op_graph;
+  std::string what;                  // "graph 'name' (matmul 'mm0', pointwise ...)"
+  std::vector<IoSlot> io;            // ordered by uid
+  std::vector<std::array<unsigned char, 16>> constant_bytes;
+  int device = 0;
+  cudnnHandle_t build_handle = nullptr;
+};
+
+// Wraps a finalized execution plan.
+Result<std::unique_ptr<Plan>> make_plan(std::shared_ptr<LoweredState> state, Descriptor plan,
+                                        std::string name);
+
+}  // namespace dnngraph::cudnn

@@ -1,0 +1,53 @@
+// Reduction -> REDUCTION descriptor + OPERATION_REDUCTION. The reduced dims are those where Y
+// has extent 1 and X does not (the canonical views keep that relation).
+#include "engines/cudnn/lowering.hpp"
+
+namespace dnngraph::cudnn {
+namespace {
+
+cudnnReduceTensorOp_t mode_of(ReductionMode m) {
+  switch (m) {
+    case ReductionMode::Add: return CUDNN_REDUCE_TENSOR_ADD;
+    case ReductionMode::Mul: return CUDNN_REDUCE_TENSOR_MUL;
+    case ReductionMode::Min: return CUDNN_REDUCE_TENSOR_MIN;
+    case ReductionMode::Max: return CUDNN_REDUCE_TENSOR_MAX;
+    case ReductionMode::Amax: return CUDNN_REDUCE_TENSOR_AMAX;
+    case ReductionMode::Avg: return CUDNN_REDUCE_TENSOR_AVG;
+    case ReductionMode::Norm1: return CUDNN_REDUCE_TENSOR_NORM1;
+    case ReductionMode::Norm2: return CUDNN_REDUCE_TENSOR_NORM2;
+  }
+  return CUDNN_REDUCE_TENSOR_ADD;
+}
+
+}  // namespace
+
+Status add_reduction(LowerContext& cx, const std::string& what, cudnnReduceTensorOp_t mode,
+                     DataType compute, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
+  auto rd = Descriptor::create(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, what + " (reduction desc)");
+  if (!rd) return rd.status();
+  const cudnnDataType_t comp = to_cudnn(compute);
+  DNNGRAPH_TRY(rd->set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, mode));
+  DNNGRAPH_TRY(rd->set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp));
+  DNNGRAPH_TRY(rd->finalize(ErrorCode::NotSupported));
+  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, what);
+  if (!od) return od.status();
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x));
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y));
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_REDUCTION_DESC, rd.value()));
+  cx.keep(std::move(rd.value()));
+  return cx.add_op(std::move(od.value()));
+}
+
+Status lower_reduction(LowerContext& cx, const ir::Node& n) {
+  const auto& a = n.as<ir::ReductionAttrs>();
+  const std::string what =
+      detail::cat("reduction ", reduction_mode_name(a.mode), " '", n.name, "'");
+  ir::Tensor x = n.input("X"), y = n.output("Y");
+  if (!x || !y) return make_error(ErrorCode::InvalidGraph, what, ": needs ports X and Y");
+  auto tx = cx.tensor(x), ty = cx.tensor(y);
+  if (!tx) return tx.status();
+  if (!ty) return ty.status();
+  return add_reduction(cx, what, mode_of(a.mode), cx.compute_type(n), tx.value(), ty.value());
+}
+
+}  // namespace dnngraph::cudnn

@@ -1,0 +1,113 @@
+// Tensor descriptors: uid, dims/strides from the canonical view, alignment, virtual, by-value.
+#include <algorithm>
+
+#include "engines/cudnn/lowering.hpp"
+
+namespace dnngraph::cudnn {
+
+cudnnDataType_t to_cudnn(DataType t) {
+  switch (t) {
+    case DataType::Float: return CUDNN_DATA_FLOAT;
+    case DataType::Double: return CUDNN_DATA_DOUBLE;
+    case DataType::Half: return CUDNN_DATA_HALF;
+    case DataType::BFloat16: return CUDNN_DATA_BFLOAT16;
+    case DataType::FP8_E4M3: return CUDNN_DATA_FP8_E4M3;
+    case DataType::FP8_E5M2: return CUDNN_DATA_FP8_E5M2;
+    case DataType::Int8: return CUDNN_DATA_INT8;
+    case DataType::UInt8: return CUDNN_DATA_UINT8;
+    case DataType::Int32: return CUDNN_DATA_INT32;
+    case DataType::Int64: return CUDNN_DATA_INT64;
+    case DataType::Boolean: return CUDNN_DATA_BOOLEAN;
+    case DataType::NotSet: break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+LowerContext::LowerContext(const ir::Graph& graph, ViewMap views)
+    : graph_(graph), views_(std::move(views)) {
+  for (const auto& t : graph.tensors()) next_uid_ = std::max(next_uid_, t->uid + 1);
+}
+
+DataType LowerContext::compute_type(const ir::Node& n) const {
+  if (n.compute_data_type != DataType::NotSet) return n.compute_data_type;
+  if (graph_.compute_data_type() != DataType::NotSet) return graph_.compute_data_type();
+  return DataType::Float;
+}
+
+Result<cudnnBackendDescriptor_t> LowerContext::make_tensor(const std::string& name,
+                                                           const TensorView& v, DataType type,
+                                                           int64_t uid, bool is_virtual,
+                                                           bool by_value) {
+  auto d = Descriptor::create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor '" + name + "'");
+  if (!d) return d.status();
+  Descriptor& t = d.value();
+  const cudnnDataType_t dt = to_cudnn(type);
+  const int64_t alignment = 16;  // execute() rejects pointers aligned to less
+  DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, dt));
+  DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, v.dim));
+  DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, v.stride));
+  DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid));
+  DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, alignment));
+  const bool virt = is_virtual;
+  DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, virt));
+  if (by_value) DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, by_value));
+  DNNGRAPH_TRY(t.finalize(ErrorCode::NotSupported));
+  return keep(std::move(t));
+}
+
+Result<cudnnBackendDescriptor_t> LowerContext::tensor(const ir::Tensor& t) {
+  if (!t) return make_error(ErrorCode::Internal, "cuDNN lowering: null tensor");
+  if (auto it = by_tensor_.find(t.get()); it != by_tensor_.end()) return it->second;
+  auto vit = views_.find(t.get());
+  if (vit == views_.end())
+    return make_error(ErrorCode::Internal, "tensor ", t->describe(), " is not in the graph");
+  if (t->data_type == DataType::NotSet || !t->uid_assigned)
+    return make_error(ErrorCode::InvalidGraph, "tensor ", t->describe(),
+                      ": data type and uid must be set (validate the graph first)");
+  auto d = make_tensor(t->name, vit->second, t->data_type, t->uid, t->is_virtual,
+                       t->is_pass_by_value);
+  if (!d) return d.status();
+  if (t->is_pass_by_value && t->value) constants_.push_back({t->uid, *t->value});
+  by_tensor_[t.get()] = d.value();
+  return d.value();
+}
+
+Result<cudnnBackendDescriptor_t> LowerContext::tensor_as(const ir::Tensor& t,
+                                                         const TensorView& v) {
+  if (by_tensor_.count(t.get()))
+    return make_error(ErrorCode::Internal, "tensor ", t->describe(), " was lowered twice");
+  auto d = make_tensor(t->name, v, t->data_type, t->uid, t->is_virtual, t->is_pass_by_value);
+  if (!d) return d.status();
+  if (t->is_pass_by_value && t->value) constants_.push_back({t->uid, *t->value});
+  by_tensor_[t.get()] = d.value();
+  return d.value();
+}
+
+Result<cudnnBackendDescriptor_t> LowerContext::virtual_tensor(const std::string& name,
+                                                              const std::vector<int64_t>& dim,
+                                                              DataType type) {
+  return make_tensor(name, {dim, ir::packed_strides(dim)}, type, next_uid_++, true, false);
+}
+
+Result<cudnnBackendDescriptor_t> LowerContext::constant(const std::string& name, ir::Scalar value,
+                                                        size_t rank) {
+  std::vector<int64_t> ones(rank, 1);
+  const int64_t uid = next_uid_++;
+  auto d = make_tensor(name, {ones, ones}, value.type, uid, false, true);
+  if (!d) return d.status();
+  constants_.push_back({uid, value});
+  return d.value();
+}
+
+cudnnBackendDescriptor_t LowerContext::keep(Descriptor d) {
+  owned_.push_back(std::move(d));
+  return owned_.back().get();
+}
+
+Status LowerContext::add_op(Descriptor op) {
+  DNNGRAPH_TRY(op.finalize(ErrorCode::NotSupported));
+  ops_.push_back(std::move(op));
+  return Status::ok();
+}
+
+}  // namespace dnngraph::cudnn
