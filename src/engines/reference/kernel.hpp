@@ -1,0 +1,97 @@
+// What a reference kernel sees: its node's tensors as dense row-major fp64 arrays.
+// Every tensor (user buffer, pass-by-value scalar or virtual intermediate in the workspace)
+// is read through the same path: strided storage of any data type -> Dense, and back with
+// round-to-nearest-even into the storage type.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "dnngraph/ir/ops.hpp"
+#include "dnngraph/status.hpp"
+
+namespace dnngraph::reference {
+
+// Dense row-major tensor in fp64 (the reference computes in fp64 and rounds where the graph
+// says a value is stored).
+struct Dense {
+  std::vector<int64_t> dim;
+  std::vector<double> data;
+
+  Dense() = default;
+  explicit Dense(std::vector<int64_t> d, double fill = 0.0);
+  int64_t size() const { return static_cast<int64_t>(data.size()); }
+  double& operator[](int64_t i) { return data[static_cast<size_t>(i)]; }
+  double operator[](int64_t i) const { return data[static_cast<size_t>(i)]; }
+};
+
+// Row-major packed strides of `dim`.
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dim);
+
+// Storage conversions (round to nearest even; fp8 e4m3 overflows to NaN, e5m2/half/bf16 to
+// inf; integers round to nearest even and saturate; Boolean is x != 0).
+double load_element(const void* base, DataType t, int64_t offset);
+void store_element(void* base, DataType t, int64_t offset, double v);
+// The value v takes once stored as t (e.g. round_to(BFloat16, x)).
+double round_to(DataType t, double v);
+
+// A tensor bound to its memory during one execution.
+struct Bound {
+  const ir::TensorAttrs* attrs = nullptr;
+  void* data = nullptr;  // user buffer, host scalar, or workspace slice
+};
+
+class KernelContext {
+ public:
+  KernelContext(const ir::Node& node, std::vector<std::pair<std::string_view, Bound>> inputs,
+                std::vector<std::pair<std::string_view, Bound>> outputs, DataType compute);
+
+  const ir::Node& node() const { return node_; }
+  const std::string& name() const { return node_.name; }
+  // Node's compute type (Float, Double, ...). round_compute(x) rounds x to it.
+  DataType compute_type() const { return compute_; }
+  double round_compute(double v) const { return round_to(compute_, v); }
+
+  bool has_input(std::string_view role) const { return find(inputs_, role) != nullptr; }
+  bool has_output(std::string_view role) const { return find(outputs_, role) != nullptr; }
+  // Attributes of the tensor bound to role (input or output); role must exist.
+  const ir::TensorAttrs& tensor(std::string_view role) const;
+
+  // Reads an input in logical row-major order.
+  Dense load(std::string_view role) const;
+  // Reads an input broadcast (dims of 1 repeated) to `dims` (same rank).
+  Dense load_broadcast(std::string_view role, const std::vector<int64_t>& dims) const;
+  // The single value of a 1-element input (pass-by-value constant, host scalar or buffer).
+  double scalar(std::string_view role) const;
+  // Writes an output (dims must equal the output's dims), rounding to its storage type.
+  void store(std::string_view role, const Dense& value) const;
+
+ private:
+  using Ports = std::vector<std::pair<std::string_view, Bound>>;
+  static const Bound* find(const Ports& ports, std::string_view role);
+  const ir::Node& node_;
+  Ports inputs_;
+  Ports outputs_;
+  DataType compute_;
+};
+
+// One entry per op family, in src/engines/reference/<family>.cpp.
+// check_*: can this engine run the node? (called at lower time; NotSupported with the reason)
+// run_*: compute; errors only for data-dependent problems (e.g. sequence length > s_kv).
+Status check_conv(const ir::Node& n);
+Status run_conv(KernelContext& ctx);  // conv_fprop, conv_dgrad, conv_wgrad
+Status check_matmul(const ir::Node& n);
+Status run_matmul(KernelContext& ctx);
+Status check_pointwise(const ir::Node& n);
+Status run_pointwise(KernelContext& ctx);
+Status check_reduction(const ir::Node& n);
+Status run_reduction(KernelContext& ctx);
+Status check_norm(const ir::Node& n);
+Status run_norm(KernelContext& ctx);  // norm_forward and norm_backward
+Status check_softmax(const ir::Node& n);
+Status run_softmax(KernelContext& ctx);
+Status check_sdpa(const ir::Node& n);
+Status run_sdpa(KernelContext& ctx);  // sdpa and sdpa_backward
+
+}  // namespace dnngraph::reference
