@@ -298,6 +298,10 @@ class CudnnEngine final : public Engine {
  public:
   std::string_view name() const override { return "cudnn"; }
   bool runs_on(const Device& d) const override { return d.kind == Device::Kind::CUDA; }
+  BackendInfo backend_info() const override {
+    const CudnnLoadInfo& l = load_info();
+    return {l.loaded, l.version, l.path, l.error};
+  }
 
   Result<std::unique_ptr<LoweredGraph>> lower(const ir::Graph& g, Handle& handle) override {
     auto st = lower_state(g, handle);
