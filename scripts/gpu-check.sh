@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Run ON the GPU machine (device tool), from the repo root, with .devdeps/ carried along
+# (scripts/prepare-device-deps.sh). Builds everything with the system g++ (see DEVICE.md),
+# runs the GPU tests, the GPU samples and the GPU benchmarks, writes logs under $OUT and prints
+# a short table. Usage: bash scripts/gpu-check.sh [build-dir]
+set -uo pipefail
+root=$(pwd)
+out=${OUT:-$root/gpu-check-out}
+build=${1:-build/gpu}
+mkdir -p "$out"
+site=$(python3 -c "import site;print(site.getsitepackages()[0])")
+gtest_dir="$root/.devdeps/googletest"  # the top folder: builds gtest, gtest_main (and gmock)
+declare -A result
+start=$(date +%s)
+{
+  echo "date: $(date -u)"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  echo "cudnn headers: $site/nvidia/cudnn/include"; /usr/bin/g++ --version | head -1
+} | tee "$out/env.txt"
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_COMPILER=/usr/bin/g++ -DCMAKE_C_COMPILER=/usr/bin/gcc \
+  -DDNNGRAPH_EXTRA_INCLUDE_DIR="$root/.devdeps" -DDNNGRAPH_GTEST_SOURCE_DIR="$gtest_dir" \
+  -DCUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" -DDNNGRAPH_CUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" \
+  -DDNNGRAPH_CUDA=ON -DDNNGRAPH_BUILD_BENCH=ON -DDNNGRAPH_BUILD_TOOLS=OFF \
+  >"$out/build.log" 2>&1
+cmake --build "$build" -j16 -- -k 0 >>"$out/build.log" 2>&1  # keep going past unrelated failures
+result[build]=$?
+echo "build: rc=${result[build]} ($(( $(date +%s) - start )) s)"
+if [ "${result[build]}" != 0 ]; then grep -E "error|FAILED" "$out/build.log" | head -40; fi
+
+run() {  # name, timeout, command...
+  local name=$1 t=$2; shift 2
+  local s=$(date +%s)
+  timeout "$t" "$@" >"$out/$name.log" 2>&1
+  result[$name]=$?
+  echo "$name: rc=${result[$name]} ($(( $(date +%s) - s )) s)"
+}
+if [ -x "$build/tests/dnngraph_gpu_tests" ]; then
+  run gpu_tests 240 "$build/tests/dnngraph_gpu_tests" --gtest_brief=1
+  grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error:|Expected|Which is|differ|cuDNN" "$out/gpu_tests.log" | head -60
+fi
+for s in conv_bias_relu matmul_epilogue sdpa_causal; do
+  [ -x "$build/samples/$s" ] && run "sample_$s" 120 "$build/samples/$s"
+done
+for b in "$build"/bench/*; do
+  [ -x "$b" ] && [ -f "$b" ] || continue
+  n=$(basename "$b")
+  case "$n" in *.cmake|CMakeFiles|Makefile) continue ;; esac
+  run "bench_$n" 150 "$b"
+done
+# Logs are capped at 8 files by the device tool: pack the rest.
+( cd "$out" && tail -n 60 -q sample_*.log bench_*.log 2>/dev/null > summary.txt; \
+  tar czf logs.tgz *.log env.txt 2>/dev/null; rm -f sample_*.log bench_*.log )
+echo "---- summary"
+for k in "${!result[@]}"; do printf "%-28s rc=%s\n" "$k" "${result[$k]}"; done | sort
+cat "$out/summary.txt"

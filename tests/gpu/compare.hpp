@@ -1,0 +1,363 @@
+// Header-only core of the GPU checks, shared by tests/gpu (with GoogleTest) and bench/gpu
+// (without): build a graph on the cuDNN engine (CUDA handle) and on the reference engine (CPU
+// handle), feed both the same fresh random inputs, poison every output first (all bits set:
+// NaN for floating types), compare with a per-dtype tolerance.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dnngraph/dnngraph.hpp"
+
+namespace dnngraph::gpu_test {
+
+struct Tolerance {
+  double rel = 0, abs = 0;
+};
+
+struct CompareOptions {
+  double tol_scale = 1.0;       // multiplies the default tolerances
+  double min_abs = 0.0;         // absolute floor added to the tolerance
+  float input_lo = -1.0f, input_hi = 1.0f;
+  uint32_t seed = 1234;
+  std::vector<HeurMode> modes{HeurMode::A, HeurMode::B, HeurMode::Fallback};
+};
+
+struct RunReport {
+  Status status;                  // Ok or the first failure (build or execute)
+  std::string plan_name;          // cuDNN plan used
+  int64_t compared = 0;           // elements compared
+  int64_t mismatches = 0;
+  double max_abs_err = 0;
+  std::string first_mismatch;     // readable
+};
+
+
+inline std::string gpu_unavailable_reason() {
+  static const std::string reason = [] {
+    SystemInfo s = system_info();
+    if (!s.cuda_built) return std::string("dnngraph was built without the cuDNN engine");
+    if (s.gpus.empty()) return "no GPU: " + s.gpu_error;
+    if (!s.cudnn_loaded) return "cuDNN not loaded: " + s.cudnn_error;
+    return std::string();
+  }();
+  return reason;
+}
+
+inline Tolerance default_tolerance(DataType t) {
+  switch (t) {
+    case DataType::Float: return {1e-5, 1e-6};
+    case DataType::Double: return {1e-12, 1e-14};
+    case DataType::BFloat16: return {2e-2, 1e-2};
+    case DataType::Half: return {1e-2, 2e-3};
+    default: return {0, 0};
+  }
+}
+
+inline std::vector<int64_t> strides_for(const std::vector<int64_t>& dim, bool channels_last) {
+  if (!channels_last || dim.size() < 3) return ir::packed_strides(dim);
+  // N, spatial..., C from outermost to innermost.
+  std::vector<int64_t> order{0};
+  for (size_t i = 2; i < dim.size(); ++i) order.push_back(static_cast<int64_t>(i));
+  order.push_back(1);
+  return ir::packed_strides(dim, order);
+}
+
+inline uint16_t to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int32_t e = static_cast<int32_t>((x >> 23) & 0xff);
+  uint32_t mant = x & 0x7fffffu;
+  if (e == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  int32_t exp = e - 127 + 15;
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - exp;
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return static_cast<uint16_t>(h);
+}
+
+inline float from_half(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  int32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      exp = 1;
+      while (!(mant & 0x400u)) mant <<= 1, --exp;
+      mant &= 0x3ffu;
+      x = sign | (static_cast<uint32_t>(exp - 15 + 127) << 23) | (mant << 13);
+    }
+  } else {
+    x = sign | (static_cast<uint32_t>(exp - 15 + 127) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+inline uint16_t to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+inline float from_bf16(uint16_t b) {
+  uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+namespace detail_ {
+
+inline double load(const unsigned char* p, DataType t) {
+  switch (t) {
+    case DataType::Float: { float f; std::memcpy(&f, p, 4); return f; }
+    case DataType::Double: { double d; std::memcpy(&d, p, 8); return d; }
+    case DataType::Half: { uint16_t h; std::memcpy(&h, p, 2); return from_half(h); }
+    case DataType::BFloat16: { uint16_t h; std::memcpy(&h, p, 2); return from_bf16(h); }
+    case DataType::Int32: { int32_t i; std::memcpy(&i, p, 4); return i; }
+    case DataType::Int64: { int64_t i; std::memcpy(&i, p, 8); return static_cast<double>(i); }
+    case DataType::Int8: return static_cast<int8_t>(*p);
+    case DataType::UInt8: case DataType::Boolean: return *p;
+    default: return std::nan("");
+  }
+}
+
+inline void store(unsigned char* p, DataType t, double v) {
+  switch (t) {
+    case DataType::Float: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+    case DataType::Double: std::memcpy(p, &v, 8); break;
+    case DataType::Half: { uint16_t h = to_half(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    case DataType::BFloat16: { uint16_t h = to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    case DataType::Int32: { int32_t i = static_cast<int32_t>(std::lround(v)); std::memcpy(p, &i, 4); break; }
+    case DataType::Int64: { int64_t i = std::llround(v); std::memcpy(p, &i, 8); break; }
+    case DataType::Int8: *p = static_cast<unsigned char>(static_cast<int8_t>(std::lround(v))); break;
+    case DataType::UInt8: *p = static_cast<unsigned char>(std::lround(std::fabs(v))); break;
+    case DataType::Boolean: *p = v > 0 ? 1 : 0; break;
+    default: break;
+  }
+}
+
+struct Buffer {
+  ir::Tensor t;
+  size_t bytes = 0;
+  std::vector<unsigned char> host;  // inputs: data; outputs: results
+  bool is_output = false;
+};
+
+inline size_t storage_bytes(const ir::TensorAttrs& t) {
+  return static_cast<size_t>(std::max<int64_t>(t.storage_elements(), 1) *
+                             data_type_size(t.data_type));
+}
+
+// Non-virtual tensors of a built graph: inputs (no producer) get data, outputs get poison.
+inline std::vector<Buffer> buffers_of(const Graph& g) {
+  std::vector<Buffer> out;
+  std::vector<const ir::TensorAttrs*> produced;
+  for (const auto& n : g.nodes())
+    for (const auto& p : n.outputs) produced.push_back(p.tensor.get());
+  for (const auto& t : g.tensors()) {
+    if (t->is_virtual || t->value) continue;
+    Buffer b;
+    b.t = t;
+    b.bytes = storage_bytes(*t);
+    b.is_output = std::find(produced.begin(), produced.end(), t.get()) != produced.end();
+    out.push_back(std::move(b));
+  }
+  std::sort(out.begin(), out.end(), [](const Buffer& a, const Buffer& b) { return a.t->uid < b.t->uid; });
+  return out;
+}
+
+struct DeviceBuffers {
+  std::vector<void*> ptrs;
+  void* ws = nullptr;
+  DeviceBuffers() = default;
+  DeviceBuffers(const DeviceBuffers&) = delete;
+  DeviceBuffers& operator=(const DeviceBuffers&) = delete;
+  ~DeviceBuffers() {
+    for (void* p : ptrs) cudaFree(p);
+    if (ws) cudaFree(ws);
+  }
+};
+
+}  // namespace detail_
+
+// A graph built on the cuDNN engine with device buffers: random inputs, poisoned outputs.
+struct GpuRun {
+  Graph g;
+  HandlePtr handle;
+  std::vector<detail_::Buffer> bufs;  // host copies, ordered by uid
+  detail_::DeviceBuffers dev;
+  VariantPack pack;
+  int64_t ws = 0;
+  std::string plan_name;
+
+  // Builds (policy HeuristicsChoice or All) and fills the buffers.
+  Status prepare(const std::function<void(Graph&)>& make, const CompareOptions& o,
+                 BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice) {
+    auto h = Handle::create(Device::cuda(0));
+    if (!h) return h.status();
+    handle = h.value();
+    make(g);
+    if (Status s = g.build(handle, o.modes, policy); !s)
+      return Status(s.code(), "cuDNN build: " + s.message());
+    const int64_t sel = g.selected_plan_index();
+    int64_t k = 0;
+    for (const auto& c : g.candidates())
+      if (c.support.is_ok() && k++ == sel) plan_name = c.info.name;
+    bufs = detail_::buffers_of(g);
+    std::mt19937 gen(o.seed);
+    std::uniform_real_distribution<float> dist(o.input_lo, o.input_hi);
+    for (auto& b : bufs) {
+      b.host.assign(b.bytes, 0xff);  // poison (NaN) for outputs, overwritten for inputs
+      if (!b.is_output) {
+        const size_t es = static_cast<size_t>(data_type_size(b.t->data_type));
+        for (size_t off = 0; off + es <= b.bytes; off += es) {
+          double v = dist(gen);
+          if (is_integral(b.t->data_type)) v = std::round(v * 4);
+          detail_::store(b.host.data() + off, b.t->data_type, v);
+        }
+      }
+      void* p = nullptr;
+      if (cudaMalloc(&p, b.bytes) != cudaSuccess)
+        return make_error(ErrorCode::BackendError, "cudaMalloc of ", b.bytes, " bytes failed");
+      dev.ptrs.push_back(p);
+      cudaMemcpy(p, b.host.data(), b.bytes, cudaMemcpyHostToDevice);
+      pack[b.t->uid] = p;
+    }
+    for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+      auto w = g.get_workspace_size_plan_at_index(i);
+      if (w) ws = std::max(ws, w.value());
+    }
+    if (ws > 0 && cudaMalloc(&dev.ws, static_cast<size_t>(ws)) != cudaSuccess)
+      return make_error(ErrorCode::BackendError, "cudaMalloc of the workspace failed");
+    return Status::ok();
+  }
+
+  // Poisons the outputs on the device, executes once, copies outputs back.
+  Status run_once() {
+    for (size_t i = 0; i < bufs.size(); ++i)
+      if (bufs[i].is_output) cudaMemset(dev.ptrs[i], 0xff, bufs[i].bytes);
+    if (Status s = g.execute(*handle, pack, dev.ws, ws); !s)
+      return Status(s.code(), "cuDNN execute: " + s.message());
+    if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
+      return make_error(ErrorCode::BackendError, "CUDA: ", cudaGetErrorString(e));
+    for (size_t i = 0; i < bufs.size(); ++i)
+      if (bufs[i].is_output)
+        cudaMemcpy(bufs[i].host.data(), dev.ptrs[i], bufs[i].bytes, cudaMemcpyDeviceToHost);
+    return Status::ok();
+  }
+};
+
+// Runs `make` on the reference engine with the inputs of `run` and compares its outputs.
+inline RunReport compare_with_reference(const GpuRun& run,
+                                        const std::function<void(Graph&)>& make,
+                                        const CompareOptions& o) {
+  RunReport r;
+  r.plan_name = run.plan_name;
+  auto cpu = Handle::create(Device::cpu());
+  if (!cpu) { r.status = cpu.status(); return r; }
+  Graph cg;
+  make(cg);
+  if (Status s = cg.build(cpu.value()); !s) {
+    r.status = Status(s.code(), "reference build: " + s.message());
+    return r;
+  }
+  std::vector<detail_::Buffer> cb = detail_::buffers_of(cg);
+  if (cb.size() != run.bufs.size()) {
+    r.status = make_error(ErrorCode::Internal, "graphs differ in their tensors");
+    return r;
+  }
+  VariantPack cpack;
+  for (size_t i = 0; i < cb.size(); ++i) {
+    cb[i].host = run.bufs[i].is_output ? std::vector<unsigned char>(cb[i].bytes, 0xff)
+                                       : run.bufs[i].host;
+    cpack[cb[i].t->uid] = cb[i].host.data();
+  }
+  std::vector<unsigned char> cws(
+      static_cast<size_t>(std::max<int64_t>(cg.get_workspace_size().value(), 1)));
+  if (Status s = cg.execute(*cpu.value(), cpack, cws.data(), static_cast<int64_t>(cws.size())); !s) {
+    r.status = Status(s.code(), "reference execute: " + s.message());
+    return r;
+  }
+  for (size_t i = 0; i < cb.size(); ++i) {
+    if (!run.bufs[i].is_output) continue;
+    const ir::TensorAttrs& t = *run.bufs[i].t;
+    Tolerance tol = default_tolerance(t.data_type);
+    tol.rel *= o.tol_scale;
+    tol.abs = tol.abs * o.tol_scale + o.min_abs;
+    const int64_t es = data_type_size(t.data_type);
+    std::vector<int64_t> idx(t.dim.size(), 0);
+    for (int64_t n = 0; n < t.volume(); ++n) {
+      int64_t off = 0;
+      for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * t.stride[d];
+      const double got = detail_::load(run.bufs[i].host.data() + off * es, t.data_type);
+      const double want = detail_::load(cb[i].host.data() + off * es, t.data_type);
+      ++r.compared;
+      const bool ok = std::isfinite(got)
+                          ? std::fabs(got - want) <= tol.abs + tol.rel * std::fabs(want)
+                          : (std::isnan(got) ? std::isnan(want) : got == want);
+      if (std::isfinite(got) && std::isfinite(want))
+        r.max_abs_err = std::max(r.max_abs_err, std::fabs(got - want));
+      if (!ok && r.mismatches++ == 0) {
+        std::ostringstream os;
+        os << "tensor '" << t.name << "' element " << n << " [";
+        for (size_t d = 0; d < idx.size(); ++d) os << (d ? "," : "") << idx[d];
+        os << "]: cuDNN " << got << " vs reference " << want;
+        r.first_mismatch = os.str();
+      }
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < t.dim[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  return r;
+}
+
+inline RunReport run_and_compare(const std::function<void(Graph&)>& make,
+                                 const CompareOptions& o = {}) {
+  GpuRun run;
+  if (Status s = run.prepare(make, o); !s) {
+    RunReport r;
+    r.status = s;
+    return r;
+  }
+  if (Status s = run.run_once(); !s) {
+    RunReport r;
+    r.status = s;
+    r.plan_name = run.plan_name;
+    return r;
+  }
+  return compare_with_reference(run, make, o);
+}
+
+}  // namespace dnngraph::gpu_test
