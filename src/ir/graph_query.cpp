@@ -113,7 +113,7 @@ std::string Graph::to_table() const {
   os << "tensors:\n";
   rows = {{"uid", "name", "dims", "strides", "dtype", "kind"}};
   for (const Tensor& t : tensors_) {
-    std::string kind = t->is_virtual ? "virtual" : t->is_output ? "output" : "io";
+    std::string kind = t->is_virtual ? "virtual" : t->is_output ? "output" : "input";
     if (t->is_pass_by_value) kind += t->value ? ",by_value=" + value_str(*t->value) : ",by_value";
     rows.push_back({t->uid_assigned ? std::to_string(t->uid) : "-", t->name, dims_str(t->dim),
                     dims_str(t->stride), std::string(data_type_name(t->data_type)), kind});

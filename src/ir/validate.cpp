@@ -101,6 +101,9 @@ Status check_wiring(const std::vector<Tensor>& tensors, const std::vector<Node>&
     if (t->is_output)
       return make_error(ErrorCode::InvalidGraph, "output never produced: tensor '", t->name,
                         "' is marked as an output but no op produces it");
+    // A non-virtual tensor nobody reads or writes would still be demanded at execute time.
+    return make_error(ErrorCode::InvalidGraph, "tensor '", t->name,
+                      "' is neither produced nor read by any op; remove it or wire it");
   }
   return Status::ok();
 }

@@ -132,6 +132,14 @@ TEST(GraphValidate, OutputNeverProduced) {
   expect_invalid(g, {"output never produced", "'lonely_out'"});
 }
 
+TEST(GraphValidate, UnusedNonVirtualTensor) {
+  Graph g;
+  Tensor x = make_input(g, "x", {2, 2});
+  g.relu(x)->set_output(true);
+  make_input(g, "forgotten", {2, 2});
+  expect_invalid(g, {"'forgotten'", "neither produced nor read"});
+}
+
 TEST(GraphValidate, VirtualInputWithoutProducer) {
   Graph g;
   Tensor x = make_input(g, "x", {2, 2});
