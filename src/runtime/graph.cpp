@@ -21,8 +21,9 @@ Graph::Graph(Graph&&) noexcept = default;
 Graph& Graph::operator=(Graph&&) noexcept = default;
 
 Status Graph::build_operation_graph(const HandlePtr& handle) {
-  if (!handle) return make_error(ErrorCode::InvalidArgument, "graph '", name(),
-                                 "': build_operation_graph() needs a handle");
+  if (!handle)
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                      "': build_operation_graph() needs a handle");
   DNNGRAPH_TRY(validate());
   *state_ = PipelineState{};
   std::string reasons;
@@ -30,8 +31,8 @@ Status Graph::build_operation_graph(const HandlePtr& handle) {
     if (!e->runs_on(handle->device())) continue;
     auto lowered = e->lower(*this, *handle);
     if (!lowered) {
-      reasons += detail::cat(reasons.empty() ? "" : "; ", e->name(), ": ",
-                             lowered.status().message());
+      reasons +=
+          detail::cat(reasons.empty() ? "" : "; ", e->name(), ": ", lowered.status().message());
       continue;
     }
     state_->engine = e;
@@ -125,8 +126,8 @@ Status Graph::build_plans(BuildPlanPolicy policy) {
   for (int64_t i = 0; i < get_execution_plan_count(); ++i) {
     Status s = build_plan_at_index(i);
     if (!s.is_ok()) {
-      reasons += detail::cat("\n  ", state_->statuses[state_->supported[i]].info.name, ": ",
-                             s.message());
+      reasons +=
+          detail::cat("\n  ", state_->statuses[state_->supported[i]].info.name, ": ", s.message());
       continue;
     }
     if (policy == BuildPlanPolicy::HeuristicsChoice) break;
@@ -166,15 +167,15 @@ Result<int64_t> Graph::get_workspace_size() const {
 }
 
 Result<int64_t> Graph::get_workspace_size_plan_at_index(int64_t index) const {
-  if (index < 0 || index >= get_execution_plan_count() || !state_->plans[static_cast<size_t>(index)])
+  if (index < 0 || index >= get_execution_plan_count() ||
+      !state_->plans[static_cast<size_t>(index)])
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan ", index,
                       " is not built (call build_plan_at_index(", index, ") first)");
   return state_->plans[static_cast<size_t>(index)]->workspace_size();
 }
 
 Status Graph::check_variant_pack(const VariantPack& pack) const {
-  if (state_->stage < Stage::Lowered)
-    return stage_error(*this, "execute", "build_operation_graph");
+  if (state_->stage < Stage::Lowered) return stage_error(*this, "execute", "build_operation_graph");
   for (const ir::Tensor& t : state_->required) {
     auto it = pack.find(t->uid);
     if (it == pack.end())
@@ -188,8 +189,9 @@ Status Graph::check_variant_pack(const VariantPack& pack) const {
     for (const auto& [uid, ptr] : pack) {
       ir::Tensor t = find_tensor_by_uid(uid);
       if (!t)
-        return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': the variant pack has uid ",
-                          uid, ", which names no tensor of the graph");
+        return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                          "': the variant pack has uid ", uid,
+                          ", which names no tensor of the graph");
       if (t->is_virtual)
         return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
                           "' (uid ", uid, ") is virtual and must not be in the variant pack");
@@ -200,7 +202,8 @@ Status Graph::check_variant_pack(const VariantPack& pack) const {
 
 Status Graph::execute_plan_at_index(Handle& handle, const VariantPack& pack, void* workspace,
                                     int64_t index, int64_t workspace_bytes) const {
-  if (index < 0 || index >= get_execution_plan_count() || !state_->plans[static_cast<size_t>(index)])
+  if (index < 0 || index >= get_execution_plan_count() ||
+      !state_->plans[static_cast<size_t>(index)])
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan ", index,
                       " is not built (call build_plans() or build_plan_at_index())");
   if (!(handle.device() == state_->handle->device()))
@@ -214,8 +217,9 @@ Status Graph::execute_plan_at_index(Handle& handle, const VariantPack& pack, voi
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan '", plan.name(),
                       "' needs a workspace of ", need, " bytes, got none");
   if (workspace_bytes >= 0 && workspace_bytes < need)
-    return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': workspace too small: plan '",
-                      plan.name(), "' needs ", need, " bytes, got ", workspace_bytes);
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                      "': workspace too small: plan '", plan.name(), "' needs ", need,
+                      " bytes, got ", workspace_bytes);
   return plan.execute(handle, pack, workspace);
 }
 

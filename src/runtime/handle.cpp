@@ -41,8 +41,8 @@ Result<std::vector<std::string>> list_gpus() {
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp p{};
     if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-    gpus.push_back(detail::cat(p.name, " (sm_", p.major, p.minor, ", ",
-                               p.totalGlobalMem >> 30, " GiB)"));
+    gpus.push_back(
+        detail::cat(p.name, " (sm_", p.major, p.minor, ", ", p.totalGlobalMem >> 30, " GiB)"));
   }
   return gpus;
 #else
@@ -55,12 +55,13 @@ Result<std::vector<std::string>> list_gpus() {
 Result<std::shared_ptr<Handle>> Handle::create(Device device) {
   if (device.kind == Device::Kind::CPU) return std::make_shared<Handle>(device);
   auto gpus = list_gpus();
-  if (!gpus) return make_error(ErrorCode::NotSupported, "cannot create a handle on ",
-                               device.to_string(), ": ", gpus.status().message(),
-                               " (use a cpu handle to run on the reference engine)");
+  if (!gpus)
+    return make_error(ErrorCode::NotSupported, "cannot create a handle on ", device.to_string(),
+                      ": ", gpus.status().message(),
+                      " (use a cpu handle to run on the reference engine)");
   if (device.index < 0 || device.index >= static_cast<int>(gpus->size()))
-    return make_error(ErrorCode::InvalidArgument, "cannot create a handle on ",
-                      device.to_string(), ": ", gpus->size(), " CUDA device(s) visible");
+    return make_error(ErrorCode::InvalidArgument, "cannot create a handle on ", device.to_string(),
+                      ": ", gpus->size(), " CUDA device(s) visible");
   return std::make_shared<Handle>(device);
 }
 

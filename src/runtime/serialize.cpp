@@ -81,8 +81,8 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
   try {
     env = nlohmann::json::parse(bytes);
   } catch (const std::exception& e) {
-    return make_error(ErrorCode::InvalidArgument, "deserialize: not a dnngraph built graph: ",
-                      e.what());
+    return make_error(ErrorCode::InvalidArgument,
+                      "deserialize: not a dnngraph built graph: ", e.what());
   }
   if (!env.is_object() || env.value("format", "") != "dnngraph-built-graph")
     return make_error(ErrorCode::InvalidArgument,
@@ -112,8 +112,9 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
     if (plan) {
       // A restored plan stands alone: no heuristics, no compilation.
       state_->candidates.clear();
-      state_->statuses = {CandidateStatus{CandidateInfo{std::string(engine), want, HeurMode::A, {}, {}},
-                                          Status::ok(), true, (*plan)->workspace_size()}};
+      state_->statuses = {
+          CandidateStatus{CandidateInfo{std::string(engine), want, HeurMode::A, {}, {}},
+                          Status::ok(), true, (*plan)->workspace_size()}};
       state_->supported = {0};
       state_->plans.clear();
       state_->plans.push_back(std::move(plan).value());
@@ -128,8 +129,8 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
   for (int64_t i = 0; i < get_execution_plan_count(); ++i)
     if (state_->statuses[state_->supported[static_cast<size_t>(i)]].info.name == want)
       return select_plan(i);
-  return make_error(ErrorCode::NotSupported, "deserialize: graph '", name(), "': candidate '",
-                    want, "' is not offered on ", handle->device().to_string());
+  return make_error(ErrorCode::NotSupported, "deserialize: graph '", name(), "': candidate '", want,
+                    "' is not offered on ", handle->device().to_string());
 }
 
 }  // namespace dnngraph
