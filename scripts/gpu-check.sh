@@ -22,8 +22,13 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DDNNGRAPH_EXTRA_INCLUDE_DIR="$root/.devdeps" -DDNNGRAPH_GTEST_SOURCE_DIR="$gtest_dir" \
   -DCUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" -DDNNGRAPH_CUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" \
   -DDNNGRAPH_CUDA=ON -DDNNGRAPH_BUILD_BENCH=ON -DDNNGRAPH_BUILD_TOOLS=OFF \
+  -DCMAKE_CXX_FLAGS="-Wno-restrict" \
   >"$out/build.log" 2>&1
-cmake --build "$build" -j16 -- -k 0 >>"$out/build.log" 2>&1  # keep going past unrelated failures
+# -Wno-restrict: g++ 12/13 at -O3 report false -Werror=restrict positives inside std::string.
+# Only the GPU targets (the CPU suite runs in CI); -k 0 keeps going past unrelated failures.
+targets="dnngraph_gpu_tests conv_bias_relu matmul_epilogue sdpa_causal"
+for b in bench/gpu/*.cpp; do targets="$targets $(basename "$b" .cpp)"; done
+cmake --build "$build" -j16 --target $targets -- -k 0 >>"$out/build.log" 2>&1
 result[build]=$?
 echo "build: rc=${result[build]} ($(( $(date +%s) - start )) s)"
 if [ "${result[build]}" != 0 ]; then grep -E "error|FAILED" "$out/build.log" | head -40; fi
@@ -36,17 +41,17 @@ run() {  # name, timeout, command...
   echo "$name: rc=${result[$name]} ($(( $(date +%s) - s )) s)"
 }
 if [ -x "$build/tests/dnngraph_gpu_tests" ]; then
-  run gpu_tests 240 "$build/tests/dnngraph_gpu_tests" --gtest_brief=1
+  run gpu_tests ${GPU_TESTS_TIMEOUT:-150} "$build/tests/dnngraph_gpu_tests" --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error:|Expected|Which is|differ|cuDNN" "$out/gpu_tests.log" | head -60
 fi
 for s in conv_bias_relu matmul_epilogue sdpa_causal; do
-  [ -x "$build/samples/$s" ] && run "sample_$s" 120 "$build/samples/$s"
+  [ -x "$build/samples/$s" ] && run "sample_$s" 30 "$build/samples/$s"
 done
 for b in "$build"/bench/*; do
   [ -x "$b" ] && [ -f "$b" ] || continue
   n=$(basename "$b")
   case "$n" in *.cmake|CMakeFiles|Makefile) continue ;; esac
-  run "bench_$n" 150 "$b"
+  run "bench_$n" ${BENCH_TIMEOUT:-60} "$b"
 done
 # Logs are capped at 8 files by the device tool: pack the rest.
 ( cd "$out" && tail -n 60 -q sample_*.log bench_*.log 2>/dev/null > summary.txt; \

@@ -35,6 +35,7 @@ int main() {
                      gpu_test::run_and_compare(conv_graph(2, 32, 14, 64), o));
 
   gpu_test::GpuRun run;
+  o.modes = {HeurMode::A, HeurMode::B, HeurMode::Fallback};
   if (Status s = run.prepare(conv_graph(32, 128, 56, 256), o, BuildPlanPolicy::All); !s) {
     std::printf("ERROR %s\n", s.to_string().c_str());
     return 1;
