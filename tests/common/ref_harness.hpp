@@ -13,6 +13,7 @@
 //
 // Typical graph test:
 //   dnngraph::Graph g; ... g.tensor(...) ... y->set_output(true);
+//   ASSERT_OK(g.validate());                 // only if inputs rely on inferred type/strides
 //   bufs.random(x, rng); ...
 //   ASSERT_OK(bufs.run_graph(g));            // build + execute on Device::cpu()
 #pragma once
@@ -102,6 +103,7 @@ inline dnngraph::ir::Tensor make_tensor(std::string name, std::vector<int64_t> d
 // Calls f(logical row-major index, storage offset) for every element of t.
 template <class F>
 void for_each_element(const dnngraph::ir::TensorAttrs& t, F&& f) {
+  if (t.stride.size() != t.dim.size()) return;  // not inferred yet (reported by Buffers::add)
   const int64_t n = t.volume();
   const size_t r = t.dim.size();
   std::vector<int64_t> idx(r, 0);
@@ -123,12 +125,13 @@ struct HostTensor {
 
   explicit HostTensor(dnngraph::ir::Tensor t) : attrs(std::move(t)) {
     const int64_t n = std::max<int64_t>(attrs->storage_elements(), 1);
-    bytes.assign(static_cast<size_t>(n * dnngraph::data_type_size(attrs->data_type)), 0);
+    bytes.assign(static_cast<size_t>(n * elem_size()), 0);
+  }
+  int64_t elem_size() const {
+    return std::max<int64_t>(dnngraph::data_type_size(attrs->data_type), 1);
   }
   void* data() { return bytes.data(); }
-  int64_t storage_elements() const {
-    return static_cast<int64_t>(bytes.size()) / dnngraph::data_type_size(attrs->data_type);
-  }
+  int64_t storage_elements() const { return static_cast<int64_t>(bytes.size()) / elem_size(); }
   // Fills every storage element, gaps included, with NaN (floats) or a junk value (ints).
   void poison() {
     const double junk =
@@ -169,10 +172,15 @@ inline std::vector<double> random_values(Rng& rng, int64_t n, double lo = -1.0, 
 // ---------------------------------------------------------------- buffers and running
 class Buffers {
  public:
-  // Storage for t (allocated on first use, poisoned).
+  // Storage for t (allocated on first use, poisoned). t's data type and strides must be
+  // known: set them, or validate() the graph first so that they are inferred.
   HostTensor& add(const dnngraph::ir::Tensor& t) {
     auto it = map_.find(t.get());
     if (it == map_.end()) {
+      if (t->data_type == DataType::NotSet || t->stride.size() != t->dim.size())
+        ADD_FAILURE() << "ref_harness: tensor '" << t->name
+                      << "' has no data type or strides yet; set them, or call validate() on "
+                         "the graph before filling it";
       it = map_.emplace(t.get(), std::make_unique<HostTensor>(t)).first;
       it->second->poison();
     }
