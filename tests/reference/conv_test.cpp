@@ -53,21 +53,24 @@ void for_each_mac(const Problem& p, F&& f) {
   const int64_t Cg = p.C / p.G, Kg = p.K / p.G;
   int64_t ovol = 1, kvol = 1;
   for (size_t i = 0; i < ns; ++i) ovol *= od[i], kvol *= p.ker[i];
+  // Spatial coordinates of every output position and filter tap, computed once.
+  std::vector<std::vector<int64_t>> outs, taps;
+  for (int64_t oi = 0; oi < ovol; ++oi) outs.push_back(ref_test::unravel(oi, od));
+  for (int64_t ri = 0; ri < kvol; ++ri) taps.push_back(ref_test::unravel(ri, p.ker));
+  std::vector<int64_t> xi(ns + 2), wi(ns + 2), yi(ns + 2);
   for (int64_t n = 0; n < p.N; ++n)
     for (int64_t k = 0; k < p.K; ++k)
       for (int64_t c = 0; c < Cg; ++c)
-        for (int64_t oi = 0; oi < ovol; ++oi)
-          for (int64_t ri = 0; ri < kvol; ++ri) {
-            const auto o = ref_test::unravel(oi, od);
-            const auto r = ref_test::unravel(ri, p.ker);
-            std::vector<int64_t> xi{n, (k / Kg) * Cg + c}, wi{k, c}, yi{n, k};
+        for (const auto& o : outs)
+          for (const auto& r : taps) {
+            xi[0] = n, xi[1] = (k / Kg) * Cg + c, wi[0] = k, wi[1] = c, yi[0] = n, yi[1] = k;
             bool inside = true;
             for (size_t j = 0; j < ns; ++j) {
               const int64_t pos = o[j] * p.str[j] + r[j] * p.dil[j] - p.pre[j];
               inside = inside && pos >= 0 && pos < p.in[j];
-              xi.push_back(pos);
-              wi.push_back(p.true_conv ? p.ker[j] - 1 - r[j] : r[j]);
-              yi.push_back(o[j]);
+              xi[j + 2] = pos;
+              wi[j + 2] = p.true_conv ? p.ker[j] - 1 - r[j] : r[j];
+              yi[j + 2] = o[j];
             }
             if (inside)
               f(ref_test::ravel(xi, xd), ref_test::ravel(wi, wd), ref_test::ravel(yi, yd));
@@ -236,6 +239,13 @@ TEST(RefConv, TrueConvolution2DAsymmetricFilter) {
   p.true_conv = true;
   p.channels_last = true;
   check_problem(p, 9);
+}
+
+// Large enough (> 2^18 multiply-adds) that the kernels run multi-threaded.
+TEST(RefConv, ThreadedSizeNhwc) {
+  Problem p{2, 16, 16, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  p.channels_last = true;
+  check_problem(p, 11);
 }
 
 TEST(RefConv, CheckNamesTheBadTensor) {

@@ -135,6 +135,11 @@ Result<Geometry> geometry(const ir::Node& n) {
   return g;
 }
 
+// Threads only pay off on real work: tiny problems (tests) run serially.
+inline bool worth_threads(const Geometry& g) {
+  return g.N * g.K * g.out_volume() * g.Cg * g.ker_volume() > (int64_t{1} << 18);
+}
+
 // Offset of padded position p (3 coords) in a [..][padded...][C] channels-last array.
 inline int64_t padded_pixel(const Geometry& g, int64_t n, int64_t d, int64_t h, int64_t w) {
   return ((n * g.padded[0] + d) * g.padded[1] + h) * g.padded[2] + w;
@@ -144,7 +149,7 @@ inline int64_t padded_pixel(const Geometry& g, int64_t n, int64_t d, int64_t h, 
 std::vector<double> pad_channels_last(const Geometry& g, const Dense& x) {
   std::vector<double> xp(static_cast<size_t>(g.N * g.padded_volume() * g.C), 0.0);
   const int64_t iv = g.in_volume();
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (worth_threads(g))
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t c = 0; c < g.C; ++c) {
       const double* src = x.data.data() + (n * g.C + c) * iv;
@@ -241,7 +246,7 @@ Status fprop(KernelContext& ctx, const Geometry& g) {
   Dense y(ctx.tensor("Y").dim);
   const int64_t ov = g.out_volume();
   const int64_t rows = g.N * g.G * g.out[0] * g.out[1];
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t oh = row % g.out[1], od = row / g.out[1] % g.out[0];
     const int64_t gi = row / (g.out[1] * g.out[0]) % g.G, n = row / (g.out[1] * g.out[0] * g.G);
@@ -288,7 +293,7 @@ Status dgrad(KernelContext& ctx, const Geometry& g) {
           }
   std::vector<double> dxp(static_cast<size_t>(g.N * g.padded_volume() * g.C), 0.0);
   // (n, group) pairs write disjoint channel ranges of DX.
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
   for (int64_t ng = 0; ng < g.N * g.G; ++ng) {
     const int64_t n = ng / g.G, gi = ng % g.G;
     std::vector<double> dyv(static_cast<size_t>(g.Kg));
@@ -320,7 +325,7 @@ Status dgrad(KernelContext& ctx, const Geometry& g) {
   // Crop the padding and go back to [N, C, in...].
   Dense dx({g.N, g.C, g.in[0], g.in[1], g.in[2]});
   const int64_t iv = g.in_volume();
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (worth_threads(g))
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t c = 0; c < g.C; ++c) {
       double* dst = dx.data.data() + (n * g.C + c) * iv;
@@ -342,7 +347,7 @@ Status wgrad(KernelContext& ctx, const Geometry& g) {
   const std::vector<double> xp = pad_channels_last(g, x);
   const int64_t taps = g.ker_volume(), ov = g.out_volume();
   Dense dw({g.K, g.Cg, taps});
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
   for (int64_t k = 0; k < g.K; ++k) {
     const int64_t gi = k / g.Kg;
     std::vector<double> acc(static_cast<size_t>(taps * g.Cg), 0.0);  // [tap][c]

@@ -88,7 +88,8 @@ Status run_matmul(KernelContext& ctx) {
   const int64_t batches = static_cast<int64_t>(a_off.size());
   Dense c(cdim);
   // One row of C per iteration: acc[j] += A[i,k] * B[k,j] walks B's rows contiguously.
-#pragma omp parallel
+  // Threads only pay off on real work: tiny problems (tests) run serially.
+#pragma omp parallel if (batches * M * N * K > (int64_t{1} << 18))
   {
     std::vector<double> acc(static_cast<size_t>(N));
 #pragma omp for schedule(static)
