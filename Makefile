@@ -6,7 +6,7 @@ BUILD  ?= build/release
 ASAN   ?= build/asan
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build build-asan demo test test-cpp test-asan test-python format clean
+.PHONY: all setup build build-asan demo test test-cpp test-asan test-python test-install format clean
 
 all: build
 
@@ -39,7 +39,15 @@ test-asan: build-asan
 test-python: build
 	PYTHONPATH=$(CURDIR)/$(BUILD)/python:$(CURDIR)/python $(PY) -m pytest -q python/tests
 
-test: test-cpp test-python test-asan
+# find_package(dnngraph) from an install tree, building the README's example against it.
+test-install: build
+	cmake --install $(BUILD) --prefix $(CURDIR)/build/install >/dev/null
+	cmake -S tests/install_consumer -B build/consumer -DCMAKE_PREFIX_PATH=$(CURDIR)/build/install >/dev/null
+	cmake --build build/consumer -j $(JOBS)
+	LD_LIBRARY_PATH=$(CURDIR)/build/install/lib build/consumer/consumer >/dev/null
+	bash tests/readme_test.sh
+
+test: test-cpp test-python test-asan test-install
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')

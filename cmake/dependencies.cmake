@@ -23,11 +23,11 @@ if(NOT DNNGRAPH_CUDA STREQUAL "OFF")
   find_path(DNNGRAPH_CUDNN_INCLUDE_DIR cudnn_backend.h
             HINTS $ENV{CUDNN_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS} ${_site}/nvidia/cudnn/include
                   ${_site}/nvidia/cu13/include /usr/include)
-  if(CUDAToolkit_FOUND AND DNNGRAPH_CUDNN_INCLUDE_DIR)
+  if(CUDAToolkit_FOUND AND DNNGRAPH_CUDNN_INCLUDE_DIR AND EXISTS ${PROJECT_SOURCE_DIR}/src/engines/cudnn/engine.cpp)
     set(DNNGRAPH_HAVE_CUDA ON)
     message(STATUS "dnngraph: cuDNN engine ON (headers in ${DNNGRAPH_CUDNN_INCLUDE_DIR})")
   elseif(DNNGRAPH_CUDA STREQUAL "ON")
-    message(FATAL_ERROR "DNNGRAPH_CUDA=ON but the CUDA toolkit or cudnn_backend.h was not found")
+    message(FATAL_ERROR "DNNGRAPH_CUDA=ON but the CUDA toolkit, cudnn_backend.h or the engine sources were not found")
   else()
     message(STATUS "dnngraph: cuDNN engine OFF (no CUDA toolkit or cuDNN headers)")
   endif()

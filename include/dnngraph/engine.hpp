@@ -61,10 +61,20 @@ class LoweredGraph {
   virtual Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode mode) = 0;
 };
 
+// What an engine's backend library is, for `dnngraph info` and backend_version().
+struct BackendInfo {
+  bool available = true;     // false: the library could not be loaded (see error)
+  int64_t version = 0;       // e.g. 91900 for cuDNN 9.19.0; 0 when not applicable
+  std::string library_path;  // the file that was loaded
+  std::string error;         // why it is not available
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
   virtual std::string_view name() const = 0;
+  // Loads the backend library if needed; never fails (errors are reported in the result).
+  virtual BackendInfo backend_info() const { return {}; }
   virtual bool runs_on(const Device& device) const = 0;
   // NotSupported (with the op and the reason) when the engine cannot express the graph.
   virtual Result<std::unique_ptr<LoweredGraph>> lower(const ir::Graph& graph, Handle& handle) = 0;

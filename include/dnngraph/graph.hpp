@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dnngraph/engine.hpp"
@@ -61,6 +62,12 @@ class Graph : public ir::Graph {
                  int64_t workspace_bytes = -1) const;
   Status execute_plan_at_index(Handle& handle, const VariantPack& pack, void* workspace,
                                int64_t index, int64_t workspace_bytes = -1) const;
+
+  // A built graph as bytes: the graph's JSON description, the engine, the selected candidate
+  // and, where the engine can, its compiled plan. deserialize() restores it on `handle`
+  // without the heuristics (and without recompiling when the engine stored its plan).
+  Result<std::string> serialize() const;
+  Status deserialize(const HandlePtr& handle, std::string_view bytes);
 
   // Checks a variant pack against the graph's non-virtual tensors without running anything.
   Status check_variant_pack(const VariantPack& pack) const;

@@ -21,4 +21,9 @@ struct SystemInfo {
 
 SystemInfo system_info();
 
+// The loaded cuDNN's version (e.g. 91900), loading it if needed; 0 when none can be loaded.
+int64_t backend_version();
+// "9.19.0", or the reason cuDNN is not available.
+std::string backend_version_string();
+
 }  // namespace dnngraph

@@ -62,9 +62,16 @@ class Graph {
   Tensor pointwise(Tensor in0, PointwiseAttrs a, OpOptions o = {});
   Tensor pointwise(Tensor in0, Tensor in1, PointwiseAttrs a, OpOptions o = {});
   Tensor pointwise(Tensor in0, Tensor in1, Tensor in2, PointwiseAttrs a, OpOptions o = {});
-  Tensor unary(PointwiseMode m, Tensor x, OpOptions o = {}) { return pointwise(std::move(x), {m}, std::move(o)); }
+  Tensor unary(PointwiseMode m, Tensor x, OpOptions o = {}) {
+    return pointwise(std::move(x), pointwise_attrs(m), std::move(o));
+  }
   Tensor binary(PointwiseMode m, Tensor a, Tensor b, OpOptions o = {}) {
-    return pointwise(std::move(a), std::move(b), {m}, std::move(o));
+    return pointwise(std::move(a), std::move(b), pointwise_attrs(m), std::move(o));
+  }
+  static PointwiseAttrs pointwise_attrs(PointwiseMode m) {
+    PointwiseAttrs a;
+    a.mode = m;
+    return a;
   }
   Tensor add(Tensor a, Tensor b, OpOptions o = {}) { return binary(PointwiseMode::Add, a, b, o); }
   Tensor mul(Tensor a, Tensor b, OpOptions o = {}) { return binary(PointwiseMode::Mul, a, b, o); }

@@ -18,22 +18,32 @@ struct Family {
 
 Family family_of(ir::OpKind k) {
   switch (k) {
-    case ir::OpKind::ConvFprop: case ir::OpKind::ConvDgrad: case ir::OpKind::ConvWgrad:
+    case ir::OpKind::ConvFprop:
+    case ir::OpKind::ConvDgrad:
+    case ir::OpKind::ConvWgrad:
       return {check_conv, run_conv};
-    case ir::OpKind::Matmul: return {check_matmul, run_matmul};
-    case ir::OpKind::Pointwise: return {check_pointwise, run_pointwise};
-    case ir::OpKind::Reduction: return {check_reduction, run_reduction};
-    case ir::OpKind::NormFwd: case ir::OpKind::NormBwd: return {check_norm, run_norm};
-    case ir::OpKind::Softmax: return {check_softmax, run_softmax};
-    case ir::OpKind::SdpaFwd: case ir::OpKind::SdpaBwd: return {check_sdpa, run_sdpa};
+    case ir::OpKind::Matmul:
+      return {check_matmul, run_matmul};
+    case ir::OpKind::Pointwise:
+      return {check_pointwise, run_pointwise};
+    case ir::OpKind::Reduction:
+      return {check_reduction, run_reduction};
+    case ir::OpKind::NormFwd:
+    case ir::OpKind::NormBwd:
+      return {check_norm, run_norm};
+    case ir::OpKind::Softmax:
+      return {check_softmax, run_softmax};
+    case ir::OpKind::SdpaFwd:
+    case ir::OpKind::SdpaBwd:
+      return {check_sdpa, run_sdpa};
   }
   return {nullptr, nullptr};
 }
 
 // A snapshot of the validated graph: later edits of the user's graph do not reach a plan.
 struct Program {
-  std::vector<ir::Node> nodes;                // tensors re-pointed at `tensors`
-  std::vector<ir::Tensor> tensors;            // private copies
+  std::vector<ir::Node> nodes;                          // tensors re-pointed at `tensors`
+  std::vector<ir::Tensor> tensors;                      // private copies
   std::map<const ir::TensorAttrs*, int64_t> ws_offset;  // virtual tensor -> workspace offset
   int64_t workspace = 0;
 };

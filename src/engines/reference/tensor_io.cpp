@@ -75,7 +75,8 @@ T saturate_int(double v) {
 template <class T>
 T read_as(const void* base, int64_t off) {
   T v;
-  std::memcpy(&v, static_cast<const char*>(base) + off * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  std::memcpy(&v, static_cast<const char*>(base) + off * static_cast<int64_t>(sizeof(T)),
+              sizeof(T));
   return v;
 }
 template <class T>
@@ -87,43 +88,81 @@ void write_as(void* base, int64_t off, T v) {
 
 double load_element(const void* base, DataType t, int64_t off) {
   switch (t) {
-    case DataType::Float: return read_as<float>(base, off);
-    case DataType::Double: return read_as<double>(base, off);
-    case DataType::Half: return decode(kHalf, read_as<uint16_t>(base, off));
-    case DataType::BFloat16: return decode(kBf16, read_as<uint16_t>(base, off));
-    case DataType::FP8_E4M3: return decode(kE4M3, read_as<uint8_t>(base, off));
-    case DataType::FP8_E5M2: return decode(kE5M2, read_as<uint8_t>(base, off));
-    case DataType::Int8: return read_as<int8_t>(base, off);
-    case DataType::UInt8: return read_as<uint8_t>(base, off);
-    case DataType::Int32: return read_as<int32_t>(base, off);
-    case DataType::Int64: return static_cast<double>(read_as<int64_t>(base, off));
-    case DataType::Boolean: return read_as<uint8_t>(base, off) ? 1.0 : 0.0;
-    case DataType::NotSet: break;
+    case DataType::Float:
+      return read_as<float>(base, off);
+    case DataType::Double:
+      return read_as<double>(base, off);
+    case DataType::Half:
+      return decode(kHalf, read_as<uint16_t>(base, off));
+    case DataType::BFloat16:
+      return decode(kBf16, read_as<uint16_t>(base, off));
+    case DataType::FP8_E4M3:
+      return decode(kE4M3, read_as<uint8_t>(base, off));
+    case DataType::FP8_E5M2:
+      return decode(kE5M2, read_as<uint8_t>(base, off));
+    case DataType::Int8:
+      return read_as<int8_t>(base, off);
+    case DataType::UInt8:
+      return read_as<uint8_t>(base, off);
+    case DataType::Int32:
+      return read_as<int32_t>(base, off);
+    case DataType::Int64:
+      return static_cast<double>(read_as<int64_t>(base, off));
+    case DataType::Boolean:
+      return read_as<uint8_t>(base, off) ? 1.0 : 0.0;
+    case DataType::NotSet:
+      break;
   }
   return std::numeric_limits<double>::quiet_NaN();
 }
 
 void store_element(void* base, DataType t, int64_t off, double v) {
   switch (t) {
-    case DataType::Float: write_as<float>(base, off, static_cast<float>(v)); return;
-    case DataType::Double: write_as<double>(base, off, v); return;
-    case DataType::Half: write_as<uint16_t>(base, off, static_cast<uint16_t>(encode(kHalf, v))); return;
-    case DataType::BFloat16: write_as<uint16_t>(base, off, static_cast<uint16_t>(encode(kBf16, v))); return;
-    case DataType::FP8_E4M3: write_as<uint8_t>(base, off, static_cast<uint8_t>(encode(kE4M3, v))); return;
-    case DataType::FP8_E5M2: write_as<uint8_t>(base, off, static_cast<uint8_t>(encode(kE5M2, v))); return;
-    case DataType::Int8: write_as<int8_t>(base, off, saturate_int<int8_t>(v)); return;
-    case DataType::UInt8: write_as<uint8_t>(base, off, saturate_int<uint8_t>(v)); return;
-    case DataType::Int32: write_as<int32_t>(base, off, saturate_int<int32_t>(v)); return;
-    case DataType::Int64: write_as<int64_t>(base, off, saturate_int<int64_t>(v)); return;
-    case DataType::Boolean: write_as<uint8_t>(base, off, v != 0.0 ? 1 : 0); return;
-    case DataType::NotSet: return;
+    case DataType::Float:
+      write_as<float>(base, off, static_cast<float>(v));
+      return;
+    case DataType::Double:
+      write_as<double>(base, off, v);
+      return;
+    case DataType::Half:
+      write_as<uint16_t>(base, off, static_cast<uint16_t>(encode(kHalf, v)));
+      return;
+    case DataType::BFloat16:
+      write_as<uint16_t>(base, off, static_cast<uint16_t>(encode(kBf16, v)));
+      return;
+    case DataType::FP8_E4M3:
+      write_as<uint8_t>(base, off, static_cast<uint8_t>(encode(kE4M3, v)));
+      return;
+    case DataType::FP8_E5M2:
+      write_as<uint8_t>(base, off, static_cast<uint8_t>(encode(kE5M2, v)));
+      return;
+    case DataType::Int8:
+      write_as<int8_t>(base, off, saturate_int<int8_t>(v));
+      return;
+    case DataType::UInt8:
+      write_as<uint8_t>(base, off, saturate_int<uint8_t>(v));
+      return;
+    case DataType::Int32:
+      write_as<int32_t>(base, off, saturate_int<int32_t>(v));
+      return;
+    case DataType::Int64:
+      write_as<int64_t>(base, off, saturate_int<int64_t>(v));
+      return;
+    case DataType::Boolean:
+      write_as<uint8_t>(base, off, v != 0.0 ? 1 : 0);
+      return;
+    case DataType::NotSet:
+      return;
   }
 }
 
 double round_to(DataType t, double v) {
   switch (t) {
-    case DataType::Double: case DataType::NotSet: return v;
-    case DataType::Float: return static_cast<double>(static_cast<float>(v));
+    case DataType::Double:
+    case DataType::NotSet:
+      return v;
+    case DataType::Float:
+      return static_cast<double>(static_cast<float>(v));
     default: {
       unsigned char buf[8];
       store_element(buf, t, 0, v);

@@ -1,0 +1,234 @@
+// The build pipeline of dnngraph::Graph and execution with variant-pack validation.
+#include <algorithm>
+#include <unordered_set>
+
+#include "dnngraph/graph.hpp"
+#include "runtime/pipeline.hpp"
+
+namespace dnngraph {
+namespace {
+
+Status stage_error(const Graph& g, const char* call, const char* needs) {
+  return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': ", call,
+                    "() called before ", needs, "()");
+}
+
+}  // namespace
+
+Graph::Graph() : state_(std::make_unique<PipelineState>()) {}
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+
+Status Graph::build_operation_graph(const HandlePtr& handle) {
+  if (!handle)
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                      "': build_operation_graph() needs a handle");
+  DNNGRAPH_TRY(validate());
+  *state_ = PipelineState{};
+  std::string reasons;
+  for (Engine* e : registered_engines()) {
+    if (!e->runs_on(handle->device())) continue;
+    auto lowered = e->lower(*this, *handle);
+    if (!lowered) {
+      reasons +=
+          detail::cat(reasons.empty() ? "" : "; ", e->name(), ": ", lowered.status().message());
+      continue;
+    }
+    state_->engine = e;
+    state_->lowered = std::move(lowered).value();
+    break;
+  }
+  if (!state_->lowered) {
+    if (reasons.empty())
+      reasons = detail::cat("no engine in this build runs on ", handle->device().to_string());
+    return make_error(ErrorCode::NotSupported, "graph '", name(), "': ", reasons);
+  }
+  state_->handle = handle;
+  for (const ir::Tensor& t : tensors())
+    if (!t->is_virtual && !t->value) state_->required.push_back(t);
+  std::sort(state_->required.begin(), state_->required.end(),
+            [](const ir::Tensor& a, const ir::Tensor& b) { return a->uid < b->uid; });
+  state_->stage = Stage::Lowered;
+  return Status::ok();
+}
+
+Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
+  if (state_->stage < Stage::Lowered)
+    return stage_error(*this, "create_execution_plans", "build_operation_graph");
+  state_->candidates.clear();
+  state_->statuses.clear();
+  state_->supported.clear();
+  state_->plans.clear();
+  state_->selected = -1;
+  std::unordered_set<std::string> seen;
+  for (HeurMode m : modes) {
+    auto c = state_->lowered->candidates(m);
+    if (!c) return c.status();
+    for (auto& cand : *c)
+      if (seen.insert(cand->info().name).second) state_->candidates.push_back(std::move(cand));
+  }
+  state_->stage = Stage::Planned;
+  return Status::ok();
+}
+
+Status Graph::check_support() {
+  if (state_->stage < Stage::Planned)
+    return stage_error(*this, "check_support", "create_execution_plans");
+  state_->statuses.clear();
+  state_->supported.clear();
+  std::string reasons;
+  for (size_t i = 0; i < state_->candidates.size(); ++i) {
+    CandidateStatus cs{state_->candidates[i]->info(), state_->candidates[i]->check_support()};
+    if (cs.support.is_ok()) {
+      state_->supported.push_back(i);
+    } else if (reasons.size() < 2000) {
+      reasons += detail::cat("\n  ", cs.info.name, ": ", cs.support.message());
+    }
+    state_->statuses.push_back(std::move(cs));
+  }
+  state_->plans.clear();
+  state_->plans.resize(state_->supported.size());
+  if (state_->supported.empty())
+    return make_error(ErrorCode::NotSupported, "graph '", name(), "': none of the ",
+                      state_->candidates.size(), " candidate(s) of engine '",
+                      state_->engine->name(), "' supports it", reasons);
+  state_->stage = Stage::Checked;
+  return Status::ok();
+}
+
+Status Graph::build_plan_at_index(int64_t index) {
+  if (state_->stage < Stage::Checked)
+    return stage_error(*this, "build_plan_at_index", "check_support");
+  if (index < 0 || index >= get_execution_plan_count())
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan index ", index,
+                      " out of range [0, ", get_execution_plan_count(), ")");
+  auto& slot = state_->plans[static_cast<size_t>(index)];
+  if (slot) return Status::ok();
+  const size_t ci = state_->supported[static_cast<size_t>(index)];
+  auto plan = state_->candidates[ci]->build();
+  CandidateStatus& cs = state_->statuses[ci];
+  if (!plan) {
+    cs.support = plan.status();
+    return plan.status();
+  }
+  slot = std::move(plan).value();
+  cs.built = true;
+  cs.workspace_size = slot->workspace_size();
+  if (state_->selected < 0) state_->selected = index;
+  state_->stage = Stage::Built;
+  return Status::ok();
+}
+
+Status Graph::build_plans(BuildPlanPolicy policy) {
+  if (state_->stage < Stage::Checked) return stage_error(*this, "build_plans", "check_support");
+  std::string reasons;
+  for (int64_t i = 0; i < get_execution_plan_count(); ++i) {
+    Status s = build_plan_at_index(i);
+    if (!s.is_ok()) {
+      reasons +=
+          detail::cat("\n  ", state_->statuses[state_->supported[i]].info.name, ": ", s.message());
+      continue;
+    }
+    if (policy == BuildPlanPolicy::HeuristicsChoice) break;
+  }
+  if (state_->selected < 0)
+    return make_error(ErrorCode::NotSupported, "graph '", name(),
+                      "': no candidate plan could be built", reasons);
+  return Status::ok();
+}
+
+Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
+                    BuildPlanPolicy policy) {
+  DNNGRAPH_TRY(build_operation_graph(handle));
+  DNNGRAPH_TRY(create_execution_plans(modes));
+  DNNGRAPH_TRY(check_support());
+  return build_plans(policy);
+}
+
+int64_t Graph::get_execution_plan_count() const {
+  return static_cast<int64_t>(state_->supported.size());
+}
+
+const std::vector<CandidateStatus>& Graph::candidates() const { return state_->statuses; }
+int64_t Graph::selected_plan_index() const { return state_->selected; }
+
+Status Graph::select_plan(int64_t index) {
+  DNNGRAPH_TRY(build_plan_at_index(index));
+  state_->selected = index;
+  return Status::ok();
+}
+
+Result<int64_t> Graph::get_workspace_size() const {
+  if (state_->selected < 0)
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                      "': get_workspace_size() called before build_plans()");
+  return state_->plans[static_cast<size_t>(state_->selected)]->workspace_size();
+}
+
+Result<int64_t> Graph::get_workspace_size_plan_at_index(int64_t index) const {
+  if (index < 0 || index >= get_execution_plan_count() ||
+      !state_->plans[static_cast<size_t>(index)])
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan ", index,
+                      " is not built (call build_plan_at_index(", index, ") first)");
+  return state_->plans[static_cast<size_t>(index)]->workspace_size();
+}
+
+Status Graph::check_variant_pack(const VariantPack& pack) const {
+  if (state_->stage < Stage::Lowered) return stage_error(*this, "execute", "build_operation_graph");
+  for (const ir::Tensor& t : state_->required) {
+    auto it = pack.find(t->uid);
+    if (it == pack.end())
+      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
+                        "' (uid ", t->uid, ") is missing from the variant pack");
+    if (it->second == nullptr)
+      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
+                        "' (uid ", t->uid, ") has a null pointer in the variant pack");
+  }
+  if (pack.size() > state_->required.size()) {
+    for (const auto& [uid, ptr] : pack) {
+      ir::Tensor t = find_tensor_by_uid(uid);
+      if (!t)
+        return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                          "': the variant pack has uid ", uid,
+                          ", which names no tensor of the graph");
+      if (t->is_virtual)
+        return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
+                          "' (uid ", uid, ") is virtual and must not be in the variant pack");
+    }
+  }
+  return Status::ok();
+}
+
+Status Graph::execute_plan_at_index(Handle& handle, const VariantPack& pack, void* workspace,
+                                    int64_t index, int64_t workspace_bytes) const {
+  if (index < 0 || index >= get_execution_plan_count() ||
+      !state_->plans[static_cast<size_t>(index)])
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan ", index,
+                      " is not built (call build_plans() or build_plan_at_index())");
+  if (!(handle.device() == state_->handle->device()))
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': built for ",
+                      state_->handle->device().to_string(), " but executed with a handle on ",
+                      handle.device().to_string());
+  DNNGRAPH_TRY(check_variant_pack(pack));
+  Plan& plan = *state_->plans[static_cast<size_t>(index)];
+  const int64_t need = plan.workspace_size();
+  if (need > 0 && workspace == nullptr)
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan '", plan.name(),
+                      "' needs a workspace of ", need, " bytes, got none");
+  if (workspace_bytes >= 0 && workspace_bytes < need)
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                      "': workspace too small: plan '", plan.name(), "' needs ", need,
+                      " bytes, got ", workspace_bytes);
+  return plan.execute(handle, pack, workspace);
+}
+
+Status Graph::execute(Handle& handle, const VariantPack& pack, void* workspace,
+                      int64_t workspace_bytes) const {
+  if (state_->selected < 0)
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                      "': execute() called before build_plans()");
+  return execute_plan_at_index(handle, pack, workspace, state_->selected, workspace_bytes);
+}
+
+}  // namespace dnngraph

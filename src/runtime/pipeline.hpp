@@ -1,0 +1,27 @@
+// Private state of dnngraph::Graph's build pipeline.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "dnngraph/graph.hpp"
+
+namespace dnngraph {
+
+enum class Stage { None, Lowered, Planned, Checked, Built };
+
+struct PipelineState {
+  Stage stage = Stage::None;
+  HandlePtr handle;
+  Engine* engine = nullptr;
+  std::unique_ptr<LoweredGraph> lowered;
+  std::vector<std::unique_ptr<Candidate>> candidates;  // from create_execution_plans
+  std::vector<CandidateStatus> statuses;               // one per candidate
+  std::vector<size_t> supported;                       // indexes into candidates
+  std::vector<std::unique_ptr<Plan>> plans;            // one slot per supported candidate
+  int64_t selected = -1;                               // index into supported
+  // Non-virtual tensors without a constant value: each needs a pointer in a variant pack.
+  std::vector<ir::Tensor> required;
+};
+
+}  // namespace dnngraph

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The README's C++ example must be samples/readme_example.cpp verbatim (which CI builds and runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+diff <(python3 -c "import re;print(re.search(r'\`\`\`cpp\n(.*?)\`\`\`', open('README.md').read(), re.S).group(1), end='')") \
+     <(tail -n +2 samples/readme_example.cpp) && echo "README example matches samples/readme_example.cpp"

@@ -1,0 +1,157 @@
+// The build pipeline and execute-time validation on the reference engine.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "dnngraph/dnngraph.hpp"
+
+namespace dnngraph {
+namespace {
+
+// Y = relu(A + B) on [2,3,4] fp32, with user uids.
+struct AddRelu {
+  Graph g;
+  ir::Tensor a, b, y;
+  AddRelu() {
+    g.set_name("add_relu").set_io_data_type(DataType::Float);
+    a = g.tensor(
+        ir::TensorAttrs().set_name("A").set_dim({2, 3, 4}).set_stride({12, 4, 1}).set_uid(1));
+    b = g.tensor(
+        ir::TensorAttrs().set_name("B").set_dim({2, 3, 4}).set_stride({12, 4, 1}).set_uid(2));
+    y = g.relu(g.add(a, b));
+    y->set_output(true).set_name("Y").set_uid(3);
+  }
+};
+
+HandlePtr cpu() { return Handle::create(Device::cpu()).value(); }
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-2.f, 2.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+TEST(Pipeline, RunsAndMatchesHandComputedValues) {
+  AddRelu t;
+  auto h = cpu();
+  ASSERT_TRUE(t.g.build(h).is_ok());
+  EXPECT_EQ(t.g.get_execution_plan_count(), 1);
+  auto a = random_vec(24, 1), b = random_vec(24, 2);
+  std::vector<float> y(24, std::numeric_limits<float>::quiet_NaN());
+  std::vector<char> ws(static_cast<size_t>(std::max<int64_t>(t.g.get_workspace_size().value(), 1)));
+  VariantPack pack{{1, a.data()}, {2, b.data()}, {3, y.data()}};
+  Status s = t.g.execute(*h, pack, ws.data(), static_cast<int64_t>(ws.size()));
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  for (size_t i = 0; i < 24; ++i) EXPECT_FLOAT_EQ(y[i], std::max(a[i] + b[i], 0.f)) << i;
+}
+
+TEST(Pipeline, StepsOutOfOrderAreErrors) {
+  AddRelu t;
+  Status s = t.g.check_support();
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(s.message().find("create_execution_plans"), std::string::npos) << s.message();
+  auto ws = t.g.get_workspace_size();
+  EXPECT_FALSE(ws.is_ok());
+}
+
+class BadPack : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    h = cpu();
+    ASSERT_TRUE(t.g.build(h).is_ok());
+    ws.resize(static_cast<size_t>(t.g.get_workspace_size().value()) + 1);
+  }
+  // Runs `pack` and checks the error names `fragment` and that Y was not written.
+  void expect_rejected(VariantPack pack, const std::string& fragment, int64_t ws_bytes = -1) {
+    std::vector<float> before = y;
+    if (pack.count(3)) pack[3] = y.data();
+    Status s =
+        t.g.execute(*h, pack, ws.data(), ws_bytes < 0 ? static_cast<int64_t>(ws.size()) : ws_bytes);
+    EXPECT_EQ(s.code(), ErrorCode::InvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
+    EXPECT_EQ(std::memcmp(before.data(), y.data(), y.size() * sizeof(float)), 0)
+        << "output written by a rejected execute";
+  }
+  AddRelu t;
+  HandlePtr h;
+  std::vector<char> ws;
+  std::vector<float> a = random_vec(24, 3), b = random_vec(24, 4), y = random_vec(24, 5);
+};
+
+TEST_F(BadPack, MissingUidNamesTheTensor) {
+  expect_rejected({{1, a.data()}, {3, y.data()}}, "'B'");
+}
+
+TEST_F(BadPack, NullPointerNamesTheTensor) {
+  expect_rejected({{1, a.data()}, {2, nullptr}, {3, y.data()}}, "'B' (uid 2) has a null pointer");
+}
+
+TEST_F(BadPack, UnknownUid) {
+  expect_rejected({{1, a.data()}, {2, b.data()}, {3, y.data()}, {77, a.data()}}, "uid 77");
+}
+
+TEST_F(BadPack, WorkspaceTooSmall) {
+  const int64_t need = t.g.get_workspace_size().value();
+  ASSERT_GT(need, 0) << "the reference engine keeps virtual tensors in the workspace";
+  expect_rejected({{1, a.data()}, {2, b.data()}, {3, y.data()}}, "workspace too small", need - 1);
+}
+
+TEST_F(BadPack, WrongDeviceHandle) {
+  // A handle object on another device kind must be refused before anything runs.
+  Handle gpu_like(Device::cuda(0));
+  std::vector<float> before = y;
+  Status s = t.g.execute(gpu_like, {{1, a.data()}, {2, b.data()}, {3, y.data()}}, ws.data());
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(s.message().find("cuda:0"), std::string::npos) << s.message();
+  EXPECT_EQ(before, y);
+}
+
+TEST(Pipeline, PlanIndexOutOfRange) {
+  AddRelu t;
+  auto h = cpu();
+  ASSERT_TRUE(t.g.build(h).is_ok());
+  Status s = t.g.build_plan_at_index(5);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(s.message().find("out of range"), std::string::npos);
+}
+
+TEST(Pipeline, SerializeRoundTripRunsTheSameGraph) {
+  AddRelu t;
+  auto h = cpu();
+  ASSERT_TRUE(t.g.build(h).is_ok());
+  auto blob = t.g.serialize();
+  ASSERT_TRUE(blob.is_ok()) << blob.status().to_string();
+  Graph g2;
+  Status s = g2.deserialize(h, *blob);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  auto a = random_vec(24, 7), b = random_vec(24, 8);
+  std::vector<float> y(24, std::numeric_limits<float>::quiet_NaN());
+  std::vector<char> ws(static_cast<size_t>(g2.get_workspace_size().value()));
+  s = g2.execute(*h, {{1, a.data()}, {2, b.data()}, {3, y.data()}}, ws.data());
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  for (size_t i = 0; i < 24; ++i) EXPECT_FLOAT_EQ(y[i], std::max(a[i] + b[i], 0.f));
+}
+
+TEST(Pipeline, DeserializeRejectsGarbage) {
+  Graph g;
+  Status s = g.deserialize(cpu(), "{not json");
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  s = g.deserialize(cpu(), R"({"format":"dnngraph-built-graph","version":99})");
+  EXPECT_NE(s.message().find("99"), std::string::npos) << s.message();
+}
+
+TEST(Pipeline, CudaHandleWithoutGpuFailsPolitely) {
+  auto info = system_info();
+  if (!info.gpus.empty()) GTEST_SKIP() << "a GPU is present";
+  auto h = Handle::create(Device::cuda(0));
+  ASSERT_FALSE(h.is_ok());
+  EXPECT_NE(h.status().message().find("cpu handle"), std::string::npos) << h.status().message();
+}
+
+}  // namespace
+}  // namespace dnngraph
