@@ -118,8 +118,8 @@ class Checker {
   }
   Status absent(const char* role, const char* why) const {
     if (ir::Tensor t = get(role))
-      return make_error(ErrorCode::NotSupported, op(), ": unexpected ", role, " '", t->name,
-                        "' (", why, ")");
+      return make_error(ErrorCode::NotSupported, op(), ": unexpected ", role, " '", t->name, "' (",
+                        why, ")");
     return Status::ok();
   }
   // role, when present, has exactly `want` dims.
@@ -178,8 +178,8 @@ Status check_forward(const ir::Node& n) {
   DNNGRAPH_TRY(c.present("SCALE"));
   const std::vector<int64_t>& x = n.input("X")->dim;
   if (x.size() < 2)
-    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input("X")->name,
-                      "' has rank ", x.size(), ", expected at least 2");
+    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input("X")->name, "' has rank ",
+                      x.size(), ", expected at least 2");
   const std::vector<int64_t> sd = stats_dims(a.kind, x);
   DNNGRAPH_TRY(c.dims_equal("Y", x));
   DNNGRAPH_TRY(c.broadcasts("SCALE", x));
@@ -206,14 +206,14 @@ Status check_forward(const ir::Node& n) {
                       ": MEAN / INV_VARIANCE inputs are only read by batchnorm inference");
   if (a.kind == ir::NormKind::RmsNorm) DNNGRAPH_TRY(c.absent("MEAN", "rmsnorm has no mean"));
   if (a.kind != ir::NormKind::BatchNorm) {
-    for (const char* r : {"MOMENTUM", "PREV_RUNNING_MEAN", "PREV_RUNNING_VAR",
-                          "NEXT_RUNNING_MEAN", "NEXT_RUNNING_VAR"})
+    for (const char* r : {"MOMENTUM", "PREV_RUNNING_MEAN", "PREV_RUNNING_VAR", "NEXT_RUNNING_MEAN",
+                          "NEXT_RUNNING_VAR"})
       DNNGRAPH_TRY(c.absent(r, "running statistics belong to batchnorm"));
     return Status::ok();
   }
   const bool next = n.output("NEXT_RUNNING_MEAN") || n.output("NEXT_RUNNING_VAR");
-  if (next && (!n.input("MOMENTUM") || !n.input("PREV_RUNNING_MEAN") ||
-               !n.input("PREV_RUNNING_VAR")))
+  if (next &&
+      (!n.input("MOMENTUM") || !n.input("PREV_RUNNING_MEAN") || !n.input("PREV_RUNNING_VAR")))
     return make_error(ErrorCode::InvalidGraph, c.op(),
                       ": NEXT_RUNNING_MEAN / NEXT_RUNNING_VAR need MOMENTUM, PREV_RUNNING_MEAN "
                       "and PREV_RUNNING_VAR inputs");
@@ -231,8 +231,8 @@ Status check_backward(const ir::Node& n) {
     DNNGRAPH_TRY(c.present("MEAN"));
   const std::vector<int64_t>& x = n.input("X")->dim;
   if (x.size() < 2)
-    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input("X")->name,
-                      "' has rank ", x.size(), ", expected at least 2");
+    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input("X")->name, "' has rank ",
+                      x.size(), ", expected at least 2");
   DNNGRAPH_TRY(c.dims_equal("DY", x));
   DNNGRAPH_TRY(c.dims_equal("DX", x));
   DNNGRAPH_TRY(c.broadcasts("SCALE", x));
@@ -322,8 +322,7 @@ Status run_backward(KernelContext& ctx) {
     // rmsnorm has no mean subtraction, hence no <g> term.
     const double mean_g = rms ? 0.0 : sum_g / m;
     const double mean_gx = sum_gx / m;
-    gr.for_each(g,
-                [&](int64_t i) { dx[i] = r * (dy[i] * scale[i] - mean_g - xhat[i] * mean_gx); });
+    gr.for_each(g, [&](int64_t i) { dx[i] = r * (dy[i] * scale[i] - mean_g - xhat[i] * mean_gx); });
   }
   ctx.store("DX", dx);
   if (ctx.has_output("DSCALE")) {

@@ -85,8 +85,8 @@ struct Problem {
   std::vector<int64_t> len_q, len_kv;  // per batch
   double dropout = 0.0;
   uint64_t seed = 0, offset = 0;
-  Dense bias;                       // at its own dims
-  std::vector<int64_t> bias_step;   // strides into `bias` over [b,hq,sq,skv], 0 where broadcast
+  Dense bias;                      // at its own dims
+  std::vector<int64_t> bias_step;  // strides into `bias` over [b,hq,sq,skv], 0 where broadcast
 
   // Attended keys [lo, hi) of query i in batch bi (empty for padding queries).
   std::pair<int64_t, int64_t> key_range(int64_t bi, int64_t i) const {
@@ -105,8 +105,7 @@ struct Problem {
   // Dropout factor keep / (1 - p), or 1 without dropout.
   double keep(int64_t bi, int64_t h, int64_t i, int64_t j) const {
     if (dropout <= 0.0) return 1.0;
-    return sdpa_dropout_uniform(seed, offset, bi, h, i, j) >= dropout ? 1.0 / (1.0 - dropout)
-                                                                      : 0.0;
+    return sdpa_dropout_uniform(seed, offset, bi, h, i, j) >= dropout ? 1.0 / (1.0 - dropout) : 0.0;
   }
 };
 
@@ -176,7 +175,8 @@ Dense reduce_to(const Dense& full, const std::vector<int64_t>& dims) {
   for (int64_t a = 0; a < f[0]; ++a)
     for (int64_t h = 0; h < f[1]; ++h)
       for (int64_t r = 0; r < f[2]; ++r)
-        for (int64_t c = 0; c < f[3]; ++c) out[a * st[0] + h * st[1] + r * st[2] + c * st[3]] += full[i++];
+        for (int64_t c = 0; c < f[3]; ++c)
+          out[a * st[0] + h * st[1] + r * st[2] + c * st[3]] += full[i++];
   return out;
 }
 
@@ -314,8 +314,8 @@ Status check_common(const ir::Node& n, const std::string& op) {
     return make_error(ErrorCode::InvalidGraph, op, ": batch sizes differ: Q '", q->name, "' ",
                       qd[0], ", K '", k->name, "' ", kd[0], ", V '", v->name, "' ", vd[0]);
   if (kd[3] != qd[3])
-    return make_error(ErrorCode::InvalidGraph, op, ": head dims differ: Q '", q->name, "' has d=",
-                      qd[3], " but K '", k->name, "' has d=", kd[3]);
+    return make_error(ErrorCode::InvalidGraph, op, ": head dims differ: Q '", q->name,
+                      "' has d=", qd[3], " but K '", k->name, "' has d=", kd[3]);
   if (vd[2] != kd[2])
     return make_error(ErrorCode::InvalidGraph, op, ": K '", k->name, "' has s_kv=", kd[2],
                       " but V '", v->name, "' has s_kv=", vd[2]);
@@ -332,8 +332,7 @@ Status check_common(const ir::Node& n, const std::string& op) {
     for (size_t i = 0; ok && i < 4; ++i) ok = bias->dim[i] == 1 || bias->dim[i] == full[i];
     if (!ok)
       return make_error(ErrorCode::InvalidGraph, op, ": BIAS '", bias->name, "' has dims ",
-                        dims_str(bias->dim), ", expected each dim 1 or equal to ",
-                        dims_str(full));
+                        dims_str(bias->dim), ", expected each dim 1 or equal to ", dims_str(full));
   }
   const bool lengths = n.input("SEQ_LEN_Q") || n.input("SEQ_LEN_KV");
   if (a.padding_mask != lengths)

@@ -29,8 +29,8 @@ Status check_softmax(const ir::Node& n) {
     if (t->data_type == DataType::NotSet)
       return make_error(ErrorCode::InvalidGraph, op, ": tensor '", t->name, "' has no data type");
     if (!t->value && t->stride.size() != t->dim.size())
-      return make_error(ErrorCode::InvalidGraph, op, ": tensor '", t->name, "' has ",
-                        t->dim.size(), " dims but ", t->stride.size(), " strides");
+      return make_error(ErrorCode::InvalidGraph, op, ": tensor '", t->name, "' has ", t->dim.size(),
+                        " dims but ", t->stride.size(), " strides");
   }
   if (x->dim.empty())
     return make_error(ErrorCode::InvalidGraph, op, ": X '", x->name, "' has rank 0");

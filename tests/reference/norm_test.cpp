@@ -1,0 +1,517 @@
+// Reference norm kernels (layernorm, rmsnorm, batchnorm; forward training / inference and
+// backward) on hand-made nodes, against hand-worked values, naive fp64 loops written here and
+// central finite differences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <random>
+
+#include "engines/reference/kernel.hpp"
+
+namespace dnngraph::reference {
+namespace {
+
+// ------------------------------------------------------------------ kernel-level harness
+// One tensor of a hand-made node, with its own storage in its data type and strides.
+struct Buf {
+  ir::Tensor t;
+  std::vector<unsigned char> mem;
+
+  std::vector<int64_t> offsets() const {  // storage offset of each logical (row-major) element
+    std::vector<int64_t> off{0};
+    for (size_t k = 0; k < t->dim.size(); ++k) {
+      std::vector<int64_t> next;
+      for (int64_t o : off)
+        for (int64_t i = 0; i < t->dim[k]; ++i) next.push_back(o + i * t->stride[k]);
+      off.swap(next);
+    }
+    return off;
+  }
+  std::vector<double> get() const {
+    std::vector<double> v;
+    for (int64_t o : offsets()) v.push_back(load_element(mem.data(), t->data_type, o));
+    return v;
+  }
+  void set(const std::vector<double>& v) {
+    const auto off = offsets();
+    for (size_t i = 0; i < off.size(); ++i) store_element(mem.data(), t->data_type, off[i], v[i]);
+  }
+  // Fresh random values in [lo, hi), rounded to the storage type; returns them.
+  std::vector<double> fill(std::mt19937& gen, double lo, double hi) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::vector<double> v(static_cast<size_t>(t->volume()));
+    for (double& x : v) x = d(gen);
+    set(v);
+    return get();
+  }
+};
+
+Buf make_buf(const std::string& name, std::vector<int64_t> dim, DataType dt,
+             std::vector<int64_t> stride = {}) {
+  Buf b;
+  b.t = std::make_shared<ir::TensorAttrs>();
+  b.t->set_name(name).set_data_type(dt).set_stride(stride.empty() ? row_major_strides(dim)
+                                                                  : stride);
+  b.t->set_dim(std::move(dim));
+  b.mem.assign(static_cast<size_t>(b.t->storage_elements() * data_type_size(dt)), 0);
+  return b;
+}
+
+Buf make_scalar(const std::string& name, double v) {
+  Buf b;
+  b.t = std::make_shared<ir::TensorAttrs>();
+  b.t->set_name(name).set_value(ir::Scalar::of_float(v));
+  return b;
+}
+
+struct Case {
+  ir::Node node;
+  std::map<std::string, Buf> in, out;
+
+  Case(ir::OpAttrs attrs) {  // NOLINT
+    node.name = "norm0";
+    node.compute_data_type = DataType::Float;
+    node.attrs = std::move(attrs);
+  }
+  Buf& input(const std::string& role, Buf b) {
+    node.inputs.push_back({role, b.t});
+    return in[role] = std::move(b);
+  }
+  Buf& output(const std::string& role, Buf b) {  // poisoned with NaN
+    b.set(std::vector<double>(static_cast<size_t>(b.t->volume()), NAN));
+    node.outputs.push_back({role, b.t});
+    return out[role] = std::move(b);
+  }
+  Status run() {
+    DNNGRAPH_TRY(check_norm(node));
+    std::vector<std::pair<std::string_view, Bound>> i, o;
+    for (const auto& p : node.inputs)
+      i.emplace_back(p.role,
+                     Bound{p.tensor.get(), p.tensor->value ? nullptr : in[p.role].mem.data()});
+    for (const auto& p : node.outputs)
+      o.emplace_back(p.role, Bound{p.tensor.get(), out[p.role].mem.data()});
+    KernelContext ctx(node, std::move(i), std::move(o), node.compute_data_type);
+    return run_norm(ctx);
+  }
+  std::vector<double> result(const std::string& role) const { return out.at(role).get(); }
+};
+
+double tol_of(DataType t) {
+  switch (t) {
+    case DataType::Double:
+      return 1e-10;
+    case DataType::Float:
+      return 1e-5;
+    default:
+      return 1e-2;
+  }
+}
+
+// |got - want| <= rtol * (|want| + 1e-3 * max|want|), element by element.
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rtol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 0.0;
+  for (double w : want) scale = std::max(scale, std::fabs(w));
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    if (!(std::fabs(got[i] - want[i]) <= rtol * (std::fabs(want[i]) + 1e-3 * scale)) && bad++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: got " << got[i] << ", want " << want[i];
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " elements differ";
+}
+
+// ------------------------------------------------------------------ naive norms
+// X is [N, C, H, W]. A group is the list of element indices that share statistics; `pidx`
+// maps an element to its SCALE / BIAS index.
+struct Layout {
+  int64_t n, c, h, w;
+  int64_t idx(int64_t a, int64_t b, int64_t y, int64_t x) const {
+    return ((a * c + b) * h + y) * w + x;
+  }
+  int64_t size() const { return n * c * h * w; }
+};
+
+struct Grouping {
+  std::vector<std::vector<int64_t>> groups;
+  std::vector<int64_t> pidx;  // element -> scale/bias index
+};
+
+// layer / rms: per sample, scale [1,C,H,W]; batch: per channel, scale [1,C,1,1].
+Grouping grouping(ir::NormKind kind, const Layout& l) {
+  Grouping g;
+  const bool bn = kind == ir::NormKind::BatchNorm;
+  g.groups.resize(static_cast<size_t>(bn ? l.c : l.n));
+  g.pidx.resize(static_cast<size_t>(l.size()));
+  for (int64_t a = 0; a < l.n; ++a)
+    for (int64_t b = 0; b < l.c; ++b)
+      for (int64_t y = 0; y < l.h; ++y)
+        for (int64_t x = 0; x < l.w; ++x) {
+          const int64_t i = l.idx(a, b, y, x);
+          g.groups[static_cast<size_t>(bn ? b : a)].push_back(i);
+          g.pidx[static_cast<size_t>(i)] = bn ? b : (b * l.h + y) * l.w + x;
+        }
+  return g;
+}
+
+struct FwdRef {
+  std::vector<double> y, mean, inv, var_biased;
+};
+
+FwdRef naive_forward(ir::NormKind kind, const Grouping& g, const std::vector<double>& x,
+                     const std::vector<double>& scale, const std::vector<double>& bias,
+                     double eps) {
+  FwdRef r;
+  r.y.resize(x.size());
+  for (const auto& grp : g.groups) {
+    const double m = static_cast<double>(grp.size());
+    double mu = 0.0, var = 0.0;
+    if (kind != ir::NormKind::RmsNorm) {
+      for (int64_t i : grp) mu += x[i] / m;
+      for (int64_t i : grp) var += (x[i] - mu) * (x[i] - mu) / m;
+    } else {
+      for (int64_t i : grp) var += x[i] * x[i] / m;
+    }
+    const double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t i : grp) {
+      const int64_t p = g.pidx[i];
+      r.y[i] = (x[i] - mu) * inv * scale[p] + (bias.empty() ? 0.0 : bias[p]);
+    }
+    r.mean.push_back(mu);
+    r.inv.push_back(inv);
+    r.var_biased.push_back(var);
+  }
+  return r;
+}
+
+struct BwdRef {
+  std::vector<double> dx, dscale, dbias;
+};
+
+// Through the explicit Jacobian of xhat: O(M^2) per group, independent of the kernel's
+// closed form. layer/batch: dxhat_j/dx_i = r (delta_ij - 1/M) - r xhat_i xhat_j / M;
+// rms: dxhat_j/dx_i = r delta_ij - r xhat_i xhat_j / M.
+BwdRef naive_backward(ir::NormKind kind, const Grouping& g, const std::vector<double>& dy,
+                      const std::vector<double>& x, const std::vector<double>& scale,
+                      const std::vector<double>& mean, const std::vector<double>& inv,
+                      size_t params) {
+  BwdRef r;
+  r.dx.assign(x.size(), 0.0);
+  r.dscale.assign(params, 0.0);
+  r.dbias.assign(params, 0.0);
+  for (size_t gi = 0; gi < g.groups.size(); ++gi) {
+    const auto& grp = g.groups[gi];
+    const double m = static_cast<double>(grp.size());
+    const double mu = kind == ir::NormKind::RmsNorm ? 0.0 : mean[gi], rr = inv[gi];
+    const double center = kind == ir::NormKind::RmsNorm ? 0.0 : 1.0 / m;
+    for (int64_t i : grp) {
+      const double xi = (x[i] - mu) * rr;
+      double acc = 0.0;
+      for (int64_t j : grp) {
+        const double xj = (x[j] - mu) * rr;
+        const double d = rr * ((i == j ? 1.0 : 0.0) - center) - rr * xi * xj / m;
+        acc += dy[j] * scale[g.pidx[j]] * d;
+      }
+      r.dx[i] = acc;
+      r.dscale[g.pidx[i]] += dy[i] * xi;
+      r.dbias[g.pidx[i]] += dy[i];
+    }
+  }
+  return r;
+}
+
+std::vector<int64_t> stats_dims(ir::NormKind kind, const Layout& l) {
+  return kind == ir::NormKind::BatchNorm ? std::vector<int64_t>{1, l.c, 1, 1}
+                                         : std::vector<int64_t>{l.n, 1, 1, 1};
+}
+std::vector<int64_t> param_dims(ir::NormKind kind, const Layout& l) {
+  return kind == ir::NormKind::BatchNorm ? std::vector<int64_t>{1, l.c, 1, 1}
+                                         : std::vector<int64_t>{1, l.c, l.h, l.w};
+}
+
+// ------------------------------------------------------------------ tests
+TEST(RefNorm, LayerNormHandWorked) {
+  // One row [1, 2, 3, 4]: mean 2.5, biased variance 1.25.
+  Case c(ir::NormFwdAttrs{ir::NormKind::LayerNorm, NormForwardPhase::Training});
+  c.input("X", make_buf("x", {1, 4}, DataType::Float)).set({1, 2, 3, 4});
+  c.input("SCALE", make_buf("scale", {1, 4}, DataType::Float)).set({1, 1, 2, 2});
+  c.input("BIAS", make_buf("bias", {1, 4}, DataType::Float)).set({0, 1, 0, -1});
+  c.input("EPSILON", make_scalar("eps", 0.0));
+  c.output("Y", make_buf("y", {1, 4}, DataType::Double));
+  c.output("MEAN", make_buf("mean", {1, 1}, DataType::Double));
+  c.output("INV_VARIANCE", make_buf("inv", {1, 1}, DataType::Double));
+  Status s = c.run();
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  const double r = 1.0 / std::sqrt(1.25);
+  expect_close(c.result("Y"), {-1.5 * r, -0.5 * r + 1.0, 2.0 * 0.5 * r, 2.0 * 1.5 * r - 1.0}, 1e-14,
+               "Y");
+  expect_close(c.result("MEAN"), {2.5}, 1e-14, "MEAN");
+  expect_close(c.result("INV_VARIANCE"), {r}, 1e-14, "INV_VARIANCE");
+}
+
+TEST(RefNorm, RmsNormHandWorked) {
+  // [3, 4]: mean square 12.5, eps 0.5 -> inv = 1/sqrt(13).
+  Case c(ir::NormFwdAttrs{ir::NormKind::RmsNorm, NormForwardPhase::Training});
+  c.input("X", make_buf("x", {1, 2}, DataType::Float)).set({3, 4});
+  c.input("SCALE", make_buf("scale", {1, 2}, DataType::Float)).set({2, -1});
+  c.input("EPSILON", make_scalar("eps", 0.5));
+  c.output("Y", make_buf("y", {1, 2}, DataType::Double));
+  c.output("INV_VARIANCE", make_buf("inv", {1, 1}, DataType::Double));
+  ASSERT_TRUE(c.run().is_ok());
+  const double r = 1.0 / std::sqrt(13.0);
+  expect_close(c.result("Y"), {6 * r, -4 * r}, 1e-14, "Y");
+  expect_close(c.result("INV_VARIANCE"), {r}, 1e-14, "INV_VARIANCE");
+}
+
+// Forward training of every kind against the naive loops, with a non-packed (NHWC) X.
+void forward_case(ir::NormKind kind, DataType io, bool with_bias, uint32_t seed) {
+  SCOPED_TRACE(std::string(ir::norm_kind_name(kind)) + " " + std::string(data_type_name(io)));
+  std::mt19937 gen(seed);
+  const Layout l{3, 4, 2, 3};
+  const std::vector<int64_t> xd{l.n, l.c, l.h, l.w};
+  const std::vector<int64_t> nhwc{l.h * l.w * l.c, 1, l.w * l.c, l.c};
+  Case c(ir::NormFwdAttrs{kind, NormForwardPhase::Training});
+  const auto x = c.input("X", make_buf("x", xd, io, nhwc)).fill(gen, -2.0, 3.0);
+  const auto scale = c.input("SCALE", make_buf("scale", param_dims(kind, l), io)).fill(gen, 0.5, 2);
+  std::vector<double> bias;
+  if (with_bias) bias = c.input("BIAS", make_buf("bias", param_dims(kind, l), io)).fill(gen, -1, 1);
+  const double eps = 1e-3, momentum = 0.25;
+  c.input("EPSILON", make_scalar("eps", eps));
+  std::vector<double> prev_mean, prev_var;
+  const auto sd = stats_dims(kind, l);
+  if (kind == ir::NormKind::BatchNorm) {
+    c.input("MOMENTUM", make_scalar("momentum", momentum));
+    prev_mean = c.input("PREV_RUNNING_MEAN", make_buf("rm", sd, DataType::Float)).fill(gen, -1, 1);
+    prev_var = c.input("PREV_RUNNING_VAR", make_buf("rv", sd, DataType::Float)).fill(gen, 0.5, 2);
+    c.output("NEXT_RUNNING_MEAN", make_buf("nrm", sd, DataType::Float));
+    c.output("NEXT_RUNNING_VAR", make_buf("nrv", sd, DataType::Float));
+  }
+  c.output("Y", make_buf("y", xd, io, nhwc));
+  if (kind != ir::NormKind::RmsNorm) c.output("MEAN", make_buf("mean", sd, DataType::Float));
+  c.output("INV_VARIANCE", make_buf("inv", sd, DataType::Float));
+  Status s = c.run();
+  ASSERT_TRUE(s.is_ok()) << s.message();
+
+  const Grouping g = grouping(kind, l);
+  const FwdRef r = naive_forward(kind, g, x, scale, bias, eps);
+  expect_close(c.result("Y"), r.y, tol_of(io), "Y");
+  if (kind != ir::NormKind::RmsNorm) expect_close(c.result("MEAN"), r.mean, 1e-5, "MEAN");
+  expect_close(c.result("INV_VARIANCE"), r.inv, 1e-5, "INV_VARIANCE");
+  if (kind == ir::NormKind::BatchNorm) {
+    const double m = static_cast<double>(l.n * l.h * l.w);
+    std::vector<double> nm, nv;
+    for (size_t i = 0; i < r.mean.size(); ++i) {
+      nm.push_back((1 - momentum) * prev_mean[i] + momentum * r.mean[i]);
+      nv.push_back((1 - momentum) * prev_var[i] + momentum * r.var_biased[i] * m / (m - 1));
+    }
+    expect_close(c.result("NEXT_RUNNING_MEAN"), nm, 1e-5, "NEXT_RUNNING_MEAN");
+    expect_close(c.result("NEXT_RUNNING_VAR"), nv, 1e-5, "NEXT_RUNNING_VAR");
+  }
+}
+
+TEST(RefNorm, ForwardTrainingMatchesNaive) {
+  forward_case(ir::NormKind::LayerNorm, DataType::Float, true, 1);
+  forward_case(ir::NormKind::RmsNorm, DataType::Float, false, 2);
+  forward_case(ir::NormKind::RmsNorm, DataType::Float, true, 3);
+  forward_case(ir::NormKind::BatchNorm, DataType::Float, true, 4);
+}
+
+TEST(RefNorm, ForwardLowPrecisionStorage) {
+  forward_case(ir::NormKind::LayerNorm, DataType::BFloat16, true, 5);
+  forward_case(ir::NormKind::RmsNorm, DataType::Half, false, 6);
+  forward_case(ir::NormKind::BatchNorm, DataType::BFloat16, true, 7);
+}
+
+TEST(RefNorm, LayerNormInferenceWritesOnlyY) {
+  std::mt19937 gen(8);
+  const Layout l{2, 3, 2, 2};
+  Case c(ir::NormFwdAttrs{ir::NormKind::LayerNorm, NormForwardPhase::Inference});
+  const auto x = c.input("X", make_buf("x", {2, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
+  const auto s = c.input("SCALE", make_buf("s", {1, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
+  const auto b = c.input("BIAS", make_buf("b", {1, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
+  c.input("EPSILON", make_scalar("eps", 1e-5));
+  c.output("Y", make_buf("y", {2, 3, 2, 2}, DataType::Float));
+  ASSERT_TRUE(c.run().is_ok());
+  const Grouping g = grouping(ir::NormKind::LayerNorm, l);
+  expect_close(c.result("Y"), naive_forward(ir::NormKind::LayerNorm, g, x, s, b, 1e-5).y, 1e-5,
+               "Y");
+}
+
+TEST(RefNorm, BatchNormInferenceUsesGivenStatistics) {
+  std::mt19937 gen(9);
+  const Layout l{2, 3, 2, 2};
+  Case c(ir::NormFwdAttrs{ir::NormKind::BatchNorm, NormForwardPhase::Inference});
+  const auto x = c.input("X", make_buf("x", {2, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
+  const auto mean = c.input("MEAN", make_buf("m", {1, 3, 1, 1}, DataType::Float)).fill(gen, -1, 1);
+  const auto inv =
+      c.input("INV_VARIANCE", make_buf("iv", {1, 3, 1, 1}, DataType::Float)).fill(gen, 0.5, 2);
+  const auto s = c.input("SCALE", make_buf("s", {1, 3, 1, 1}, DataType::Float)).fill(gen, -1, 1);
+  const auto b = c.input("BIAS", make_buf("b", {1, 3, 1, 1}, DataType::Float)).fill(gen, -1, 1);
+  c.output("Y", make_buf("y", {2, 3, 2, 2}, DataType::Float));
+  Status st = c.run();
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  std::vector<double> want(x.size());
+  for (int64_t a = 0; a < l.n; ++a)
+    for (int64_t ch = 0; ch < l.c; ++ch)
+      for (int64_t e = 0; e < l.h * l.w; ++e) {
+        const int64_t i = (a * l.c + ch) * l.h * l.w + e;
+        want[i] = (x[i] - mean[ch]) * inv[ch] * s[ch] + b[ch];
+      }
+  expect_close(c.result("Y"), want, 1e-5, "Y");
+}
+
+// Backward of every kind against the Jacobian loops.
+void backward_case(ir::NormKind kind, DataType io, uint32_t seed) {
+  SCOPED_TRACE(std::string(ir::norm_kind_name(kind)) + " " + std::string(data_type_name(io)));
+  std::mt19937 gen(seed);
+  const Layout l{3, 2, 2, 3};
+  const std::vector<int64_t> xd{l.n, l.c, l.h, l.w};
+  const Grouping g = grouping(kind, l);
+  Case c(ir::NormBwdAttrs{kind});
+  const auto dy = c.input("DY", make_buf("dy", xd, io)).fill(gen, -1, 1);
+  const auto x = c.input("X", make_buf("x", xd, io)).fill(gen, -2, 2);
+  const auto pd = param_dims(kind, l);
+  const auto scale = c.input("SCALE", make_buf("scale", pd, io)).fill(gen, 0.5, 2);
+  // Statistics as the forward would have produced them (stored in fp32).
+  const FwdRef f = naive_forward(kind, g, x, scale, {}, 1e-3);
+  const auto sd = stats_dims(kind, l);
+  std::vector<double> mean;
+  if (kind != ir::NormKind::RmsNorm) {
+    Buf& mb = c.input("MEAN", make_buf("mean", sd, DataType::Float));
+    mb.set(f.mean);
+    mean = mb.get();
+  }
+  Buf& ib = c.input("INV_VARIANCE", make_buf("inv", sd, DataType::Float));
+  ib.set(f.inv);
+  const auto inv = ib.get();
+  c.output("DX", make_buf("dx", xd, io));
+  c.output("DSCALE", make_buf("dscale", pd, io));
+  c.output("DBIAS", make_buf("dbias", pd, io));
+  Status s = c.run();
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  const BwdRef r = naive_backward(kind, g, dy, x, scale, mean, inv, scale.size());
+  expect_close(c.result("DX"), r.dx, tol_of(io), "DX");
+  expect_close(c.result("DSCALE"), r.dscale, tol_of(io), "DSCALE");
+  expect_close(c.result("DBIAS"), r.dbias, tol_of(io), "DBIAS");
+}
+
+TEST(RefNorm, BackwardMatchesJacobian) {
+  backward_case(ir::NormKind::LayerNorm, DataType::Float, 11);
+  backward_case(ir::NormKind::RmsNorm, DataType::Float, 12);
+  backward_case(ir::NormKind::BatchNorm, DataType::Float, 13);
+  backward_case(ir::NormKind::LayerNorm, DataType::BFloat16, 14);
+  backward_case(ir::NormKind::BatchNorm, DataType::Half, 15);
+}
+
+// Backward against central finite differences of the forward kernel itself (fp64 storage):
+// loss = sum(dy * y(x, scale, bias)).
+void finite_difference_case(ir::NormKind kind, uint32_t seed) {
+  SCOPED_TRACE(std::string(ir::norm_kind_name(kind)));
+  std::mt19937 gen(seed);
+  const Layout l{2, 3, 2, 2};
+  const std::vector<int64_t> xd{l.n, l.c, l.h, l.w}, pd = param_dims(kind, l);
+  const std::vector<int64_t> sd = stats_dims(kind, l);
+  const double eps = 1e-2;
+  auto rnd = [&](size_t n, double lo, double hi) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::vector<double> v(n);
+    for (double& e : v) e = d(gen);
+    return v;
+  };
+  const size_t np = static_cast<size_t>(pd[1] * pd[2] * pd[3]);
+  const auto x = rnd(static_cast<size_t>(l.size()), -2, 2), dy = rnd(x.size(), -1, 1);
+  const auto scale = rnd(np, 0.5, 2), bias = rnd(np, -1, 1);
+
+  struct Fwd {
+    std::vector<double> y, mean, inv;
+  };
+  auto forward = [&](const std::vector<double>& xv, const std::vector<double>& sv,
+                     const std::vector<double>& bv) {
+    Case c(ir::NormFwdAttrs{kind, NormForwardPhase::Training});
+    c.input("X", make_buf("x", xd, DataType::Double)).set(xv);
+    c.input("SCALE", make_buf("scale", pd, DataType::Double)).set(sv);
+    c.input("BIAS", make_buf("bias", pd, DataType::Double)).set(bv);
+    c.input("EPSILON", make_scalar("eps", eps));
+    c.output("Y", make_buf("y", xd, DataType::Double));
+    if (kind != ir::NormKind::RmsNorm) c.output("MEAN", make_buf("m", sd, DataType::Double));
+    c.output("INV_VARIANCE", make_buf("iv", sd, DataType::Double));
+    EXPECT_TRUE(c.run().is_ok());
+    return Fwd{c.result("Y"),
+               kind != ir::NormKind::RmsNorm ? c.result("MEAN") : std::vector<double>{},
+               c.result("INV_VARIANCE")};
+  };
+  auto loss = [&](const std::vector<double>& xv, const std::vector<double>& sv,
+                  const std::vector<double>& bv) {
+    const auto y = forward(xv, sv, bv).y;
+    double acc = 0.0;
+    for (size_t i = 0; i < y.size(); ++i) acc += dy[i] * y[i];
+    return acc;
+  };
+  auto numeric = [&](std::vector<double> v,
+                     const std::function<double(const std::vector<double>&)>& f) {
+    std::vector<double> grad(v.size());
+    const double h = 1e-5;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double keep = v[i];
+      v[i] = keep + h;
+      const double up = f(v);
+      v[i] = keep - h;
+      const double down = f(v);
+      v[i] = keep;
+      grad[i] = (up - down) / (2 * h);
+    }
+    return grad;
+  };
+
+  const Fwd f = forward(x, scale, bias);
+  Case c(ir::NormBwdAttrs{kind});
+  c.input("DY", make_buf("dy", xd, DataType::Double)).set(dy);
+  c.input("X", make_buf("x", xd, DataType::Double)).set(x);
+  c.input("SCALE", make_buf("scale", pd, DataType::Double)).set(scale);
+  if (kind != ir::NormKind::RmsNorm)
+    c.input("MEAN", make_buf("m", sd, DataType::Double)).set(f.mean);
+  c.input("INV_VARIANCE", make_buf("iv", sd, DataType::Double)).set(f.inv);
+  c.output("DX", make_buf("dx", xd, DataType::Double));
+  c.output("DSCALE", make_buf("ds", pd, DataType::Double));
+  c.output("DBIAS", make_buf("db", pd, DataType::Double));
+  ASSERT_TRUE(c.run().is_ok());
+  expect_close(c.result("DX"), numeric(x, [&](const auto& v) { return loss(v, scale, bias); }),
+               1e-6, "DX");
+  expect_close(c.result("DSCALE"), numeric(scale, [&](const auto& v) { return loss(x, v, bias); }),
+               1e-6, "DSCALE");
+  expect_close(c.result("DBIAS"), numeric(bias, [&](const auto& v) { return loss(x, scale, v); }),
+               1e-6, "DBIAS");
+}
+
+TEST(RefNorm, BackwardMatchesFiniteDifferences) {
+  finite_difference_case(ir::NormKind::LayerNorm, 21);
+  finite_difference_case(ir::NormKind::RmsNorm, 22);
+  finite_difference_case(ir::NormKind::BatchNorm, 23);
+}
+
+TEST(RefNorm, CheckNamesTheTensor) {
+  Case c(ir::NormFwdAttrs{ir::NormKind::LayerNorm, NormForwardPhase::Training});
+  c.input("X", make_buf("x", {2, 3, 4}, DataType::Float));
+  c.input("SCALE", make_buf("gamma", {1, 3, 5}, DataType::Float));
+  c.input("EPSILON", make_scalar("eps", 1e-5));
+  c.output("Y", make_buf("y", {2, 3, 4}, DataType::Float));
+  Status s = check_norm(c.node);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidGraph);
+  EXPECT_NE(s.message().find("'gamma'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("norm0"), std::string::npos) << s.message();
+
+  Case b(ir::NormFwdAttrs{ir::NormKind::BatchNorm, NormForwardPhase::Inference});
+  b.input("X", make_buf("x", {2, 3, 4}, DataType::Float));
+  b.input("SCALE", make_buf("gamma", {1, 3, 1}, DataType::Float));
+  b.output("Y", make_buf("y", {2, 3, 4}, DataType::Float));
+  s = check_norm(b.node);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("MEAN"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace dnngraph::reference
