@@ -493,6 +493,54 @@ TEST(RefNorm, BackwardMatchesFiniteDifferences) {
   finite_difference_case(ir::NormKind::BatchNorm, 23);
 }
 
+// Large enough for the kernel's threaded path; backward checked against the closed form
+// (the Jacobian loops would be too slow here).
+TEST(RefNorm, ThreadedPathMatchesNaive) {
+  for (ir::NormKind kind :
+       {ir::NormKind::LayerNorm, ir::NormKind::RmsNorm, ir::NormKind::BatchNorm}) {
+    SCOPED_TRACE(std::string(ir::norm_kind_name(kind)));
+    std::mt19937 gen(32);
+    const Layout l{4, 16, 32, 40};  // 81920 elements
+    const std::vector<int64_t> xd{l.n, l.c, l.h, l.w}, pd = param_dims(kind, l);
+    const Grouping g = grouping(kind, l);
+    Case fwd(ir::NormFwdAttrs{kind, NormForwardPhase::Training});
+    const auto x = fwd.input("X", make_buf("x", xd, DataType::Float)).fill(gen, -2, 2);
+    const auto sc = fwd.input("SCALE", make_buf("s", pd, DataType::Float)).fill(gen, 0.5, 2);
+    fwd.input("EPSILON", make_scalar("eps", 1e-4));
+    fwd.output("Y", make_buf("y", xd, DataType::Float));
+    ASSERT_TRUE(fwd.run().is_ok());
+    const FwdRef r = naive_forward(kind, g, x, sc, {}, 1e-4);
+    expect_close(fwd.result("Y"), r.y, 1e-5, "Y");
+
+    Case bwd(ir::NormBwdAttrs{kind});
+    const auto dy = bwd.input("DY", make_buf("dy", xd, DataType::Float)).fill(gen, -1, 1);
+    bwd.input("X", make_buf("x", xd, DataType::Float)).set(x);
+    bwd.input("SCALE", make_buf("s", pd, DataType::Float)).set(sc);
+    const auto sd = stats_dims(kind, l);
+    if (kind != ir::NormKind::RmsNorm)
+      bwd.input("MEAN", make_buf("m", sd, DataType::Double)).set(r.mean);
+    bwd.input("INV_VARIANCE", make_buf("iv", sd, DataType::Double)).set(r.inv);
+    bwd.output("DX", make_buf("dx", xd, DataType::Float));
+    bwd.output("DSCALE", make_buf("ds", pd, DataType::Float));
+    ASSERT_TRUE(bwd.run().is_ok());
+    std::vector<double> dx(x.size());
+    for (size_t gi = 0; gi < g.groups.size(); ++gi) {
+      const auto& grp = g.groups[gi];
+      const double mu = kind == ir::NormKind::RmsNorm ? 0.0 : r.mean[gi], inv = r.inv[gi];
+      double sg = 0.0, sgx = 0.0;
+      for (int64_t i : grp) {
+        sg += dy[i] * sc[g.pidx[i]];
+        sgx += dy[i] * sc[g.pidx[i]] * (x[i] - mu) * inv;
+      }
+      const double m = static_cast<double>(grp.size());
+      for (int64_t i : grp)
+        dx[i] = inv * (dy[i] * sc[g.pidx[i]] - (kind == ir::NormKind::RmsNorm ? 0.0 : sg / m) -
+                       (x[i] - mu) * inv * sgx / m);
+    }
+    expect_close(bwd.result("DX"), dx, 1e-5, "DX");
+  }
+}
+
 TEST(RefNorm, CheckNamesTheTensor) {
   Case c(ir::NormFwdAttrs{ir::NormKind::LayerNorm, NormForwardPhase::Training});
   c.input("X", make_buf("x", {2, 3, 4}, DataType::Float));

@@ -30,6 +30,10 @@
 namespace dnngraph::reference {
 namespace {
 
+// Below this many elements, threads cost more than they save (and small test problems run
+// many times on shared CI cores).
+constexpr int64_t kParallelElements = 1 << 16;
+
 std::string dims_str(const std::vector<int64_t>& d) {
   std::ostringstream os;
   os << "[";
@@ -254,13 +258,14 @@ Status run_forward(KernelContext& ctx) {
   const std::vector<int64_t> sd = stats_dims(a.kind, x.dim);
   Dense mean(sd), inv(sd), var(sd);
   const double m = static_cast<double>(gr.elements());
+  const bool parallel = x.size() >= kParallelElements;
 
   if (a.kind == ir::NormKind::BatchNorm && a.phase == NormForwardPhase::Inference) {
     mean = ctx.load("MEAN");
     inv = ctx.load("INV_VARIANCE");
   } else {
     const double eps = ctx.scalar("EPSILON");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel)
     for (int64_t g = 0; g < gr.count; ++g) {
       double sum = 0.0;
       if (!rms) gr.for_each(g, [&](int64_t i) { sum += x[i]; });
@@ -274,7 +279,7 @@ Status run_forward(KernelContext& ctx) {
   }
 
   Dense y(x.dim);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t g = 0; g < gr.count; ++g)
     gr.for_each(g, [&](int64_t i) { y[i] = (x[i] - mean[g]) * inv[g] * scale[i] + bias[i]; });
   ctx.store("Y", y);
@@ -307,9 +312,10 @@ Status run_backward(KernelContext& ctx) {
   const Dense inv = ctx.load("INV_VARIANCE");
   const Dense mean = rms ? Dense(stats_dims(a.kind, x.dim)) : ctx.load("MEAN");
   const double m = static_cast<double>(gr.elements());
+  const bool parallel = x.size() >= kParallelElements;
 
   Dense dx(x.dim), xhat(x.dim);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t g = 0; g < gr.count; ++g) {
     const double r = inv[g];
     double sum_g = 0.0, sum_gx = 0.0;

@@ -41,6 +41,9 @@
 namespace dnngraph::reference {
 namespace {
 
+// Below this many multiply-adds, threads cost more than they save.
+constexpr int64_t kParallelWork = 1 << 18;
+
 std::string dims_str(const std::vector<int64_t>& d) {
   std::ostringstream os;
   os << "[";
@@ -88,6 +91,8 @@ struct Problem {
   Dense bias;                      // at its own dims
   std::vector<int64_t> bias_step;  // strides into `bias` over [b,hq,sq,skv], 0 where broadcast
 
+  // Multiply-adds of one pass over every (query, key) pair.
+  int64_t work() const { return b * hq * sq * skv * (d + dv); }
   // Attended keys [lo, hi) of query i in batch bi (empty for padding queries).
   std::pair<int64_t, int64_t> key_range(int64_t bi, int64_t i) const {
     const int64_t lq = len_q[static_cast<size_t>(bi)], lkv = len_kv[static_cast<size_t>(bi)];
@@ -189,7 +194,7 @@ Status run_forward(KernelContext& ctx) {
   Dense stats({p.b, p.hq, p.sq, 1});
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
 
-#pragma omp parallel for collapse(2) schedule(dynamic)
+#pragma omp parallel for collapse(2) schedule(dynamic) if (p.work() >= kParallelWork)
   for (int64_t bi = 0; bi < p.b; ++bi)
     for (int64_t h = 0; h < p.hq; ++h) {
       const double* kb = &k.data[static_cast<size_t>((bi * p.hk + h / gk) * p.skv * p.d)];
@@ -237,7 +242,7 @@ Status run_backward(KernelContext& ctx) {
   Dense dk_h({p.b, p.hq, p.skv, p.d}), dv_h({p.b, p.hq, p.skv, p.dv});
   Dense ds_full = want_dbias ? Dense({p.b, p.hq, p.sq, p.skv}) : Dense();
 
-#pragma omp parallel for collapse(2) schedule(dynamic)
+#pragma omp parallel for collapse(2) schedule(dynamic) if (p.work() >= kParallelWork)
   for (int64_t bi = 0; bi < p.b; ++bi)
     for (int64_t h = 0; h < p.hq; ++h) {
       const size_t head = static_cast<size_t>(bi * p.hq + h);

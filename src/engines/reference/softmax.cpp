@@ -10,6 +10,9 @@
 namespace dnngraph::reference {
 namespace {
 
+// Below this many elements, threads cost more than they save.
+constexpr int64_t kParallelElements = 1 << 16;
+
 std::string dims_str(const std::vector<int64_t>& d) {
   std::ostringstream os;
   os << "[";
@@ -55,7 +58,7 @@ Status run_softmax(KernelContext& ctx) {
   std::vector<int64_t> sdim = x.dim;
   sdim.back() = 1;
   Dense stats(sdim);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (x.size() >= kParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     const double* in = &x.data[static_cast<size_t>(r * cols)];
     double* out = &y.data[static_cast<size_t>(r * cols)];
