@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 
+#include "dnngraph/dnngraph.hpp"
 #include "engines/reference/kernel.hpp"
 
 namespace dnngraph::reference {
@@ -703,6 +704,136 @@ TEST(RefSdpa, Errors) {
   st = check_sdpa(e.node);
   EXPECT_EQ(st.code(), ErrorCode::InvalidGraph);
   EXPECT_NE(st.message().find("SEED"), std::string::npos) << st.message();
+}
+
+// ------------------------------------------------------------------ through dnngraph::Graph
+// A graph tensor: the attributes of `b` (its name, dims, strides, type) plus a uid.
+ir::Tensor graph_tensor(Graph& g, const Buf& b, int64_t uid) {
+  ir::TensorAttrs a = *b.t;
+  return g.tensor(a.set_uid(uid));
+}
+void mark_output(const ir::Tensor& t, const Buf& b, int64_t uid) {
+  t->set_output(true).set_uid(uid).set_dim(b.t->dim).set_stride(b.t->stride);
+  t->set_data_type(b.t->data_type);
+}
+Status build_and_run(Graph& g, const VariantPack& pack) {
+  auto h = Handle::create(Device::cpu());
+  if (!h) return h.status();
+  DNNGRAPH_TRY(g.build(*h));
+  Result<int64_t> ws = g.get_workspace_size();
+  if (!ws) return ws.status();
+  std::vector<unsigned char> workspace(static_cast<size_t>(std::max<int64_t>(*ws, 1)));
+  return g.execute(**h, pack, workspace.data(), static_cast<int64_t>(workspace.size()));
+}
+Buf poisoned(const std::string& name, std::vector<int64_t> dim, DataType dt) {
+  Buf b = make_buf(name, std::move(dim), dt);
+  b.set(std::vector<double>(static_cast<size_t>(b.t->volume()), NAN));
+  return b;
+}
+
+// The seed tutorial's causal attention (fp16 io, fp32 compute) at b2 h4 s64 d32, forward in
+// training mode, then the backward graph fed with its O and STATS.
+TEST(RefSdpaGraph, TutorialCausalForwardAndBackward) {
+  Spec s;
+  s.b = 2, s.hq = s.hk = s.hv = 4, s.sq = s.skv = 64, s.d = s.dv = 32;
+  s.causal = true, s.io = DataType::Half;
+  s.attr_scale = 1.0 / std::sqrt(32.0);
+  const Shapes sh(s);
+  std::mt19937 gen(200);
+  Buf qb = make_buf("Q", sh.q, s.io), kb = make_buf("K", sh.k, s.io),
+      vb = make_buf("V", sh.v, s.io);
+  Inputs in;
+  in.q = qb.fill(gen, -1, 1), in.k = kb.fill(gen, -1, 1), in.v = vb.fill(gen, -1, 1);
+
+  Graph fwd;
+  fwd.set_name("sdpa").set_io_data_type(s.io).set_compute_data_type(DataType::Float);
+  ir::Tensor q = graph_tensor(fwd, qb, 1), k = graph_tensor(fwd, kb, 2),
+             v = graph_tensor(fwd, vb, 3);
+  auto [o, stats] = fwd.sdpa(q, k, v, s.attrs(false), {}, {.name = "sdpa"});
+  Buf ob = poisoned("O", sh.o, s.io), sb = poisoned("STATS", sh.stats, DataType::Float);
+  mark_output(o, ob, 4);
+  mark_output(stats, sb, 5);
+  Status st = build_and_run(fwd, {{1, qb.mem.data()},
+                                  {2, kb.mem.data()},
+                                  {3, vb.mem.data()},
+                                  {4, ob.mem.data()},
+                                  {5, sb.mem.data()}});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const Fwd f = naive_forward(s, in);
+  expect_close(ob.get(), f.o, tol_of(s.io), "O");
+  expect_close(sb.get(), f.lse, 1e-5, "STATS");
+
+  Graph bwd;
+  bwd.set_name("sdpa_backward").set_io_data_type(s.io).set_compute_data_type(DataType::Float);
+  Buf dob = make_buf("dO", sh.o, s.io);
+  const auto d_o = dob.fill(gen, -1, 1);
+  ir::SdpaBwdAttrs a;
+  static_cast<ir::SdpaAttrs&>(a) = s.attrs(false);
+  auto grads = bwd.sdpa_backward(graph_tensor(bwd, qb, 1), graph_tensor(bwd, kb, 2),
+                                 graph_tensor(bwd, vb, 3), graph_tensor(bwd, ob, 4),
+                                 graph_tensor(bwd, dob, 6), graph_tensor(bwd, sb, 5), a);
+  Buf dqb = poisoned("dQ", sh.q, s.io), dkb = poisoned("dK", sh.k, s.io),
+      dvb = poisoned("dV", sh.v, s.io);
+  mark_output(grads[0], dqb, 7);
+  mark_output(grads[1], dkb, 8);
+  mark_output(grads[2], dvb, 9);
+  st = build_and_run(bwd, {{1, qb.mem.data()},
+                           {2, kb.mem.data()},
+                           {3, vb.mem.data()},
+                           {4, ob.mem.data()},
+                           {5, sb.mem.data()},
+                           {6, dob.mem.data()},
+                           {7, dqb.mem.data()},
+                           {8, dkb.mem.data()},
+                           {9, dvb.mem.data()}});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const Bwd g = naive_backward(s, in, ob.get(), d_o, sb.get());
+  expect_close(dqb.get(), g.dq, tol_of(s.io), "DQ");
+  expect_close(dkb.get(), g.dk, tol_of(s.io), "DK");
+  expect_close(dvb.get(), g.dv, tol_of(s.io), "DV");
+}
+
+// GQA with a padding mask and a bias through the whole pipeline (fp32).
+TEST(RefSdpaGraph, GroupedPaddedWithBias) {
+  Spec s;
+  s.hq = 4, s.hk = 2, s.hv = 2, s.causal = true, s.bottom_right = true;
+  s.len_q = {4, 5}, s.len_kv = {6, 7}, s.bias_dims = {1, 4, 5, 7};
+  const Shapes sh(s);
+  std::mt19937 gen(201);
+  Buf qb = make_buf("Q", sh.q, s.io), kb = make_buf("K", sh.k, s.io),
+      vb = make_buf("V", sh.v, s.io);
+  Buf bb = make_buf("bias", s.bias_dims, s.io);
+  Buf lq = make_buf("seq_q", {s.b, 1, 1, 1}, DataType::Int32);
+  Buf lkv = make_buf("seq_kv", {s.b, 1, 1, 1}, DataType::Int32);
+  lq.set({4, 5});
+  lkv.set({6, 7});
+  Inputs in;
+  in.q = qb.fill(gen, -1, 1), in.k = kb.fill(gen, -1, 1), in.v = vb.fill(gen, -1, 1);
+  in.bias = bb.fill(gen, -1, 1);
+
+  Graph g;
+  g.set_io_data_type(s.io).set_compute_data_type(DataType::Float);
+  ir::SdpaInputs extra;
+  extra.bias = graph_tensor(g, bb, 4);
+  extra.seq_len_q = graph_tensor(g, lq, 5);
+  extra.seq_len_kv = graph_tensor(g, lkv, 6);
+  auto [o, stats] = g.sdpa(graph_tensor(g, qb, 1), graph_tensor(g, kb, 2), graph_tensor(g, vb, 3),
+                           s.attrs(false), extra);
+  Buf ob = poisoned("O", sh.o, s.io), sb = poisoned("STATS", sh.stats, DataType::Float);
+  mark_output(o, ob, 7);
+  mark_output(stats, sb, 8);
+  Status st = build_and_run(g, {{1, qb.mem.data()},
+                                {2, kb.mem.data()},
+                                {3, vb.mem.data()},
+                                {4, bb.mem.data()},
+                                {5, lq.mem.data()},
+                                {6, lkv.mem.data()},
+                                {7, ob.mem.data()},
+                                {8, sb.mem.data()}});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const Fwd f = naive_forward(s, in);
+  expect_close(ob.get(), f.o, 1e-5, "O");
+  expect_close(sb.get(), f.lse, 1e-5, "STATS");
 }
 
 }  // namespace
