@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include "dnngraph/dnngraph.hpp"
 #include "engines/reference/kernel.hpp"
 
 namespace dnngraph::reference {
@@ -559,6 +560,140 @@ TEST(RefNorm, CheckNamesTheTensor) {
   s = check_norm(b.node);
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("MEAN"), std::string::npos) << s.message();
+}
+
+// ------------------------------------------------------------------ through dnngraph::Graph
+ir::Tensor graph_tensor(Graph& g, const Buf& b, int64_t uid) {
+  ir::TensorAttrs a = *b.t;
+  return g.tensor(a.set_uid(uid));
+}
+void mark_output(const ir::Tensor& t, const Buf& b, int64_t uid) {
+  t->set_output(true).set_uid(uid).set_dim(b.t->dim).set_stride(b.t->stride);
+  t->set_data_type(b.t->data_type);
+}
+Status build_and_run(Graph& g, const VariantPack& pack) {
+  auto h = Handle::create(Device::cpu());
+  if (!h) return h.status();
+  DNNGRAPH_TRY(g.build(*h));
+  Result<int64_t> ws = g.get_workspace_size();
+  if (!ws) return ws.status();
+  std::vector<unsigned char> workspace(static_cast<size_t>(std::max<int64_t>(*ws, 1)));
+  return g.execute(**h, pack, workspace.data(), static_cast<int64_t>(workspace.size()));
+}
+Buf poisoned(const std::string& name, std::vector<int64_t> dim, DataType dt) {
+  Buf b = make_buf(name, std::move(dim), dt);
+  b.set(std::vector<double>(static_cast<size_t>(b.t->volume()), NAN));
+  return b;
+}
+
+// Layernorm training forward, then its backward, each as a graph on the CPU handle (bf16 io).
+TEST(RefNormGraph, LayerNormForwardAndBackward) {
+  std::mt19937 gen(300);
+  const Layout l{4, 8, 2, 2};
+  const std::vector<int64_t> xd{l.n, l.c, l.h, l.w}, pd = param_dims(ir::NormKind::LayerNorm, l);
+  const std::vector<int64_t> sd = stats_dims(ir::NormKind::LayerNorm, l);
+  const DataType io = DataType::BFloat16;
+  Buf xb = make_buf("x", xd, io), sb = make_buf("scale", pd, io), bb = make_buf("bias", pd, io);
+  const auto x = xb.fill(gen, -2, 2), scale = sb.fill(gen, 0.5, 2), bias = bb.fill(gen, -1, 1);
+
+  Graph fwd;
+  fwd.set_io_data_type(io).set_compute_data_type(DataType::Float);
+  auto out =
+      fwd.layernorm(graph_tensor(fwd, xb, 1), graph_tensor(fwd, sb, 2), graph_tensor(fwd, bb, 3),
+                    fwd.scalar(ir::Scalar::of_float(1e-5), "eps"), NormForwardPhase::Training);
+  Buf yb = poisoned("y", xd, io), mb = poisoned("mean", sd, DataType::Float),
+      ib = poisoned("inv", sd, DataType::Float);
+  mark_output(out[0], yb, 4);
+  mark_output(out[1], mb, 5);
+  mark_output(out[2], ib, 6);
+  Status st = build_and_run(fwd, {{1, xb.mem.data()},
+                                  {2, sb.mem.data()},
+                                  {3, bb.mem.data()},
+                                  {4, yb.mem.data()},
+                                  {5, mb.mem.data()},
+                                  {6, ib.mem.data()}});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const Grouping g = grouping(ir::NormKind::LayerNorm, l);
+  const FwdRef r = naive_forward(ir::NormKind::LayerNorm, g, x, scale, bias, 1e-5);
+  expect_close(yb.get(), r.y, tol_of(io), "Y");
+  expect_close(mb.get(), r.mean, 1e-5, "MEAN");
+  expect_close(ib.get(), r.inv, 1e-5, "INV_VARIANCE");
+
+  Graph bwd;
+  bwd.set_io_data_type(io).set_compute_data_type(DataType::Float);
+  Buf dyb = make_buf("dy", xd, io);
+  const auto dy = dyb.fill(gen, -1, 1);
+  auto grads = bwd.layernorm_backward(graph_tensor(bwd, dyb, 7), graph_tensor(bwd, xb, 1),
+                                      graph_tensor(bwd, sb, 2), graph_tensor(bwd, mb, 5),
+                                      graph_tensor(bwd, ib, 6));
+  Buf dxb = poisoned("dx", xd, io), dsb = poisoned("dscale", pd, io),
+      dbb = poisoned("dbias", pd, io);
+  mark_output(grads[0], dxb, 8);
+  mark_output(grads[1], dsb, 9);
+  mark_output(grads[2], dbb, 10);
+  st = build_and_run(bwd, {{7, dyb.mem.data()},
+                           {1, xb.mem.data()},
+                           {2, sb.mem.data()},
+                           {5, mb.mem.data()},
+                           {6, ib.mem.data()},
+                           {8, dxb.mem.data()},
+                           {9, dsb.mem.data()},
+                           {10, dbb.mem.data()}});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const BwdRef br =
+      naive_backward(ir::NormKind::LayerNorm, g, dy, x, scale, mb.get(), ib.get(), scale.size());
+  expect_close(dxb.get(), br.dx, tol_of(io), "DX");
+  expect_close(dsb.get(), br.dscale, tol_of(io), "DSCALE");
+  expect_close(dbb.get(), br.dbias, tol_of(io), "DBIAS");
+}
+
+// Batchnorm training with running statistics as a graph (fp32).
+TEST(RefNormGraph, BatchNormTrainingWithRunningStats) {
+  std::mt19937 gen(301);
+  const Layout l{4, 3, 3, 2};
+  const std::vector<int64_t> xd{l.n, l.c, l.h, l.w}, pd{1, l.c, 1, 1};
+  const DataType io = DataType::Float;
+  Buf xb = make_buf("x", xd, io), sb = make_buf("scale", pd, io), bb = make_buf("bias", pd, io);
+  Buf rmb = make_buf("running_mean", pd, io), rvb = make_buf("running_var", pd, io);
+  const auto x = xb.fill(gen, -2, 2), scale = sb.fill(gen, 0.5, 2), bias = bb.fill(gen, -1, 1);
+  const auto rm = rmb.fill(gen, -1, 1), rv = rvb.fill(gen, 0.5, 1.5);
+  Graph g;
+  g.set_io_data_type(io).set_compute_data_type(DataType::Float);
+  auto out = g.batchnorm(graph_tensor(g, xb, 1), graph_tensor(g, sb, 2), graph_tensor(g, bb, 3),
+                         graph_tensor(g, rmb, 4), graph_tensor(g, rvb, 5),
+                         g.scalar(ir::Scalar::of_float(1e-3), "eps"),
+                         g.scalar(ir::Scalar::of_float(0.1), "momentum"));
+  Buf yb = poisoned("y", xd, io), mb = poisoned("mean", pd, io), ib = poisoned("inv", pd, io),
+      nmb = poisoned("next_mean", pd, io), nvb = poisoned("next_var", pd, io);
+  mark_output(out[0], yb, 6);
+  mark_output(out[1], mb, 7);
+  mark_output(out[2], ib, 8);
+  mark_output(out[3], nmb, 9);
+  mark_output(out[4], nvb, 10);
+  Status st = build_and_run(g, {{1, xb.mem.data()},
+                                {2, sb.mem.data()},
+                                {3, bb.mem.data()},
+                                {4, rmb.mem.data()},
+                                {5, rvb.mem.data()},
+                                {6, yb.mem.data()},
+                                {7, mb.mem.data()},
+                                {8, ib.mem.data()},
+                                {9, nmb.mem.data()},
+                                {10, nvb.mem.data()}});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const FwdRef r = naive_forward(ir::NormKind::BatchNorm, grouping(ir::NormKind::BatchNorm, l), x,
+                                 scale, bias, 1e-3);
+  expect_close(yb.get(), r.y, 1e-5, "Y");
+  expect_close(mb.get(), r.mean, 1e-5, "MEAN");
+  expect_close(ib.get(), r.inv, 1e-5, "INV_VARIANCE");
+  const double m = static_cast<double>(l.n * l.h * l.w);
+  std::vector<double> nm, nv;
+  for (size_t c = 0; c < rm.size(); ++c) {
+    nm.push_back(0.9 * rm[c] + 0.1 * r.mean[c]);
+    nv.push_back(0.9 * rv[c] + 0.1 * r.var_biased[c] * m / (m - 1));
+  }
+  expect_close(nmb.get(), nm, 1e-5, "NEXT_RUNNING_MEAN");
+  expect_close(nvb.get(), nv, 1e-5, "NEXT_RUNNING_VAR");
 }
 
 }  // namespace

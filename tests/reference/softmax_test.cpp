@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "dnngraph/dnngraph.hpp"
 #include "engines/reference/kernel.hpp"
 
 namespace dnngraph::reference {
@@ -224,6 +225,49 @@ TEST(RefSoftmax, CheckRejectsBadStatsDims) {
   EXPECT_EQ(s.code(), ErrorCode::InvalidGraph);
   EXPECT_NE(s.message().find("'lse'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("[2,3,1]"), std::string::npos) << s.message();
+}
+
+// ------------------------------------------------------------------ through dnngraph::Graph
+ir::Tensor graph_tensor(Graph& g, const Buf& b, int64_t uid) {
+  ir::TensorAttrs a = *b.t;
+  return g.tensor(a.set_uid(uid));
+}
+void mark_output(const ir::Tensor& t, const Buf& b, int64_t uid) {
+  t->set_output(true).set_uid(uid).set_dim(b.t->dim).set_stride(b.t->stride);
+  t->set_data_type(b.t->data_type);
+}
+Status build_and_run(Graph& g, const VariantPack& pack) {
+  auto h = Handle::create(Device::cpu());
+  if (!h) return h.status();
+  DNNGRAPH_TRY(g.build(*h));
+  Result<int64_t> ws = g.get_workspace_size();
+  if (!ws) return ws.status();
+  std::vector<unsigned char> workspace(static_cast<size_t>(std::max<int64_t>(*ws, 1)));
+  return g.execute(**h, pack, workspace.data(), static_cast<int64_t>(workspace.size()));
+}
+Buf poisoned(const std::string& name, std::vector<int64_t> dim, DataType dt) {
+  Buf b = make_buf(name, std::move(dim), dt);
+  b.set(std::vector<double>(static_cast<size_t>(b.t->volume()), NAN));
+  return b;
+}
+
+TEST(RefSoftmaxGraph, SoftmaxWithStats) {
+  std::mt19937 gen(400);
+  Buf xb = make_buf("x", {2, 4, 33}, DataType::Half);
+  const auto x = xb.fill(gen, -5, 5);
+  Graph g;
+  g.set_io_data_type(DataType::Half).set_compute_data_type(DataType::Float);
+  auto out = g.softmax(graph_tensor(g, xb, 1), true);
+  Buf yb = poisoned("y", {2, 4, 33}, DataType::Half);
+  Buf sb = poisoned("stats", {2, 4, 1}, DataType::Float);
+  mark_output(out[0], yb, 2);
+  mark_output(out[1], sb, 3);
+  Status st = build_and_run(g, {{1, xb.mem.data()}, {2, yb.mem.data()}, {3, sb.mem.data()}});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  std::vector<double> y, lse;
+  naive(x, 33, y, lse);
+  expect_close(yb.get(), y, tol_of(DataType::Half), "Y");
+  expect_close(sb.get(), lse, 1e-5, "STATS");
 }
 
 }  // namespace
