@@ -18,7 +18,11 @@ int main() {
     g.set_name("sdpa_causal").set_io_data_type(t);
     std::vector<int64_t> dim{b, h, s, d};
     auto mk = [&](const char* name) {
-      return g.tensor(ir::TensorAttrs().set_name(name).set_dim(dim).set_stride(ir::packed_strides(dim)).set_data_type(t));
+      return g.tensor(ir::TensorAttrs()
+                          .set_name(name)
+                          .set_dim(dim)
+                          .set_stride(ir::packed_strides(dim))
+                          .set_data_type(t));
     };
     ir::SdpaAttrs a;
     a.is_inference = true;
@@ -26,7 +30,8 @@ int main() {
     a.right_bound = 0;
     a.attn_scale = 1.0 / std::sqrt(static_cast<double>(d));
     auto out = g.sdpa(mk("Q"), mk("K"), mk("V"), a);
-    out[0]->set_output(true).set_name("O").set_data_type(t).set_dim(dim).set_stride(ir::packed_strides(dim));
+    out[0]->set_output(true).set_name("O").set_data_type(t).set_dim(dim).set_stride(
+        ir::packed_strides(dim));
   };
   gpu_test::CompareOptions o;
   o.min_abs = 2e-2;
@@ -35,11 +40,12 @@ int main() {
     std::printf("sdpa_causal: ERROR %s\n", r.status.to_string().c_str());
     return 1;
   }
-  std::printf("sdpa_causal b%lld h%lld s%lld d%lld bf16 on plan %s: %lld outputs, %lld differ from "
-              "the reference (max abs err %.3g): %s\n",
-              (long long)b, (long long)h, (long long)s, (long long)d, r.plan_name.c_str(),
-              (long long)r.compared, (long long)r.mismatches, r.max_abs_err,
-              r.mismatches ? "FAIL" : "PASS");
+  std::printf(
+      "sdpa_causal b%lld h%lld s%lld d%lld bf16 on plan %s: %lld outputs, %lld differ from "
+      "the reference (max abs err %.3g): %s\n",
+      (long long)b, (long long)h, (long long)s, (long long)d, r.plan_name.c_str(),
+      (long long)r.compared, (long long)r.mismatches, r.max_abs_err,
+      r.mismatches ? "FAIL" : "PASS");
   return r.mismatches ? 1 : 0;
 }
 #else

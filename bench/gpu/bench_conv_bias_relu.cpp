@@ -12,13 +12,29 @@ std::function<void(Graph&)> conv_graph(int64_t n, int64_t c, int64_t hw, int64_t
     const DataType t = DataType::BFloat16;
     g.set_name("conv_bias_relu").set_io_data_type(t);
     auto nhwc = [](std::vector<int64_t> d) { return gpu_test::strides_for(d, true); };
-    auto x = g.tensor(ir::TensorAttrs().set_name("X").set_dim({n, c, hw, hw}).set_stride(nhwc({n, c, hw, hw})).set_data_type(t));
-    auto w = g.tensor(ir::TensorAttrs().set_name("W").set_dim({k, c, 3, 3}).set_stride(nhwc({k, c, 3, 3})).set_data_type(t));
-    auto b = g.tensor(ir::TensorAttrs().set_name("B").set_dim({1, k, 1, 1}).set_stride(nhwc({1, k, 1, 1})).set_data_type(t));
+    auto x = g.tensor(ir::TensorAttrs()
+                          .set_name("X")
+                          .set_dim({n, c, hw, hw})
+                          .set_stride(nhwc({n, c, hw, hw}))
+                          .set_data_type(t));
+    auto w = g.tensor(ir::TensorAttrs()
+                          .set_name("W")
+                          .set_dim({k, c, 3, 3})
+                          .set_stride(nhwc({k, c, 3, 3}))
+                          .set_data_type(t));
+    auto b = g.tensor(ir::TensorAttrs()
+                          .set_name("B")
+                          .set_dim({1, k, 1, 1})
+                          .set_stride(nhwc({1, k, 1, 1}))
+                          .set_data_type(t));
     ir::ConvFpropAttrs a;
     a.set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1});
     auto y = g.relu(g.bias(g.conv_fprop(x, w, a), b));
-    y->set_output(true).set_name("Y").set_data_type(t).set_dim({n, k, hw, hw}).set_stride(nhwc({n, k, hw, hw}));
+    y->set_output(true)
+        .set_name("Y")
+        .set_data_type(t)
+        .set_dim({n, k, hw, hw})
+        .set_stride(nhwc({n, k, hw, hw}));
   };
 }
 
@@ -50,7 +66,8 @@ int main() {
   int64_t k = 0;
   for (const auto& c : run.g.candidates()) {
     if (!c.support.is_ok()) {
-      std::printf("  --  %-44s unsupported: %.120s\n", c.info.name.c_str(), c.support.message().c_str());
+      std::printf("  --  %-44s unsupported: %.120s\n", c.info.name.c_str(),
+                  c.support.message().c_str());
       continue;
     }
     const int64_t idx = k++;
@@ -62,7 +79,8 @@ int main() {
         [&] { return run.g.execute_plan_at_index(*run.handle, run.pack, run.dev.ws, idx, run.ws); },
         nullptr, 5, 30);
     if (!t.status) {
-      std::printf("  %2lld  %-44s error %s\n", static_cast<long long>(idx), c.info.name.c_str(), t.status.message().c_str());
+      std::printf("  %2lld  %-44s error %s\n", static_cast<long long>(idx), c.info.name.c_str(),
+                  t.status.message().c_str());
       continue;
     }
     std::printf("  %2lld  %-44s %8.4f ms  %7.1f TFLOP/s  ws %lld B\n", static_cast<long long>(idx),
@@ -76,8 +94,9 @@ int main() {
       [&] { return run.g.execute_plan_at_index(*run.handle, run.pack, run.dev.ws, 0, run.ws); },
       nullptr, 20, 200);
   if (t.status) heur = t.median_ms;
-  std::printf("RESULT conv_bias_relu heuristic %.4f ms (min %.4f), best of ALL %.4f ms, ratio %.3f\n",
-              heur, t.min_ms, best, heur / best);
+  std::printf(
+      "RESULT conv_bias_relu heuristic %.4f ms (min %.4f), best of ALL %.4f ms, ratio %.3f\n", heur,
+      t.min_ms, best, heur / best);
   std::printf("TARGET conv <= 0.09 ms: %s; <= 1.03x best: %s\n", bench::verdict(heur <= 0.09),
               bench::verdict(heur <= 1.03 * best));
   return 0;

@@ -13,13 +13,13 @@ namespace {
 
 constexpr int64_t kN = 64;
 
-#define CHECK_OK(expr)                                                   \
-  do {                                                                   \
-    Status s_ = (expr);                                                  \
-    if (!s_) {                                                           \
-      std::printf("ERROR %s: %s\n", #expr, s_.to_string().c_str());     \
-      return 1;                                                          \
-    }                                                                    \
+#define CHECK_OK(expr)                                              \
+  do {                                                              \
+    Status s_ = (expr);                                             \
+    if (!s_) {                                                      \
+      std::printf("ERROR %s: %s\n", #expr, s_.to_string().c_str()); \
+      return 1;                                                     \
+    }                                                               \
   } while (0)
 
 Result<cd::Descriptor> tensor(int64_t uid, const char* name) {
@@ -89,7 +89,8 @@ int main() {
   CHECK_OK(cfg.status());
   int64_t n = 0;
   cudnnBackendDescriptor_t cfg_raw = cfg->get();
-  CHECK_OK(heur->get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &cfg_raw));
+  CHECK_OK(
+      heur->get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &cfg_raw));
   auto plan = cd::Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "plan");
   CHECK_OK(plan.status());
   CHECK_OK(plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, raw));
@@ -119,8 +120,12 @@ int main() {
   Graph g;
   g.set_name("tiny_matmul").set_io_data_type(DataType::BFloat16);
   auto mk = [&](const char* name, int64_t uid) {
-    return g.tensor(ir::TensorAttrs().set_name(name).set_dim({1, kN, kN}).set_stride({kN * kN, kN, 1})
-                        .set_data_type(DataType::BFloat16).set_uid(uid));
+    return g.tensor(ir::TensorAttrs()
+                        .set_name(name)
+                        .set_dim({1, kN, kN})
+                        .set_stride({kN * kN, kN, 1})
+                        .set_data_type(DataType::BFloat16)
+                        .set_uid(uid));
   };
   auto y = g.matmul(mk("A", 1), mk("B", 2));
   y->set_output(true).set_name("C").set_data_type(DataType::BFloat16).set_uid(3);
@@ -162,9 +167,10 @@ int main() {
     return v[v.size() / 2];
   };
   const double raw_us = med(r_raw), graph_us = med(r_graph), plan_us = med(r_plan);
-  std::printf("RESULT host per call: raw cudnnBackendExecute %.2f us, dnngraph Plan::execute %.2f us "
-              "(+%.2f), Graph::execute %.2f us (+%.2f)\n",
-              raw_us, plan_us, plan_us - raw_us, graph_us, graph_us - raw_us);
+  std::printf(
+      "RESULT host per call: raw cudnnBackendExecute %.2f us, dnngraph Plan::execute %.2f us "
+      "(+%.2f), Graph::execute %.2f us (+%.2f)\n",
+      raw_us, plan_us, plan_us - raw_us, graph_us, graph_us - raw_us);
   std::printf("TARGET execute host cost <= raw + 1 us: Graph %s, Plan %s\n",
               bench::verdict(graph_us <= raw_us + 1.0), bench::verdict(plan_us <= raw_us + 1.0));
   api->cudnnDestroy(raw);

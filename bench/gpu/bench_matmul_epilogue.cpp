@@ -12,7 +12,8 @@ std::function<void(Graph&)> mm_graph(int64_t b, int64_t m, int64_t k, int64_t n)
     g.set_name("matmul_epilogue").set_io_data_type(t);
     auto mk = [&](const char* name, std::vector<int64_t> d, DataType dt) {
       auto s = ir::packed_strides(d);
-      return g.tensor(ir::TensorAttrs().set_name(name).set_dim(std::move(d)).set_stride(s).set_data_type(dt));
+      return g.tensor(
+          ir::TensorAttrs().set_name(name).set_dim(std::move(d)).set_stride(s).set_data_type(dt));
     };
     auto a = mk("A", {b, m, k}, t);
     auto bb = mk("B", {b, k, n}, t);
@@ -20,9 +21,14 @@ std::function<void(Graph&)> mm_graph(int64_t b, int64_t m, int64_t k, int64_t n)
     auto alpha = mk("alpha", {1, 1, 1}, DataType::Float);
     alpha->set_is_pass_by_value(true);  // host scalar given in the variant pack at execute
     auto y = g.gelu(g.bias(g.scale(g.matmul(a, bb), alpha), bias));
-    y->set_output(true).set_name("Y").set_data_type(t).set_dim({b, m, n}).set_stride(ir::packed_strides({b, m, n}));
+    y->set_output(true).set_name("Y").set_data_type(t).set_dim({b, m, n}).set_stride(
+        ir::packed_strides({b, m, n}));
     auto amax = g.reduction(y, {ReductionMode::Amax});
-    amax->set_output(true).set_name("AMAX").set_data_type(DataType::Float).set_dim({1, 1, 1}).set_stride({1, 1, 1});
+    amax->set_output(true)
+        .set_name("AMAX")
+        .set_data_type(DataType::Float)
+        .set_dim({1, 1, 1})
+        .set_stride({1, 1, 1});
   };
 }
 
@@ -67,8 +73,8 @@ int main() {
     std::printf("ERROR %s\n", s.to_string().c_str());
     return 1;
   }
-  bench::Timing t = bench::time_gpu([&] { return run.g.execute(*run.handle, run.pack, run.dev.ws, run.ws); },
-                                    nullptr, 20, 200);
+  bench::Timing t = bench::time_gpu(
+      [&] { return run.g.execute(*run.handle, run.pack, run.dev.ws, run.ws); }, nullptr, 20, 200);
   if (!t.status) {
     std::printf("ERROR %s\n", t.status.to_string().c_str());
     return 1;

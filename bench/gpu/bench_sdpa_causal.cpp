@@ -14,7 +14,11 @@ std::function<void(Graph&)> sdpa_graph(int64_t b, int64_t h, int64_t s, int64_t 
     g.set_name("sdpa_causal").set_io_data_type(t);
     auto mk = [&](const char* name) {
       std::vector<int64_t> dim{b, h, s, d};
-      return g.tensor(ir::TensorAttrs().set_name(name).set_dim(dim).set_stride(ir::packed_strides(dim)).set_data_type(t));
+      return g.tensor(ir::TensorAttrs()
+                          .set_name(name)
+                          .set_dim(dim)
+                          .set_stride(ir::packed_strides(dim))
+                          .set_data_type(t));
     };
     ir::SdpaAttrs a;
     a.is_inference = true;
@@ -22,7 +26,12 @@ std::function<void(Graph&)> sdpa_graph(int64_t b, int64_t h, int64_t s, int64_t 
     a.right_bound = 0;
     a.attn_scale = 1.0 / std::sqrt(static_cast<double>(d));
     auto out = g.sdpa(mk("Q"), mk("K"), mk("V"), a);
-    out[0]->set_output(true).set_name("O").set_data_type(t).set_dim({b, h, s, d}).set_stride(ir::packed_strides({b, h, s, d}));
+    out[0]
+        ->set_output(true)
+        .set_name("O")
+        .set_data_type(t)
+        .set_dim({b, h, s, d})
+        .set_stride(ir::packed_strides({b, h, s, d}));
   };
 }
 
@@ -46,16 +55,16 @@ int main() {
     std::printf("ERROR %s\n", s.to_string().c_str());
     return 1;
   }
-  bench::Timing t = bench::time_gpu([&] { return run.g.execute(*run.handle, run.pack, run.dev.ws, run.ws); },
-                                    nullptr, 20, 200);
+  bench::Timing t = bench::time_gpu(
+      [&] { return run.g.execute(*run.handle, run.pack, run.dev.ws, run.ws); }, nullptr, 20, 200);
   if (!t.status) {
     std::printf("ERROR %s\n", t.status.to_string().c_str());
     return 1;
   }
   // Causal: about half of the 4*b*h*s*s*d multiply-adds.
   const double flops = 4.0 * 4 * 16 * 1024.0 * 1024 * 64 / 2;
-  std::printf("RESULT sdpa_causal plan %s: %.4f ms (min %.4f), %.1f TFLOP/s\n", run.plan_name.c_str(),
-              t.median_ms, t.min_ms, flops / t.median_ms / 1e9);
+  std::printf("RESULT sdpa_causal plan %s: %.4f ms (min %.4f), %.1f TFLOP/s\n",
+              run.plan_name.c_str(), t.median_ms, t.min_ms, flops / t.median_ms / 1e9);
   std::printf("TARGET causal sdpa <= 0.037 ms: %s\n", bench::verdict(t.median_ms <= 0.037));
   return 0;
 }

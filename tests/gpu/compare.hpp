@@ -25,8 +25,8 @@ struct Tolerance {
 };
 
 struct CompareOptions {
-  double tol_scale = 1.0;       // multiplies the default tolerances
-  double min_abs = 0.0;         // absolute floor added to the tolerance
+  double tol_scale = 1.0;  // multiplies the default tolerances
+  double min_abs = 0.0;    // absolute floor added to the tolerance
   float input_lo = -1.0f, input_hi = 1.0f;
   uint32_t seed = 1234;
   // Mode A alone keeps the suite fast: check_support finalizes (and may compile) every candidate.
@@ -34,14 +34,13 @@ struct CompareOptions {
 };
 
 struct RunReport {
-  Status status;                  // Ok or the first failure (build or execute)
-  std::string plan_name;          // cuDNN plan used
-  int64_t compared = 0;           // elements compared
+  Status status;          // Ok or the first failure (build or execute)
+  std::string plan_name;  // cuDNN plan used
+  int64_t compared = 0;   // elements compared
   int64_t mismatches = 0;
   double max_abs_err = 0;
-  std::string first_mismatch;     // readable
+  std::string first_mismatch;  // readable
 };
-
 
 inline std::string gpu_unavailable_reason() {
   static const std::string reason = [] {
@@ -56,11 +55,16 @@ inline std::string gpu_unavailable_reason() {
 
 inline Tolerance default_tolerance(DataType t) {
   switch (t) {
-    case DataType::Float: return {1e-5, 1e-6};
-    case DataType::Double: return {1e-12, 1e-14};
-    case DataType::BFloat16: return {2e-2, 1e-2};
-    case DataType::Half: return {1e-2, 2e-3};
-    default: return {0, 0};
+    case DataType::Float:
+      return {1e-5, 1e-6};
+    case DataType::Double:
+      return {1e-12, 1e-14};
+    case DataType::BFloat16:
+      return {2e-2, 1e-2};
+    case DataType::Half:
+      return {1e-2, 2e-3};
+    default:
+      return {0, 0};
   }
 }
 
@@ -140,30 +144,87 @@ namespace detail_ {
 
 inline double load(const unsigned char* p, DataType t) {
   switch (t) {
-    case DataType::Float: { float f; std::memcpy(&f, p, 4); return f; }
-    case DataType::Double: { double d; std::memcpy(&d, p, 8); return d; }
-    case DataType::Half: { uint16_t h; std::memcpy(&h, p, 2); return from_half(h); }
-    case DataType::BFloat16: { uint16_t h; std::memcpy(&h, p, 2); return from_bf16(h); }
-    case DataType::Int32: { int32_t i; std::memcpy(&i, p, 4); return i; }
-    case DataType::Int64: { int64_t i; std::memcpy(&i, p, 8); return static_cast<double>(i); }
-    case DataType::Int8: return static_cast<int8_t>(*p);
-    case DataType::UInt8: case DataType::Boolean: return *p;
-    default: return std::nan("");
+    case DataType::Float: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case DataType::Double: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
+    case DataType::Half: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return from_half(h);
+    }
+    case DataType::BFloat16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return from_bf16(h);
+    }
+    case DataType::Int32: {
+      int32_t i;
+      std::memcpy(&i, p, 4);
+      return i;
+    }
+    case DataType::Int64: {
+      int64_t i;
+      std::memcpy(&i, p, 8);
+      return static_cast<double>(i);
+    }
+    case DataType::Int8:
+      return static_cast<int8_t>(*p);
+    case DataType::UInt8:
+    case DataType::Boolean:
+      return *p;
+    default:
+      return std::nan("");
   }
 }
 
 inline void store(unsigned char* p, DataType t, double v) {
   switch (t) {
-    case DataType::Float: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
-    case DataType::Double: std::memcpy(p, &v, 8); break;
-    case DataType::Half: { uint16_t h = to_half(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    case DataType::BFloat16: { uint16_t h = to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    case DataType::Int32: { int32_t i = static_cast<int32_t>(std::lround(v)); std::memcpy(p, &i, 4); break; }
-    case DataType::Int64: { int64_t i = std::llround(v); std::memcpy(p, &i, 8); break; }
-    case DataType::Int8: *p = static_cast<unsigned char>(static_cast<int8_t>(std::lround(v))); break;
-    case DataType::UInt8: *p = static_cast<unsigned char>(std::lround(std::fabs(v))); break;
-    case DataType::Boolean: *p = v > 0 ? 1 : 0; break;
-    default: break;
+    case DataType::Float: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case DataType::Double:
+      std::memcpy(p, &v, 8);
+      break;
+    case DataType::Half: {
+      uint16_t h = to_half(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DataType::BFloat16: {
+      uint16_t h = to_bf16(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DataType::Int32: {
+      int32_t i = static_cast<int32_t>(std::lround(v));
+      std::memcpy(p, &i, 4);
+      break;
+    }
+    case DataType::Int64: {
+      int64_t i = std::llround(v);
+      std::memcpy(p, &i, 8);
+      break;
+    }
+    case DataType::Int8:
+      *p = static_cast<unsigned char>(static_cast<int8_t>(std::lround(v)));
+      break;
+    case DataType::UInt8:
+      *p = static_cast<unsigned char>(std::lround(std::fabs(v)));
+      break;
+    case DataType::Boolean:
+      *p = v > 0 ? 1 : 0;
+      break;
+    default:
+      break;
   }
 }
 
@@ -193,7 +254,8 @@ inline std::vector<Buffer> buffers_of(const Graph& g) {
     b.is_output = std::find(produced.begin(), produced.end(), t.get()) != produced.end();
     out.push_back(std::move(b));
   }
-  std::sort(out.begin(), out.end(), [](const Buffer& a, const Buffer& b) { return a.t->uid < b.t->uid; });
+  std::sort(out.begin(), out.end(),
+            [](const Buffer& a, const Buffer& b) { return a.t->uid < b.t->uid; });
   return out;
 }
 
@@ -279,13 +341,15 @@ struct GpuRun {
 };
 
 // Runs `make` on the reference engine with the inputs of `run` and compares its outputs.
-inline RunReport compare_with_reference(const GpuRun& run,
-                                        const std::function<void(Graph&)>& make,
+inline RunReport compare_with_reference(const GpuRun& run, const std::function<void(Graph&)>& make,
                                         const CompareOptions& o) {
   RunReport r;
   r.plan_name = run.plan_name;
   auto cpu = Handle::create(Device::cpu());
-  if (!cpu) { r.status = cpu.status(); return r; }
+  if (!cpu) {
+    r.status = cpu.status();
+    return r;
+  }
   Graph cg;
   make(cg);
   if (Status s = cg.build(cpu.value()); !s) {
@@ -299,13 +363,14 @@ inline RunReport compare_with_reference(const GpuRun& run,
   }
   VariantPack cpack;
   for (size_t i = 0; i < cb.size(); ++i) {
-    cb[i].host = run.bufs[i].is_output ? std::vector<unsigned char>(cb[i].bytes, 0xff)
-                                       : run.bufs[i].host;
+    cb[i].host =
+        run.bufs[i].is_output ? std::vector<unsigned char>(cb[i].bytes, 0xff) : run.bufs[i].host;
     cpack[cb[i].t->uid] = cb[i].host.data();
   }
   std::vector<unsigned char> cws(
       static_cast<size_t>(std::max<int64_t>(cg.get_workspace_size().value(), 1)));
-  if (Status s = cg.execute(*cpu.value(), cpack, cws.data(), static_cast<int64_t>(cws.size())); !s) {
+  if (Status s = cg.execute(*cpu.value(), cpack, cws.data(), static_cast<int64_t>(cws.size()));
+      !s) {
     r.status = Status(s.code(), "reference execute: " + s.message());
     return r;
   }

@@ -18,9 +18,11 @@ cudaError_t dmalloc(T** p, size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(p), bytes);
 }
 
-ir::Tensor input(Graph& g, const char* name, std::vector<int64_t> dim, DataType t, bool cl = false) {
+ir::Tensor input(Graph& g, const char* name, std::vector<int64_t> dim, DataType t,
+                 bool cl = false) {
   auto s = strides_for(dim, cl);
-  return g.tensor(ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(s).set_data_type(t));
+  return g.tensor(
+      ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(s).set_data_type(t));
 }
 
 TEST(CudnnLoader, ReportsVersionOrReason) {
@@ -57,7 +59,10 @@ TEST(CudnnCanonicalize, FourDNhwcBiasFoldsToThreeD) {
   auto x = input(g, "X", {2, 16, 5, 7}, DataType::Float, true);
   auto b = input(g, "B", {1, 16, 1, 1}, DataType::Float, true);
   auto y = g.add(x, b);
-  y->set_output(true).set_name("Y").set_dim({2, 16, 5, 7}).set_stride(strides_for({2, 16, 5, 7}, true));
+  y->set_output(true)
+      .set_name("Y")
+      .set_dim({2, 16, 5, 7})
+      .set_stride(strides_for({2, 16, 5, 7}, true));
   ASSERT_TRUE(g.validate().is_ok());
   auto views = cudnn::canonicalize(g);
   ASSERT_TRUE(views.is_ok());
@@ -82,6 +87,52 @@ TEST(CudnnCanonicalize, BroadcastAcrossNonContiguousDimsStaysSeparate) {
   // Nothing can merge: dims alternate between broadcast and full for B.
   EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{4, 6, 8, 10, 3}));
   EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{1, 6, 1, 10, 1}));
+}
+
+TEST(CudnnCanonicalize, OutermostDimIsNeverBroadcastByAnInput) {
+  Graph g;
+  g.set_io_data_type(DataType::Float);
+  auto x = input(g, "X", {4, 33, 40}, DataType::Float);
+  auto b = input(g, "B", {1, 33, 1}, DataType::Float);
+  auto y = g.add(x, b);
+  y->set_output(true).set_name("Y");
+  ASSERT_TRUE(g.validate().is_ok());
+  auto views = cudnn::canonicalize(g);
+  ASSERT_TRUE(views.is_ok()) << views.status().to_string();
+  // The channel dim (which B spans) goes first; B broadcasts only along dims 1 and 2.
+  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{33, 4, 40}));
+  EXPECT_EQ(views->at(x.get()).stride, (std::vector<int64_t>{40, 1320, 1}));
+  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{33, 1, 1}));
+}
+
+TEST(CudnnCanonicalize, EveryDimBroadcastIsRejected) {
+  Graph g;
+  g.set_io_data_type(DataType::Float);
+  auto a = input(g, "A", {4, 1, 5}, DataType::Float);
+  auto b = input(g, "B", {1, 6, 5}, DataType::Float);
+  auto c = input(g, "C", {4, 6, 1}, DataType::Float);
+  auto y = g.add(g.add(a, b), c);
+  y->set_output(true).set_name("Y");
+  ASSERT_TRUE(g.validate().is_ok()) << g.validate().to_string();
+  auto views = cudnn::canonicalize(g);
+  ASSERT_FALSE(views.is_ok());
+  EXPECT_EQ(views.status().code(), ErrorCode::NotSupported);
+  EXPECT_NE(views.status().message().find("broadcast"), std::string::npos);
+}
+
+TEST(CudnnCanonicalize, MatmulBatchDimsFold) {
+  Graph g;
+  g.set_io_data_type(DataType::BFloat16);
+  auto a = input(g, "A", {2, 3, 16, 32}, DataType::BFloat16);
+  auto b = input(g, "B", {2, 3, 32, 8}, DataType::BFloat16);
+  auto y = g.matmul(a, b);
+  y->set_output(true).set_name("C");
+  ASSERT_TRUE(g.validate().is_ok());
+  auto views = cudnn::canonicalize(g);
+  ASSERT_TRUE(views.is_ok());
+  EXPECT_EQ(views->at(a.get()).dim, (std::vector<int64_t>{6, 16, 32}));
+  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{6, 32, 8}));
+  EXPECT_EQ(views->at(y.get()).dim, (std::vector<int64_t>{6, 16, 8}));
 }
 
 struct ReluGraph {
@@ -188,7 +239,8 @@ TEST(CudnnEngine, StreamChangesAndThreads) {
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < 50; ++i)
-        if (!r.g.execute(*handles[t], {{r.x->uid, x}, {r.y->uid, ys[t]}}, wss[t], wsz)) ++failures[t];
+        if (!r.g.execute(*handles[t], {{r.x->uid, x}, {r.y->uid, ys[t]}}, wss[t], wsz))
+          ++failures[t];
     });
   for (auto& th : threads) th.join();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -196,7 +248,8 @@ TEST(CudnnEngine, StreamChangesAndThreads) {
     EXPECT_EQ(failures[t], 0);
     std::vector<float> got(n);
     ASSERT_EQ(cudaMemcpy(got.data(), ys[t], n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], std::max(hx[i], 0.0f)) << "thread " << t << " i " << i;
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[i], std::max(hx[i], 0.0f)) << "thread " << t << " i " << i;
     cudaFree(ys[t]);
     if (wss[t]) cudaFree(wss[t]);
     cudaStreamDestroy(streams[t]);

@@ -8,10 +8,10 @@
 
 namespace dnngraph::gpu_test {
 
-#define DNNGRAPH_REQUIRE_GPU()                                                   \
-  do {                                                                           \
-    std::string why_ = ::dnngraph::gpu_test::gpu_unavailable_reason();            \
-    if (!why_.empty()) GTEST_SKIP() << "no usable GPU/cuDNN: " << why_;          \
+#define DNNGRAPH_REQUIRE_GPU()                                          \
+  do {                                                                  \
+    std::string why_ = ::dnngraph::gpu_test::gpu_unavailable_reason();  \
+    if (!why_.empty()) GTEST_SKIP() << "no usable GPU/cuDNN: " << why_; \
   } while (0)
 
 // Runs `make` on both engines and EXPECTs every output element to match.

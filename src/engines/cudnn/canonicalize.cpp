@@ -12,6 +12,14 @@ bool only_pointwise_and_reduction(const ir::Graph& g) {
   return !g.nodes().empty();
 }
 
+bool only_matmul_pointwise_reduction(const ir::Graph& g) {
+  for (const auto& n : g.nodes())
+    if (n.kind() != ir::OpKind::Pointwise && n.kind() != ir::OpKind::Reduction &&
+        n.kind() != ir::OpKind::Matmul)
+      return false;
+  return true;
+}
+
 bool has_kind(const ir::Graph& g, ir::OpKind k) {
   for (const auto& n : g.nodes())
     if (n.kind() == k) return true;
@@ -37,44 +45,40 @@ TensorView pad_trailing(TensorView v, size_t rank) {
   return v;
 }
 
-// Folds a pointwise/reduction-only graph. All views already have the same rank.
-void fold(ViewMap& views, const ir::Tensor& layout_of) {
-  if (views.empty()) return;
+// Folds the dims [0, fold_end) of every view (all views have the same rank): dims of extent 1
+// everywhere are dropped and neighbours merged when every tensor either spans both
+// contiguously or has extent 1 in both. With `permute`, the dims are first ordered by the
+// strides of `layout_of` (pointwise and reduction do not care about dim order), so that NHWC
+// folds like NCHW. `consumed` are the tensors read by pointwise ops: cuDNN 9.19 computes
+// wrong results when one of them broadcasts along dim 0 of a rank-3 pointwise graph (seen on
+// the H200: every batch but the first wrong), so such a dim is never put first.
+Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool permute,
+            const std::vector<const ir::TensorAttrs*>& consumed) {
+  if (views.empty()) return Status::ok();
   const size_t rank = views.begin()->second.dim.size();
-  // The iteration space: the largest extent of each dim.
   std::vector<int64_t> space(rank, 1);
   for (const auto& [t, v] : views)
     for (size_t i = 0; i < rank; ++i) space[i] = std::max(space[i], v.dim[i]);
-  // Order dims outermost-first by the reference tensor's strides (pointwise and reduction do
-  // not care about dim order), so that NHWC folds like NCHW.
-  std::vector<size_t> order(rank);
+  std::vector<size_t> order(fold_end);
   std::iota(order.begin(), order.end(), 0);
-  if (layout_of && views.count(layout_of.get())) {
+  if (permute && layout_of && views.count(layout_of.get())) {
     const auto& s = views.at(layout_of.get()).stride;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] > s[b]; });
   }
-  // Drop dims that are 1 everywhere.
-  std::vector<size_t> kept;
-  for (size_t i : order)
-    if (space[i] != 1) kept.push_back(i);
-  // Groups of original dims, outermost first; merge a group into its inner neighbour when every
-  // tensor either spans both contiguously or broadcasts (extent 1) over both.
   std::vector<std::vector<size_t>> groups;
-  for (size_t i : kept) {
+  for (size_t i : order) {
+    if (space[i] == 1) continue;
     if (!groups.empty()) {
-      size_t outer = groups.back().front();  // any dim of the group: the test is per dim pair
-      size_t prev = groups.back().back();
-      (void)outer;
+      const size_t prev = groups.back().back();
       bool ok = true;
       for (const auto& [t, v] : views) {
-        bool full_prev = v.dim[prev] == space[prev], full_i = v.dim[i] == space[i];
-        bool one_prev = v.dim[prev] == 1, one_i = v.dim[i] == 1;
+        const bool full_prev = v.dim[prev] == space[prev], full_i = v.dim[i] == space[i];
         if (full_prev && full_i) {
-          if (v.stride[prev] != v.stride[i] * v.dim[i]) { ok = false; break; }
-        } else if (!(one_prev && one_i)) {
+          if (v.stride[prev] != v.stride[i] * v.dim[i]) ok = false;
+        } else if (!(v.dim[prev] == 1 && v.dim[i] == 1)) {
           ok = false;
-          break;
         }
+        if (!ok) break;
       }
       if (ok) {
         groups.back().push_back(i);
@@ -82,6 +86,27 @@ void fold(ViewMap& views, const ir::Tensor& layout_of) {
       }
     }
     groups.push_back({i});
+  }
+  const size_t kept_tail = rank - fold_end;  // e.g. the M, K dims of a matmul
+  if (permute && groups.size() + kept_tail == 3) {
+    auto broadcast_in = [&](const std::vector<size_t>& g) {
+      for (const auto* t : consumed) {
+        const auto& v = views.at(t);
+        for (size_t i : g)
+          if (v.dim[i] != space[i]) return true;
+      }
+      return false;
+    };
+    if (broadcast_in(groups.front())) {
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto& g) { return !broadcast_in(g); });
+      if (it == groups.end())
+        return make_error(ErrorCode::NotSupported,
+                          "pointwise graph: every dim of its rank-3 form is broadcast by some "
+                          "input, which cuDNN 9.19 computes wrongly along the outermost dim "
+                          "(the reference engine runs it)");
+      std::rotate(groups.begin(), it, it + 1);
+    }
   }
   for (auto& [t, v] : views) {
     TensorView out;
@@ -91,8 +116,13 @@ void fold(ViewMap& views, const ir::Tensor& layout_of) {
       out.dim.push_back(d);
       out.stride.push_back(v.stride[g.back()]);
     }
+    for (size_t i = fold_end; i < rank; ++i) {
+      out.dim.push_back(v.dim[i]);
+      out.stride.push_back(v.stride[i]);
+    }
     v = pad_leading(std::move(out), 3);
   }
+  return Status::ok();
 }
 
 }  // namespace
@@ -115,7 +145,14 @@ Result<ViewMap> canonicalize(const ir::Graph& graph) {
       for (const auto& p : n.outputs)
         if (!layout_of && p.tensor && !p.tensor->is_virtual) layout_of = p.tensor;
     if (!layout_of && !graph.nodes().empty()) layout_of = graph.nodes().front().outputs[0].tensor;
-    fold(views, layout_of);
+    std::vector<const ir::TensorAttrs*> consumed;
+    for (const auto& n : graph.nodes())
+      if (n.kind() == ir::OpKind::Pointwise)
+        for (const auto& p : n.inputs) consumed.push_back(p.tensor.get());
+    DNNGRAPH_TRY(fold(views, layout_of, rank, true, consumed));
+  } else if (only_matmul_pointwise_reduction(graph) && rank > 3) {
+    // cuDNN matmuls take one batch dim: fold the leading batch dims where that is legal.
+    DNNGRAPH_TRY(fold(views, nullptr, rank - 2, false, {}));
   } else if (has_kind(graph, ir::OpKind::NormFwd) || has_kind(graph, ir::OpKind::NormBwd)) {
     for (auto& [t, v] : views) v = pad_trailing(std::move(v), 4);
   }

@@ -26,8 +26,12 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
   switch (n.kind()) {
     case ir::OpKind::ConvFprop:
       attrs = &n.as<ir::ConvFpropAttrs>();
-      p = {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, "X", "W", "Y",
-           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+      p = {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+           "X",
+           "W",
+           "Y",
+           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
@@ -35,7 +39,10 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
       break;
     case ir::OpKind::ConvDgrad:
       attrs = &n.as<ir::ConvDgradAttrs>();
-      p = {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, "DY", "W", "DX",
+      p = {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+           "DY",
+           "W",
+           "DX",
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
@@ -45,7 +52,10 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
       break;
     case ir::OpKind::ConvWgrad:
       attrs = &n.as<ir::ConvWgradAttrs>();
-      p = {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, "DY", "X", "DW",
+      p = {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+           "DY",
+           "X",
+           "DW",
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
@@ -58,8 +68,8 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
   }
   const ir::Tensor in0 = n.input(p.in0), in1 = n.input(p.in1), out = n.output(p.out);
   if (!in0 || !in1 || !out)
-    return make_error(ErrorCode::InvalidGraph, what, ": needs ports ", p.in0, ", ", p.in1,
-                      " and ", p.out);
+    return make_error(ErrorCode::InvalidGraph, what, ": needs ports ", p.in0, ", ", p.in1, " and ",
+                      p.out);
   const size_t spatial = cx.view(out).dim.size() - 2;
   if (spatial < 1 || spatial > 3)
     return make_error(ErrorCode::NotSupported, what, ": cuDNN convolutions take 1 to 3 spatial ",

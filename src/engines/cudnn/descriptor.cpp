@@ -14,8 +14,8 @@ Status check(cudnnStatus_t s, std::string_view context, std::string_view what,
   const int code = static_cast<int>(s);
   // 3000-3999: CUDNN_STATUS_NOT_SUPPORTED and its sub-codes.
   ErrorCode ec = (code >= 3000 && code < 4000) ? ErrorCode::NotSupported : code_if_failed;
-  std::string msg = detail::cat(context, ": ", what, " failed: ", a->cudnnGetErrorString(s),
-                                " (", code, ")");
+  std::string msg =
+      detail::cat(context, ": ", what, " failed: ", a->cudnnGetErrorString(s), " (", code, ")");
   if (last[0] != '\0') msg += detail::cat(": ", last.data());
   return Status(ec, std::move(msg));
 }
@@ -35,8 +35,8 @@ Descriptor& Descriptor::operator=(Descriptor&& o) noexcept {
 
 Result<Descriptor> Descriptor::create(cudnnBackendDescriptorType_t type, std::string what) {
   const Api* a = api();
-  if (!a) return make_error(ErrorCode::BackendError, what, ": cuDNN is not loaded: ",
-                            load_info().error);
+  if (!a)
+    return make_error(ErrorCode::BackendError, what, ": cuDNN is not loaded: ", load_info().error);
   Descriptor d;
   d.what_ = std::move(what);
   DNNGRAPH_TRY(check(a->cudnnBackendCreateDescriptor(type, &d.d_), d.what_,
@@ -47,8 +47,7 @@ Result<Descriptor> Descriptor::create(cudnnBackendDescriptorType_t type, std::st
 Status Descriptor::set(cudnnBackendAttributeName_t attr, cudnnBackendAttributeType_t type,
                        int64_t count, const void* data) {
   return check(api()->cudnnBackendSetAttribute(d_, attr, type, count, data), what_,
-               detail::cat("setting attribute ", static_cast<int>(attr)),
-               ErrorCode::NotSupported);
+               detail::cat("setting attribute ", static_cast<int>(attr)), ErrorCode::NotSupported);
 }
 
 Status Descriptor::finalize(ErrorCode code_if_failed) {
@@ -62,10 +61,16 @@ Status Descriptor::get(cudnnBackendAttributeName_t attr, cudnnBackendAttributeTy
 }
 
 std::string_view numerical_note_name(int note) {
-  static constexpr std::string_view kNames[] = {
-      "TENSOR_CORE", "DOWN_CONVERT_INPUTS", "REDUCED_PRECISION_REDUCTION", "FFT",
-      "NONDETERMINISTIC", "WINOGRAD", "WINOGRAD_TILE_4x4", "WINOGRAD_TILE_6x6",
-      "WINOGRAD_TILE_13x13", "STRICT_NAN_PROP"};
+  static constexpr std::string_view kNames[] = {"TENSOR_CORE",
+                                                "DOWN_CONVERT_INPUTS",
+                                                "REDUCED_PRECISION_REDUCTION",
+                                                "FFT",
+                                                "NONDETERMINISTIC",
+                                                "WINOGRAD",
+                                                "WINOGRAD_TILE_4x4",
+                                                "WINOGRAD_TILE_6x6",
+                                                "WINOGRAD_TILE_13x13",
+                                                "STRICT_NAN_PROP"};
   if (note >= 0 && note < static_cast<int>(std::size(kNames))) return kNames[note];
   return "UNKNOWN_NUMERICAL_NOTE";
 }
@@ -79,16 +84,50 @@ std::string_view behavior_note_name(int note) {
 }
 
 std::string knob_name(int knob) {
-  static constexpr std::string_view kNames[] = {
-      "SPLIT_K",     "SWIZZLE",      "TILE_SIZE",  "USE_TEX",       "EDGE",
-      "KBLOCK",      "LDGA",         "LDGB",       "CHUNK_K",       "SPLIT_H",
-      "WINO_TILE",   "MULTIPLY",     "SPLIT_K_BUF", "TILEK",        "STAGES",
-      "REDUCTION_MODE", "CTA_SPLIT_K_MODE", "SPLIT_K_SLC", "IDX_MODE", "SLICED",
-      "SPLIT_RS",    "SINGLEBUFFER", "LDGC",       "SPECFILT",      "KERNEL_CFG",
-      "WORKSPACE",   "TILE_CGA",     "TILE_CGA_M", "TILE_CGA_N",    "BLOCK_SIZE",
-      "OCCUPANCY",   "ARRAY_SIZE_PER_THREAD", "NUM_C_PER_BLOCK", "SPLIT_COLS", "TILE_ROWS",
-      "TILE_COLS",   "LOAD_SIZE",    "CTA_COUNT",  "STREAM_K",      "SPLIT_P_SLC",
-      "TILE_M",      "TILE_N",       "WARP_SPEC_CFG", "SWAP_AB"};
+  static constexpr std::string_view kNames[] = {"SPLIT_K",
+                                                "SWIZZLE",
+                                                "TILE_SIZE",
+                                                "USE_TEX",
+                                                "EDGE",
+                                                "KBLOCK",
+                                                "LDGA",
+                                                "LDGB",
+                                                "CHUNK_K",
+                                                "SPLIT_H",
+                                                "WINO_TILE",
+                                                "MULTIPLY",
+                                                "SPLIT_K_BUF",
+                                                "TILEK",
+                                                "STAGES",
+                                                "REDUCTION_MODE",
+                                                "CTA_SPLIT_K_MODE",
+                                                "SPLIT_K_SLC",
+                                                "IDX_MODE",
+                                                "SLICED",
+                                                "SPLIT_RS",
+                                                "SINGLEBUFFER",
+                                                "LDGC",
+                                                "SPECFILT",
+                                                "KERNEL_CFG",
+                                                "WORKSPACE",
+                                                "TILE_CGA",
+                                                "TILE_CGA_M",
+                                                "TILE_CGA_N",
+                                                "BLOCK_SIZE",
+                                                "OCCUPANCY",
+                                                "ARRAY_SIZE_PER_THREAD",
+                                                "NUM_C_PER_BLOCK",
+                                                "SPLIT_COLS",
+                                                "TILE_ROWS",
+                                                "TILE_COLS",
+                                                "LOAD_SIZE",
+                                                "CTA_COUNT",
+                                                "STREAM_K",
+                                                "SPLIT_P_SLC",
+                                                "TILE_M",
+                                                "TILE_N",
+                                                "WARP_SPEC_CFG",
+                                                "SWAP_AB"};
   if (knob >= 0 && knob < static_cast<int>(std::size(kNames))) return std::string(kNames[knob]);
   return "KNOB" + std::to_string(knob);
 }

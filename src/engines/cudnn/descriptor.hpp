@@ -23,7 +23,8 @@ class Descriptor {
  public:
   Descriptor() = default;
   ~Descriptor();
-  Descriptor(Descriptor&& o) noexcept : d_(std::exchange(o.d_, nullptr)), what_(std::move(o.what_)) {}
+  Descriptor(Descriptor&& o) noexcept
+      : d_(std::exchange(o.d_, nullptr)), what_(std::move(o.what_)) {}
   Descriptor& operator=(Descriptor&& o) noexcept;
   Descriptor(const Descriptor&) = delete;
   Descriptor& operator=(const Descriptor&) = delete;

@@ -17,7 +17,8 @@ uint16_t float_to_half(float f) {
   const uint32_t sign = (x >> 16) & 0x8000u;
   int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
   uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (((x >> 23) & 0xff) == 0xff)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
   if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
   if (exp <= 0) {
     if (exp < -10) return static_cast<uint16_t>(sign);
@@ -47,15 +48,33 @@ Result<std::array<unsigned char, 16>> scalar_bytes(const ir::Scalar& s, DataType
   auto put = [&](auto v) { std::memcpy(b.data(), &v, sizeof v); };
   const double d = s.as_double();
   switch (type) {
-    case DataType::Float: put(static_cast<float>(d)); break;
-    case DataType::Double: put(d); break;
-    case DataType::Half: put(float_to_half(static_cast<float>(d))); break;
-    case DataType::BFloat16: put(float_to_bf16(static_cast<float>(d))); break;
-    case DataType::Int32: put(static_cast<int32_t>(is_integral(s.type) ? s.i : d)); break;
-    case DataType::Int64: put(static_cast<int64_t>(is_integral(s.type) ? s.i : d)); break;
-    case DataType::Int8: put(static_cast<int8_t>(is_integral(s.type) ? s.i : d)); break;
-    case DataType::UInt8: put(static_cast<uint8_t>(is_integral(s.type) ? s.i : d)); break;
-    case DataType::Boolean: put(static_cast<uint8_t>(d != 0.0)); break;
+    case DataType::Float:
+      put(static_cast<float>(d));
+      break;
+    case DataType::Double:
+      put(d);
+      break;
+    case DataType::Half:
+      put(float_to_half(static_cast<float>(d)));
+      break;
+    case DataType::BFloat16:
+      put(float_to_bf16(static_cast<float>(d)));
+      break;
+    case DataType::Int32:
+      put(static_cast<int32_t>(is_integral(s.type) ? s.i : d));
+      break;
+    case DataType::Int64:
+      put(static_cast<int64_t>(is_integral(s.type) ? s.i : d));
+      break;
+    case DataType::Int8:
+      put(static_cast<int8_t>(is_integral(s.type) ? s.i : d));
+      break;
+    case DataType::UInt8:
+      put(static_cast<uint8_t>(is_integral(s.type) ? s.i : d));
+      break;
+    case DataType::Boolean:
+      put(static_cast<uint8_t>(d != 0.0));
+      break;
     default:
       return make_error(ErrorCode::NotSupported, "pass-by-value tensor '", name, "' of type ",
                         data_type_name(type), " cannot carry a constant for cuDNN");
@@ -68,15 +87,22 @@ Status lower_node(LowerContext& cx, const ir::Node& n) {
   switch (n.kind()) {
     case ir::OpKind::ConvFprop:
     case ir::OpKind::ConvDgrad:
-    case ir::OpKind::ConvWgrad: return lower_conv(cx, n);
-    case ir::OpKind::Matmul: return lower_matmul(cx, n);
-    case ir::OpKind::Pointwise: return lower_pointwise(cx, n);
-    case ir::OpKind::Reduction: return lower_reduction(cx, n);
+    case ir::OpKind::ConvWgrad:
+      return lower_conv(cx, n);
+    case ir::OpKind::Matmul:
+      return lower_matmul(cx, n);
+    case ir::OpKind::Pointwise:
+      return lower_pointwise(cx, n);
+    case ir::OpKind::Reduction:
+      return lower_reduction(cx, n);
     case ir::OpKind::NormFwd:
-    case ir::OpKind::NormBwd: return lower_norm(cx, n);
-    case ir::OpKind::Softmax: return lower_softmax(cx, n);
+    case ir::OpKind::NormBwd:
+      return lower_norm(cx, n);
+    case ir::OpKind::Softmax:
+      return lower_softmax(cx, n);
     case ir::OpKind::SdpaFwd:
-    case ir::OpKind::SdpaBwd: return lower_sdpa(cx, n);
+    case ir::OpKind::SdpaBwd:
+      return lower_sdpa(cx, n);
   }
   return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
 }
@@ -88,17 +114,20 @@ std::string describe_graph(const ir::Graph& g) {
       s += ", ...";
       break;
     }
-    s += detail::cat(i ? ", " : "", op_kind_name(g.nodes()[i].kind()), " '", g.nodes()[i].name,
-                     "'");
+    s +=
+        detail::cat(i ? ", " : "", op_kind_name(g.nodes()[i].kind()), " '", g.nodes()[i].name, "'");
   }
   return s + ")";
 }
 
 cudnnBackendHeurMode_t heur_of(HeurMode m) {
   switch (m) {
-    case HeurMode::A: return CUDNN_HEUR_MODE_A;
-    case HeurMode::B: return CUDNN_HEUR_MODE_B;
-    case HeurMode::Fallback: return CUDNN_HEUR_MODE_FALLBACK;
+    case HeurMode::A:
+      return CUDNN_HEUR_MODE_A;
+    case HeurMode::B:
+      return CUDNN_HEUR_MODE_B;
+    case HeurMode::Fallback:
+      return CUDNN_HEUR_MODE_FALLBACK;
   }
   return CUDNN_HEUR_MODE_A;
 }
@@ -113,13 +142,13 @@ Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode 
   DNNGRAPH_TRY(hd->set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, m));
   DNNGRAPH_TRY(hd->finalize(ErrorCode::NotSupported));
   int64_t count = 0;
-  DNNGRAPH_TRY(hd->get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                       nullptr));
+  DNNGRAPH_TRY(
+      hd->get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
   std::vector<Descriptor> cfgs;
   std::vector<cudnnBackendDescriptor_t> raw;
   for (int64_t i = 0; i < count; ++i) {
-    auto c = Descriptor::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
-                                detail::cat(what, " config ", i));
+    auto c =
+        Descriptor::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, detail::cat(what, " config ", i));
     if (!c) return c.status();
     raw.push_back(c->get());
     cfgs.push_back(std::move(c.value()));
@@ -174,8 +203,8 @@ Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
       if (!knobs[static_cast<size_t>(i)].get(CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE,
                                              1, &n, &type))
         continue;
-      if (!knobs[static_cast<size_t>(i)].get(CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64,
-                                             1, &n, &value))
+      if (!knobs[static_cast<size_t>(i)].get(CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
+                                             &n, &value))
         continue;
       info.name += " " + knob_name(static_cast<int>(type)) + "=" + std::to_string(value);
     }
@@ -284,10 +313,12 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::Graph& g, const ViewM
     if (!bytes) return bytes.status();
     st->constant_bytes.push_back(bytes.value());
     const int idx = static_cast<int>(st->constant_bytes.size() - 1);
-    auto it = std::find_if(st->io.begin(), st->io.end(),
-                           [&](const IoSlot& s) { return s.uid == c.uid; });
-    if (it != st->io.end()) it->constant = idx;
-    else st->io.push_back({c.uid, name, true, idx, data_type_size(type)});
+    auto it =
+        std::find_if(st->io.begin(), st->io.end(), [&](const IoSlot& s) { return s.uid == c.uid; });
+    if (it != st->io.end())
+      it->constant = idx;
+    else
+      st->io.push_back({c.uid, name, true, idx, data_type_size(type)});
   }
   std::sort(st->io.begin(), st->io.end(),
             [](const IoSlot& a, const IoSlot& b) { return a.uid < b.uid; });
@@ -316,8 +347,8 @@ class CudnnEngine final : public Engine {
     auto pd = Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
                                  "deserialized plan for " + st.value()->what);
     if (!pd) return pd.status();
-    DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE,
-                         st.value()->build_handle));
+    DNNGRAPH_TRY(
+        pd->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.value()->build_handle));
     DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
                          static_cast<int64_t>(bytes.size()), bytes.data()));
     DNNGRAPH_TRY(pd->finalize(ErrorCode::NotSupported));
@@ -327,8 +358,8 @@ class CudnnEngine final : public Engine {
  private:
   Result<std::shared_ptr<LoweredState>> lower_state(const ir::Graph& g, Handle& handle) {
     if (!api())
-      return make_error(ErrorCode::NotSupported, "the cuDNN engine is unavailable: ",
-                        load_info().error);
+      return make_error(ErrorCode::NotSupported,
+                        "the cuDNN engine is unavailable: ", load_info().error);
     if (!g.is_validated())
       return make_error(ErrorCode::InvalidGraph, describe_graph(g),
                         ": validate the graph before lowering it to cuDNN");

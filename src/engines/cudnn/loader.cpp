@@ -73,7 +73,8 @@ std::vector<fs::path> env_site_dirs() {
 std::vector<fs::path> python_site_dirs() {
   std::vector<fs::path> sites;
   FILE* f = popen(
-      "python3 -c \"import site,sys;print('\\n'.join(site.getsitepackages()+[site.getusersitepackages()]))\" "
+      "python3 -c \"import "
+      "site,sys;print('\\n'.join(site.getsitepackages()+[site.getusersitepackages()]))\" "
       "2>/dev/null",
       "r");
   if (!f) return sites;
@@ -90,11 +91,13 @@ std::vector<fs::path> python_site_dirs() {
 // cuDNN 9's libcudnn.so.9 dispatches to sub-libraries found by soname; loading them first from
 // the same folder makes that work without LD_LIBRARY_PATH.
 void preload_sublibraries(const fs::path& dir) {
-  static constexpr const char* kSubs[] = {
-      "libcudnn_graph.so.9",   "libcudnn_engines_precompiled.so.9",
-      "libcudnn_engines_runtime_compiled.so.9", "libcudnn_heuristic.so.9",
-      "libcudnn_ops.so.9",     "libcudnn_cnn.so.9",
-      "libcudnn_adv.so.9"};
+  static constexpr const char* kSubs[] = {"libcudnn_graph.so.9",
+                                          "libcudnn_engines_precompiled.so.9",
+                                          "libcudnn_engines_runtime_compiled.so.9",
+                                          "libcudnn_heuristic.so.9",
+                                          "libcudnn_ops.so.9",
+                                          "libcudnn_cnn.so.9",
+                                          "libcudnn_adv.so.9"};
   std::error_code ec;
   for (const char* s : kSubs) {
     fs::path p = dir / s;
@@ -165,14 +168,14 @@ Loaded* load() {
     return L;
   }
   std::string missing;
-#define DNNGRAPH_CUDNN_FN(name)                                              \
-  L->api.name = reinterpret_cast<decltype(&::name)>(dlsym(h, #name));       \
+#define DNNGRAPH_CUDNN_FN(name)                                       \
+  L->api.name = reinterpret_cast<decltype(&::name)>(dlsym(h, #name)); \
   if (!L->api.name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
 #include "engines/cudnn/api_functions.inc"
 #undef DNNGRAPH_CUDNN_FN
   Dl_info di{};
-  if (L->api.cudnnGetVersion &&
-      dladdr(reinterpret_cast<void*>(L->api.cudnnGetVersion), &di) && di.dli_fname)
+  if (L->api.cudnnGetVersion && dladdr(reinterpret_cast<void*>(L->api.cudnnGetVersion), &di) &&
+      di.dli_fname)
     L->info.path = di.dli_fname;
   if (!missing.empty()) {
     L->info.error = "cuDNN at '" + L->info.path + "' lacks: " + missing;

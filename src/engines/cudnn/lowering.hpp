@@ -39,8 +39,7 @@ class LowerContext {
   Result<cudnnBackendDescriptor_t> virtual_tensor(const std::string& name,
                                                   const std::vector<int64_t>& dim, DataType type);
   // A new pass-by-value constant of rank `rank` whose value the plan supplies.
-  Result<cudnnBackendDescriptor_t> constant(const std::string& name, ir::Scalar value,
-                                            size_t rank);
+  Result<cudnnBackendDescriptor_t> constant(const std::string& name, ir::Scalar value, size_t rank);
   // Alternative lowerings to try when cuDNN finds no engine for the first (see engine.cpp).
   int variant = 0;
   // Keeps a helper descriptor (conv/matmul/pointwise/reduction descriptor) alive.
@@ -81,8 +80,7 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n);
 // on already-created tensor descriptors.
 Status add_pointwise(LowerContext& cx, const std::string& what, cudnnPointwiseMode_t mode,
                      DataType compute, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
-                     cudnnBackendDescriptor_t t, cudnnBackendDescriptor_t y,
-                     int64_t axis = -1);
+                     cudnnBackendDescriptor_t t, cudnnBackendDescriptor_t y, int64_t axis = -1);
 Status add_reduction(LowerContext& cx, const std::string& what, cudnnReduceTensorOp_t mode,
                      DataType compute, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y);
 // Softmax along the last dim of `x` (dims `dim`), as max / sub / exp / sum / div with float

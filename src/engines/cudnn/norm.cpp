@@ -7,9 +7,12 @@ namespace {
 
 cudnnBackendNormMode_t mode_of(ir::NormKind k) {
   switch (k) {
-    case ir::NormKind::LayerNorm: return CUDNN_LAYER_NORM;
-    case ir::NormKind::RmsNorm: return CUDNN_RMS_NORM;
-    case ir::NormKind::BatchNorm: return CUDNN_BATCH_NORM;
+    case ir::NormKind::LayerNorm:
+      return CUDNN_LAYER_NORM;
+    case ir::NormKind::RmsNorm:
+      return CUDNN_RMS_NORM;
+    case ir::NormKind::BatchNorm:
+      return CUDNN_BATCH_NORM;
   }
   return CUDNN_LAYER_NORM;
 }
@@ -46,9 +49,8 @@ Status lower_norm(LowerContext& cx, const ir::Node& n) {
     auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR, what);
     if (!od) return od.status();
     Descriptor& op = od.value();
-    const cudnnBackendNormFwdPhase_t phase = a.phase == NormForwardPhase::Training
-                                                 ? CUDNN_NORM_FWD_TRAINING
-                                                 : CUDNN_NORM_FWD_INFERENCE;
+    const cudnnBackendNormFwdPhase_t phase =
+        a.phase == NormForwardPhase::Training ? CUDNN_NORM_FWD_TRAINING : CUDNN_NORM_FWD_INFERENCE;
     DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, mode));
     DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_NORM_FWD_PHASE, CUDNN_TYPE_NORM_FWD_PHASE, phase));
     // Batchnorm inference reads MEAN / INV_VARIANCE; training writes them.

@@ -56,8 +56,9 @@ class CudnnPlan final : public Plan {
     auto hs = handle_state(handle);
     if (!hs) return hs.status();
     if (hs.value()->device != st_->device)
-      return make_error(ErrorCode::InvalidArgument, "plan '", name_, "' was built for cuda:",
-                        st_->device, " but the handle is ", handle.device().to_string());
+      return make_error(ErrorCode::InvalidArgument, "plan '", name_,
+                        "' was built for cuda:", st_->device, " but the handle is ",
+                        handle.device().to_string());
     // Gather pointers in uid order (small: the vector is reused per thread).
     thread_local std::vector<void*> ptrs;
     ptrs.resize(uids_.size());
@@ -79,8 +80,7 @@ class CudnnPlan final : public Plan {
                         " bytes of workspace but got a null pointer");
 
     std::unique_lock<std::mutex> prepared(mu_, std::try_to_lock);
-    const bool same = prepared.owns_lock() && workspace == last_ws_ && ptrs == last_ptrs_ &&
-                      vp_;
+    const bool same = prepared.owns_lock() && workspace == last_ws_ && ptrs == last_ptrs_ && vp_;
     if (!same) DNNGRAPH_TRY(validate(ptrs));
 
     Descriptor own;  // used when another thread holds the prepared pack
@@ -99,19 +99,19 @@ class CudnnPlan final : public Plan {
     std::lock_guard<std::mutex> on_stream(hs.value()->mu);
     const uint64_t epoch = handle.stream_epoch();
     if (hs.value()->applied_epoch != epoch) {
-      DNNGRAPH_TRY(check(api()->cudnnSetStream(hs.value()->handle,
-                                               static_cast<cudaStream_t>(handle.stream())),
-                         name_, "cudnnSetStream"));
+      DNNGRAPH_TRY(check(
+          api()->cudnnSetStream(hs.value()->handle, static_cast<cudaStream_t>(handle.stream())),
+          name_, "cudnnSetStream"));
       hs.value()->applied_epoch = epoch;
     }
-    return check(api()->cudnnBackendExecute(hs.value()->handle, plan_.get(), vp), "plan '" + name_ + "'",
-                 "cudnnBackendExecute");
+    return check(api()->cudnnBackendExecute(hs.value()->handle, plan_.get(), vp),
+                 "plan '" + name_ + "'", "cudnnBackendExecute");
   }
 
   Result<std::string> serialize() const override {
     int64_t n = 0;
-    DNNGRAPH_TRY(plan_.get(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0, &n,
-                           nullptr));
+    DNNGRAPH_TRY(
+        plan_.get(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0, &n, nullptr));
     std::string json(static_cast<size_t>(n), '\0');
     DNNGRAPH_TRY(plan_.get(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, n, &n,
                            json.data()));

@@ -19,7 +19,7 @@ namespace dnngraph::cudnn {
 struct HandleState {
   cudnnHandle_t handle = nullptr;
   int device = 0;
-  std::mutex mu;                  // one stream per handle: executes on it are serialised
+  std::mutex mu;                   // one stream per handle: executes on it are serialised
   uint64_t applied_epoch = ~0ull;  // Handle::stream_epoch() last given to cudnnSetStream
   ~HandleState();
 };
@@ -39,8 +39,8 @@ struct IoSlot {
 struct LoweredState {
   std::unique_ptr<LowerContext> cx;  // owns tensor and operation descriptors
   Descriptor op_graph;
-  std::string what;                  // "graph 'name' (matmul 'mm0', pointwise ...)"
-  std::vector<IoSlot> io;            // ordered by uid
+  std::string what;        // "graph 'name' (matmul 'mm0', pointwise ...)"
+  std::vector<IoSlot> io;  // ordered by uid
   std::vector<std::array<unsigned char, 16>> constant_bytes;
   int device = 0;
   cudnnHandle_t build_handle = nullptr;

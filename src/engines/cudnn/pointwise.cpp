@@ -7,52 +7,98 @@ namespace {
 cudnnPointwiseMode_t mode_of(PointwiseMode m) {
   using M = PointwiseMode;
   switch (m) {
-    case M::Add: return CUDNN_POINTWISE_ADD;
-    case M::Sub: return CUDNN_POINTWISE_SUB;
-    case M::Mul: return CUDNN_POINTWISE_MUL;
-    case M::Div: return CUDNN_POINTWISE_DIV;
-    case M::Max: return CUDNN_POINTWISE_MAX;
-    case M::Min: return CUDNN_POINTWISE_MIN;
-    case M::Pow: return CUDNN_POINTWISE_POW;
-    case M::Abs: return CUDNN_POINTWISE_ABS;
-    case M::Neg: return CUDNN_POINTWISE_NEG;
-    case M::Exp: return CUDNN_POINTWISE_EXP;
-    case M::Log: return CUDNN_POINTWISE_LOG;
-    case M::Sqrt: return CUDNN_POINTWISE_SQRT;
-    case M::Rsqrt: return CUDNN_POINTWISE_RSQRT;
-    case M::Reciprocal: return CUDNN_POINTWISE_RECIPROCAL;
-    case M::Tanh: return CUDNN_POINTWISE_TANH_FWD;
-    case M::Sigmoid: return CUDNN_POINTWISE_SIGMOID_FWD;
-    case M::Relu: return CUDNN_POINTWISE_RELU_FWD;
-    case M::Gelu: return CUDNN_POINTWISE_GELU_FWD;
-    case M::GeluApproxTanh: return CUDNN_POINTWISE_GELU_APPROX_TANH_FWD;
-    case M::Silu: return CUDNN_POINTWISE_SWISH_FWD;
-    case M::Elu: return CUDNN_POINTWISE_ELU_FWD;
-    case M::Softplus: return CUDNN_POINTWISE_SOFTPLUS_FWD;
-    case M::Erf: return CUDNN_POINTWISE_ERF;
-    case M::Sin: return CUDNN_POINTWISE_SIN;
-    case M::Cos: return CUDNN_POINTWISE_COS;
-    case M::Floor: return CUDNN_POINTWISE_FLOOR;
-    case M::Ceil: return CUDNN_POINTWISE_CEIL;
-    case M::Identity: return CUDNN_POINTWISE_IDENTITY;
-    case M::CmpEq: return CUDNN_POINTWISE_CMP_EQ;
-    case M::CmpNeq: return CUDNN_POINTWISE_CMP_NEQ;
-    case M::CmpGt: return CUDNN_POINTWISE_CMP_GT;
-    case M::CmpGe: return CUDNN_POINTWISE_CMP_GE;
-    case M::CmpLt: return CUDNN_POINTWISE_CMP_LT;
-    case M::CmpLe: return CUDNN_POINTWISE_CMP_LE;
-    case M::LogicalAnd: return CUDNN_POINTWISE_LOGICAL_AND;
-    case M::LogicalOr: return CUDNN_POINTWISE_LOGICAL_OR;
-    case M::LogicalNot: return CUDNN_POINTWISE_LOGICAL_NOT;
-    case M::BinarySelect: return CUDNN_POINTWISE_BINARY_SELECT;
-    case M::ReluBwd: return CUDNN_POINTWISE_RELU_BWD;
-    case M::GeluBwd: return CUDNN_POINTWISE_GELU_BWD;
-    case M::GeluApproxTanhBwd: return CUDNN_POINTWISE_GELU_APPROX_TANH_BWD;
-    case M::SigmoidBwd: return CUDNN_POINTWISE_SIGMOID_BWD;
-    case M::TanhBwd: return CUDNN_POINTWISE_TANH_BWD;
-    case M::SiluBwd: return CUDNN_POINTWISE_SWISH_BWD;
-    case M::EluBwd: return CUDNN_POINTWISE_ELU_BWD;
-    case M::SoftplusBwd: return CUDNN_POINTWISE_SOFTPLUS_BWD;
+    case M::Add:
+      return CUDNN_POINTWISE_ADD;
+    case M::Sub:
+      return CUDNN_POINTWISE_SUB;
+    case M::Mul:
+      return CUDNN_POINTWISE_MUL;
+    case M::Div:
+      return CUDNN_POINTWISE_DIV;
+    case M::Max:
+      return CUDNN_POINTWISE_MAX;
+    case M::Min:
+      return CUDNN_POINTWISE_MIN;
+    case M::Pow:
+      return CUDNN_POINTWISE_POW;
+    case M::Abs:
+      return CUDNN_POINTWISE_ABS;
+    case M::Neg:
+      return CUDNN_POINTWISE_NEG;
+    case M::Exp:
+      return CUDNN_POINTWISE_EXP;
+    case M::Log:
+      return CUDNN_POINTWISE_LOG;
+    case M::Sqrt:
+      return CUDNN_POINTWISE_SQRT;
+    case M::Rsqrt:
+      return CUDNN_POINTWISE_RSQRT;
+    case M::Reciprocal:
+      return CUDNN_POINTWISE_RECIPROCAL;
+    case M::Tanh:
+      return CUDNN_POINTWISE_TANH_FWD;
+    case M::Sigmoid:
+      return CUDNN_POINTWISE_SIGMOID_FWD;
+    case M::Relu:
+      return CUDNN_POINTWISE_RELU_FWD;
+    case M::Gelu:
+      return CUDNN_POINTWISE_GELU_FWD;
+    case M::GeluApproxTanh:
+      return CUDNN_POINTWISE_GELU_APPROX_TANH_FWD;
+    case M::Silu:
+      return CUDNN_POINTWISE_SWISH_FWD;
+    case M::Elu:
+      return CUDNN_POINTWISE_ELU_FWD;
+    case M::Softplus:
+      return CUDNN_POINTWISE_SOFTPLUS_FWD;
+    case M::Erf:
+      return CUDNN_POINTWISE_ERF;
+    case M::Sin:
+      return CUDNN_POINTWISE_SIN;
+    case M::Cos:
+      return CUDNN_POINTWISE_COS;
+    case M::Floor:
+      return CUDNN_POINTWISE_FLOOR;
+    case M::Ceil:
+      return CUDNN_POINTWISE_CEIL;
+    case M::Identity:
+      return CUDNN_POINTWISE_IDENTITY;
+    case M::CmpEq:
+      return CUDNN_POINTWISE_CMP_EQ;
+    case M::CmpNeq:
+      return CUDNN_POINTWISE_CMP_NEQ;
+    case M::CmpGt:
+      return CUDNN_POINTWISE_CMP_GT;
+    case M::CmpGe:
+      return CUDNN_POINTWISE_CMP_GE;
+    case M::CmpLt:
+      return CUDNN_POINTWISE_CMP_LT;
+    case M::CmpLe:
+      return CUDNN_POINTWISE_CMP_LE;
+    case M::LogicalAnd:
+      return CUDNN_POINTWISE_LOGICAL_AND;
+    case M::LogicalOr:
+      return CUDNN_POINTWISE_LOGICAL_OR;
+    case M::LogicalNot:
+      return CUDNN_POINTWISE_LOGICAL_NOT;
+    case M::BinarySelect:
+      return CUDNN_POINTWISE_BINARY_SELECT;
+    case M::ReluBwd:
+      return CUDNN_POINTWISE_RELU_BWD;
+    case M::GeluBwd:
+      return CUDNN_POINTWISE_GELU_BWD;
+    case M::GeluApproxTanhBwd:
+      return CUDNN_POINTWISE_GELU_APPROX_TANH_BWD;
+    case M::SigmoidBwd:
+      return CUDNN_POINTWISE_SIGMOID_BWD;
+    case M::TanhBwd:
+      return CUDNN_POINTWISE_TANH_BWD;
+    case M::SiluBwd:
+      return CUDNN_POINTWISE_SWISH_BWD;
+    case M::EluBwd:
+      return CUDNN_POINTWISE_ELU_BWD;
+    case M::SoftplusBwd:
+      return CUDNN_POINTWISE_SOFTPLUS_BWD;
   }
   return CUDNN_POINTWISE_IDENTITY;
 }
@@ -128,8 +174,8 @@ Status lower_pointwise(LowerContext& cx, const ir::Node& n) {
   for (int i = 0; i < arity; ++i) {
     ir::Tensor t = n.input(kRoles[i]);
     if (!t)
-      return make_error(ErrorCode::InvalidGraph, what, ": mode takes ", arity,
-                        " inputs but port ", kRoles[i], " is empty");
+      return make_error(ErrorCode::InvalidGraph, what, ": mode takes ", arity, " inputs but port ",
+                        kRoles[i], " is empty");
     auto d = cx.tensor(t);
     if (!d) return d.status();
     in[i] = d.value();
@@ -138,8 +184,8 @@ Status lower_pointwise(LowerContext& cx, const ir::Node& n) {
   if (!out) return make_error(ErrorCode::InvalidGraph, what, ": port OUT_0 is empty");
   auto y = cx.tensor(out);
   if (!y) return y.status();
-  return add_pointwise_impl(cx, what, mode_of(a.mode), cx.compute_type(n), &a, in[0], in[1],
-                            in[2], y.value(), -1);
+  return add_pointwise_impl(cx, what, mode_of(a.mode), cx.compute_type(n), &a, in[0], in[1], in[2],
+                            y.value(), -1);
 }
 
 }  // namespace dnngraph::cudnn

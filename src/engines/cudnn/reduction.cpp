@@ -7,14 +7,22 @@ namespace {
 
 cudnnReduceTensorOp_t mode_of(ReductionMode m) {
   switch (m) {
-    case ReductionMode::Add: return CUDNN_REDUCE_TENSOR_ADD;
-    case ReductionMode::Mul: return CUDNN_REDUCE_TENSOR_MUL;
-    case ReductionMode::Min: return CUDNN_REDUCE_TENSOR_MIN;
-    case ReductionMode::Max: return CUDNN_REDUCE_TENSOR_MAX;
-    case ReductionMode::Amax: return CUDNN_REDUCE_TENSOR_AMAX;
-    case ReductionMode::Avg: return CUDNN_REDUCE_TENSOR_AVG;
-    case ReductionMode::Norm1: return CUDNN_REDUCE_TENSOR_NORM1;
-    case ReductionMode::Norm2: return CUDNN_REDUCE_TENSOR_NORM2;
+    case ReductionMode::Add:
+      return CUDNN_REDUCE_TENSOR_ADD;
+    case ReductionMode::Mul:
+      return CUDNN_REDUCE_TENSOR_MUL;
+    case ReductionMode::Min:
+      return CUDNN_REDUCE_TENSOR_MIN;
+    case ReductionMode::Max:
+      return CUDNN_REDUCE_TENSOR_MAX;
+    case ReductionMode::Amax:
+      return CUDNN_REDUCE_TENSOR_AMAX;
+    case ReductionMode::Avg:
+      return CUDNN_REDUCE_TENSOR_AVG;
+    case ReductionMode::Norm1:
+      return CUDNN_REDUCE_TENSOR_NORM1;
+    case ReductionMode::Norm2:
+      return CUDNN_REDUCE_TENSOR_NORM2;
   }
   return CUDNN_REDUCE_TENSOR_ADD;
 }

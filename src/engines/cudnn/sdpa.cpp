@@ -51,8 +51,8 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   auto s = cx.virtual_tensor(what + "::S", sdim, f32);
   for (auto* r : {&tq, &tk, &tv, &to, &s})
     if (!*r) return r->status();
-  auto matmul = [&](const std::string& name, cudnnBackendDescriptor_t A,
-                    cudnnBackendDescriptor_t B, cudnnBackendDescriptor_t C) -> Status {
+  auto matmul = [&](const std::string& name, cudnnBackendDescriptor_t A, cudnnBackendDescriptor_t B,
+                    cudnnBackendDescriptor_t C) -> Status {
     auto md = Descriptor::create(CUDNN_BACKEND_MATMUL_DESCRIPTOR, name + " (matmul desc)");
     if (!md) return md.status();
     const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
@@ -110,14 +110,13 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
                            ir::Scalar::of_float(std::numeric_limits<float>::lowest()), 4);
     for (auto* r : {&row, &col, &keep, &sel, &low})
       if (!*r) return r->status();
-    DNNGRAPH_TRY(add_pointwise(cx, what + " row index", CUDNN_POINTWISE_GEN_INDEX,
-                               DataType::Int32, last, nullptr, nullptr, row.value(), 2));
-    DNNGRAPH_TRY(add_pointwise(cx, what + " col index", CUDNN_POINTWISE_GEN_INDEX,
-                               DataType::Int32, last, nullptr, nullptr, col.value(), 3));
+    DNNGRAPH_TRY(add_pointwise(cx, what + " row index", CUDNN_POINTWISE_GEN_INDEX, DataType::Int32,
+                               last, nullptr, nullptr, row.value(), 2));
+    DNNGRAPH_TRY(add_pointwise(cx, what + " col index", CUDNN_POINTWISE_GEN_INDEX, DataType::Int32,
+                               last, nullptr, nullptr, col.value(), 3));
     cudnnBackendDescriptor_t row_idx = row.value();
     if (offset != 0) {
-      auto off = cx.constant(what + "::offset",
-                             ir::Scalar::of_int(offset, DataType::Int32), 4);
+      auto off = cx.constant(what + "::offset", ir::Scalar::of_int(offset, DataType::Int32), 4);
       auto shifted = cx.virtual_tensor(what + "::row_shifted", sdim, DataType::Int32);
       if (!off) return off.status();
       if (!shifted) return shifted.status();

@@ -19,9 +19,8 @@ Status add_softmax(LowerContext& cx, const std::string& what, const std::vector<
   DNNGRAPH_TRY(add_reduction(cx, what + " max", CUDNN_REDUCE_TENSOR_MAX, f32, x, mx.value()));
   DNNGRAPH_TRY(add_pointwise(cx, what + " sub", CUDNN_POINTWISE_SUB, f32, x, mx.value(), nullptr,
                              sub.value()));
-  DNNGRAPH_TRY(
-      add_pointwise(cx, what + " exp", CUDNN_POINTWISE_EXP, f32, sub.value(), nullptr, nullptr,
-                    ex.value()));
+  DNNGRAPH_TRY(add_pointwise(cx, what + " exp", CUDNN_POINTWISE_EXP, f32, sub.value(), nullptr,
+                             nullptr, ex.value()));
   DNNGRAPH_TRY(
       add_reduction(cx, what + " sum", CUDNN_REDUCE_TENSOR_ADD, f32, ex.value(), sum.value()));
   if (stats) {

@@ -7,18 +7,30 @@ namespace dnngraph::cudnn {
 
 cudnnDataType_t to_cudnn(DataType t) {
   switch (t) {
-    case DataType::Float: return CUDNN_DATA_FLOAT;
-    case DataType::Double: return CUDNN_DATA_DOUBLE;
-    case DataType::Half: return CUDNN_DATA_HALF;
-    case DataType::BFloat16: return CUDNN_DATA_BFLOAT16;
-    case DataType::FP8_E4M3: return CUDNN_DATA_FP8_E4M3;
-    case DataType::FP8_E5M2: return CUDNN_DATA_FP8_E5M2;
-    case DataType::Int8: return CUDNN_DATA_INT8;
-    case DataType::UInt8: return CUDNN_DATA_UINT8;
-    case DataType::Int32: return CUDNN_DATA_INT32;
-    case DataType::Int64: return CUDNN_DATA_INT64;
-    case DataType::Boolean: return CUDNN_DATA_BOOLEAN;
-    case DataType::NotSet: break;
+    case DataType::Float:
+      return CUDNN_DATA_FLOAT;
+    case DataType::Double:
+      return CUDNN_DATA_DOUBLE;
+    case DataType::Half:
+      return CUDNN_DATA_HALF;
+    case DataType::BFloat16:
+      return CUDNN_DATA_BFLOAT16;
+    case DataType::FP8_E4M3:
+      return CUDNN_DATA_FP8_E4M3;
+    case DataType::FP8_E5M2:
+      return CUDNN_DATA_FP8_E5M2;
+    case DataType::Int8:
+      return CUDNN_DATA_INT8;
+    case DataType::UInt8:
+      return CUDNN_DATA_UINT8;
+    case DataType::Int32:
+      return CUDNN_DATA_INT32;
+    case DataType::Int64:
+      return CUDNN_DATA_INT64;
+    case DataType::Boolean:
+      return CUDNN_DATA_BOOLEAN;
+    case DataType::NotSet:
+      break;
   }
   return CUDNN_DATA_FLOAT;
 }
@@ -64,16 +76,15 @@ Result<cudnnBackendDescriptor_t> LowerContext::tensor(const ir::Tensor& t) {
   if (t->data_type == DataType::NotSet || !t->uid_assigned)
     return make_error(ErrorCode::InvalidGraph, "tensor ", t->describe(),
                       ": data type and uid must be set (validate the graph first)");
-  auto d = make_tensor(t->name, vit->second, t->data_type, t->uid, t->is_virtual,
-                       t->is_pass_by_value);
+  auto d =
+      make_tensor(t->name, vit->second, t->data_type, t->uid, t->is_virtual, t->is_pass_by_value);
   if (!d) return d.status();
   if (t->is_pass_by_value && t->value) constants_.push_back({t->uid, *t->value});
   by_tensor_[t.get()] = d.value();
   return d.value();
 }
 
-Result<cudnnBackendDescriptor_t> LowerContext::tensor_as(const ir::Tensor& t,
-                                                         const TensorView& v) {
+Result<cudnnBackendDescriptor_t> LowerContext::tensor_as(const ir::Tensor& t, const TensorView& v) {
   if (by_tensor_.count(t.get()))
     return make_error(ErrorCode::Internal, "tensor ", t->describe(), " was lowered twice");
   auto d = make_tensor(t->name, v, t->data_type, t->uid, t->is_virtual, t->is_pass_by_value);
