@@ -84,12 +84,13 @@ TEST(CudnnCanonicalize, BroadcastAcrossNonContiguousDimsStaysSeparate) {
   ASSERT_TRUE(g.validate().is_ok());
   auto views = cudnn::canonicalize(g);
   ASSERT_TRUE(views.is_ok());
-  // Nothing can merge: dims alternate between broadcast and full for B.
-  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{4, 6, 8, 10, 3}));
-  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{1, 6, 1, 10, 1}));
+  // Nothing can merge (dims alternate between broadcast and full for B); the first dim B
+  // spans moves innermost, since B must not broadcast along the innermost dim.
+  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{4, 8, 10, 3, 6}));
+  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{1, 1, 10, 1, 6}));
 }
 
-TEST(CudnnCanonicalize, OutermostDimIsNeverBroadcastByAnInput) {
+TEST(CudnnCanonicalize, InnermostDimIsNeverBroadcastByAnInput) {
   Graph g;
   g.set_io_data_type(DataType::Float);
   auto x = input(g, "X", {4, 33, 40}, DataType::Float);
@@ -99,10 +100,12 @@ TEST(CudnnCanonicalize, OutermostDimIsNeverBroadcastByAnInput) {
   ASSERT_TRUE(g.validate().is_ok());
   auto views = cudnn::canonicalize(g);
   ASSERT_TRUE(views.is_ok()) << views.status().to_string();
-  // The channel dim (which B spans) goes first; B broadcasts only along dims 1 and 2.
-  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{33, 4, 40}));
-  EXPECT_EQ(views->at(x.get()).stride, (std::vector<int64_t>{40, 1320, 1}));
-  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{33, 1, 1}));
+  // The channel dim (which B spans) goes innermost; B broadcasts only along dims 0 and 1.
+  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{4, 40, 33}));
+  EXPECT_EQ(views->at(x.get()).stride, (std::vector<int64_t>{1320, 1, 40}));
+  EXPECT_EQ(views->at(y.get()).dim, (std::vector<int64_t>{4, 40, 33}));
+  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{1, 1, 33}));
+  EXPECT_EQ(views->at(b.get()).stride[2], 1);
 }
 
 TEST(CudnnCanonicalize, EveryDimBroadcastIsRejected) {

@@ -1,7 +1,9 @@
 #include "engines/cudnn/canonicalize.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
+#include <string>
 
 namespace dnngraph::cudnn {
 namespace {
@@ -45,13 +47,23 @@ TensorView pad_trailing(TensorView v, size_t rank) {
   return v;
 }
 
+enum class BroadcastFix { Reorder, ZeroStride, Reject };
+BroadcastFix broadcast_fix() {
+  static const BroadcastFix fix = [] {
+    const char* e = std::getenv("DNNGRAPH_CUDNN_BROADCAST");
+    std::string v = e ? e : "";
+    if (v == "stride0") return BroadcastFix::ZeroStride;
+    if (v == "reject") return BroadcastFix::Reject;
+    return BroadcastFix::Reorder;
+  }();
+  return fix;
+}
+
 // Folds the dims [0, fold_end) of every view (all views have the same rank): dims of extent 1
 // everywhere are dropped and neighbours merged when every tensor either spans both
 // contiguously or has extent 1 in both. With `permute`, the dims are first ordered by the
 // strides of `layout_of` (pointwise and reduction do not care about dim order), so that NHWC
-// folds like NCHW. `consumed` are the tensors read by pointwise ops: cuDNN 9.19 computes
-// wrong results when one of them broadcasts along dim 0 of a rank-3 pointwise graph (seen on
-// the H200: every batch but the first wrong), so such a dim is never put first.
+// folds like NCHW. `consumed` are the graph inputs read by pointwise ops.
 Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool permute,
             const std::vector<const ir::TensorAttrs*>& consumed) {
   if (views.empty()) return Status::ok();
@@ -87,34 +99,44 @@ Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool p
     }
     groups.push_back({i});
   }
-  const size_t kept_tail = rank - fold_end;  // e.g. the M, K dims of a matmul
-  if (permute && groups.size() + kept_tail == 3) {
+  // cuDNN 9.19 computes wrong results (SUCCESS, every "row" but the first wrong; seen on the
+  // H200) for pointwise graphs where an input has extent 1 in the innermost dim of the
+  // iteration space, e.g. X[4,33,40] + B[1,33,1], whatever dim order the outer dims take.
+  // Such graphs get a dim that every input spans moved innermost (or, with
+  // DNNGRAPH_CUDNN_BROADCAST=stride0, zero strides on the broadcast dims), else NotSupported.
+  std::vector<bool> zero_stride(rank, false);
+  if (permute && !groups.empty()) {
     auto broadcast_in = [&](const std::vector<size_t>& g) {
-      for (const auto* t : consumed) {
-        const auto& v = views.at(t);
+      for (const auto* t : consumed)
         for (size_t i : g)
-          if (v.dim[i] != space[i]) return true;
-      }
+          if (views.at(t).dim[i] != space[i]) return true;
       return false;
     };
-    if (broadcast_in(groups.front())) {
+    if (broadcast_in(groups.back())) {
+      const BroadcastFix fix = broadcast_fix();
       auto it = std::find_if(groups.begin(), groups.end(),
                              [&](const auto& g) { return !broadcast_in(g); });
-      if (it == groups.end())
+      if (fix == BroadcastFix::Reorder && it != groups.end()) {
+        std::rotate(it, it + 1, groups.end());
+      } else if (fix == BroadcastFix::ZeroStride) {
+        for (size_t i = 0; i < rank; ++i) zero_stride[i] = true;
+      } else {
         return make_error(ErrorCode::NotSupported,
-                          "pointwise graph: every dim of its rank-3 form is broadcast by some "
-                          "input, which cuDNN 9.19 computes wrongly along the outermost dim "
-                          "(the reference engine runs it)");
-      std::rotate(groups.begin(), it, it + 1);
+                          "pointwise graph: an input broadcasts along the innermost dim and no "
+                          "dim is spanned by every input; cuDNN 9.19 computes such graphs "
+                          "wrongly (the reference engine runs it)");
+      }
     }
   }
   for (auto& [t, v] : views) {
+    const bool is_consumed = std::find(consumed.begin(), consumed.end(), t) != consumed.end();
     TensorView out;
     for (const auto& g : groups) {
       int64_t d = 1;
       for (size_t i : g) d *= v.dim[i];
       out.dim.push_back(d);
-      out.stride.push_back(v.stride[g.back()]);
+      const bool broadcast = d == 1 && zero_stride[g.back()] && is_consumed;
+      out.stride.push_back(broadcast ? 0 : v.stride[g.back()]);
     }
     for (size_t i = fold_end; i < rank; ++i) {
       out.dim.push_back(v.dim[i]);
@@ -145,10 +167,15 @@ Result<ViewMap> canonicalize(const ir::Graph& graph) {
       for (const auto& p : n.outputs)
         if (!layout_of && p.tensor && !p.tensor->is_virtual) layout_of = p.tensor;
     if (!layout_of && !graph.nodes().empty()) layout_of = graph.nodes().front().outputs[0].tensor;
-    std::vector<const ir::TensorAttrs*> consumed;
+    std::vector<const ir::TensorAttrs*> consumed, produced;
+    for (const auto& n : graph.nodes())
+      for (const auto& p : n.outputs) produced.push_back(p.tensor.get());
     for (const auto& n : graph.nodes())
       if (n.kind() == ir::OpKind::Pointwise)
-        for (const auto& p : n.inputs) consumed.push_back(p.tensor.get());
+        for (const auto& p : n.inputs)
+          if (std::find(produced.begin(), produced.end(), p.tensor.get()) == produced.end() &&
+              !p.tensor->is_pass_by_value)
+            consumed.push_back(p.tensor.get());
     DNNGRAPH_TRY(fold(views, layout_of, rank, true, consumed));
   } else if (only_matmul_pointwise_reduction(graph) && rank > 3) {
     // cuDNN matmuls take one batch dim: fold the leading batch dims where that is legal.

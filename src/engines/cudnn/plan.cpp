@@ -16,9 +16,12 @@ HandleState::~HandleState() {
 }
 
 Result<HandleState*> handle_state(Handle& h) {
+  // Fast path without the lock: the slot is written once, when the graph is lowered (before
+  // any execute on this handle can see it).
+  auto& slot = h.engine_state(kHandleSlot);
+  if (slot) return static_cast<HandleState*>(slot.get());
   static std::mutex create_mu;
   std::lock_guard<std::mutex> lock(create_mu);
-  auto& slot = h.engine_state(kHandleSlot);
   if (slot) return static_cast<HandleState*>(slot.get());
   const Api* a = api();
   if (!a) return make_error(ErrorCode::NotSupported, "cuDNN is not usable: ", load_info().error);
