@@ -47,18 +47,6 @@ TensorView pad_trailing(TensorView v, size_t rank) {
   return v;
 }
 
-enum class BroadcastFix { Reorder, ZeroStride, Reject };
-BroadcastFix broadcast_fix() {
-  static const BroadcastFix fix = [] {
-    const char* e = std::getenv("DNNGRAPH_CUDNN_BROADCAST");
-    std::string v = e ? e : "";
-    if (v == "stride0") return BroadcastFix::ZeroStride;
-    if (v == "reject") return BroadcastFix::Reject;
-    return BroadcastFix::Reorder;
-  }();
-  return fix;
-}
-
 // Folds the dims [0, fold_end) of every view (all views have the same rank): dims of extent 1
 // everywhere are dropped and neighbours merged when every tensor either spans both
 // contiguously or has extent 1 in both. With `permute`, the dims are first ordered by the
@@ -100,43 +88,25 @@ Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool p
     groups.push_back({i});
   }
   // cuDNN 9.19 computes wrong results (SUCCESS, every "row" but the first wrong; seen on the
-  // H200) for pointwise graphs where an input has extent 1 in the innermost dim of the
-  // iteration space, e.g. X[4,33,40] + B[1,33,1], whatever dim order the outer dims take.
-  // Such graphs get a dim that every input spans moved innermost (or, with
-  // DNNGRAPH_CUDNN_BROADCAST=stride0, zero strides on the broadcast dims), else NotSupported.
-  std::vector<bool> zero_stride(rank, false);
-  if (permute && !groups.empty()) {
-    auto broadcast_in = [&](const std::vector<size_t>& g) {
-      for (const auto* t : consumed)
-        for (size_t i : g)
-          if (views.at(t).dim[i] != space[i]) return true;
-      return false;
-    };
-    if (broadcast_in(groups.back())) {
-      const BroadcastFix fix = broadcast_fix();
-      auto it = std::find_if(groups.begin(), groups.end(),
-                             [&](const auto& g) { return !broadcast_in(g); });
-      if (fix == BroadcastFix::Reorder && it != groups.end()) {
-        std::rotate(it, it + 1, groups.end());
-      } else if (fix == BroadcastFix::ZeroStride) {
-        for (size_t i = 0; i < rank; ++i) zero_stride[i] = true;
-      } else {
-        return make_error(ErrorCode::NotSupported,
-                          "pointwise graph: an input broadcasts along the innermost dim and no "
-                          "dim is spanned by every input; cuDNN 9.19 computes such graphs "
-                          "wrongly (the reference engine runs it)");
-      }
-    }
-  }
+  // H200 at ranks 3-5 in fp32/bf16/fp16) for pointwise-only graphs where an input has extent 1
+  // along the innermost dim of the iteration space, e.g. X[4,33,40] + B[1,33,1]. Zero strides
+  // on the broadcast dims are computed just as wrongly, and moving a dim every input spans
+  // innermost leaves cuDNN without an engine: such graphs are rejected here.
+  if (permute && !groups.empty())
+    for (const auto* t : consumed)
+      for (size_t i : groups.back())
+        if (views.at(t).dim[i] != space[i])
+          return make_error(ErrorCode::NotSupported, "pointwise graph: input ", t->describe(),
+                            " broadcasts along the innermost dim of its folded form; cuDNN "
+                            "9.19 computes such pointwise-only graphs wrongly (the reference "
+                            "engine runs them; a channels-last layout avoids it)");
   for (auto& [t, v] : views) {
-    const bool is_consumed = std::find(consumed.begin(), consumed.end(), t) != consumed.end();
     TensorView out;
     for (const auto& g : groups) {
       int64_t d = 1;
       for (size_t i : g) d *= v.dim[i];
       out.dim.push_back(d);
-      const bool broadcast = d == 1 && zero_stride[g.back()] && is_consumed;
-      out.stride.push_back(broadcast ? 0 : v.stride[g.back()]);
+      out.stride.push_back(v.stride[g.back()]);
     }
     for (size_t i = fold_end; i < rank; ++i) {
       out.dim.push_back(v.dim[i]);

@@ -20,8 +20,8 @@ using ViewMap = std::unordered_map<const ir::TensorAttrs*, TensorView>;
 
 // One view per tensor of `graph` (validated). Every tensor first gets leading 1s up to the
 // graph's highest rank (at least 3). Then: pointwise/reduction-only graphs are permuted to the
-// layout of their first output and their contiguous dims folded, down to rank 3, never with a
-// broadcast input along dim 0 (NotSupported when that cannot be avoided); matmul graphs fold
+// layout of their first output and their contiguous dims folded, down to rank 3 (NotSupported
+// when an input broadcasts along the innermost dim: cuDNN 9.19 miscomputes it); matmul graphs fold
 // their batch dims into one; graphs with a norm get trailing 1s up to rank 4 (norms reduce
 // over trailing dims, so trailing 1s keep the meaning).
 Result<ViewMap> canonicalize(const ir::Graph& graph);
