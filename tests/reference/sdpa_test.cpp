@@ -420,6 +420,8 @@ TEST(RefSdpa, ForwardUnmasked) {
   forward_case(s, 2, "attribute scale");
   s.tensor_scale = 0.7;  // the tensor wins over the attribute
   forward_case(s, 3, "ATTN_SCALE tensor");
+  s.left = s.right = std::numeric_limits<int64_t>::max();  // bounds that mask nothing
+  forward_case(s, 4, "huge bounds");
 }
 
 TEST(RefSdpa, ForwardMasks) {
