@@ -1,0 +1,203 @@
+// Stable 128-bit fingerprint of a graph: XXH3-128 over a canonical byte encoding.
+//
+// The encoding is defined here field by field, in a fixed order, with fixed-width
+// little-endian integers, doubles as their IEEE-754 bit pattern (NaNs made canonical), strings
+// and lists prefixed by their length, optionals by a presence byte, and enums by their numeric
+// value. It never goes through JSON or any container of unspecified order, so the same graph
+// hashes to the same value in every process and on every machine. Tensors are referenced by
+// their index in the canonical tensor order (serialize_index.hpp). Change kEncodingVersion
+// whenever the encoding changes.
+#include <xxhash.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "dnngraph/ir/serialize.hpp"
+#include "ir/serialize_index.hpp"
+
+namespace dnngraph::ir {
+namespace {
+
+constexpr uint32_t kEncodingVersion = 1;
+
+class Encoder {
+ public:
+  void u8(uint8_t v) { buf_.push_back(static_cast<char>(v)); }
+  void boolean(bool v) { u8(v ? 1 : 0); }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) u8(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) u8(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
+  void f64(double v) {
+    if (std::isnan(v)) v = std::numeric_limits<double>::quiet_NaN();  // one NaN pattern
+    u64(std::bit_cast<uint64_t>(v));
+  }
+  void str(std::string_view s) {
+    u64(s.size());
+    buf_.append(s.data(), s.size());
+  }
+  template <class E>
+  void enumeration(E e) {
+    u32(static_cast<uint32_t>(e));
+  }
+  void ints(const std::vector<int64_t>& v) {
+    u64(v.size());
+    for (int64_t x : v) i64(x);
+  }
+  void opt(const std::optional<double>& v) {
+    boolean(v.has_value());
+    if (v) f64(*v);
+  }
+  void opt(const std::optional<int64_t>& v) {
+    boolean(v.has_value());
+    if (v) i64(*v);
+  }
+  // A tag before each section, so that fields of different sections cannot shift into each
+  // other and collide.
+  void tag(char a, char b) {
+    u8(static_cast<uint8_t>(a));
+    u8(static_cast<uint8_t>(b));
+  }
+  const std::string& bytes() const { return buf_; }
+
+ private:
+  std::string buf_;
+};
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+void encode_tensor(Encoder& e, const TensorAttrs& t, const FingerprintOptions& opts) {
+  e.tag('T', 'n');
+  if (opts.include_names) e.str(t.name);
+  e.u64(t.dim.size());
+  e.u64(t.stride.size());
+  if (opts.include_shapes) {
+    for (int64_t d : t.dim) e.i64(d);
+    for (int64_t s : t.stride) e.i64(s);
+  }
+  e.enumeration(t.data_type);
+  e.boolean(t.uid_assigned);
+  e.i64(t.uid);
+  e.boolean(t.is_virtual);
+  e.boolean(t.is_output);
+  e.boolean(t.is_pass_by_value);
+  e.boolean(t.value.has_value());
+  if (t.value) {
+    e.enumeration(t.value->type);
+    e.f64(t.value->f);
+    e.i64(t.value->i);
+  }
+}
+
+void encode_conv(Encoder& e, const ConvAttrs& a) {
+  e.ints(a.pre_padding);
+  e.ints(a.post_padding);
+  e.ints(a.stride);
+  e.ints(a.dilation);
+  e.opt(a.group_count);
+  e.boolean(a.cross_correlation);
+}
+
+void encode_attrs(Encoder& e, const OpAttrs& attrs) {
+  e.tag('A', 't');
+  std::visit(Overloaded{
+                 [&](const ConvAttrs& a) { encode_conv(e, a); },
+                 [&](const MatmulAttrs& a) { e.opt(a.padding_value); },
+                 [&](const PointwiseAttrs& a) {
+                   e.enumeration(a.mode);
+                   e.opt(a.relu_lower_clip);
+                   e.opt(a.relu_upper_clip);
+                   e.opt(a.relu_lower_clip_slope);
+                   e.opt(a.elu_alpha);
+                   e.opt(a.softplus_beta);
+                   e.opt(a.swish_beta);
+                   e.opt(a.axis);
+                 },
+                 [&](const ReductionAttrs& a) { e.enumeration(a.mode); },
+                 [&](const NormFwdAttrs& a) {
+                   e.enumeration(a.kind);
+                   e.enumeration(a.phase);
+                 },
+                 [&](const NormBwdAttrs& a) { e.enumeration(a.kind); },
+                 [&](const SoftmaxAttrs&) {},
+                 [&](const SdpaAttrs& a) {
+                   e.boolean(a.is_inference);
+                   e.opt(a.attn_scale);
+                   e.boolean(a.causal);
+                   e.enumeration(a.diagonal_alignment);
+                   e.opt(a.left_bound);
+                   e.opt(a.right_bound);
+                   e.boolean(a.padding_mask);
+                   e.opt(a.dropout_probability);
+                 },
+             },
+             attrs);
+}
+
+void encode_ports(Encoder& e, const std::vector<Port>& ports, const detail::TensorIndex& ti) {
+  e.u64(ports.size());
+  for (const Port& p : ports) {
+    e.str(p.role);
+    e.i64(ti.of(p.tensor));  // -1 for a null tensor
+  }
+}
+
+}  // namespace
+
+std::string Fingerprint::hex() const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(32, '0');
+  for (int i = 0; i < 16; ++i) {
+    s[static_cast<size_t>(15 - i)] = kDigits[(hi >> (4 * i)) & 0xf];
+    s[static_cast<size_t>(31 - i)] = kDigits[(lo >> (4 * i)) & 0xf];
+  }
+  return s;
+}
+
+Fingerprint fingerprint(const Graph& g, FingerprintOptions opts) {
+  const detail::TensorIndex ti = detail::index_tensors(g);
+  Encoder e;
+  e.str("dnngraph-fingerprint");
+  e.u32(kEncodingVersion);
+  e.boolean(opts.include_shapes);
+  e.boolean(opts.include_names);
+
+  e.tag('G', 'r');
+  if (opts.include_names) e.str(g.name());
+  e.enumeration(g.io_data_type());
+  e.enumeration(g.intermediate_data_type());
+  e.enumeration(g.compute_data_type());
+  e.boolean(g.dynamic_shape_enabled());
+
+  e.u64(ti.list.size());
+  for (const Tensor& t : ti.list) encode_tensor(e, *t, opts);
+
+  e.u64(g.nodes().size());
+  for (const Node& n : g.nodes()) {
+    e.tag('N', 'd');
+    if (opts.include_names) e.str(n.name);
+    e.enumeration(n.kind());
+    e.enumeration(n.compute_data_type);
+    encode_attrs(e, n.attrs);
+    encode_ports(e, n.inputs, ti);
+    encode_ports(e, n.outputs, ti);
+  }
+
+  const std::string& b = e.bytes();
+  XXH128_hash_t h = XXH3_128bits(b.data(), b.size());
+  return Fingerprint{h.high64, h.low64};
+}
+
+}  // namespace dnngraph::ir

@@ -1,0 +1,668 @@
+// JSON description of a graph (format: docs/json-format.md). This is the only file that
+// includes nlohmann/json, so the rest of the library and its users never see it.
+//
+// Writing is exact: every field of the graph, its tensors and its nodes is written, so that
+// from_json(to_json(g)) rebuilds an equal graph. Reading is strict about types, names and
+// references (a typo must not silently become a default) but lets hand-written files leave
+// fields out; they then take the defaults of the C++ structs.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "dnngraph/ir/serialize.hpp"
+#include "ir/serialize_index.hpp"
+
+namespace dnngraph::ir {
+namespace {
+
+// Ordered: objects keep the field order we write, and port order survives a round trip.
+using Json = nlohmann::ordered_json;
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+// ---------------------------------------------------------------------------- writing
+
+// JSON has no NaN or infinity: they are written as strings so every double round-trips.
+Json double_json(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+// Optional attributes are written only when set (absent = unset when reading).
+void put(Json& j, const char* key, const std::optional<double>& v) {
+  if (v) j[key] = double_json(*v);
+}
+void put(Json& j, const char* key, const std::optional<int64_t>& v) {
+  if (v) j[key] = *v;
+}
+Json dtype_json(DataType t) { return std::string(data_type_name(t)); }
+
+void write_conv(const ConvAttrs& a, Json& j) {
+  j["pre_padding"] = a.pre_padding;
+  j["post_padding"] = a.post_padding;
+  j["stride"] = a.stride;
+  j["dilation"] = a.dilation;
+  put(j, "group_count", a.group_count);
+  j["cross_correlation"] = a.cross_correlation;
+}
+
+void write_sdpa(const SdpaAttrs& a, Json& j) {
+  j["is_inference"] = a.is_inference;
+  put(j, "attn_scale", a.attn_scale);
+  j["causal"] = a.causal;
+  j["diagonal_alignment"] = std::string(diagonal_alignment_name(a.diagonal_alignment));
+  put(j, "left_bound", a.left_bound);
+  put(j, "right_bound", a.right_bound);
+  j["padding_mask"] = a.padding_mask;
+  put(j, "dropout_probability", a.dropout_probability);
+}
+
+Json attrs_json(const OpAttrs& attrs) {
+  Json j = Json::object();
+  std::visit(
+      Overloaded{
+          [&](const ConvAttrs& a) { write_conv(a, j); },
+          [&](const MatmulAttrs& a) { put(j, "padding_value", a.padding_value); },
+          [&](const PointwiseAttrs& a) {
+            j["mode"] = std::string(pointwise_mode_name(a.mode));
+            put(j, "relu_lower_clip", a.relu_lower_clip);
+            put(j, "relu_upper_clip", a.relu_upper_clip);
+            put(j, "relu_lower_clip_slope", a.relu_lower_clip_slope);
+            put(j, "elu_alpha", a.elu_alpha);
+            put(j, "softplus_beta", a.softplus_beta);
+            put(j, "swish_beta", a.swish_beta);
+            put(j, "axis", a.axis);
+          },
+          [&](const ReductionAttrs& a) { j["mode"] = std::string(reduction_mode_name(a.mode)); },
+          [&](const NormFwdAttrs& a) {
+            j["norm"] = std::string(norm_kind_name(a.kind));
+            j["phase"] = std::string(norm_phase_name(a.phase));
+          },
+          [&](const NormBwdAttrs& a) { j["norm"] = std::string(norm_kind_name(a.kind)); },
+          [&](const SoftmaxAttrs&) {},
+          [&](const SdpaAttrs& a) { write_sdpa(a, j); },
+      },
+      attrs);
+  return j;
+}
+
+Json tensor_json(const TensorAttrs& t) {
+  Json j = Json::object();
+  j["name"] = t.name;
+  j["uid"] = t.uid;
+  j["uid_assigned"] = t.uid_assigned;
+  j["dim"] = t.dim;
+  j["stride"] = t.stride;
+  j["data_type"] = dtype_json(t.data_type);
+  j["virtual"] = t.is_virtual;
+  j["output"] = t.is_output;
+  j["pass_by_value"] = t.is_pass_by_value;
+  if (t.value) {
+    Json v = Json::object();
+    v["data_type"] = dtype_json(t.value->type);
+    v["float"] = double_json(t.value->f);
+    v["int"] = t.value->i;
+    j["value"] = std::move(v);
+  } else {
+    j["value"] = nullptr;
+  }
+  return j;
+}
+
+Json ports_json(const std::vector<Port>& ports, const detail::TensorIndex& ti) {
+  Json j = Json::object();
+  for (const Port& p : ports) {
+    int64_t idx = ti.of(p.tensor);
+    j[p.role] = idx < 0 ? Json(nullptr) : Json(idx);
+  }
+  return j;
+}
+
+// Names may hold any bytes: invalid UTF-8 is replaced rather than thrown on.
+std::string scalar_text(const Json& v) {
+  return v.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// A container of scalars on one line, as people write it: [4, 128, 64] or {"A": 0, "B": 1}.
+std::string flat_line(const Json& v) {
+  std::string out = v.is_array() ? "[" : "{";
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (it != v.begin()) out += ", ";
+    if (v.is_object()) out += scalar_text(Json(it.key())) + ": ";
+    out += scalar_text(*it);
+  }
+  return out + (v.is_array() ? "]" : "}");
+}
+
+// Pretty printing with containers of scalars (dims, strides, ports) kept on one line when
+// short, which nlohmann's indented dump cannot do. Our documents are four levels deep at most.
+void pretty(const Json& v, int indent, int depth, std::string& out) {
+  if (!(v.is_array() || v.is_object()) || v.empty()) {
+    out += scalar_text(v);
+    return;
+  }
+  bool flat = true;
+  for (const Json& e : v) flat = flat && !e.is_array() && !e.is_object();
+  if (flat) {
+    std::string line = flat_line(v);
+    if (line.size() <= 80) {
+      out += line;
+      return;
+    }
+  }
+  const std::string pad(static_cast<size_t>(indent * (depth + 1)), ' ');
+  out += v.is_array() ? "[" : "{";
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    out += (it == v.begin() ? "\n" : ",\n") + pad;
+    if (v.is_object()) out += scalar_text(Json(it.key())) + ": ";
+    pretty(*it, indent, depth + 1, out);
+  }
+  out += "\n" + std::string(static_cast<size_t>(indent * depth), ' ');
+  out += v.is_array() ? "]" : "}";
+}
+
+// ---------------------------------------------------------------------------- reading
+
+const char* kind_of(const Json& v) {
+  if (v.is_number_float()) return "a non-integer number";
+  if (v.is_number_unsigned() &&
+      v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    return "an integer too large for 64 bits";
+  if (v.is_number()) return "an integer";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_null()) return "null";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+bool as_int64(const Json& v, int64_t& out) {
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+    out = static_cast<int64_t>(u);
+    return true;
+  }
+  if (v.is_number_integer()) {
+    out = v.get<int64_t>();
+    return true;
+  }
+  return false;
+}
+
+bool as_double(const Json& v, double& out) {
+  if (v.is_number()) {
+    out = v.get<double>();
+    return true;
+  }
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    if (s == "nan")
+      out = std::numeric_limits<double>::quiet_NaN();
+    else if (s == "inf")
+      out = std::numeric_limits<double>::infinity();
+    else if (s == "-inf")
+      out = -std::numeric_limits<double>::infinity();
+    else
+      return false;
+    return true;
+  }
+  return false;
+}
+
+// The fields of one JSON object, read with errors that say where: "tensor 2 'X': field 'dim':
+// expected an array of integers, found a string".
+class Fields {
+ public:
+  Fields(const Json& obj, std::string where) : obj_(&obj), where_(std::move(where)) {}
+
+  const std::string& where() const { return where_; }
+  const Json* get(const char* key) const {
+    auto it = obj_->find(key);
+    return it == obj_->end() ? nullptr : &*it;
+  }
+  bool has(const char* key) const { return get(key) != nullptr; }
+
+  Status only(std::initializer_list<std::string_view> allowed) const {
+    for (auto it = obj_->begin(); it != obj_->end(); ++it) {
+      bool ok = false;
+      for (std::string_view a : allowed) ok = ok || a == it.key();
+      if (!ok)
+        return make_error(ErrorCode::InvalidGraph, where_, ": unknown field '", it.key(), "'");
+    }
+    return Status::ok();
+  }
+  Status missing(const char* key) const {
+    return make_error(ErrorCode::InvalidGraph, where_, ": missing field '", key, "'");
+  }
+  Status wrong(const char* key, const char* expected, const Json& v) const {
+    return make_error(ErrorCode::InvalidGraph, where_, ": field '", key, "': expected ", expected,
+                      ", found ", kind_of(v));
+  }
+
+  Status int64(const char* key, int64_t& out) const {
+    const Json* v = get(key);
+    if (v && !as_int64(*v, out)) return wrong(key, "a 64-bit integer", *v);
+    return Status::ok();
+  }
+  Status boolean(const char* key, bool& out) const {
+    const Json* v = get(key);
+    if (!v) return Status::ok();
+    if (!v->is_boolean()) return wrong(key, "true or false", *v);
+    out = v->get<bool>();
+    return Status::ok();
+  }
+  Status string(const char* key, std::string& out) const {
+    const Json* v = get(key);
+    if (!v) return Status::ok();
+    if (!v->is_string()) return wrong(key, "a string", *v);
+    out = v->get<std::string>();
+    return Status::ok();
+  }
+  Status ints(const char* key, std::vector<int64_t>& out) const {
+    const Json* v = get(key);
+    if (!v) return Status::ok();
+    if (!v->is_array()) return wrong(key, "an array of integers", *v);
+    out.clear();
+    for (const Json& e : *v) {
+      int64_t x = 0;
+      if (!as_int64(e, x)) {
+        return make_error(ErrorCode::InvalidGraph, where_, ": field '", key, "' element ",
+                          out.size(), ": expected a 64-bit integer, found ", kind_of(e));
+      }
+      out.push_back(x);
+    }
+    return Status::ok();
+  }
+  Status real(const char* key, double& out) const {
+    const Json* v = get(key);
+    if (v && !as_double(*v, out)) return wrong(key, "a number (or \"nan\", \"inf\", \"-inf\")", *v);
+    return Status::ok();
+  }
+  Status opt_real(const char* key, std::optional<double>& out) const {
+    const Json* v = get(key);
+    if (!v || v->is_null()) return (out.reset(), Status::ok());
+    double d = 0;
+    if (!as_double(*v, d)) return wrong(key, "a number or null", *v);
+    out = d;
+    return Status::ok();
+  }
+  Status opt_int64(const char* key, std::optional<int64_t>& out) const {
+    const Json* v = get(key);
+    if (!v || v->is_null()) return (out.reset(), Status::ok());
+    int64_t x = 0;
+    if (!as_int64(*v, x)) return wrong(key, "a 64-bit integer or null", *v);
+    out = x;
+    return Status::ok();
+  }
+  // An enumeration written by name; `from_name` is e.g. data_type_from_name.
+  template <class E, class F>
+  Status name(const char* key, E& out, F from_name, const char* what) const {
+    const Json* v = get(key);
+    if (!v) return Status::ok();
+    if (!v->is_string()) return wrong(key, "a string", *v);
+    const auto& s = v->get_ref<const std::string&>();
+    auto e = from_name(s);
+    if (!e) {
+      return make_error(ErrorCode::InvalidGraph, where_, ": field '", key, "': unknown ", what,
+                        " '", s, "'");
+    }
+    out = *e;
+    return Status::ok();
+  }
+  Status dtype(const char* key, DataType& out) const {
+    return name(key, out, data_type_from_name, "data type");
+  }
+
+ private:
+  const Json* obj_;
+  std::string where_;
+};
+
+std::optional<NormKind> norm_kind_from_name(std::string_view s) {
+  for (NormKind k : {NormKind::LayerNorm, NormKind::RmsNorm, NormKind::BatchNorm})
+    if (norm_kind_name(k) == s) return k;
+  return std::nullopt;
+}
+
+Status read_conv(const Fields& f, ConvAttrs& a) {
+  DNNGRAPH_TRY(f.only(
+      {"pre_padding", "post_padding", "stride", "dilation", "group_count", "cross_correlation"}));
+  DNNGRAPH_TRY(f.ints("pre_padding", a.pre_padding));
+  DNNGRAPH_TRY(f.ints("post_padding", a.post_padding));
+  DNNGRAPH_TRY(f.ints("stride", a.stride));
+  DNNGRAPH_TRY(f.ints("dilation", a.dilation));
+  DNNGRAPH_TRY(f.opt_int64("group_count", a.group_count));
+  return f.boolean("cross_correlation", a.cross_correlation);
+}
+
+Status read_sdpa(const Fields& f, SdpaAttrs& a) {
+  DNNGRAPH_TRY(f.only({"is_inference", "attn_scale", "causal", "diagonal_alignment", "left_bound",
+                       "right_bound", "padding_mask", "dropout_probability"}));
+  DNNGRAPH_TRY(f.boolean("is_inference", a.is_inference));
+  DNNGRAPH_TRY(f.opt_real("attn_scale", a.attn_scale));
+  DNNGRAPH_TRY(f.boolean("causal", a.causal));
+  DNNGRAPH_TRY(f.name("diagonal_alignment", a.diagonal_alignment, diagonal_alignment_from_name,
+                      "diagonal alignment"));
+  DNNGRAPH_TRY(f.opt_int64("left_bound", a.left_bound));
+  DNNGRAPH_TRY(f.opt_int64("right_bound", a.right_bound));
+  DNNGRAPH_TRY(f.boolean("padding_mask", a.padding_mask));
+  return f.opt_real("dropout_probability", a.dropout_probability);
+}
+
+Status read_pointwise(const Fields& f, PointwiseAttrs& a) {
+  DNNGRAPH_TRY(f.only({"mode", "relu_lower_clip", "relu_upper_clip", "relu_lower_clip_slope",
+                       "elu_alpha", "softplus_beta", "swish_beta", "axis"}));
+  if (!f.has("mode")) return f.missing("mode");
+  DNNGRAPH_TRY(f.name("mode", a.mode, pointwise_mode_from_name, "pointwise mode"));
+  DNNGRAPH_TRY(f.opt_real("relu_lower_clip", a.relu_lower_clip));
+  DNNGRAPH_TRY(f.opt_real("relu_upper_clip", a.relu_upper_clip));
+  DNNGRAPH_TRY(f.opt_real("relu_lower_clip_slope", a.relu_lower_clip_slope));
+  DNNGRAPH_TRY(f.opt_real("elu_alpha", a.elu_alpha));
+  DNNGRAPH_TRY(f.opt_real("softplus_beta", a.softplus_beta));
+  DNNGRAPH_TRY(f.opt_real("swish_beta", a.swish_beta));
+  return f.opt_int64("axis", a.axis);
+}
+
+// Attributes of the family `kind`; `j` is the node's "attrs" object (or an empty one).
+Status read_attrs(OpKind kind, const Fields& f, OpAttrs& out) {
+  switch (kind) {
+    case OpKind::ConvFprop:
+      return read_conv(f, out.emplace<ConvFpropAttrs>());
+    case OpKind::ConvDgrad:
+      return read_conv(f, out.emplace<ConvDgradAttrs>());
+    case OpKind::ConvWgrad:
+      return read_conv(f, out.emplace<ConvWgradAttrs>());
+    case OpKind::Matmul: {
+      DNNGRAPH_TRY(f.only({"padding_value"}));
+      return f.opt_real("padding_value", out.emplace<MatmulAttrs>().padding_value);
+    }
+    case OpKind::Pointwise:
+      return read_pointwise(f, out.emplace<PointwiseAttrs>());
+    case OpKind::Reduction: {
+      DNNGRAPH_TRY(f.only({"mode"}));
+      if (!f.has("mode")) return f.missing("mode");
+      return f.name("mode", out.emplace<ReductionAttrs>().mode, reduction_mode_from_name,
+                    "reduction mode");
+    }
+    case OpKind::NormFwd: {
+      auto& a = out.emplace<NormFwdAttrs>();
+      DNNGRAPH_TRY(f.only({"norm", "phase"}));
+      DNNGRAPH_TRY(f.name("norm", a.kind, norm_kind_from_name, "norm"));
+      return f.name("phase", a.phase, norm_phase_from_name, "norm phase");
+    }
+    case OpKind::NormBwd: {
+      DNNGRAPH_TRY(f.only({"norm"}));
+      return f.name("norm", out.emplace<NormBwdAttrs>().kind, norm_kind_from_name, "norm");
+    }
+    case OpKind::Softmax:
+      out.emplace<SoftmaxAttrs>();
+      return f.only({});
+    case OpKind::SdpaFwd:
+      return read_sdpa(f, out.emplace<SdpaAttrs>());
+    case OpKind::SdpaBwd:
+      return read_sdpa(f, out.emplace<SdpaBwdAttrs>());
+  }
+  return make_error(ErrorCode::Internal, f.where(), ": unhandled op kind");
+}
+
+Status read_value(const Fields& t, std::optional<Scalar>& out) {
+  const Json* v = t.get("value");
+  if (!v || v->is_null()) return Status::ok();
+  if (!v->is_object()) return t.wrong("value", "an object or null", *v);
+  Fields f(*v, t.where() + " value");
+  DNNGRAPH_TRY(f.only({"data_type", "float", "int"}));
+  if (!f.has("data_type")) return f.missing("data_type");
+  Scalar s;
+  DNNGRAPH_TRY(f.dtype("data_type", s.type));
+  DNNGRAPH_TRY(f.real("float", s.f));
+  DNNGRAPH_TRY(f.int64("int", s.i));
+  out = s;
+  return Status::ok();
+}
+
+Status read_tensor(const Json& j, size_t idx, TensorAttrs& t) {
+  std::string where = "tensor " + std::to_string(idx);
+  if (!j.is_object()) {
+    return make_error(ErrorCode::InvalidGraph, where, ": expected an object, found ", kind_of(j));
+  }
+  Fields f(j, where);
+  DNNGRAPH_TRY(f.string("name", t.name));
+  if (!t.name.empty()) f = Fields(j, where + " '" + t.name + "'");
+  DNNGRAPH_TRY(f.only({"name", "uid", "uid_assigned", "dim", "stride", "data_type", "virtual",
+                       "output", "pass_by_value", "value"}));
+  DNNGRAPH_TRY(f.int64("uid", t.uid));
+  t.uid_assigned = f.has("uid");  // a hand-written uid is an assigned one, as set_uid() does
+  DNNGRAPH_TRY(f.boolean("uid_assigned", t.uid_assigned));
+  DNNGRAPH_TRY(f.ints("dim", t.dim));
+  DNNGRAPH_TRY(f.ints("stride", t.stride));
+  DNNGRAPH_TRY(f.dtype("data_type", t.data_type));
+  DNNGRAPH_TRY(f.boolean("virtual", t.is_virtual));
+  DNNGRAPH_TRY(f.boolean("output", t.is_output));
+  DNNGRAPH_TRY(read_value(f, t.value));
+  if (t.value) {
+    // Fields left out take what set_value() would give them.
+    t.is_pass_by_value = true;
+    if (!f.has("data_type")) t.data_type = t.value->type;
+    if (!f.has("dim")) t.dim = {1};
+    if (!f.has("stride")) t.stride = {1};
+  }
+  return f.boolean("pass_by_value", t.is_pass_by_value);
+}
+
+// Tensors are referenced by index into "tensors" (what the writer uses) or by unique name.
+class TensorRefs {
+ public:
+  explicit TensorRefs(const std::vector<Tensor>& list) : list_(list) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      auto [it, fresh] = by_name_.emplace(list[i]->name, static_cast<int64_t>(i));
+      if (!fresh) it->second = -1;  // ambiguous
+    }
+  }
+  Status resolve(const Json& v, const std::string& where, Tensor& out) const {
+    int64_t idx = 0;
+    if (v.is_null()) {
+      out = nullptr;
+      return Status::ok();
+    }
+    if (as_int64(v, idx)) {
+      if (idx < 0 || idx >= static_cast<int64_t>(list_.size())) {
+        return make_error(ErrorCode::InvalidGraph, where, ": refers to tensor ", idx,
+                          " but there are only ", list_.size(), " tensors");
+      }
+    } else if (v.is_string()) {
+      const auto& s = v.get_ref<const std::string&>();
+      auto it = by_name_.find(s);
+      if (it == by_name_.end())
+        return make_error(ErrorCode::InvalidGraph, where, ": refers to unknown tensor '", s, "'");
+      if (it->second < 0) {
+        return make_error(ErrorCode::InvalidGraph, where, ": tensor name '", s,
+                          "' is ambiguous (several tensors have it); refer to it by index");
+      }
+      idx = it->second;
+    } else {
+      return make_error(ErrorCode::InvalidGraph, where,
+                        ": expected a tensor index, a tensor name or null, found ", kind_of(v));
+    }
+    out = list_[static_cast<size_t>(idx)];
+    return Status::ok();
+  }
+
+ private:
+  const std::vector<Tensor>& list_;
+  std::unordered_map<std::string, int64_t> by_name_;
+};
+
+Status read_ports(const Fields& f, const char* key, const TensorRefs& refs,
+                  std::vector<Port>& out) {
+  const Json* v = f.get(key);
+  if (!v) return Status::ok();
+  if (!v->is_object()) return f.wrong(key, "an object of role: tensor", *v);
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    Port p{it.key(), nullptr};
+    DNNGRAPH_TRY(refs.resolve(*it, f.where() + ": " + key + " '" + it.key() + "'", p.tensor));
+    out.push_back(std::move(p));
+  }
+  return Status::ok();
+}
+
+Status read_node(const Json& j, size_t idx, const TensorRefs& refs, Node& n) {
+  std::string where = "node " + std::to_string(idx);
+  if (!j.is_object()) {
+    return make_error(ErrorCode::InvalidGraph, where, ": expected an object, found ", kind_of(j));
+  }
+  Fields f(j, where);
+  DNNGRAPH_TRY(f.string("name", n.name));
+  if (!n.name.empty()) f = Fields(j, where + " '" + n.name + "'");
+  DNNGRAPH_TRY(f.only({"name", "kind", "compute_data_type", "attrs", "inputs", "outputs"}));
+  const Json* kind_json = f.get("kind");
+  if (!kind_json) return f.missing("kind");
+  if (!kind_json->is_string()) return f.wrong("kind", "an op name", *kind_json);
+  const auto& kind_name = kind_json->get_ref<const std::string&>();
+  auto kind = op_kind_from_name(kind_name);
+  if (!kind)
+    return make_error(ErrorCode::InvalidGraph, f.where(), ": unknown op '", kind_name, "'");
+  if (!f.has("name")) n.name = kind_name + std::to_string(idx);
+  f = Fields(j, where + " '" + n.name + "' (" + kind_name + ")");
+  DNNGRAPH_TRY(f.dtype("compute_data_type", n.compute_data_type));
+
+  static const Json kEmpty = Json::object();
+  const Json* attrs = f.get("attrs");
+  if (attrs && !attrs->is_object()) return f.wrong("attrs", "an object", *attrs);
+  DNNGRAPH_TRY(read_attrs(*kind, Fields(attrs ? *attrs : kEmpty, f.where() + " attrs"), n.attrs));
+  DNNGRAPH_TRY(read_ports(f, "inputs", refs, n.inputs));
+  return read_ports(f, "outputs", refs, n.outputs);
+}
+
+Status load(std::string_view text, Graph& out) {
+  Json doc;
+  try {
+    doc = Json::parse(text.begin(), text.end());
+  } catch (const Json::exception& e) {
+    return make_error(ErrorCode::InvalidArgument, "not valid JSON: ", e.what());
+  }
+  if (!doc.is_object()) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "expected a JSON object with \"dnngraph_version\", found ", kind_of(doc));
+  }
+  Fields top(doc, "graph");
+  const Json* version = top.get("dnngraph_version");
+  if (!version) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "missing field 'dnngraph_version': not a dnngraph graph description");
+  }
+  int64_t v = 0;
+  if (!as_int64(*version, v)) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "field 'dnngraph_version': expected an integer, found ", kind_of(*version));
+  }
+  if (v != kJsonVersion) {
+    return make_error(ErrorCode::InvalidArgument, "unsupported dnngraph_version ", v,
+                      " (this build reads version ", kJsonVersion, ")");
+  }
+
+  Graph g;
+  DNNGRAPH_TRY(top.only({"dnngraph_version", "name", "io_data_type", "intermediate_data_type",
+                         "compute_data_type", "dynamic_shape", "tensors", "nodes"}));
+  std::string name;
+  DataType io = g.io_data_type(), inter = g.intermediate_data_type(), comp = g.compute_data_type();
+  bool dynamic = g.dynamic_shape_enabled();
+  DNNGRAPH_TRY(top.string("name", name));
+  DNNGRAPH_TRY(top.dtype("io_data_type", io));
+  DNNGRAPH_TRY(top.dtype("intermediate_data_type", inter));
+  DNNGRAPH_TRY(top.dtype("compute_data_type", comp));
+  DNNGRAPH_TRY(top.boolean("dynamic_shape", dynamic));
+  g.set_name(std::move(name))
+      .set_io_data_type(io)
+      .set_intermediate_data_type(inter)
+      .set_compute_data_type(comp)
+      .set_dynamic_shape_enabled(dynamic);
+
+  const Json* tensors = top.get("tensors");
+  if (!tensors) return top.missing("tensors");
+  if (!tensors->is_array()) return top.wrong("tensors", "an array", *tensors);
+  std::vector<Tensor> list;
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    TensorAttrs a;
+    DNNGRAPH_TRY(read_tensor((*tensors)[i], i, a));
+    Tensor t = g.tensor(a);
+    t->name = a.name;  // Graph::tensor() names unnamed tensors; keep the description exact
+    list.push_back(std::move(t));
+  }
+
+  const Json* nodes = top.get("nodes");
+  if (!nodes) return top.missing("nodes");
+  if (!nodes->is_array()) return top.wrong("nodes", "an array", *nodes);
+  TensorRefs refs(list);
+  for (size_t i = 0; i < nodes->size(); ++i) {
+    Node n;
+    DNNGRAPH_TRY(read_node((*nodes)[i], i, refs, n));
+    g.add_node(std::move(n));
+  }
+  out = std::move(g);
+  return Status::ok();
+}
+
+// Error messages must stay on one line (CLIs print them as is).
+Status one_line(Status s) {
+  if (s.is_ok() || s.message().find_first_of("\r\n") == std::string::npos) return s;
+  std::string m = s.message();
+  for (char& c : m)
+    if (c == '\n' || c == '\r') c = ' ';
+  return Status(s.code(), std::move(m));
+}
+
+}  // namespace
+
+std::string to_json(const Graph& g, int indent) {
+  const detail::TensorIndex ti = detail::index_tensors(g);
+  Json doc = Json::object();
+  doc["dnngraph_version"] = kJsonVersion;
+  doc["name"] = g.name();
+  doc["io_data_type"] = dtype_json(g.io_data_type());
+  doc["intermediate_data_type"] = dtype_json(g.intermediate_data_type());
+  doc["compute_data_type"] = dtype_json(g.compute_data_type());
+  doc["dynamic_shape"] = g.dynamic_shape_enabled();
+  Json tensors = Json::array();
+  for (const Tensor& t : ti.list) tensors.push_back(tensor_json(*t));
+  doc["tensors"] = std::move(tensors);
+  Json nodes = Json::array();
+  for (const Node& n : g.nodes()) {
+    Json j = Json::object();
+    j["name"] = n.name;
+    j["kind"] = std::string(op_kind_name(n.kind()));
+    j["compute_data_type"] = dtype_json(n.compute_data_type);
+    j["attrs"] = attrs_json(n.attrs);
+    j["inputs"] = ports_json(n.inputs, ti);
+    j["outputs"] = ports_json(n.outputs, ti);
+    nodes.push_back(std::move(j));
+  }
+  doc["nodes"] = std::move(nodes);
+  if (indent < 0) return scalar_text(doc);
+  std::string out;
+  pretty(doc, indent, 0, out);
+  return out;
+}
+
+Status from_json(std::string_view text, Graph& out) {
+  try {
+    return one_line(load(text, out));
+  } catch (const std::exception& e) {
+    return one_line(
+        make_error(ErrorCode::InvalidArgument, "cannot read the JSON description: ", e.what()));
+  } catch (...) {
+    return make_error(ErrorCode::Internal, "cannot read the JSON description: unknown error");
+  }
+}
+
+}  // namespace dnngraph::ir

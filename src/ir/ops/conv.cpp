@@ -1,0 +1,159 @@
+// Shape rules of convolution (fprop, dgrad, wgrad; 2-D and 3-D).
+//   X [N, C, spatial...], W [K, C/groups, filter...], Y [N, K, out...] with
+//   out = (in + pre + post - dilation*(filter-1) - 1) / stride + 1.
+// dgrad and wgrad cannot infer their output uniquely (the division by the stride loses
+// information), so the user sets DX / DW dims and we check them against the formula.
+#include "ir/ops/common.hpp"
+
+namespace dnngraph::ir {
+namespace {
+
+// Fills empty padding/stride/dilation with defaults and checks their sizes and values.
+Status normalize_attrs(const Node& n, ConvAttrs& a, size_t spatial) {
+  struct Field {
+    std::vector<int64_t>* v;
+    const char* name;
+    int64_t def;
+    int64_t min;
+  };
+  Field fields[] = {{&a.pre_padding, "pre_padding", 0, 0},
+                    {&a.post_padding, "post_padding", 0, 0},
+                    {&a.stride, "stride", 1, 1},
+                    {&a.dilation, "dilation", 1, 1}};
+  for (auto& f : fields) {
+    if (f.v->empty()) f.v->assign(spatial, f.def);
+    if (f.v->size() != spatial)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", f.name, " has ", f.v->size(),
+                        " values ", dims_str(*f.v), " but the convolution has ", spatial,
+                        " spatial dims");
+    for (int64_t x : *f.v)
+      if (x < f.min)
+        return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", f.name, " ", dims_str(*f.v),
+                          " has a value below ", f.min);
+  }
+  return Status::ok();
+}
+
+// Checks X (activation, role x_role) against W (filter, role w_role) and returns Y's dims.
+Result<std::vector<int64_t>> conv_output_dims(const Node& n, ConvAttrs& a, std::string_view x_role,
+                                              const Tensor& x, std::string_view w_role,
+                                              const Tensor& w) {
+  DNNGRAPH_TRY(check_rank(n, x_role, x, 4, 5));
+  if (w->dim.size() != x->dim.size())
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(w_role, w),
+                      " has rank ", w->dim.size(), " (dims ", dims_str(w->dim), ") but ",
+                      port_label(x_role, x), " has rank ", x->dim.size(), " (dims ",
+                      dims_str(x->dim), ")");
+  const size_t spatial = x->dim.size() - 2;
+  DNNGRAPH_TRY(normalize_attrs(n, a, spatial));
+
+  const int64_t c = x->dim[1], wc = w->dim[1], k = w->dim[0];
+  if (c % wc != 0)
+    return make_error(ErrorCode::InvalidGraph, op_label(n),
+                      ": channel mismatch: ", port_label(x_role, x), " has C=", c,
+                      " (dim 1) which is not a multiple of ", port_label(w_role, w),
+                      " C/groups=", wc, " (dim 1)");
+  const int64_t groups = c / wc;
+  if (k % groups != 0)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(w_role, w),
+                      " has K=", k, " (dim 0) which is not a multiple of the group count ", groups,
+                      " (C=", c, " of ", port_label(x_role, x), " / ", wc, ")");
+  if (a.group_count && *a.group_count != groups)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": group_count is ", *a.group_count,
+                      " but the shapes give ", groups, " (C=", c, " of ", port_label(x_role, x),
+                      " / C/groups=", wc, " of ", port_label(w_role, w), ")");
+
+  std::vector<int64_t> y = {x->dim[0], k};
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t in = x->dim[i + 2], f = w->dim[i + 2];
+    const int64_t span = in + a.pre_padding[i] + a.post_padding[i] - a.dilation[i] * (f - 1) - 1;
+    if (span < 0)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": spatial dim ", i, ": filter ",
+                        port_label(w_role, w), " size ", f, " (dilation ", a.dilation[i],
+                        ") is larger than ", port_label(x_role, x), " size ", in, " plus padding ",
+                        a.pre_padding[i], "+", a.post_padding[i]);
+    y.push_back(span / a.stride[i] + 1);
+  }
+  return y;
+}
+
+Status infer_fprop(Node& n, const InferContext& ctx) {
+  DNNGRAPH_TRY(check_roles(n, {"X", "W"}, {"Y"}));
+  auto x = required_input(n, "X");
+  auto w = required_input(n, "W");
+  auto y = required_output(n, "Y");
+  DNNGRAPH_TRY(x.status());
+  DNNGRAPH_TRY(w.status());
+  DNNGRAPH_TRY(y.status());
+  auto dims = conv_output_dims(n, n.as<ConvFpropAttrs>(), "X", *x, "W", *w);
+  DNNGRAPH_TRY(dims.status());
+  return infer_output(n, "Y", *y, *dims, *x, ctx, (*x)->data_type);
+}
+
+// dgrad/wgrad: the user-set output must exist and reproduce the given DY through the formula.
+Status check_dy(const Node& n, const Tensor& dy, const std::vector<int64_t>& expected,
+                std::string_view from) {
+  if (dy->dim == expected) return Status::ok();
+  return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label("DY", dy), " has dims ",
+                    dims_str(dy->dim), " but ", from, " give ", dims_str(expected),
+                    " through the convolution formula");
+}
+
+Status require_set_dims(const Node& n, std::string_view role, const Tensor& t, const char* hint) {
+  if (!t->dim.empty()) return Status::ok();
+  return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(role, t),
+                    " has no dims; set them (", hint,
+                    "): they cannot be inferred uniquely from DY");
+}
+
+Status infer_dgrad(Node& n, const InferContext& ctx) {
+  DNNGRAPH_TRY(check_roles(n, {"DY", "W"}, {"DX"}));
+  auto dy = required_input(n, "DY");
+  auto w = required_input(n, "W");
+  auto dx = required_output(n, "DX");
+  DNNGRAPH_TRY(dy.status());
+  DNNGRAPH_TRY(w.status());
+  DNNGRAPH_TRY(dx.status());
+  DNNGRAPH_TRY(require_set_dims(n, "DX", *dx, "the forward input's dims"));
+  DNNGRAPH_TRY(check_rank(n, "DY", *dy, 4, 5));
+  auto dims = conv_output_dims(n, n.as<ConvDgradAttrs>(), "DX", *dx, "W", *w);
+  DNNGRAPH_TRY(dims.status());
+  DNNGRAPH_TRY(
+      check_dy(n, *dy, *dims, detail::cat(port_label("DX", *dx), " and ", port_label("W", *w))));
+  return infer_output(n, "DX", *dx, (*dx)->dim, *dy, ctx, (*dy)->data_type);
+}
+
+Status infer_wgrad(Node& n, const InferContext& ctx) {
+  DNNGRAPH_TRY(check_roles(n, {"DY", "X"}, {"DW"}));
+  auto dy = required_input(n, "DY");
+  auto x = required_input(n, "X");
+  auto dw = required_output(n, "DW");
+  DNNGRAPH_TRY(dy.status());
+  DNNGRAPH_TRY(x.status());
+  DNNGRAPH_TRY(dw.status());
+  DNNGRAPH_TRY(require_set_dims(n, "DW", *dw, "the filter's dims"));
+  DNNGRAPH_TRY(check_rank(n, "DY", *dy, 4, 5));
+  auto dims = conv_output_dims(n, n.as<ConvWgradAttrs>(), "X", *x, "DW", *dw);
+  DNNGRAPH_TRY(dims.status());
+  DNNGRAPH_TRY(
+      check_dy(n, *dy, *dims, detail::cat(port_label("X", *x), " and ", port_label("DW", *dw))));
+  // The filter follows the activation layout (NHWC activations -> KRSC filter).
+  return infer_output(n, "DW", *dw, (*dw)->dim, *x, ctx, (*dy)->data_type);
+}
+
+}  // namespace
+
+Status infer_conv(Node& n, const InferContext& ctx) {
+  switch (n.kind()) {
+    case OpKind::ConvFprop:
+      return infer_fprop(n, ctx);
+    case OpKind::ConvDgrad:
+      return infer_dgrad(n, ctx);
+    case OpKind::ConvWgrad:
+      return infer_wgrad(n, ctx);
+    default:
+      return make_error(ErrorCode::Internal, op_label(n), ": not a convolution");
+  }
+}
+
+}  // namespace dnngraph::ir

@@ -1,0 +1,33 @@
+// Internal: one inference-and-check entry point per op family, called by Graph::validate() in
+// topological order. Each one reads the node's inputs (dims, strides and data types already
+// known), fills what is missing on its outputs (dims, strides, data types, defaulted
+// attributes) and checks what the user set. Messages name the op and the tensor by name.
+#pragma once
+
+#include "dnngraph/ir/ops.hpp"
+#include "dnngraph/status.hpp"
+#include "dnngraph/types.hpp"
+
+namespace dnngraph::ir {
+
+// The graph's context types, used to default missing data types.
+struct InferContext {
+  DataType io = DataType::NotSet;           // non-virtual tensors
+  DataType intermediate = DataType::Float;  // virtual tensors
+  DataType compute = DataType::Float;       // node compute type
+};
+
+Status infer_conv(Node& node, const InferContext& ctx);  // conv_fprop, conv_dgrad, conv_wgrad
+Status infer_matmul(Node& node, const InferContext& ctx);
+Status infer_pointwise(Node& node, const InferContext& ctx);
+Status infer_reduction(Node& node, const InferContext& ctx);
+Status infer_norm_forward(Node& node, const InferContext& ctx);
+Status infer_norm_backward(Node& node, const InferContext& ctx);
+Status infer_softmax(Node& node, const InferContext& ctx);
+Status infer_sdpa(Node& node, const InferContext& ctx);
+Status infer_sdpa_backward(Node& node, const InferContext& ctx);
+
+// Dispatches on node.kind().
+Status infer_node(Node& node, const InferContext& ctx);
+
+}  // namespace dnngraph::ir

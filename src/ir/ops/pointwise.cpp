@@ -1,0 +1,97 @@
+// Shape rules of pointwise ops: OUT_0 = f(IN_0[, IN_1[, IN_2]]). Inputs have the output's
+// rank and each dim equal to the output's or 1 (it broadcasts). A one-element tensor (e.g. a
+// pass-by-value scalar made with Graph::scalar, dims [1]) broadcasts whatever its rank.
+// BINARY_SELECT: OUT = IN_2 ? IN_0 : IN_1 (IN_2 is the mask).
+#include <cmath>
+
+#include "ir/ops/common.hpp"
+
+namespace dnngraph::ir {
+namespace {
+
+constexpr std::string_view kInRoles[] = {"IN_0", "IN_1", "IN_2"};
+
+bool is_scalar_like(const Tensor& t) { return t->volume() == 1; }
+
+Status check_attrs(const Node& n, const PointwiseAttrs& a) {
+  if (a.relu_lower_clip && a.relu_upper_clip && *a.relu_lower_clip > *a.relu_upper_clip)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": relu_lower_clip ",
+                      *a.relu_lower_clip, " is above relu_upper_clip ", *a.relu_upper_clip);
+  for (auto v : {a.relu_lower_clip, a.relu_upper_clip, a.relu_lower_clip_slope, a.elu_alpha,
+                 a.softplus_beta, a.swish_beta})
+    if (v && std::isnan(*v))
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": an attribute is NaN");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status infer_pointwise(Node& n, const InferContext& ctx) {
+  const auto& attrs = n.as<PointwiseAttrs>();
+  DNNGRAPH_TRY(check_roles(n, {"IN_0", "IN_1", "IN_2"}, {"OUT_0"}));
+  DNNGRAPH_TRY(check_attrs(n, attrs));
+  const int arity = pointwise_arity(attrs.mode);
+  std::vector<Tensor> in;
+  for (int i = 0; i < 3; ++i) {
+    Tensor t = n.input(kInRoles[i]);
+    if (i < arity && !t)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": mode ",
+                        pointwise_mode_name(attrs.mode), " takes ", arity, " inputs but input ",
+                        kInRoles[i], " is missing");
+    if (i >= arity && t)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": mode ",
+                        pointwise_mode_name(attrs.mode), " takes ", arity,
+                        " input(s) but got an extra ", port_label(kInRoles[i], t));
+    if (t) in.push_back(t);
+  }
+  DNNGRAPH_PORT(out, required_output(n, "OUT_0"));
+
+  // The broadcast shape of the inputs. Scalar-like inputs only join when ranks agree, so a
+  // [1] scalar against a rank-4 tensor leaves the rank at 4.
+  size_t main = 0;  // the input whose layout the output follows
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!is_scalar_like(in[i]) &&
+        (is_scalar_like(in[main]) || in[i]->dim.size() > in[main]->dim.size()))
+      main = i;
+  std::vector<int64_t> dims = in[main]->dim;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor& t = in[i];
+    if (t->dim.size() != dims.size()) {
+      if (is_scalar_like(t)) continue;
+      return make_error(ErrorCode::InvalidGraph, op_label(n),
+                        ": rank mismatch: ", port_label(kInRoles[main], in[main]), " has dims ",
+                        dims_str(in[main]->dim), " but ", port_label(kInRoles[i], t), " has dims ",
+                        dims_str(t->dim), " (ranks must match)");
+    }
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (t->dim[d] == dims[d] || t->dim[d] == 1) continue;
+      if (dims[d] == 1) {
+        dims[d] = t->dim[d];
+        continue;
+      }
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": cannot broadcast ",
+                        port_label(kInRoles[i], t), " dims ", dims_str(t->dim),
+                        " with the other inputs' ", dims_str(dims), ": dim ", d, " is ", t->dim[d],
+                        " vs ", dims[d]);
+    }
+  }
+
+  // A user-set output may be larger than the inputs, but only where they broadcast.
+  if (!out->dim.empty()) {
+    if (out->dim.size() != dims.size() || !broadcastable(dims, out->dim))
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label("OUT_0", out),
+                        " was set to dims ", dims_str(out->dim), " but the inputs broadcast to ",
+                        dims_str(dims));
+    dims = out->dim;
+  }
+  // Follow the layout of an input that has the output's full shape (else the main one).
+  Tensor layout = in[main];
+  for (const Tensor& t : in)
+    if (t->dim == dims) {
+      layout = t;
+      break;
+    }
+  return infer_output(n, "OUT_0", out, dims, layout, ctx, in[main]->data_type);
+}
+
+}  // namespace dnngraph::ir

@@ -1,0 +1,178 @@
+// Shape rules of scaled dot-product attention (forward and backward).
+//   Q [b, hq, sq, d], K [b, hk, skv, d], V [b, hv, skv, dv]; hq a multiple of hk and hv
+//   (grouped-query / multi-query attention). O [b, hq, sq, dv] follows Q's layout;
+//   STATS [b, hq, sq, 1] FLOAT (log-sum-exp) in training.
+// Optional inputs: ATTN_SCALE (one element), BIAS (broadcastable to [b, hq, sq, skv]),
+// SEQ_LEN_Q / SEQ_LEN_KV ([b,1,1,1] integers, iff padding_mask), SEED / OFFSET (dropout).
+#include <cmath>
+
+#include "ir/ops/common.hpp"
+
+namespace dnngraph::ir {
+namespace {
+
+struct SdpaDims {
+  int64_t b, hq, sq, d, skv, dv;
+};
+
+Result<SdpaDims> check_qkv(const Node& n, const Tensor& q, const Tensor& k, const Tensor& v) {
+  DNNGRAPH_TRY(check_rank(n, "Q", q, 4, 4));
+  DNNGRAPH_TRY(check_rank(n, "K", k, 4, 4));
+  DNNGRAPH_TRY(check_rank(n, "V", v, 4, 4));
+  SdpaDims s{q->dim[0], q->dim[1], q->dim[2], q->dim[3], k->dim[2], v->dim[3]};
+  for (auto [role, t] : {std::pair<const char*, const Tensor&>{"K", k}, {"V", v}}) {
+    if (t->dim[0] != s.b)
+      return make_error(ErrorCode::InvalidGraph, op_label(n),
+                        ": batch differs: ", port_label("Q", q), " has b=", s.b, " but ",
+                        port_label(role, t), " has b=", t->dim[0], " (dim 0)");
+    if (s.hq % t->dim[1] != 0)
+      return make_error(ErrorCode::InvalidGraph, op_label(n),
+                        ": head count mismatch: ", port_label("Q", q), " has ", s.hq,
+                        " heads which is not a multiple of ", port_label(role, t), "'s ", t->dim[1],
+                        " heads (dim 1)");
+  }
+  if (k->dim[3] != s.d)
+    return make_error(ErrorCode::InvalidGraph, op_label(n),
+                      ": head dim differs: ", port_label("Q", q), " has d=", s.d, " but ",
+                      port_label("K", k), " has d=", k->dim[3], " (dim 3)");
+  if (v->dim[2] != s.skv)
+    return make_error(ErrorCode::InvalidGraph, op_label(n),
+                      ": key/value length differs: ", port_label("K", k), " has s_kv=", s.skv,
+                      " but ", port_label("V", v), " has ", v->dim[2], " (dim 2)");
+  return s;
+}
+
+Status check_integer_scalar(const Node& n, std::string_view role, const Tensor& t) {
+  DNNGRAPH_TRY(check_scalar(n, role, t, false));
+  if (!is_integral(t->data_type))
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
+                      " must be an integer (INT32/INT64) but is ", data_type_name(t->data_type));
+  return Status::ok();
+}
+
+// Attributes and optional inputs shared by forward and backward.
+Status check_options(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
+  if (Tensor scale = n.input("ATTN_SCALE"))
+    DNNGRAPH_TRY(check_scalar(n, "ATTN_SCALE", scale, false));
+  if (a.attn_scale && !std::isfinite(*a.attn_scale))
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": attn_scale ", *a.attn_scale,
+                      " is not finite");
+  if (Tensor bias = n.input("BIAS")) {
+    DNNGRAPH_TRY(check_rank(n, "BIAS", bias, 4, 4));
+    DNNGRAPH_TRY(expect_broadcastable(n, "BIAS", bias, {s.b, s.hq, s.sq, s.skv},
+                                      "the score matrix [b, h_q, s_q, s_kv]"));
+  }
+
+  Tensor slq = n.input("SEQ_LEN_Q"), slkv = n.input("SEQ_LEN_KV");
+  if (a.padding_mask) {
+    for (auto [role, t] :
+         {std::pair<const char*, const Tensor&>{"SEQ_LEN_Q", slq}, {"SEQ_LEN_KV", slkv}}) {
+      if (!t)
+        return make_error(ErrorCode::InvalidGraph, op_label(n), ": padding_mask needs input ",
+                          role);
+      DNNGRAPH_TRY(expect_dims(n, role, t, {s.b, 1, 1, 1}, "one length per batch item"));
+      if (!is_integral(t->data_type))
+        return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
+                          " must be an integer (INT32) but is ", data_type_name(t->data_type));
+    }
+  } else if (slq || slkv) {
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
+                      slq ? port_label("SEQ_LEN_Q", slq) : port_label("SEQ_LEN_KV", slkv),
+                      " is given but padding_mask is off");
+  }
+
+  Tensor seed = n.input("SEED"), offset = n.input("OFFSET");
+  if (a.dropout_probability) {
+    const double p = *a.dropout_probability;
+    if (!(p >= 0.0 && p < 1.0))
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": dropout_probability ", p,
+                        " is outside [0, 1)");
+    if (p > 0.0) {
+      if (!seed || !offset)
+        return make_error(ErrorCode::InvalidGraph, op_label(n), ": dropout needs inputs SEED and ",
+                          "OFFSET; missing ", seed ? "OFFSET" : "SEED");
+    }
+  }
+  if (seed) DNNGRAPH_TRY(check_integer_scalar(n, "SEED", seed));
+  if (offset) DNNGRAPH_TRY(check_integer_scalar(n, "OFFSET", offset));
+
+  if (a.left_bound && *a.left_bound < 0)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": left_bound ", *a.left_bound,
+                      " is negative");
+  if (a.right_bound && *a.right_bound < 0)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": right_bound ", *a.right_bound,
+                      " is negative");
+  if (a.causal && a.right_bound && *a.right_bound != 0)
+    return make_error(ErrorCode::InvalidGraph, op_label(n),
+                      ": causal masking means right_bound 0"
+                      " but right_bound is ",
+                      *a.right_bound);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status infer_sdpa(Node& n, const InferContext& ctx) {
+  const auto& a = n.as<SdpaAttrs>();
+  DNNGRAPH_TRY(check_roles(
+      n, {"Q", "K", "V", "ATTN_SCALE", "BIAS", "SEQ_LEN_Q", "SEQ_LEN_KV", "SEED", "OFFSET"},
+      {"O", "STATS"}));
+  DNNGRAPH_PORT(q, required_input(n, "Q"));
+  DNNGRAPH_PORT(k, required_input(n, "K"));
+  DNNGRAPH_PORT(v, required_input(n, "V"));
+  DNNGRAPH_PORT(o, required_output(n, "O"));
+  auto s = check_qkv(n, q, k, v);
+  DNNGRAPH_TRY(s.status());
+  DNNGRAPH_TRY(check_options(n, a, *s));
+  DNNGRAPH_TRY(infer_output(n, "O", o, {s->b, s->hq, s->sq, s->dv}, q, ctx, q->data_type));
+  Tensor stats = n.output("STATS");
+  if (a.is_inference && stats)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label("STATS", stats),
+                      " is given but is_inference is set");
+  if (!a.is_inference) {
+    if (!stats)
+      return make_error(ErrorCode::InvalidGraph, op_label(n),
+                        ": training (is_inference false) needs output STATS");
+    DNNGRAPH_TRY(infer_output(n, "STATS", stats, {s->b, s->hq, s->sq, 1}, q, ctx, DataType::Float,
+                              DataType::Float));
+  }
+  return Status::ok();
+}
+
+Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
+  const auto& a = n.as<SdpaBwdAttrs>();
+  DNNGRAPH_TRY(check_roles(n,
+                           {"Q", "K", "V", "O", "DO", "STATS", "ATTN_SCALE", "BIAS", "SEQ_LEN_Q",
+                            "SEQ_LEN_KV", "SEED", "OFFSET"},
+                           {"DQ", "DK", "DV", "DBIAS"}));
+  DNNGRAPH_PORT(q, required_input(n, "Q"));
+  DNNGRAPH_PORT(k, required_input(n, "K"));
+  DNNGRAPH_PORT(v, required_input(n, "V"));
+  DNNGRAPH_PORT(o, required_input(n, "O"));
+  DNNGRAPH_PORT(d_o, required_input(n, "DO"));
+  DNNGRAPH_PORT(stats, required_input(n, "STATS"));
+  DNNGRAPH_PORT(dq, required_output(n, "DQ"));
+  DNNGRAPH_PORT(dk, required_output(n, "DK"));
+  DNNGRAPH_PORT(dv, required_output(n, "DV"));
+  auto s = check_qkv(n, q, k, v);
+  DNNGRAPH_TRY(s.status());
+  DNNGRAPH_TRY(check_options(n, a, *s));
+  const std::vector<int64_t> o_dims = {s->b, s->hq, s->sq, s->dv};
+  DNNGRAPH_TRY(expect_dims(n, "O", o, o_dims, "[b, h_q, s_q, d_v] from Q and V"));
+  DNNGRAPH_TRY(expect_dims(n, "DO", d_o, o_dims, "the gradient has O's dims"));
+  DNNGRAPH_TRY(expect_dims(n, "STATS", stats, {s->b, s->hq, s->sq, 1}, "[b, h_q, s_q, 1] from Q"));
+
+  DNNGRAPH_TRY(infer_output(n, "DQ", dq, q->dim, q, ctx, q->data_type));
+  DNNGRAPH_TRY(infer_output(n, "DK", dk, k->dim, k, ctx, k->data_type));
+  DNNGRAPH_TRY(infer_output(n, "DV", dv, v->dim, v, ctx, v->data_type));
+  Tensor bias = n.input("BIAS");
+  if (Tensor dbias = n.output("DBIAS")) {
+    if (!bias)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
+                        port_label("DBIAS", dbias), " needs input BIAS");
+    DNNGRAPH_TRY(infer_output(n, "DBIAS", dbias, bias->dim, bias, ctx, bias->data_type));
+  }
+  return Status::ok();
+}
+
+}  // namespace dnngraph::ir

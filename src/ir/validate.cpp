@@ -1,0 +1,264 @@
+// Graph::validate(): graph-level wiring checks, topological sort, per-node inference (in
+// src/ir/ops/*.cpp) and uid assignment. Failure leaves the graph as it was before the call,
+// so fixing the reported problem and validating again starts from what the user wrote.
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "dnngraph/ir/graph.hpp"
+#include "ir/ops/common.hpp"
+#include "ir/ops/op_family.hpp"
+
+namespace dnngraph::ir {
+
+Status infer_node(Node& n, const InferContext& ctx) {
+  switch (n.kind()) {
+    case OpKind::ConvFprop:
+    case OpKind::ConvDgrad:
+    case OpKind::ConvWgrad:
+      return infer_conv(n, ctx);
+    case OpKind::Matmul:
+      return infer_matmul(n, ctx);
+    case OpKind::Pointwise:
+      return infer_pointwise(n, ctx);
+    case OpKind::Reduction:
+      return infer_reduction(n, ctx);
+    case OpKind::NormFwd:
+      return infer_norm_forward(n, ctx);
+    case OpKind::NormBwd:
+      return infer_norm_backward(n, ctx);
+    case OpKind::Softmax:
+      return infer_softmax(n, ctx);
+    case OpKind::SdpaFwd:
+      return infer_sdpa(n, ctx);
+    case OpKind::SdpaBwd:
+      return infer_sdpa_backward(n, ctx);
+  }
+  return make_error(ErrorCode::Internal, op_label(n), ": unknown op kind");
+}
+
+namespace {
+
+using TensorKey = const TensorAttrs*;
+
+struct Wiring {
+  std::unordered_map<TensorKey, size_t> producer;  // tensor -> index of the node writing it
+  // tensor -> first (node index, role) reading it, to name an op in messages
+  std::unordered_map<TensorKey, std::pair<size_t, std::string>> first_use;
+};
+
+std::string use_of(const std::vector<Node>& nodes, const Wiring& w, const Tensor& t) {
+  auto it = w.first_use.find(t.get());
+  if (it == w.first_use.end()) return "";
+  return detail::cat(" (input ", it->second.second, " of ", op_label(nodes[it->second.first]), ")");
+}
+
+Status check_wiring(const std::vector<Tensor>& tensors, const std::vector<Node>& nodes, Wiring& w) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    for (const auto* ports : {&n.inputs, &n.outputs})
+      for (const Port& p : *ports)
+        if (!p.tensor)
+          return make_error(ErrorCode::InvalidGraph, op_label(n), ": port ", p.role,
+                            " has no tensor");
+    for (const Port& p : n.outputs) {
+      auto [it, fresh] = w.producer.emplace(p.tensor.get(), i);
+      if (!fresh)
+        return make_error(ErrorCode::InvalidGraph, "tensor '", p.tensor->name,
+                          "' is produced twice: by ", op_label(nodes[it->second]), " and by ",
+                          op_label(n), " (output ", p.role, ")");
+      if (p.tensor->is_pass_by_value)
+        return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
+                          port_label(p.role, p.tensor),
+                          " is pass-by-value; only graph inputs can be host scalars");
+    }
+    for (const Port& p : n.inputs) w.first_use.emplace(p.tensor.get(), std::make_pair(i, p.role));
+  }
+  for (const Tensor& t : tensors) {
+    if (!t->is_pass_by_value) continue;
+    if (t->is_virtual)
+      return make_error(ErrorCode::InvalidGraph, "pass-by-value tensor '", t->name, "'",
+                        use_of(nodes, w, t), " must be non-virtual");
+    if (t->dim.empty()) t->dim = {1};
+    if (t->volume() != 1)
+      return make_error(ErrorCode::InvalidGraph, "pass-by-value tensor '", t->name, "'",
+                        use_of(nodes, w, t), " must hold one element but has dims ",
+                        dims_str(t->dim));
+    if (t->data_type == DataType::NotSet && t->value) t->data_type = t->value->type;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const Port& p : nodes[i].inputs)
+      if (p.tensor->is_virtual && !w.producer.count(p.tensor.get()))
+        return make_error(ErrorCode::InvalidGraph, op_label(nodes[i]), ": input ",
+                          port_label(p.role, p.tensor),
+                          " is virtual but no op produces it (a graph input must be non-virtual)");
+  for (const Tensor& t : tensors) {
+    if (w.producer.count(t.get()) || w.first_use.count(t.get())) continue;
+    if (t->is_virtual)
+      return make_error(ErrorCode::InvalidGraph, "virtual tensor '", t->name,
+                        "' is not produced by any op (and no op reads it)");
+    if (t->is_output)
+      return make_error(ErrorCode::InvalidGraph, "output never produced: tensor '", t->name,
+                        "' is marked as an output but no op produces it");
+    // A non-virtual tensor nobody reads or writes would still be demanded at execute time.
+    return make_error(ErrorCode::InvalidGraph, "tensor '", t->name,
+                      "' is neither produced nor read by any op; remove it or wire it");
+  }
+  return Status::ok();
+}
+
+// Kahn's algorithm, always taking the lowest insertion index that is ready, so that
+// independent nodes keep the order the user added them in.
+Status topo_sort(std::vector<Node>& nodes, const Wiring& w) {
+  const size_t count = nodes.size();
+  std::vector<std::vector<size_t>> consumers(count);
+  std::vector<size_t> indeg(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    std::unordered_set<size_t> deps;
+    for (const Port& p : nodes[i].inputs)
+      if (auto it = w.producer.find(p.tensor.get()); it != w.producer.end())
+        deps.insert(it->second);
+    indeg[i] = deps.size();
+    for (size_t d : deps) consumers[d].push_back(i);
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < count; ++i)
+    if (indeg[i] == 0) ready.push(i);
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (size_t c : consumers[i])
+      if (--indeg[c] == 0) ready.push(c);
+  }
+  if (order.size() != count) {
+    // Every node left has an unprocessed producer: walk producers until one repeats.
+    std::vector<size_t> path;
+    std::vector<std::string> via;  // via[k]: tensor from path[k+1] to path[k]
+    std::unordered_map<size_t, size_t> pos;
+    size_t cur = 0;
+    while (indeg[cur] == 0) ++cur;
+    while (!pos.count(cur)) {
+      pos[cur] = path.size();
+      path.push_back(cur);
+      for (const Port& p : nodes[cur].inputs) {
+        auto it = w.producer.find(p.tensor.get());
+        if (it != w.producer.end() && indeg[it->second] != 0) {
+          via.push_back(p.tensor->name);
+          cur = it->second;
+          break;
+        }
+      }
+    }
+    // path[pos[cur]] .. path.back() is the cycle walked against the data flow; via[k] leads
+    // from path[k+1] (path.back()'s producer is cur) to path[k]. Print it along the flow.
+    std::string msg = op_label(nodes[cur]);
+    for (size_t k = path.size(); k-- > pos[cur];)
+      msg += detail::cat(" --'", via[k], "'--> ", op_label(nodes[path[k]]));
+    return make_error(ErrorCode::InvalidGraph, "the graph has a cycle: ", msg);
+  }
+  std::vector<Node> sorted;
+  sorted.reserve(count);
+  for (size_t i : order) sorted.push_back(std::move(nodes[i]));
+  nodes = std::move(sorted);
+  return Status::ok();
+}
+
+// Dims >= 1, strides matching the rank and >= 1, a data type.
+Status check_layout(const Tensor& t, const std::string& where) {
+  if (t->dim.empty())
+    return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where,
+                      " has no dims; set them");
+  for (size_t d = 0; d < t->dim.size(); ++d)
+    if (t->dim[d] < 1)
+      return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where, " has dims ",
+                        dims_str(t->dim), ": dim ", d, " is ", t->dim[d], " but must be >= 1");
+  if (t->stride.size() != t->dim.size())
+    return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where, " has ",
+                      t->stride.size(), " strides ", dims_str(t->stride), " for ", t->dim.size(),
+                      " dims ", dims_str(t->dim));
+  for (size_t d = 0; d < t->stride.size(); ++d)
+    if (t->stride[d] < 1)
+      return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where, " has strides ",
+                        dims_str(t->stride), ": stride ", d, " is ", t->stride[d],
+                        " but must be >= 1");
+  if (t->data_type == DataType::NotSet)
+    return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where,
+                      " has no data type; set it or the graph's io data type");
+  return Status::ok();
+}
+
+Status assign_uids(const std::vector<Tensor>& tensors) {
+  std::unordered_map<int64_t, const Tensor*> seen;
+  int64_t max_uid = 0;
+  for (const Tensor& t : tensors) {
+    if (!t->uid_assigned) continue;
+    auto [it, fresh] = seen.emplace(t->uid, &t);
+    if (!fresh)
+      return make_error(ErrorCode::InvalidGraph, "duplicate uid ", t->uid, ": tensors '",
+                        (*it->second)->name, "' and '", t->name, "' both have it");
+    max_uid = std::max(max_uid, t->uid);
+  }
+  int64_t next = max_uid + 1;
+  for (const Tensor& t : tensors)
+    if (!t->uid_assigned) t->set_uid(next++);
+  return Status::ok();
+}
+
+Status validate_graph(std::vector<Tensor>& tensors, std::vector<Node>& nodes,
+                      const InferContext& ctx) {
+  Wiring w;
+  DNNGRAPH_TRY(check_wiring(tensors, nodes, w));
+  DNNGRAPH_TRY(topo_sort(nodes, w));
+
+  // Graph inputs: what the user wrote, completed with packed row-major strides and the io
+  // data type.
+  for (const Tensor& t : tensors) {
+    if (w.producer.count(t.get())) continue;
+    if (t->stride.empty()) t->stride = packed_strides(t->dim);
+    if (t->data_type == DataType::NotSet) t->data_type = ctx.io;
+    DNNGRAPH_TRY(check_layout(t, use_of(nodes, w, t)));
+  }
+
+  for (Node& n : nodes) {
+    if (n.compute_data_type == DataType::NotSet) n.compute_data_type = ctx.compute;
+    DNNGRAPH_TRY(infer_node(n, ctx));
+    for (const Port& p : n.outputs)
+      DNNGRAPH_TRY(
+          check_layout(p.tensor, detail::cat(" (output ", p.role, " of ", op_label(n), ")")));
+  }
+  return assign_uids(tensors);
+}
+
+}  // namespace
+
+Status Graph::validate() {
+  // Tensors bound through mutable_nodes() may be missing from tensors_.
+  std::unordered_set<TensorKey> known;
+  for (const Tensor& t : tensors_) known.insert(t.get());
+  for (const Node& n : nodes_)
+    for (const auto* ports : {&n.inputs, &n.outputs})
+      for (const Port& p : *ports)
+        if (p.tensor && known.insert(p.tensor.get()).second) tensors_.push_back(p.tensor);
+
+  std::vector<TensorAttrs> saved;
+  saved.reserve(tensors_.size());
+  for (const Tensor& t : tensors_) saved.push_back(*t);
+  std::vector<Node> saved_nodes = nodes_;
+
+  InferContext ctx{io_, intermediate_, compute_ == DataType::NotSet ? DataType::Float : compute_};
+  if (ctx.intermediate == DataType::NotSet) ctx.intermediate = DataType::Float;
+  Status s = validate_graph(tensors_, nodes_, ctx);
+  if (!s.is_ok()) {
+    for (size_t i = 0; i < tensors_.size(); ++i) *tensors_[i] = saved[i];
+    nodes_ = std::move(saved_nodes);
+    validated_ = false;
+    return s;
+  }
+  validated_ = true;
+  return s;
+}
+
+}  // namespace dnngraph::ir

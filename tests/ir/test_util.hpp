@@ -1,0 +1,33 @@
+// Helpers shared by the IR tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "dnngraph/ir/graph.hpp"
+
+namespace dnngraph::ir::testing {
+
+inline Tensor make_input(Graph& g, const std::string& name, std::vector<int64_t> dims,
+                         DataType t = DataType::Half, std::vector<int64_t> strides = {}) {
+  TensorAttrs a;
+  a.set_name(name).set_dim(std::move(dims)).set_data_type(t);
+  if (!strides.empty()) a.set_stride(std::move(strides));
+  return g.tensor(a);
+}
+
+// Validation must fail with InvalidGraph and a message naming every string in `parts`.
+inline void expect_invalid(Graph& g, const std::vector<std::string>& parts,
+                           ErrorCode code = ErrorCode::InvalidGraph) {
+  Status s = g.validate();
+  ASSERT_FALSE(s.is_ok()) << "validate() unexpectedly succeeded\n" << g.to_table();
+  EXPECT_EQ(s.code(), code) << s.to_string();
+  for (const auto& p : parts)
+    EXPECT_NE(s.message().find(p), std::string::npos)
+        << "message lacks \"" << p << "\": " << s.message();
+  EXPECT_FALSE(g.is_validated());
+}
+
+}  // namespace dnngraph::ir::testing
