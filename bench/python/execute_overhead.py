@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import timeit
 
 import numpy as np
@@ -30,9 +31,9 @@ def tiny_graph():
     return g, A, B, Y
 
 
-def per_call_us(fn, number):
+def per_call_us(fn, number, timer):
     # Best of several repeats: the least disturbed by other processes on the machine.
-    return min(timeit.repeat(fn, number=number, repeat=7)) / number * 1e6
+    return min(timeit.repeat(fn, number=number, repeat=7, timer=timer)) / number * 1e6
 
 
 def cpp_numbers(binary):
@@ -43,7 +44,7 @@ def cpp_numbers(binary):
     for b in json.loads(out)["benchmarks"]:
         if b.get("aggregate_name") == "median":
             scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b["time_unit"]]
-            res[b["run_name"]] = b["real_time"] * scale
+            res[b["run_name"]] = (b["real_time"] * scale, b["cpu_time"] * scale)
     return res
 
 
@@ -65,33 +66,34 @@ def main():
     g.execute(by_tensor, ws)
     assert np.allclose(y, 0.5)
 
-    py = {
-        "tensor keys": per_call_us(lambda: g.execute(by_tensor, ws), args.number),
-        "uid keys": per_call_us(lambda: g.execute(by_uid, ws), args.number),
-    }
+    # Wall time and this thread's CPU time (the latter is less sensitive to a loaded machine).
+    timers = {"wall": time.perf_counter, "cpu": time.thread_time}
+    cases = {"tensor keys": by_tensor, "uid keys": by_uid}
     try:
         import torch
 
         ta, tb, ty = torch.ones(1, 16), torch.full((1, 16), -0.5), torch.zeros(1, 16)
-        tws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8)
-        tpack = {A: ta, B: tb, Y: ty}
-        py["torch cpu tensors"] = per_call_us(lambda: g.execute(tpack, tws), args.number)
+        cases["torch cpu tensors"] = {A: ta, B: tb, Y: ty}
     except ImportError:
         pass
+    py = {k: tuple(per_call_us(lambda p=p: g.execute(p, ws), args.number, t)
+                   for t in timers.values()) for k, p in cases.items()}
 
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, dnngraph "
           f"{dnngraph.__version__}")
-    for k, v in py.items():
-        print(f"  python execute ({k:<17s}): {v:7.3f} us/call")
+    for k, (wall, cpu) in py.items():
+        print(f"  python execute ({k:<17s}): {wall:7.3f} us/call wall, {cpu:7.3f} us/call cpu")
     if not os.path.exists(args.cpp):
         print(f"  (C++ benchmark {args.cpp} not built: build target bench_execute)")
         return
     cpp = cpp_numbers(args.cpp)
-    for k, v in cpp.items():
-        print(f"  C++ {k:<29s}: {v:7.3f} us/call")
-    base = cpp.get("BM_ExecuteFreshPack", cpp.get("BM_ExecutePrebuiltPack"))
-    for k, v in py.items():
-        print(f"  binding overhead ({k}): {v - base:+.3f} us/call over BM_ExecuteFreshPack")
+    for k, (wall, cpu) in cpp.items():
+        print(f"  C++ {k:<29s}: {wall:7.3f} us/call wall, {cpu:7.3f} us/call cpu")
+    for base_name in ("BM_ExecutePrebuiltPack", "BM_ExecuteFreshPack"):
+        bw, bc = cpp[base_name]
+        for k, (wall, cpu) in py.items():
+            print(f"  overhead of python ({k}) over {base_name}: {wall - bw:+.3f} us wall, "
+                  f"{cpu - bc:+.3f} us cpu")
 
 
 if __name__ == "__main__":

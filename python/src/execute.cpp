@@ -58,6 +58,13 @@ std::string describe_key(const ir::TensorAttrs* t, int64_t uid) {
   return "uid " + std::to_string(uid);
 }
 
+// Names a pack entry in error messages; the text is only built when an error is raised.
+struct Who {
+  const ir::TensorAttrs* t = nullptr;  // null: the workspace
+  int64_t uid = 0;
+  std::string str() const { return "execute: " + (t ? describe_key(t, uid) : "workspace"); }
+};
+
 // Bytes reachable from the first element given shape and strides in bytes.
 int64_t span_bytes(Py_ssize_t ndim, const Py_ssize_t* shape, const Py_ssize_t* strides,
                    int64_t itemsize, bool* negative) {
@@ -77,7 +84,8 @@ int64_t typestr_itemsize(nb::handle typestr) {
 }
 
 // {__cuda_array_interface__, __array_interface__} dict -> Buffer.
-Buffer from_interface(PyObject* dict, Where where, const std::string& who) {
+Buffer from_interface(PyObject* dict, Where where, const Who& w) {
+  const std::string who = w.str();
   nb::handle d(dict);
   if (!PyDict_Check(dict)) fail(who + ": the array interface is not a dict");
   Buffer b;
@@ -107,14 +115,14 @@ Buffer from_interface(PyObject* dict, Where where, const std::string& who) {
 }
 
 // Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
-Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const std::string& who_if_error) {
+Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who) {
   Buffer b;
   // 1. Buffer protocol: numpy arrays, memoryview, bytearray, array.array.
   if (PyObject_CheckBuffer(obj)) {
     Py_buffer& view = sc.views[sc.n_views];
     if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDES | (writable ? PyBUF_WRITABLE : 0)) != 0) {
       nb::python_error e;  // e.g. "buffer source array is read-only"
-      fail(who_if_error + ": cannot use the array: " + e.what());
+      fail(who.str() + ": cannot use the array: " + e.what());
     }
     ++sc.n_views;
     b.ptr = view.buf;
@@ -124,7 +132,7 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const std::string& 
     b.bytes = view.strides
                   ? span_bytes(view.ndim, view.shape, view.strides, view.itemsize, &negative)
                   : view.len;
-    if (negative) fail(who_if_error + ": arrays with negative strides are not supported");
+    if (negative) fail(who.str() + ": arrays with negative strides are not supported");
     return b;
   }
   // 2. data_ptr(): torch tensors (their __cuda_array_interface__ is slow Python code).
@@ -145,12 +153,12 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const std::string& 
   // 3./4. The CUDA and host array interfaces (cupy, numba, ...).
   if (PyObject* d = PyObject_GetAttr(obj, g_names.cai)) {
     nb::object keep = nb::steal(d);
-    return from_interface(d, Where::Cuda, who_if_error);
+    return from_interface(d, Where::Cuda, who);
   }
   PyErr_Clear();
   if (PyObject* d = PyObject_GetAttr(obj, g_names.ai)) {
     nb::object keep = nb::steal(d);
-    return from_interface(d, Where::Host, who_if_error);
+    return from_interface(d, Where::Host, who);
   }
   PyErr_Clear();
   // 5. DLPack (jax, ...). The ndarray holds the exporter's capsule only for this call; the
@@ -169,14 +177,14 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const std::string& 
       int64_t span = b.itemsize;
       for (size_t i = 0; i < arr.ndim(); ++i) {
         if (arr.shape(i) == 0) span = 0;
-        if (arr.stride(i) < 0) fail(who_if_error + ": negative strides are not supported");
+        if (arr.stride(i) < 0) fail(who.str() + ": negative strides are not supported");
         if (span) span += (static_cast<int64_t>(arr.shape(i)) - 1) * arr.stride(i) * b.itemsize;
       }
       b.bytes = span;
       return b;
     }
   }
-  fail(who_if_error + ": got a " + Py_TYPE(obj)->tp_name +
+  fail(who.str() + ": got a " + Py_TYPE(obj)->tp_name +
        "; expected a numpy array, a torch tensor, or an object with the buffer protocol, "
        "data_ptr(), __cuda_array_interface__, __array_interface__ or __dlpack__");
 }
@@ -348,7 +356,7 @@ void run(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* han
       encode_scalar(value, *t, slot);
       ptr = slot;
     } else {
-      Buffer b = get_buffer(value, t->is_output, sc, "execute: " + describe_key(t, uid));
+      Buffer b = get_buffer(value, t->is_output, sc, Who{t, uid});
       check_buffer(b, *t, dev);
       ptr = b.ptr;
     }
@@ -358,7 +366,7 @@ void run(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* han
   void* ws = nullptr;
   int64_t ws_bytes = 0;
   if (!workspace.is_none()) {
-    Buffer b = get_buffer(workspace.ptr(), true, sc, "execute: workspace");
+    Buffer b = get_buffer(workspace.ptr(), true, sc, Who{});
     if ((dev.kind == Device::Kind::CPU && b.where == Where::Cuda) ||
         (dev.kind == Device::Kind::CUDA && b.where == Where::Host))
       fail("execute: the workspace is " + std::string(b.where == Where::Cuda ? "CUDA" : "host") +
