@@ -30,9 +30,24 @@ struct ConvAttrs {
   ConvAttrs& set_group_count(int64_t g) { group_count = g; return *this; }
   bool operator==(const ConvAttrs&) const = default;
 };
-struct ConvFpropAttrs : ConvAttrs { bool operator==(const ConvFpropAttrs&) const = default; };  // X, W -> Y
-struct ConvDgradAttrs : ConvAttrs { bool operator==(const ConvDgradAttrs&) const = default; };  // DY, W -> DX
-struct ConvWgradAttrs : ConvAttrs { bool operator==(const ConvWgradAttrs&) const = default; };  // DY, X -> DW
+// Setters that return the derived type, so `ConvFpropAttrs().set_padding({1, 1})` stays a
+// ConvFpropAttrs.
+template <class Self>
+struct ConvSetters : ConvAttrs {
+  Self& set_padding(std::vector<int64_t> p) { ConvAttrs::set_padding(std::move(p)); return self(); }
+  Self& set_pre_padding(std::vector<int64_t> p) { ConvAttrs::set_pre_padding(std::move(p)); return self(); }
+  Self& set_post_padding(std::vector<int64_t> p) { ConvAttrs::set_post_padding(std::move(p)); return self(); }
+  Self& set_stride(std::vector<int64_t> s) { ConvAttrs::set_stride(std::move(s)); return self(); }
+  Self& set_dilation(std::vector<int64_t> d) { ConvAttrs::set_dilation(std::move(d)); return self(); }
+  Self& set_group_count(int64_t g) { ConvAttrs::set_group_count(g); return self(); }
+  bool operator==(const ConvSetters&) const = default;
+
+ private:
+  Self& self() { return static_cast<Self&>(*this); }
+};
+struct ConvFpropAttrs : ConvSetters<ConvFpropAttrs> { bool operator==(const ConvFpropAttrs&) const = default; };  // X, W -> Y
+struct ConvDgradAttrs : ConvSetters<ConvDgradAttrs> { bool operator==(const ConvDgradAttrs&) const = default; };  // DY, W -> DX
+struct ConvWgradAttrs : ConvSetters<ConvWgradAttrs> { bool operator==(const ConvWgradAttrs&) const = default; };  // DY, X -> DW
 
 // C[..., M, N] = A[..., M, K] x B[..., K, N]; batch dims broadcast (1 against n).
 // Optional M/N/K override tensors are not modelled (dynamic shapes go through the graph).
