@@ -40,6 +40,8 @@ thread_local Scratch t_scratch;
 struct Names {
   PyObject* data_ptr;
   PyObject* is_cuda;
+  PyObject* itemsize;
+  PyObject* nbytes;
   PyObject* cai;
   PyObject* ai;
   PyObject* dlpack;
@@ -114,8 +116,24 @@ Buffer from_interface(PyObject* dict, Where where, const Who& w) {
   return b;
 }
 
+// obj.<name> as an int, or -1 when it has no such attribute.
+int64_t int_attr(PyObject* obj, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(obj, name);
+  if (!v) {
+    PyErr_Clear();
+    return -1;
+  }
+  int64_t r = PyLong_Check(v) ? PyLong_AsLongLong(v) : -1;
+  Py_DECREF(v);
+  if (PyErr_Occurred()) PyErr_Clear(), r = -1;
+  return r;
+}
+
 // Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
-Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who) {
+// `want_bytes`: also ask data_ptr() objects for their byte size (torch's nbytes), which is the
+// reachable memory only for contiguous tensors: used for the workspace.
+Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
+                  bool want_bytes = false) {
   Buffer b;
   // 1. Buffer protocol: numpy arrays, memoryview, bytearray, array.array.
   if (PyObject_CheckBuffer(obj)) {
@@ -147,6 +165,8 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who) {
     } else {
       PyErr_Clear();
     }
+    b.itemsize = int_attr(obj, g_names.itemsize);  // torch >= 2.1
+    if (want_bytes) b.bytes = int_attr(obj, g_names.nbytes);
     return b;
   }
   PyErr_Clear();
@@ -366,13 +386,13 @@ void run(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* han
   void* ws = nullptr;
   int64_t ws_bytes = 0;
   if (!workspace.is_none()) {
-    Buffer b = get_buffer(workspace.ptr(), true, sc, Who{});
+    Buffer b = get_buffer(workspace.ptr(), true, sc, Who{}, /*want_bytes=*/true);
     if ((dev.kind == Device::Kind::CPU && b.where == Where::Cuda) ||
         (dev.kind == Device::Kind::CUDA && b.where == Where::Host))
       fail("execute: the workspace is " + std::string(b.where == Where::Cuda ? "CUDA" : "host") +
            " memory but the handle runs on " + dev.to_string());
     ws = b.ptr;
-    ws_bytes = b.bytes;  // -1 (unknown) for objects that only give data_ptr()
+    ws_bytes = b.bytes;  // -1 (unknown, not checked) for data_ptr() objects without nbytes
   }
 
   Status s;
@@ -390,6 +410,8 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
   auto intern = [](const char* s) { return PyUnicode_InternFromString(s); };
   g_names = Names{intern("data_ptr"),
                   intern("is_cuda"),
+                  intern("itemsize"),
+                  intern("nbytes"),
                   intern("__cuda_array_interface__"),
                   intern("__array_interface__"),
                   intern("__dlpack__"),

@@ -257,3 +257,90 @@ def test_workspace_too_small(handle, rng):
         g.execute({A: a, B: b, Y: poisoned((1, 3, 2))}, np.empty(need - 1, np.uint8))
     with pytest.raises(ValueError, match="workspace"):
         g.execute({A: a, B: b, Y: poisoned((1, 3, 2))}, None)
+
+
+# ---------------------------------------------------------------- array objects in packs
+
+class DataPtrArray:
+    """Looks like a CPU torch tensor to execute(): data_ptr(), is_cuda, itemsize, nbytes."""
+
+    def __init__(self, a, is_cuda=False):
+        self.a, self.is_cuda = a, is_cuda
+        self.itemsize, self.nbytes = a.itemsize, a.nbytes
+
+    def data_ptr(self):
+        return self.a.ctypes.data
+
+
+class InterfaceArray:
+    """Only __array_interface__ (or __cuda_array_interface__ with cuda=True)."""
+
+    def __init__(self, a, cuda=False):
+        self.a = a
+        name = "__cuda_array_interface__" if cuda else "__array_interface__"
+        setattr(self, name, dict(a.__array_interface__))
+
+
+class DLPackArray:
+    """Only the DLPack protocol."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_pack_values_through_every_protocol(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    build(g)
+    ws = workspace_for(g)
+    for wrap in (DataPtrArray, InterfaceArray, DLPackArray):
+        y = poisoned((1, 3, 2))
+        g.execute({A: wrap(a), B: wrap(b), Y: wrap(y)}, wrap(ws))
+        assert_close(y, ref)
+    # memoryview / bytearray workspaces go through the buffer protocol.
+    y = poisoned((1, 3, 2))
+    g.execute({A: a, B: b, Y: y}, bytearray(max(g.get_workspace_size(), 1)))
+    assert_close(y, ref)
+
+
+def test_pack_protocol_checks(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    build(g)
+    ws = workspace_for(g)
+    y = poisoned((1, 3, 2))
+    with pytest.raises(ValueError, match="'A'.*CUDA device"):
+        g.execute({A: InterfaceArray(a, cuda=True), B: b, Y: y}, ws)
+    with pytest.raises(ValueError, match="'A'.*CUDA device"):
+        g.execute({A: DataPtrArray(a, is_cuda=True), B: b, Y: y}, ws)
+    with pytest.raises(ValueError, match="'B'.*8-byte"):
+        g.execute({A: a, B: DataPtrArray(b.astype(np.float64)), Y: y}, ws)
+    with pytest.raises(ValueError, match="'B'.*needs 32 bytes"):
+        g.execute({A: a, B: InterfaceArray(b[:, :1]), Y: y}, ws)
+    if g.get_workspace_size() > 0:
+        with pytest.raises(ValueError, match="workspace"):
+            g.execute({A: a, B: b, Y: y}, DataPtrArray(ws[:g.get_workspace_size() - 1]))
+    with pytest.raises(ValueError, match="negative strides"):
+        g.execute({A: a[:, ::-1], B: b, Y: y}, ws)
+    assert np.isnan(y).all()
+
+
+def test_pass_by_value_scalars(handle, rng):
+    # A pass-by-value tensor fed with a Python float, a numpy scalar array and a graph constant.
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT)
+    X = tensor_of(g, x, "X")
+    S = g.tensor(name="s", dim=[1, 1], data_type=cudnn.data_type.FLOAT, is_pass_by_value=True)
+    Y = g.add(a=g.mul(a=X, b=S), b=0.25)  # 0.25 becomes a constant of the graph
+    Y.set_output(True)
+    build(g)
+    for s, val in ((3.0, 3.0), (np.full((1, 1), -2.0, np.float32), -2.0), (2, 2.0)):
+        y = poisoned((2, 4))
+        g.execute({X: x, S: s, Y: y}, workspace_for(g))
+        assert_close(y, x.astype(np.float64) * val + 0.25)
+    with pytest.raises(ValueError, match="'s'.*8-byte"):
+        g.execute({X: x, S: np.full((1, 1), 1.0), Y: poisoned((2, 4))}, workspace_for(g))
