@@ -428,6 +428,25 @@ TEST(Dot, ConvAttributesShown) {
   EXPECT_NE(dot.find("pointwise 'relu'\\nRELU"), std::string::npos) << dot;
 }
 
+// The example in docs/json-format.md loads, with names and indices both resolving.
+TEST(Json, DocumentedExampleLoads) {
+  std::ifstream in(data_dir().parent_path().parent_path() / "docs" / "json-format.md");
+  ASSERT_TRUE(in.good());
+  std::ostringstream os;
+  os << in.rdbuf();
+  const std::string md = os.str();
+  const size_t begin = md.find("```json\n"), end = md.find("```", begin + 8);
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  Graph g;
+  Status s = from_json(md.substr(begin + 8, end - begin - 8), g);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_EQ(g.nodes()[0].output("OUT_0"), g.nodes()[1].input("IN_0"));
+  EXPECT_EQ(g.nodes()[1].as<PointwiseAttrs>().relu_upper_clip, 6.0);
+  EXPECT_EQ(g.nodes()[1].output("OUT_0")->uid, 2);
+}
+
 // ----------------------------------------------------------------------------- rejection
 
 struct BadCase {

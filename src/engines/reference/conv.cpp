@@ -1,0 +1,405 @@
+// Reference convolution: fprop (X, W -> Y), dgrad (DY, W -> DX), wgrad (DY, X -> DW), with
+// 1 to 3 spatial dims, groups, per-side padding, stride, dilation and true convolution.
+//
+// Everything is computed in fp64 on zero-padded channels-last copies, so every inner loop
+// walks contiguous memory and needs no bounds checks; only the final sums are rounded to
+// the compute type. 1-D and 2-D problems are 3-D problems with leading spatial dims of 1.
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "engines/reference/kernel.hpp"
+
+namespace dnngraph::reference {
+namespace {
+
+constexpr int kMaxSpatial = 3;
+using Spatial = std::array<int64_t, kMaxSpatial>;
+
+struct Geometry {
+  int64_t N = 0, C = 0, K = 0, G = 1, Cg = 0, Kg = 0;
+  Spatial in{1, 1, 1}, out{1, 1, 1}, ker{1, 1, 1};
+  Spatial pre{0, 0, 0}, post{0, 0, 0}, str{1, 1, 1}, dil{1, 1, 1};
+  Spatial padded{1, 1, 1};  // in + pre + post
+  bool flip = false;        // true convolution: the filter is read reversed
+
+  int64_t out_volume() const { return out[0] * out[1] * out[2]; }
+  int64_t in_volume() const { return in[0] * in[1] * in[2]; }
+  int64_t ker_volume() const { return ker[0] * ker[1] * ker[2]; }
+  int64_t padded_volume() const { return padded[0] * padded[1] * padded[2]; }
+};
+
+const ir::ConvAttrs& conv_attrs(const ir::Node& n) {
+  switch (n.kind()) {
+    case ir::OpKind::ConvDgrad:
+      return n.as<ir::ConvDgradAttrs>();
+    case ir::OpKind::ConvWgrad:
+      return n.as<ir::ConvWgradAttrs>();
+    default:
+      return n.as<ir::ConvFpropAttrs>();
+  }
+}
+
+// The activation-side ("X"), filter ("W") and output-side ("Y") roles of each direction.
+struct Roles {
+  const char *x, *w, *y;
+};
+Roles roles_of(const ir::Node& n) {
+  switch (n.kind()) {
+    case ir::OpKind::ConvDgrad:
+      return {"DX", "W", "DY"};
+    case ir::OpKind::ConvWgrad:
+      return {"X", "DW", "DY"};
+    default:
+      return {"X", "W", "Y"};
+  }
+}
+
+ir::Tensor port(const ir::Node& n, const char* role) {
+  ir::Tensor t = n.input(role);
+  return t ? t : n.output(role);
+}
+
+Result<Geometry> geometry(const ir::Node& n) {
+  const std::string op = std::string(ir::op_kind_name(n.kind())) + " '" + n.name + "'";
+  const Roles r = roles_of(n);
+  const ir::Tensor x = port(n, r.x), w = port(n, r.w), y = port(n, r.y);
+  if (!x || !w || !y)
+    return make_error(ErrorCode::InvalidGraph, op, ": needs ", r.x, ", ", r.w, " and ", r.y);
+  const size_t rank = x->dim.size();
+  if (rank < 3 || rank > 2 + kMaxSpatial)
+    return make_error(ErrorCode::NotSupported, op, ": ", r.x, " '", x->name, "' has rank ", rank,
+                      ", the reference engine supports 1 to 3 spatial dims (rank 3 to 5)");
+  for (const ir::Tensor& t : {w, y})
+    if (t->dim.size() != rank)
+      return make_error(ErrorCode::InvalidGraph, op, ": '", t->name, "' has rank ", t->dim.size(),
+                        " but '", x->name, "' has rank ", rank);
+  const size_t ns = rank - 2, lead = kMaxSpatial - ns;
+  const ir::ConvAttrs& a = conv_attrs(n);
+  auto attr = [&](const std::vector<int64_t>& v, const char* what, int64_t dflt, int64_t minv,
+                  Spatial& dst) -> Status {
+    if (v.empty()) {
+      for (size_t i = 0; i < ns; ++i) dst[lead + i] = dflt;
+      return Status::ok();
+    }
+    if (v.size() != ns)
+      return make_error(ErrorCode::InvalidGraph, op, ": ", what, " has ", v.size(),
+                        " values, expected one per spatial dim (", ns, ")");
+    for (size_t i = 0; i < ns; ++i) {
+      if (v[i] < minv)
+        return make_error(ErrorCode::NotSupported, op, ": ", what, "[", i, "] is ", v[i],
+                          ", expected >= ", minv);
+      dst[lead + i] = v[i];
+    }
+    return Status::ok();
+  };
+  Geometry g;
+  DNNGRAPH_TRY(attr(a.pre_padding, "pre_padding", 0, 0, g.pre));
+  DNNGRAPH_TRY(attr(a.post_padding, "post_padding", 0, 0, g.post));
+  DNNGRAPH_TRY(attr(a.stride, "stride", 1, 1, g.str));
+  DNNGRAPH_TRY(attr(a.dilation, "dilation", 1, 1, g.dil));
+  g.flip = !a.cross_correlation;
+  g.N = x->dim[0];
+  g.C = x->dim[1];
+  g.K = w->dim[0];
+  g.Cg = w->dim[1];
+  for (size_t i = 0; i < ns; ++i) {
+    g.in[lead + i] = x->dim[2 + i];
+    g.ker[lead + i] = w->dim[2 + i];
+    g.out[lead + i] = y->dim[2 + i];
+  }
+  if (g.Cg <= 0 || g.C % g.Cg != 0)
+    return make_error(ErrorCode::InvalidGraph, op, ": '", x->name, "' has C=", g.C, " but '",
+                      w->name, "' has ", g.Cg, " channels per group, which does not divide it");
+  g.G = g.C / g.Cg;
+  if (a.group_count && *a.group_count != g.G)
+    return make_error(ErrorCode::InvalidGraph, op, ": group_count is ", *a.group_count,
+                      " but the shapes give ", g.G, " (C=", g.C, " / filter C=", g.Cg, ")");
+  if (g.K % g.G != 0)
+    return make_error(ErrorCode::InvalidGraph, op, ": '", w->name, "' has K=", g.K,
+                      ", not a multiple of the ", g.G, " groups");
+  g.Kg = g.K / g.G;
+  if (y->dim[0] != g.N || y->dim[1] != g.K)
+    return make_error(ErrorCode::InvalidGraph, op, ": '", y->name, "' is ", y->describe(),
+                      ", expected N=", g.N, " and K=", g.K, " in dims 0 and 1");
+  for (int i = 0; i < kMaxSpatial; ++i) {
+    g.padded[i] = g.in[i] + g.pre[i] + g.post[i];
+    const int64_t span = g.dil[i] * (g.ker[i] - 1) + 1;
+    const int64_t expect = g.padded[i] >= span ? (g.padded[i] - span) / g.str[i] + 1 : 0;
+    if (g.out[i] != expect || expect <= 0)
+      return make_error(ErrorCode::InvalidGraph, op, ": '", y->name, "' spatial dim ",
+                        i - static_cast<int>(lead), " is ", g.out[i], ", expected ", expect,
+                        " from input ", g.in[i], ", padding ", g.pre[i], "+", g.post[i],
+                        ", filter ", g.ker[i], ", stride ", g.str[i], ", dilation ", g.dil[i]);
+  }
+  return g;
+}
+
+// Threads only pay off on real work: tiny problems (tests) run serially.
+inline bool worth_threads(const Geometry& g) {
+  return g.N * g.K * g.out_volume() * g.Cg * g.ker_volume() > (int64_t{1} << 18);
+}
+
+// Offset of padded position p (3 coords) in a [..][padded...][C] channels-last array.
+inline int64_t padded_pixel(const Geometry& g, int64_t n, int64_t d, int64_t h, int64_t w) {
+  return ((n * g.padded[0] + d) * g.padded[1] + h) * g.padded[2] + w;
+}
+
+// X [N, C, in...] row-major -> zero-padded channels-last [N, padded..., C].
+std::vector<double> pad_channels_last(const Geometry& g, const Dense& x) {
+  std::vector<double> xp(static_cast<size_t>(g.N * g.padded_volume() * g.C), 0.0);
+  const int64_t iv = g.in_volume();
+#pragma omp parallel for collapse(2) schedule(static) if (worth_threads(g))
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t c = 0; c < g.C; ++c) {
+      const double* src = x.data.data() + (n * g.C + c) * iv;
+      for (int64_t d = 0; d < g.in[0]; ++d)
+        for (int64_t h = 0; h < g.in[1]; ++h)
+          for (int64_t w = 0; w < g.in[2]; ++w)
+            xp[static_cast<size_t>(
+                padded_pixel(g, n, d + g.pre[0], h + g.pre[1], w + g.pre[2]) * g.C + c)] = *src++;
+    }
+  return xp;
+}
+
+// Filter tap index (kd, kh, kw) -> index into W's row-major spatial block, reversed for
+// true convolution.
+inline int64_t tap(const Geometry& g, int64_t kd, int64_t kh, int64_t kw) {
+  if (g.flip) {
+    kd = g.ker[0] - 1 - kd;
+    kh = g.ker[1] - 1 - kh;
+    kw = g.ker[2] - 1 - kw;
+  }
+  return (kd * g.ker[1] + kh) * g.ker[2] + kw;
+}
+
+// ---------------------------------------------------------------- fprop
+// Register tile: kPix output positions along the last spatial dim x kKb output channels.
+constexpr int64_t kPix = 4, kKb = 8;
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// The hot loop: a 256-bit FMA clone where the CPU has it (chosen once at load time).
+#define DNNGRAPH_FPROP_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define DNNGRAPH_FPROP_CLONES
+#endif
+
+// out[p][j] = sum over taps and channels of x(pixel p) * w(block channel j).
+// wb is one block of kKb output channels: [taps][Cg][kKb]; xs[p] point at each pixel's
+// first tap, group channel 0, in the padded channels-last input.
+// Four doubles (GCC/Clang vector extension): one AVX register in the FMA clone, two SSE
+// registers otherwise. Written explicitly because the auto-vectorizer picks the wrong loop.
+typedef double V4 __attribute__((vector_size(32)));
+
+DNNGRAPH_FPROP_CLONES void fprop_tile(const Geometry& g, const double* const* xs, const double* wb,
+                                      double (*out)[kKb]) {
+  static_assert(kPix == 4 && kKb == 8, "the tile below is written for 4 x 8");
+  V4 acc[kPix][2] = {};  // local, so it lives in registers
+  for (int64_t kd = 0; kd < g.ker[0]; ++kd)
+    for (int64_t kh = 0; kh < g.ker[1]; ++kh)
+      for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
+        const int64_t xo =
+            ((kd * g.dil[0] * g.padded[1] + kh * g.dil[1]) * g.padded[2] + kw * g.dil[2]) * g.C;
+        const double* x0 = xs[0] + xo;
+        const double* x1 = xs[1] + xo;
+        const double* x2 = xs[2] + xo;
+        const double* x3 = xs[3] + xo;
+        for (int64_t c = 0; c < g.Cg; ++c, wb += kKb) {
+          V4 w0, w1;
+          std::memcpy(&w0, wb, sizeof(V4));
+          std::memcpy(&w1, wb + 4, sizeof(V4));
+          acc[0][0] += x0[c] * w0;
+          acc[0][1] += x0[c] * w1;
+          acc[1][0] += x1[c] * w0;
+          acc[1][1] += x1[c] * w1;
+          acc[2][0] += x2[c] * w0;
+          acc[2][1] += x2[c] * w1;
+          acc[3][0] += x3[c] * w0;
+          acc[3][1] += x3[c] * w1;
+        }
+      }
+  for (int64_t p = 0; p < kPix; ++p) {
+    std::memcpy(out[p], &acc[p][0], sizeof(V4));
+    std::memcpy(out[p] + 4, &acc[p][1], sizeof(V4));
+  }
+}
+
+Status fprop(KernelContext& ctx, const Geometry& g) {
+  const Dense x = ctx.load("X"), w = ctx.load("W");
+  const std::vector<double> xp = pad_channels_last(g, x);
+  // W [K, Cg, taps] -> wt [G][Kg blocks of kKb][taps][Cg][kKb] (taps in correlation order,
+  // zero padded): one block is contiguous and stays in cache while a row of pixels sweeps.
+  const int64_t taps = g.ker_volume();
+  const int64_t blocks = (g.Kg + kKb - 1) / kKb;
+  const int64_t block_size = taps * g.Cg * kKb;
+  std::vector<double> wt(static_cast<size_t>(g.G * blocks * block_size), 0.0);
+  for (int64_t k = 0; k < g.K; ++k)
+    for (int64_t c = 0; c < g.Cg; ++c)
+      for (int64_t kd = 0; kd < g.ker[0]; ++kd)
+        for (int64_t kh = 0; kh < g.ker[1]; ++kh)
+          for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
+            const int64_t t = (kd * g.ker[1] + kh) * g.ker[2] + kw;
+            const int64_t gi = k / g.Kg, kk = k % g.Kg;
+            wt[static_cast<size_t>((gi * blocks + kk / kKb) * block_size + (t * g.Cg + c) * kKb +
+                                   kk % kKb)] = w[(k * g.Cg + c) * taps + tap(g, kd, kh, kw)];
+          }
+  Dense y(ctx.tensor("Y").dim);
+  const int64_t ov = g.out_volume();
+  const int64_t rows = g.N * g.G * g.out[0] * g.out[1];
+#pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t oh = row % g.out[1], od = row / g.out[1] % g.out[0];
+    const int64_t gi = row / (g.out[1] * g.out[0]) % g.G, n = row / (g.out[1] * g.out[0] * g.G);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const double* wb = wt.data() + (gi * blocks + b) * block_size;
+      for (int64_t ow0 = 0; ow0 < g.out[2]; ow0 += kPix) {
+        const double* xs[kPix];
+        for (int64_t p = 0; p < kPix; ++p) {
+          const int64_t ow = std::min(ow0 + p, g.out[2] - 1);  // the tail recomputes the last
+          xs[p] = xp.data() +
+                  padded_pixel(g, n, od * g.str[0], oh * g.str[1], ow * g.str[2]) * g.C + gi * g.Cg;
+        }
+        double acc[kPix][kKb];
+        fprop_tile(g, xs, wb, acc);
+        for (int64_t j = 0; j < kKb && b * kKb + j < g.Kg; ++j) {
+          double* dst = y.data.data() + (n * g.K + gi * g.Kg + b * kKb + j) * ov +
+                        (od * g.out[1] + oh) * g.out[2];
+          for (int64_t p = 0; p < kPix && ow0 + p < g.out[2]; ++p)
+            dst[ow0 + p] = ctx.round_compute(acc[p][j]);
+        }
+      }
+    }
+  }
+  ctx.store("Y", y);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- dgrad
+// Scatter form: each DY pixel adds dy[k] * w[k, :, tap] into the padded DX pixel it read.
+Status dgrad(KernelContext& ctx, const Geometry& g) {
+  const Dense dy = ctx.load("DY"), w = ctx.load("W");
+  const int64_t taps = g.ker_volume(), ov = g.out_volume();
+  // wt [G][taps][Kg][Cg] in correlation order: the inner loop runs over channels.
+  std::vector<double> wt(static_cast<size_t>(g.G * taps * g.Kg * g.Cg));
+  for (int64_t k = 0; k < g.K; ++k)
+    for (int64_t c = 0; c < g.Cg; ++c)
+      for (int64_t kd = 0; kd < g.ker[0]; ++kd)
+        for (int64_t kh = 0; kh < g.ker[1]; ++kh)
+          for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
+            const int64_t t = (kd * g.ker[1] + kh) * g.ker[2] + kw;
+            const int64_t gi = k / g.Kg, kk = k % g.Kg;
+            wt[static_cast<size_t>(((gi * taps + t) * g.Kg + kk) * g.Cg + c)] =
+                w[(k * g.Cg + c) * taps + tap(g, kd, kh, kw)];
+          }
+  std::vector<double> dxp(static_cast<size_t>(g.N * g.padded_volume() * g.C), 0.0);
+  // (n, group) pairs write disjoint channel ranges of DX.
+#pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
+  for (int64_t ng = 0; ng < g.N * g.G; ++ng) {
+    const int64_t n = ng / g.G, gi = ng % g.G;
+    std::vector<double> dyv(static_cast<size_t>(g.Kg));
+    for (int64_t od = 0; od < g.out[0]; ++od)
+      for (int64_t oh = 0; oh < g.out[1]; ++oh)
+        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+          const int64_t o = (od * g.out[1] + oh) * g.out[2] + ow;
+          for (int64_t k = 0; k < g.Kg; ++k)
+            dyv[static_cast<size_t>(k)] = dy[(n * g.K + gi * g.Kg + k) * ov + o];
+          for (int64_t kd = 0; kd < g.ker[0]; ++kd)
+            for (int64_t kh = 0; kh < g.ker[1]; ++kh)
+              for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
+                double* dst =
+                    dxp.data() +
+                    padded_pixel(g, n, od * g.str[0] + kd * g.dil[0], oh * g.str[1] + kh * g.dil[1],
+                                 ow * g.str[2] + kw * g.dil[2]) *
+                        g.C +
+                    gi * g.Cg;
+                const double* wr =
+                    wt.data() + (gi * taps + (kd * g.ker[1] + kh) * g.ker[2] + kw) * g.Kg * g.Cg;
+                for (int64_t k = 0; k < g.Kg; ++k) {
+                  const double v = dyv[static_cast<size_t>(k)];
+                  const double* wk = wr + k * g.Cg;
+                  for (int64_t c = 0; c < g.Cg; ++c) dst[c] += v * wk[c];
+                }
+              }
+        }
+  }
+  // Crop the padding and go back to [N, C, in...].
+  Dense dx({g.N, g.C, g.in[0], g.in[1], g.in[2]});
+  const int64_t iv = g.in_volume();
+#pragma omp parallel for collapse(2) schedule(static) if (worth_threads(g))
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t c = 0; c < g.C; ++c) {
+      double* dst = dx.data.data() + (n * g.C + c) * iv;
+      for (int64_t d = 0; d < g.in[0]; ++d)
+        for (int64_t h = 0; h < g.in[1]; ++h)
+          for (int64_t w2 = 0; w2 < g.in[2]; ++w2)
+            *dst++ = ctx.round_compute(dxp[static_cast<size_t>(
+                padded_pixel(g, n, d + g.pre[0], h + g.pre[1], w2 + g.pre[2]) * g.C + c)]);
+    }
+  dx.dim = ctx.tensor("DX").dim;
+  ctx.store("DX", dx);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- wgrad
+// DW[k, c, tap] = sum over n and output pixels of dy[n, k, o] * x_padded[n, o*s + tap*d, c].
+Status wgrad(KernelContext& ctx, const Geometry& g) {
+  const Dense dy = ctx.load("DY"), x = ctx.load("X");
+  const std::vector<double> xp = pad_channels_last(g, x);
+  const int64_t taps = g.ker_volume(), ov = g.out_volume();
+  Dense dw({g.K, g.Cg, taps});
+#pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
+  for (int64_t k = 0; k < g.K; ++k) {
+    const int64_t gi = k / g.Kg;
+    std::vector<double> acc(static_cast<size_t>(taps * g.Cg), 0.0);  // [tap][c]
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < g.out[1]; ++oh)
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            const double v = dy[(n * g.K + k) * ov + (od * g.out[1] + oh) * g.out[2] + ow];
+            if (v == 0.0) continue;
+            const double* base =
+                xp.data() + padded_pixel(g, n, od * g.str[0], oh * g.str[1], ow * g.str[2]) * g.C +
+                gi * g.Cg;
+            for (int64_t kd = 0; kd < g.ker[0]; ++kd)
+              for (int64_t kh = 0; kh < g.ker[1]; ++kh)
+                for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
+                  const double* xr =
+                      base + ((kd * g.dil[0] * g.padded[1] + kh * g.dil[1]) * g.padded[2] +
+                              kw * g.dil[2]) *
+                                 g.C;
+                  double* ar = acc.data() + ((kd * g.ker[1] + kh) * g.ker[2] + kw) * g.Cg;
+                  for (int64_t c = 0; c < g.Cg; ++c) ar[c] += v * xr[c];
+                }
+          }
+    for (int64_t c = 0; c < g.Cg; ++c)
+      for (int64_t kd = 0; kd < g.ker[0]; ++kd)
+        for (int64_t kh = 0; kh < g.ker[1]; ++kh)
+          for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
+            const int64_t t = (kd * g.ker[1] + kh) * g.ker[2] + kw;
+            dw[(k * g.Cg + c) * taps + tap(g, kd, kh, kw)] =
+                ctx.round_compute(acc[static_cast<size_t>(t * g.Cg + c)]);
+          }
+  }
+  dw.dim = ctx.tensor("DW").dim;
+  ctx.store("DW", dw);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status check_conv(const ir::Node& n) { return geometry(n).status(); }
+
+Status run_conv(KernelContext& ctx) {
+  auto g = geometry(ctx.node());
+  if (!g) return g.status();
+  switch (ctx.node().kind()) {
+    case ir::OpKind::ConvDgrad:
+      return dgrad(ctx, g.value());
+    case ir::OpKind::ConvWgrad:
+      return wgrad(ctx, g.value());
+    default:
+      return fprop(ctx, g.value());
+  }
+}
+
+}  // namespace dnngraph::reference

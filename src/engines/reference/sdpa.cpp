@@ -1,0 +1,406 @@
+// Reference scaled dot-product attention, forward and backward, in fp64.
+//
+// Shapes: Q [b,hq,sq,d], K [b,hk,skv,d], V [b,hv,skv,dv], O [b,hq,sq,dv], STATS [b,hq,sq,1].
+// GQA / MQA: query head h reads K head h / (hq/hk) and V head h / (hq/hv).
+//
+// Forward, per batch bi, query head h and query row i:
+//   s_ij = scale * <q_i, k_j> + bias(bi, h, i, j)
+//     scale: the ATTN_SCALE tensor if wired, else SdpaAttrs::attn_scale, else 1/sqrt(d);
+//     BIAS broadcasts to [b,hq,sq,skv] (any dim may be 1). The bias is added after scaling.
+//   Query i attends key j iff j is in [lo, hi) (key_range below):
+//     sq' = SEQ_LEN_Q[bi] (else sq), skv' = SEQ_LEN_KV[bi] (else skv) - the padding mask;
+//     queries i >= sq' attend nothing, keys j >= skv' are never attended;
+//     diag = i for TOP_LEFT, i + (skv' - sq') for BOTTOM_RIGHT;
+//     j <= diag + right_bound and j >= diag - left_bound when those bounds are set;
+//     `causal` means right_bound 0 (the smaller of 0 and right_bound when both are set).
+//   p_ij = softmax_j(s_ij) over the attended keys; o_i = sum_j p_ij * keep_ij / (1 - p) * v_j
+//   with dropout (probability p), else o_i = sum_j p_ij v_j.
+//   STATS_i = log-sum-exp of the attended s_ij = max + log(sum(exp(s - max))).
+//   A row that attends nothing (padding query, empty window, or every score -inf) gives
+//   O = 0 and STATS = +inf; +inf makes exp(s - STATS) = 0 for any consumer that recomputes
+//   the probabilities (as FlashAttention stores it), and the backward skips such rows.
+//
+// Dropout: keep_ij = (u >= p) where u in [0,1) comes from a counter-based hash of
+// (seed, offset, bi, h, i, j) built on splitmix64 (below). It is deterministic and the same in
+// forward and backward, but it does NOT reproduce cuDNN's Philox bit pattern: comparisons with
+// the GPU must run without dropout. SEED and OFFSET are read as integers (a device buffer
+// goes through fp64, so values beyond 2^53 lose their low bits).
+//
+// Backward, from Q, K, V, O, DO and STATS: p_ij = exp(s_ij - STATS_i) for attended keys,
+//   z_ij = keep_ij / (1 - p) (1 without dropout), D_i = <do_i, o_i>,
+//   dv_j += p_ij z_ij do_i,  dp_ij = z_ij <do_i, v_j>,  ds_ij = p_ij (dp_ij - D_i),
+//   dq_i += scale ds_ij k_j,  dk_j += scale ds_ij q_i,  DBIAS = ds summed over BIAS's
+//   broadcast dims. DK / DV sum over the query heads that share a K / V head.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <sstream>
+
+#include "engines/reference/kernel.hpp"
+
+namespace dnngraph::reference {
+namespace {
+
+// Below this many multiply-adds, threads cost more than they save.
+constexpr int64_t kParallelWork = 1 << 18;
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < d.size(); ++i) os << (i ? "," : "") << d[i];
+  os << "]";
+  return os.str();
+}
+
+const ir::SdpaAttrs& attrs_of(const ir::Node& n) {
+  if (n.kind() == ir::OpKind::SdpaBwd) return n.as<ir::SdpaBwdAttrs>();
+  return n.as<ir::SdpaAttrs>();
+}
+
+// splitmix64 finalizer: a bijective 64-bit mix with good avalanche.
+uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+// Uniform in [0, 1) for one (seed, offset, b, h, i, j); exposed for the tests.
+double sdpa_dropout_uniform(uint64_t seed, uint64_t offset, int64_t b, int64_t h, int64_t i,
+                            int64_t j) {
+  uint64_t s = mix64(seed);
+  for (uint64_t v : {offset, static_cast<uint64_t>(b), static_cast<uint64_t>(h),
+                     static_cast<uint64_t>(i), static_cast<uint64_t>(j)})
+    s = mix64(s ^ v);
+  return static_cast<double>(s >> 11) * 0x1.0p-53;
+}
+
+namespace {
+
+// Everything the loops need, read once from the node and its tensors.
+struct Problem {
+  int64_t b = 0, hq = 0, hk = 0, hv = 0, sq = 0, skv = 0, d = 0, dv = 0;
+  double scale = 1.0;
+  bool bottom_right = false;
+  std::optional<int64_t> left, right;
+  std::vector<int64_t> len_q, len_kv;  // per batch
+  double dropout = 0.0;
+  uint64_t seed = 0, offset = 0;
+  Dense bias;                      // at its own dims
+  std::vector<int64_t> bias_step;  // strides into `bias` over [b,hq,sq,skv], 0 where broadcast
+
+  // Multiply-adds of one pass over every (query, key) pair.
+  int64_t work() const { return b * hq * sq * skv * (d + dv); }
+  // Attended keys [lo, hi) of query i in batch bi (empty for padding queries).
+  std::pair<int64_t, int64_t> key_range(int64_t bi, int64_t i) const {
+    const int64_t lq = len_q[static_cast<size_t>(bi)], lkv = len_kv[static_cast<size_t>(bi)];
+    if (i >= lq) return {0, 0};
+    int64_t lo = 0, hi = lkv;
+    const int64_t diag = i + (bottom_right ? lkv - lq : 0);
+    if (right) hi = std::min(hi, diag + *right + 1);
+    if (left) lo = std::max(lo, diag - *left);
+    return {lo, std::max(lo, hi)};
+  }
+  double bias_at(int64_t bi, int64_t h, int64_t i, int64_t j) const {
+    if (bias.data.empty()) return 0.0;
+    return bias[bi * bias_step[0] + h * bias_step[1] + i * bias_step[2] + j * bias_step[3]];
+  }
+  // Dropout factor keep / (1 - p), or 1 without dropout.
+  double keep(int64_t bi, int64_t h, int64_t i, int64_t j) const {
+    if (dropout <= 0.0) return 1.0;
+    return sdpa_dropout_uniform(seed, offset, bi, h, i, j) >= dropout ? 1.0 / (1.0 - dropout) : 0.0;
+  }
+};
+
+uint64_t integer_input(const KernelContext& ctx, const char* role) {
+  const ir::TensorAttrs& t = ctx.tensor(role);
+  if (t.value && is_integral(t.value->type)) return static_cast<uint64_t>(t.value->i);
+  return static_cast<uint64_t>(static_cast<int64_t>(ctx.scalar(role)));
+}
+
+Result<Problem> read_problem(const KernelContext& ctx) {
+  const ir::SdpaAttrs& a = attrs_of(ctx.node());
+  Problem p;
+  const auto& q = ctx.tensor("Q").dim;
+  const auto& k = ctx.tensor("K").dim;
+  const auto& v = ctx.tensor("V").dim;
+  p.b = q[0], p.hq = q[1], p.sq = q[2], p.d = q[3];
+  p.hk = k[1], p.skv = k[2], p.hv = v[1], p.dv = v[3];
+  if (ctx.has_input("ATTN_SCALE"))
+    p.scale = ctx.scalar("ATTN_SCALE");
+  else if (a.attn_scale)
+    p.scale = *a.attn_scale;
+  else
+    p.scale = 1.0 / std::sqrt(static_cast<double>(p.d));
+  p.bottom_right = a.diagonal_alignment == DiagonalAlignment::BottomRight;
+  p.left = a.left_bound;
+  p.right = a.right_bound;
+  if (a.causal) p.right = p.right ? std::min<int64_t>(*p.right, 0) : 0;
+
+  auto lengths = [&](const char* role, int64_t full, std::vector<int64_t>& out) -> Status {
+    out.assign(static_cast<size_t>(p.b), full);
+    if (!ctx.has_input(role)) return Status::ok();
+    const Dense l = ctx.load(role);
+    for (int64_t bi = 0; bi < p.b; ++bi) {
+      const double x = l[bi];
+      if (!(x >= 0.0 && x <= static_cast<double>(full)))
+        return make_error(ErrorCode::InvalidArgument, "sdpa '", ctx.name(), "': ", role, " '",
+                          ctx.tensor(role).name, "'[", bi, "] = ", x, ", expected 0..", full);
+      out[static_cast<size_t>(bi)] = static_cast<int64_t>(x);
+    }
+    return Status::ok();
+  };
+  DNNGRAPH_TRY(lengths("SEQ_LEN_Q", p.sq, p.len_q));
+  DNNGRAPH_TRY(lengths("SEQ_LEN_KV", p.skv, p.len_kv));
+
+  if (a.dropout_probability && *a.dropout_probability > 0.0) {
+    p.dropout = *a.dropout_probability;
+    p.seed = integer_input(ctx, "SEED");
+    p.offset = integer_input(ctx, "OFFSET");
+  }
+  if (ctx.has_input("BIAS")) {
+    p.bias = ctx.load("BIAS");
+    p.bias_step = row_major_strides(p.bias.dim);
+    for (size_t i = 0; i < 4; ++i)
+      if (p.bias.dim[i] == 1) p.bias_step[i] = 0;
+  }
+  return p;
+}
+
+// Sums `full` [b,hq,sq,skv] over the dims where `dims` is 1.
+Dense reduce_to(const Dense& full, const std::vector<int64_t>& dims) {
+  Dense out(dims);
+  std::vector<int64_t> st = row_major_strides(dims);
+  for (size_t k = 0; k < 4; ++k)
+    if (dims[k] == 1) st[k] = 0;
+  const auto& f = full.dim;
+  int64_t i = 0;
+  for (int64_t a = 0; a < f[0]; ++a)
+    for (int64_t h = 0; h < f[1]; ++h)
+      for (int64_t r = 0; r < f[2]; ++r)
+        for (int64_t c = 0; c < f[3]; ++c)
+          out[a * st[0] + h * st[1] + r * st[2] + c * st[3]] += full[i++];
+  return out;
+}
+
+Status run_forward(KernelContext& ctx) {
+  Result<Problem> pr = read_problem(ctx);
+  if (!pr) return pr.status();
+  const Problem& p = *pr;
+  const Dense q = ctx.load("Q"), k = ctx.load("K"), v = ctx.load("V");
+  Dense o({p.b, p.hq, p.sq, p.dv});
+  Dense stats({p.b, p.hq, p.sq, 1});
+  const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
+
+#pragma omp parallel for collapse(2) schedule(dynamic) if (p.work() >= kParallelWork)
+  for (int64_t bi = 0; bi < p.b; ++bi)
+    for (int64_t h = 0; h < p.hq; ++h) {
+      const double* kb = &k.data[static_cast<size_t>((bi * p.hk + h / gk) * p.skv * p.d)];
+      const double* vb = &v.data[static_cast<size_t>((bi * p.hv + h / gv) * p.skv * p.dv)];
+      std::vector<double> s(static_cast<size_t>(p.skv));
+      for (int64_t i = 0; i < p.sq; ++i) {
+        const int64_t row = (bi * p.hq + h) * p.sq + i;
+        const double* qi = &q.data[static_cast<size_t>(row * p.d)];
+        double* oi = &o.data[static_cast<size_t>(row * p.dv)];
+        stats[row] = INFINITY;
+        const auto [lo, hi] = p.key_range(bi, i);
+        double mx = -INFINITY;
+        for (int64_t j = lo; j < hi; ++j) {
+          double dot = 0.0;
+          for (int64_t c = 0; c < p.d; ++c) dot += qi[c] * kb[j * p.d + c];
+          s[j] = p.scale * dot + p.bias_at(bi, h, i, j);
+          mx = std::max(mx, s[j]);
+        }
+        if (hi <= lo || mx == -INFINITY) continue;  // attends nothing: O = 0, STATS = +inf
+        double sum = 0.0;
+        for (int64_t j = lo; j < hi; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        for (int64_t j = lo; j < hi; ++j) {
+          const double w = s[j] / sum * p.keep(bi, h, i, j);
+          if (w == 0.0) continue;
+          for (int64_t c = 0; c < p.dv; ++c) oi[c] += w * vb[j * p.dv + c];
+        }
+        stats[row] = mx + std::log(sum);
+      }
+    }
+  ctx.store("O", o);
+  if (ctx.has_output("STATS")) ctx.store("STATS", stats);
+  return Status::ok();
+}
+
+Status run_backward(KernelContext& ctx) {
+  Result<Problem> pr = read_problem(ctx);
+  if (!pr) return pr.status();
+  const Problem& p = *pr;
+  const Dense q = ctx.load("Q"), k = ctx.load("K"), v = ctx.load("V");
+  const Dense o = ctx.load("O"), d_o = ctx.load("DO"), stats = ctx.load("STATS");
+  const bool want_dbias = ctx.has_output("DBIAS");
+  const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
+  // Per query head first (no two threads write the same element), then summed per K/V head.
+  Dense dq({p.b, p.hq, p.sq, p.d});
+  Dense dk_h({p.b, p.hq, p.skv, p.d}), dv_h({p.b, p.hq, p.skv, p.dv});
+  Dense ds_full = want_dbias ? Dense({p.b, p.hq, p.sq, p.skv}) : Dense();
+
+#pragma omp parallel for collapse(2) schedule(dynamic) if (p.work() >= kParallelWork)
+  for (int64_t bi = 0; bi < p.b; ++bi)
+    for (int64_t h = 0; h < p.hq; ++h) {
+      const size_t head = static_cast<size_t>(bi * p.hq + h);
+      const double* kb = &k.data[static_cast<size_t>((bi * p.hk + h / gk) * p.skv * p.d)];
+      const double* vb = &v.data[static_cast<size_t>((bi * p.hv + h / gv) * p.skv * p.dv)];
+      double* dkb = &dk_h.data[head * static_cast<size_t>(p.skv * p.d)];
+      double* dvb = &dv_h.data[head * static_cast<size_t>(p.skv * p.dv)];
+      for (int64_t i = 0; i < p.sq; ++i) {
+        const int64_t row = (bi * p.hq + h) * p.sq + i;
+        const auto [lo, hi] = p.key_range(bi, i);
+        if (hi <= lo) continue;
+        const double* qi = &q.data[static_cast<size_t>(row * p.d)];
+        const double* oi = &o.data[static_cast<size_t>(row * p.dv)];
+        const double* doi = &d_o.data[static_cast<size_t>(row * p.dv)];
+        double* dqi = &dq.data[static_cast<size_t>(row * p.d)];
+        double di = 0.0;
+        for (int64_t c = 0; c < p.dv; ++c) di += doi[c] * oi[c];
+        for (int64_t j = lo; j < hi; ++j) {
+          double dot = 0.0;
+          for (int64_t c = 0; c < p.d; ++c) dot += qi[c] * kb[j * p.d + c];
+          const double pij = std::exp(p.scale * dot + p.bias_at(bi, h, i, j) - stats[row]);
+          const double z = p.keep(bi, h, i, j);
+          double dp = 0.0;
+          for (int64_t c = 0; c < p.dv; ++c) {
+            dvb[j * p.dv + c] += pij * z * doi[c];
+            dp += doi[c] * vb[j * p.dv + c];
+          }
+          const double ds = pij * (z * dp - di);
+          for (int64_t c = 0; c < p.d; ++c) {
+            dqi[c] += p.scale * ds * kb[j * p.d + c];
+            dkb[j * p.d + c] += p.scale * ds * qi[c];
+          }
+          if (want_dbias) ds_full[row * p.skv + j] = ds;
+        }
+      }
+    }
+
+  Dense dk({p.b, p.hk, p.skv, p.d}), dv({p.b, p.hv, p.skv, p.dv});
+  for (int64_t bi = 0; bi < p.b; ++bi)
+    for (int64_t h = 0; h < p.hq; ++h) {
+      const int64_t src = bi * p.hq + h;
+      const int64_t nk = p.skv * p.d, nv = p.skv * p.dv;
+      const int64_t kdst = bi * p.hk + h / gk, vdst = bi * p.hv + h / gv;
+      for (int64_t e = 0; e < nk; ++e) dk[kdst * nk + e] += dk_h[src * nk + e];
+      for (int64_t e = 0; e < nv; ++e) dv[vdst * nv + e] += dv_h[src * nv + e];
+    }
+  ctx.store("DQ", dq);
+  ctx.store("DK", dk);
+  ctx.store("DV", dv);
+  if (want_dbias) ctx.store("DBIAS", reduce_to(ds_full, ctx.tensor("DBIAS").dim));
+  return Status::ok();
+}
+
+// Checks shared by forward and backward; `op` names the node for messages.
+Status check_common(const ir::Node& n, const std::string& op) {
+  for (const auto* ports : {&n.inputs, &n.outputs})
+    for (const ir::Port& port : *ports) {
+      const ir::TensorAttrs& t = *port.tensor;
+      if (t.data_type == DataType::NotSet)
+        return make_error(ErrorCode::InvalidGraph, op, ": ", port.role, " '", t.name,
+                          "' has no data type");
+      if (!t.value && t.stride.size() != t.dim.size())
+        return make_error(ErrorCode::InvalidGraph, op, ": ", port.role, " '", t.name, "' has ",
+                          t.dim.size(), " dims but ", t.stride.size(), " strides");
+    }
+  const ir::Tensor q = n.input("Q"), k = n.input("K"), v = n.input("V");
+  if (!q || !k || !v) return make_error(ErrorCode::InvalidGraph, op, ": needs Q, K and V");
+  for (const ir::Tensor& t : {q, k, v})
+    if (t->dim.size() != 4 || t->volume() == 0)
+      return make_error(ErrorCode::InvalidGraph, op, ": '", t->name, "' has dims ",
+                        dims_str(t->dim), ", expected 4 non-zero dims [b, h, s, d]");
+  const auto &qd = q->dim, &kd = k->dim, &vd = v->dim;
+  if (kd[0] != qd[0] || vd[0] != qd[0])
+    return make_error(ErrorCode::InvalidGraph, op, ": batch sizes differ: Q '", q->name, "' ",
+                      qd[0], ", K '", k->name, "' ", kd[0], ", V '", v->name, "' ", vd[0]);
+  if (kd[3] != qd[3])
+    return make_error(ErrorCode::InvalidGraph, op, ": head dims differ: Q '", q->name,
+                      "' has d=", qd[3], " but K '", k->name, "' has d=", kd[3]);
+  if (vd[2] != kd[2])
+    return make_error(ErrorCode::InvalidGraph, op, ": K '", k->name, "' has s_kv=", kd[2],
+                      " but V '", v->name, "' has s_kv=", vd[2]);
+  if (qd[1] % kd[1] != 0 || qd[1] % vd[1] != 0)
+    return make_error(ErrorCode::InvalidGraph, op, ": Q '", q->name, "' has ", qd[1],
+                      " heads, expected a multiple of K's ", kd[1], " and V's ", vd[1]);
+  const ir::SdpaAttrs& a = attrs_of(n);
+  if (const ir::Tensor s = n.input("ATTN_SCALE"); s && s->volume() != 1)
+    return make_error(ErrorCode::InvalidGraph, op, ": ATTN_SCALE '", s->name, "' has dims ",
+                      dims_str(s->dim), ", expected a single value");
+  if (const ir::Tensor bias = n.input("BIAS")) {
+    const std::vector<int64_t> full{qd[0], qd[1], qd[2], kd[2]};
+    bool ok = bias->dim.size() == 4;
+    for (size_t i = 0; ok && i < 4; ++i) ok = bias->dim[i] == 1 || bias->dim[i] == full[i];
+    if (!ok)
+      return make_error(ErrorCode::InvalidGraph, op, ": BIAS '", bias->name, "' has dims ",
+                        dims_str(bias->dim), ", expected each dim 1 or equal to ", dims_str(full));
+  }
+  const bool lengths = n.input("SEQ_LEN_Q") || n.input("SEQ_LEN_KV");
+  if (a.padding_mask != lengths)
+    return make_error(ErrorCode::InvalidGraph, op, ": padding_mask is ",
+                      a.padding_mask ? "set" : "unset", " but SEQ_LEN_Q / SEQ_LEN_KV are ",
+                      lengths ? "wired" : "missing");
+  for (const char* role : {"SEQ_LEN_Q", "SEQ_LEN_KV"})
+    if (const ir::Tensor t = n.input(role); t && t->volume() != qd[0])
+      return make_error(ErrorCode::InvalidGraph, op, ": ", role, " '", t->name, "' has dims ",
+                        dims_str(t->dim), ", expected [", qd[0], ",1,1,1]");
+  if (a.dropout_probability) {
+    const double pd = *a.dropout_probability;
+    if (!(pd >= 0.0 && pd < 1.0))
+      return make_error(ErrorCode::NotSupported, op, ": dropout probability ", pd,
+                        ", expected in [0, 1)");
+    if (pd > 0.0 && (!n.input("SEED") || !n.input("OFFSET")))
+      return make_error(ErrorCode::InvalidGraph, op, ": dropout needs SEED and OFFSET tensors");
+  }
+  return Status::ok();
+}
+
+Status dims_equal(const std::string& op, const ir::Tensor& t, const char* role,
+                  const std::vector<int64_t>& want) {
+  if (!t) return make_error(ErrorCode::InvalidGraph, op, ": no ", role, " tensor");
+  if (t->dim != want)
+    return make_error(ErrorCode::InvalidGraph, op, ": ", role, " '", t->name, "' has dims ",
+                      dims_str(t->dim), ", expected ", dims_str(want));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status check_sdpa(const ir::Node& n) {
+  const bool bwd = n.kind() == ir::OpKind::SdpaBwd;
+  if (!bwd && n.kind() != ir::OpKind::SdpaFwd)
+    return make_error(ErrorCode::Internal, "reference sdpa kernel given node '", n.name, "'");
+  const std::string op = std::string(bwd ? "sdpa_backward '" : "sdpa '") + n.name + "'";
+  DNNGRAPH_TRY(check_common(n, op));
+  const auto &qd = n.input("Q")->dim, &kd = n.input("K")->dim, &vd = n.input("V")->dim;
+  const std::vector<int64_t> od{qd[0], qd[1], qd[2], vd[3]}, sd{qd[0], qd[1], qd[2], 1};
+  if (!bwd) {
+    DNNGRAPH_TRY(dims_equal(op, n.output("O"), "O", od));
+    if (n.output("STATS")) DNNGRAPH_TRY(dims_equal(op, n.output("STATS"), "STATS", sd));
+    return Status::ok();
+  }
+  DNNGRAPH_TRY(dims_equal(op, n.input("O"), "O", od));
+  DNNGRAPH_TRY(dims_equal(op, n.input("DO"), "DO", od));
+  DNNGRAPH_TRY(dims_equal(op, n.input("STATS"), "STATS", sd));
+  DNNGRAPH_TRY(dims_equal(op, n.output("DQ"), "DQ", qd));
+  DNNGRAPH_TRY(dims_equal(op, n.output("DK"), "DK", kd));
+  DNNGRAPH_TRY(dims_equal(op, n.output("DV"), "DV", vd));
+  if (const ir::Tensor db = n.output("DBIAS")) {
+    const ir::Tensor bias = n.input("BIAS");
+    if (!bias)
+      return make_error(ErrorCode::InvalidGraph, op, ": DBIAS '", db->name, "' needs a BIAS");
+    DNNGRAPH_TRY(dims_equal(op, db, "DBIAS", bias->dim));
+  }
+  return Status::ok();
+}
+
+Status run_sdpa(KernelContext& ctx) {
+  if (ctx.node().kind() == ir::OpKind::SdpaBwd) return run_backward(ctx);
+  return run_forward(ctx);
+}
+
+}  // namespace dnngraph::reference

@@ -1,0 +1,78 @@
+// Reference softmax: Y = softmax(X) along the last dim, computed in fp64 the numerically stable
+// way (subtracting the row maximum). STATS, when wired, receives the log-sum-exp of each row,
+// max + log(sum(exp(x - max))), with X's dims and a last dim of 1.
+// A row without a finite maximum (all -inf, or holding +inf or NaN) gives NaN, as PyTorch does.
+#include <cmath>
+#include <sstream>
+
+#include "engines/reference/kernel.hpp"
+
+namespace dnngraph::reference {
+namespace {
+
+// Below this many elements, threads cost more than they save.
+constexpr int64_t kParallelElements = 1 << 16;
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < d.size(); ++i) os << (i ? "," : "") << d[i];
+  os << "]";
+  return os.str();
+}
+
+}  // namespace
+
+Status check_softmax(const ir::Node& n) {
+  const std::string op = "softmax '" + n.name + "'";
+  const ir::Tensor x = n.input("X"), y = n.output("Y"), stats = n.output("STATS");
+  if (!x || !y) return make_error(ErrorCode::InvalidGraph, op, ": needs an X input and a Y output");
+  for (const ir::Tensor& t : {x, y, stats}) {
+    if (!t) continue;
+    if (t->data_type == DataType::NotSet)
+      return make_error(ErrorCode::InvalidGraph, op, ": tensor '", t->name, "' has no data type");
+    if (!t->value && t->stride.size() != t->dim.size())
+      return make_error(ErrorCode::InvalidGraph, op, ": tensor '", t->name, "' has ", t->dim.size(),
+                        " dims but ", t->stride.size(), " strides");
+  }
+  if (x->dim.empty())
+    return make_error(ErrorCode::InvalidGraph, op, ": X '", x->name, "' has rank 0");
+  if (y->dim != x->dim)
+    return make_error(ErrorCode::InvalidGraph, op, ": Y '", y->name, "' has dims ",
+                      dims_str(y->dim), ", expected X's ", dims_str(x->dim));
+  if (stats) {
+    std::vector<int64_t> want = x->dim;
+    want.back() = 1;
+    if (stats->dim != want)
+      return make_error(ErrorCode::InvalidGraph, op, ": STATS '", stats->name, "' has dims ",
+                        dims_str(stats->dim), ", expected ", dims_str(want));
+  }
+  return Status::ok();
+}
+
+Status run_softmax(KernelContext& ctx) {
+  const Dense x = ctx.load("X");
+  const int64_t cols = x.dim.back();
+  const int64_t rows = cols == 0 ? 0 : x.size() / cols;
+  Dense y(x.dim);
+  std::vector<int64_t> sdim = x.dim;
+  sdim.back() = 1;
+  Dense stats(sdim);
+#pragma omp parallel for schedule(static) if (x.size() >= kParallelElements)
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* in = &x.data[static_cast<size_t>(r * cols)];
+    double* out = &y.data[static_cast<size_t>(r * cols)];
+    double mx = -INFINITY;
+    for (int64_t j = 0; j < cols; ++j) mx = std::fmax(mx, in[j]);
+    if (!std::isfinite(mx)) mx = NAN;  // documented: no finite maximum -> NaN row
+    double sum = 0.0;
+    for (int64_t j = 0; j < cols; ++j) sum += (out[j] = std::exp(in[j] - mx));
+    for (int64_t j = 0; j < cols; ++j) out[j] /= sum;
+    stats[r] = mx + std::log(sum);
+  }
+  ctx.store("Y", y);
+  if (ctx.has_output("STATS")) ctx.store("STATS", stats);
+  return Status::ok();
+}
+
+}  // namespace dnngraph::reference

@@ -1,0 +1,840 @@
+// Reference SDPA forward and backward on hand-made nodes: hand-worked values, naive fp64 loops
+// (masks of every kind, padding, GQA/MQA, bias, scale sources, strided layouts, bf16/fp16,
+// dropout) and central finite differences for the backward.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <random>
+
+#include "dnngraph/dnngraph.hpp"
+#include "engines/reference/kernel.hpp"
+
+namespace dnngraph::reference {
+// The dropout hash of sdpa.cpp (not in a header: only the tests need it).
+double sdpa_dropout_uniform(uint64_t seed, uint64_t offset, int64_t b, int64_t h, int64_t i,
+                            int64_t j);
+namespace {
+
+// ------------------------------------------------------------------ kernel-level harness
+// One tensor of a hand-made node, with its own storage in its data type and strides.
+struct Buf {
+  ir::Tensor t;
+  std::vector<unsigned char> mem;
+
+  std::vector<int64_t> offsets() const {  // storage offset of each logical (row-major) element
+    std::vector<int64_t> off{0};
+    for (size_t k = 0; k < t->dim.size(); ++k) {
+      std::vector<int64_t> next;
+      for (int64_t o : off)
+        for (int64_t i = 0; i < t->dim[k]; ++i) next.push_back(o + i * t->stride[k]);
+      off.swap(next);
+    }
+    return off;
+  }
+  std::vector<double> get() const {
+    std::vector<double> v;
+    for (int64_t o : offsets()) v.push_back(load_element(mem.data(), t->data_type, o));
+    return v;
+  }
+  void set(const std::vector<double>& v) {
+    const auto off = offsets();
+    for (size_t i = 0; i < off.size(); ++i) store_element(mem.data(), t->data_type, off[i], v[i]);
+  }
+  // Fresh random values in [lo, hi), rounded to the storage type; returns them.
+  std::vector<double> fill(std::mt19937& gen, double lo, double hi) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::vector<double> v(static_cast<size_t>(t->volume()));
+    for (double& x : v) x = d(gen);
+    set(v);
+    return get();
+  }
+};
+
+Buf make_buf(const std::string& name, std::vector<int64_t> dim, DataType dt,
+             std::vector<int64_t> stride = {}) {
+  Buf b;
+  b.t = std::make_shared<ir::TensorAttrs>();
+  b.t->set_name(name).set_data_type(dt).set_stride(stride.empty() ? row_major_strides(dim)
+                                                                  : stride);
+  b.t->set_dim(std::move(dim));
+  b.mem.assign(static_cast<size_t>(b.t->storage_elements() * data_type_size(dt)), 0);
+  return b;
+}
+
+Buf make_scalar(const std::string& name, double v) {
+  Buf b;
+  b.t = std::make_shared<ir::TensorAttrs>();
+  b.t->set_name(name).set_value(ir::Scalar::of_float(v));
+  return b;
+}
+
+struct Case {
+  ir::Node node;
+  std::map<std::string, Buf> in, out;
+
+  Case(ir::OpAttrs attrs) {  // NOLINT
+    node.name = "sdpa0";
+    node.compute_data_type = DataType::Float;
+    node.attrs = std::move(attrs);
+  }
+  Buf& input(const std::string& role, Buf b) {
+    node.inputs.push_back({role, b.t});
+    return in[role] = std::move(b);
+  }
+  Buf& output(const std::string& role, Buf b) {  // poisoned with NaN
+    b.set(std::vector<double>(static_cast<size_t>(b.t->volume()), NAN));
+    node.outputs.push_back({role, b.t});
+    return out[role] = std::move(b);
+  }
+  Status run() {
+    DNNGRAPH_TRY(check_sdpa(node));
+    std::vector<std::pair<std::string_view, Bound>> i, o;
+    for (const auto& p : node.inputs)
+      i.emplace_back(p.role,
+                     Bound{p.tensor.get(), p.tensor->value ? nullptr : in[p.role].mem.data()});
+    for (const auto& p : node.outputs)
+      o.emplace_back(p.role, Bound{p.tensor.get(), out[p.role].mem.data()});
+    KernelContext ctx(node, std::move(i), std::move(o), node.compute_data_type);
+    return run_sdpa(ctx);
+  }
+  std::vector<double> result(const std::string& role) const { return out.at(role).get(); }
+};
+
+double tol_of(DataType t) {
+  switch (t) {
+    case DataType::Double:
+      return 1e-10;
+    case DataType::Float:
+      return 1e-5;
+    default:
+      return 1e-2;
+  }
+}
+
+// |got - want| <= rtol * (|want| + 1e-3 * max|want|), element by element.
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rtol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 0.0;
+  for (double w : want) scale = std::max(scale, std::fabs(w));
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    if (!(std::fabs(got[i] - want[i]) <= rtol * (std::fabs(want[i]) + 1e-3 * scale)) && bad++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: got " << got[i] << ", want " << want[i];
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " elements differ";
+}
+
+// ------------------------------------------------------------------ problem description
+Buf make_int_scalar(const std::string& name, int64_t v) {
+  Buf b;
+  b.t = std::make_shared<ir::TensorAttrs>();
+  b.t->set_name(name).set_value(ir::Scalar::of_int(v));
+  return b;
+}
+
+struct Spec {
+  int64_t b = 2, hq = 2, hk = 2, hv = 2, sq = 5, skv = 7, d = 4, dv = 3;
+  bool causal = false, bottom_right = false;
+  std::optional<int64_t> left, right;
+  std::vector<int64_t> len_q, len_kv;  // padding mask when not empty
+  std::vector<int64_t> bias_dims;      // additive bias when not empty
+  std::optional<double> attr_scale, tensor_scale;
+  double dropout = 0.0;
+  int64_t seed = 0, offset = 0;
+  DataType io = DataType::Float;
+  bool bshd = false;  // Q, K, V, O stored as [b, s, h, d] in memory
+
+  double scale() const {
+    if (tensor_scale) return *tensor_scale;
+    if (attr_scale) return *attr_scale;
+    return 1.0 / std::sqrt(static_cast<double>(d));
+  }
+  ir::SdpaAttrs attrs(bool inference) const {
+    ir::SdpaAttrs a;
+    a.is_inference = inference;
+    a.attn_scale = attr_scale;
+    a.causal = causal;
+    a.diagonal_alignment =
+        bottom_right ? DiagonalAlignment::BottomRight : DiagonalAlignment::TopLeft;
+    a.left_bound = left;
+    a.right_bound = right;
+    a.padding_mask = !len_q.empty() || !len_kv.empty();
+    if (dropout > 0.0) a.dropout_probability = dropout;
+    return a;
+  }
+  std::vector<int64_t> stride(int64_t h, int64_t s, int64_t dd) const {
+    if (bshd) return {s * h * dd, dd, h * dd, 1};
+    return {h * s * dd, s * dd, dd, 1};
+  }
+};
+
+// The rule, written directly: query i of batch bi sees key j.
+bool allowed(const Spec& s, int64_t bi, int64_t i, int64_t j) {
+  const int64_t lq = s.len_q.empty() ? s.sq : s.len_q[bi];
+  const int64_t lkv = s.len_kv.empty() ? s.skv : s.len_kv[bi];
+  if (i >= lq || j >= lkv) return false;
+  const int64_t shift = s.bottom_right ? lkv - lq : 0;  // key index on query i's diagonal
+  std::optional<int64_t> right = s.right;
+  if (s.causal) right = right ? std::min<int64_t>(*right, 0) : 0;
+  if (right && j - (i + shift) > *right) return false;
+  if (s.left && (i + shift) - j > *s.left) return false;
+  return true;
+}
+
+int64_t bias_index(const Spec& s, int64_t bi, int64_t h, int64_t i, int64_t j) {
+  const auto& bd = s.bias_dims;
+  const int64_t a = bd[0] == 1 ? 0 : bi, b = bd[1] == 1 ? 0 : h, c = bd[2] == 1 ? 0 : i,
+                e = bd[3] == 1 ? 0 : j;
+  return ((a * bd[1] + b) * bd[2] + c) * bd[3] + e;
+}
+
+double dropout_factor(const Spec& s, int64_t bi, int64_t h, int64_t i, int64_t j) {
+  if (s.dropout <= 0.0) return 1.0;
+  const double u = sdpa_dropout_uniform(static_cast<uint64_t>(s.seed),
+                                        static_cast<uint64_t>(s.offset), bi, h, i, j);
+  return u < s.dropout ? 0.0 : 1.0 / (1.0 - s.dropout);
+}
+
+struct Inputs {
+  std::vector<double> q, k, v, bias;
+};
+
+struct Shapes {
+  std::vector<int64_t> q, k, v, o, stats;
+  explicit Shapes(const Spec& s)
+      : q{s.b, s.hq, s.sq, s.d},
+        k{s.b, s.hk, s.skv, s.d},
+        v{s.b, s.hv, s.skv, s.dv},
+        o{s.b, s.hq, s.sq, s.dv},
+        stats{s.b, s.hq, s.sq, 1} {}
+};
+
+// Score of (bi, h, i, j) before masking.
+double score(const Spec& s, const Inputs& in, int64_t bi, int64_t h, int64_t i, int64_t j) {
+  const int64_t kh = h / (s.hq / s.hk);
+  double dot = 0.0;
+  for (int64_t c = 0; c < s.d; ++c)
+    dot += in.q[((bi * s.hq + h) * s.sq + i) * s.d + c] *
+           in.k[((bi * s.hk + kh) * s.skv + j) * s.d + c];
+  return s.scale() * dot + (s.bias_dims.empty() ? 0.0 : in.bias[bias_index(s, bi, h, i, j)]);
+}
+
+struct Fwd {
+  std::vector<double> o, lse;
+};
+
+// Direct exp / sum (inputs are small): no max subtraction, unlike the kernel.
+Fwd naive_forward(const Spec& s, const Inputs& in) {
+  Fwd f;
+  f.o.assign(static_cast<size_t>(s.b * s.hq * s.sq * s.dv), 0.0);
+  f.lse.assign(static_cast<size_t>(s.b * s.hq * s.sq), std::numeric_limits<double>::infinity());
+  for (int64_t bi = 0; bi < s.b; ++bi)
+    for (int64_t h = 0; h < s.hq; ++h)
+      for (int64_t i = 0; i < s.sq; ++i) {
+        const int64_t vh = h / (s.hq / s.hv), row = (bi * s.hq + h) * s.sq + i;
+        double sum = 0.0;
+        for (int64_t j = 0; j < s.skv; ++j)
+          if (allowed(s, bi, i, j)) sum += std::exp(score(s, in, bi, h, i, j));
+        if (sum == 0.0) continue;
+        f.lse[row] = std::log(sum);
+        for (int64_t j = 0; j < s.skv; ++j) {
+          if (!allowed(s, bi, i, j)) continue;
+          const double p =
+              std::exp(score(s, in, bi, h, i, j)) / sum * dropout_factor(s, bi, h, i, j);
+          for (int64_t c = 0; c < s.dv; ++c)
+            f.o[row * s.dv + c] += p * in.v[((bi * s.hv + vh) * s.skv + j) * s.dv + c];
+        }
+      }
+  return f;
+}
+
+struct Bwd {
+  std::vector<double> dq, dk, dv, dbias;
+};
+
+// Per (b, h): P = exp(score - STATS) (STATS as stored), dP = (dO V^T) * dropout,
+// dS = P * (dP - rowsum(dO * O)), then the three products (and the bias reduction).
+Bwd naive_backward(const Spec& s, const Inputs& in, const std::vector<double>& o,
+                   const std::vector<double>& d_o, const std::vector<double>& stats) {
+  Bwd g;
+  g.dq.assign(in.q.size(), 0.0);
+  g.dk.assign(in.k.size(), 0.0);
+  g.dv.assign(in.v.size(), 0.0);
+  g.dbias.assign(in.bias.size(), 0.0);
+  for (int64_t bi = 0; bi < s.b; ++bi)
+    for (int64_t h = 0; h < s.hq; ++h) {
+      const int64_t kh = h / (s.hq / s.hk), vh = h / (s.hq / s.hv);
+      for (int64_t i = 0; i < s.sq; ++i) {
+        const int64_t row = (bi * s.hq + h) * s.sq + i;
+        double rowsum = 0.0;
+        for (int64_t c = 0; c < s.dv; ++c) rowsum += d_o[row * s.dv + c] * o[row * s.dv + c];
+        for (int64_t j = 0; j < s.skv; ++j) {
+          if (!allowed(s, bi, i, j)) continue;
+          const double p = std::exp(score(s, in, bi, h, i, j) - stats[row]);
+          const double z = dropout_factor(s, bi, h, i, j);
+          const int64_t kj = (bi * s.hk + kh) * s.skv + j, vj = (bi * s.hv + vh) * s.skv + j;
+          double dp = 0.0;
+          for (int64_t c = 0; c < s.dv; ++c) {
+            dp += d_o[row * s.dv + c] * in.v[vj * s.dv + c];
+            g.dv[vj * s.dv + c] += p * z * d_o[row * s.dv + c];
+          }
+          const double ds = p * (dp * z - rowsum);
+          for (int64_t c = 0; c < s.d; ++c) {
+            g.dq[row * s.d + c] += s.scale() * ds * in.k[kj * s.d + c];
+            g.dk[kj * s.d + c] += s.scale() * ds * in.q[row * s.d + c];
+          }
+          if (!s.bias_dims.empty()) g.dbias[bias_index(s, bi, h, i, j)] += ds;
+        }
+      }
+    }
+  return g;
+}
+
+// Optional inputs shared by forward and backward nodes.
+void add_optional(Case& c, const Spec& s, Inputs& in, std::mt19937& gen) {
+  if (s.tensor_scale) c.input("ATTN_SCALE", make_scalar("attn_scale", *s.tensor_scale));
+  if (!s.bias_dims.empty())
+    in.bias = c.input("BIAS", make_buf("bias", s.bias_dims, s.io)).fill(gen, -1.5, 1.5);
+  auto lengths = [&](const char* role, const char* name, const std::vector<int64_t>& l) {
+    if (l.empty()) return;
+    c.input(role, make_buf(name, {s.b, 1, 1, 1}, DataType::Int32))
+        .set(std::vector<double>(l.begin(), l.end()));
+  };
+  lengths("SEQ_LEN_Q", "seq_q", s.len_q);
+  lengths("SEQ_LEN_KV", "seq_kv", s.len_kv);
+  if (s.dropout > 0.0) {
+    c.input("SEED", make_int_scalar("seed", s.seed));
+    c.input("OFFSET", make_int_scalar("offset", s.offset));
+  }
+}
+
+Case forward_node(const Spec& s, bool inference, std::mt19937& gen, Inputs& in) {
+  const Shapes sh(s);
+  Case c(s.attrs(inference));
+  in.q = c.input("Q", make_buf("q", sh.q, s.io, s.stride(s.hq, s.sq, s.d))).fill(gen, -1, 1);
+  in.k = c.input("K", make_buf("k", sh.k, s.io, s.stride(s.hk, s.skv, s.d))).fill(gen, -1, 1);
+  in.v = c.input("V", make_buf("v", sh.v, s.io, s.stride(s.hv, s.skv, s.dv))).fill(gen, -1, 1);
+  add_optional(c, s, in, gen);
+  c.output("O", make_buf("o", sh.o, s.io, s.stride(s.hq, s.sq, s.dv)));
+  if (!inference)
+    c.output("STATS", make_buf("stats", sh.stats,
+                               s.io == DataType::Double ? DataType::Double : DataType::Float));
+  return c;
+}
+
+void forward_case(const Spec& s, uint32_t seed, const std::string& what) {
+  SCOPED_TRACE(what);
+  std::mt19937 gen(seed);
+  Inputs in;
+  Case c = forward_node(s, false, gen, in);
+  Status st = c.run();
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const Fwd f = naive_forward(s, in);
+  expect_close(c.result("O"), f.o, tol_of(s.io), "O");
+  expect_close(c.result("STATS"), f.lse, 1e-5, "STATS");
+}
+
+void backward_case(const Spec& s, uint32_t seed, const std::string& what) {
+  SCOPED_TRACE(what);
+  std::mt19937 gen(seed);
+  const Shapes sh(s);
+  ir::SdpaBwdAttrs a;
+  static_cast<ir::SdpaAttrs&>(a) = s.attrs(false);
+  Case c(a);
+  Inputs in;
+  in.q = c.input("Q", make_buf("q", sh.q, s.io, s.stride(s.hq, s.sq, s.d))).fill(gen, -1, 1);
+  in.k = c.input("K", make_buf("k", sh.k, s.io, s.stride(s.hk, s.skv, s.d))).fill(gen, -1, 1);
+  in.v = c.input("V", make_buf("v", sh.v, s.io, s.stride(s.hv, s.skv, s.dv))).fill(gen, -1, 1);
+  add_optional(c, s, in, gen);
+  // O and STATS as a forward would have stored them.
+  const Fwd f = naive_forward(s, in);
+  Buf& ob = c.input("O", make_buf("o", sh.o, s.io, s.stride(s.hq, s.sq, s.dv)));
+  ob.set(f.o);
+  const auto o = ob.get();
+  const auto d_o =
+      c.input("DO", make_buf("do", sh.o, s.io, s.stride(s.hq, s.sq, s.dv))).fill(gen, -1, 1);
+  Buf& sb = c.input("STATS", make_buf("stats", sh.stats, DataType::Float));
+  sb.set(f.lse);
+  const auto stats = sb.get();
+  c.output("DQ", make_buf("dq", sh.q, s.io, s.stride(s.hq, s.sq, s.d)));
+  c.output("DK", make_buf("dk", sh.k, s.io, s.stride(s.hk, s.skv, s.d)));
+  c.output("DV", make_buf("dv", sh.v, s.io, s.stride(s.hv, s.skv, s.dv)));
+  if (!s.bias_dims.empty()) c.output("DBIAS", make_buf("dbias", s.bias_dims, DataType::Float));
+  Status st = c.run();
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const Bwd g = naive_backward(s, in, o, d_o, stats);
+  expect_close(c.result("DQ"), g.dq, tol_of(s.io), "DQ");
+  expect_close(c.result("DK"), g.dk, tol_of(s.io), "DK");
+  expect_close(c.result("DV"), g.dv, tol_of(s.io), "DV");
+  if (!s.bias_dims.empty()) expect_close(c.result("DBIAS"), g.dbias, 1e-5, "DBIAS");
+}
+
+// ------------------------------------------------------------------ tests
+TEST(RefSdpa, HandWorked) {
+  // q = [1, 2], k = [1, -1], v = [1, 3] (d = dv = 1), scale 1.
+  auto run = [](ir::SdpaAttrs a, std::vector<double> q, std::vector<double>& o,
+                std::vector<double>& lse) {
+    const int64_t sq = static_cast<int64_t>(q.size());
+    a.attn_scale = 1.0;
+    a.is_inference = false;
+    Case c(a);
+    c.input("Q", make_buf("q", {1, 1, sq, 1}, DataType::Double)).set(q);
+    c.input("K", make_buf("k", {1, 1, 2, 1}, DataType::Double)).set({1, -1});
+    c.input("V", make_buf("v", {1, 1, 2, 1}, DataType::Double)).set({1, 3});
+    c.output("O", make_buf("o", {1, 1, sq, 1}, DataType::Double));
+    c.output("STATS", make_buf("stats", {1, 1, sq, 1}, DataType::Double));
+    Status s = c.run();
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    o = c.result("O");
+    lse = c.result("STATS");
+  };
+  const double e = std::exp(1.0), e2 = std::exp(2.0);
+  std::vector<double> o, lse;
+  run({}, {1, 2}, o, lse);  // row 0 scores [1,-1], row 1 scores [2,-2]
+  expect_close(o, {(e + 3 / e) / (e + 1 / e), (e2 + 3 / e2) / (e2 + 1 / e2)}, 1e-14, "O");
+  expect_close(lse, {std::log(e + 1 / e), std::log(e2 + 1 / e2)}, 1e-14, "STATS");
+
+  ir::SdpaAttrs causal;
+  causal.causal = true;
+  run(causal, {1, 2}, o, lse);  // row 0 sees key 0 only
+  expect_close(o, {1.0, (e2 + 3 / e2) / (e2 + 1 / e2)}, 1e-14, "O causal");
+  expect_close(lse, {1.0, std::log(e2 + 1 / e2)}, 1e-14, "STATS causal");
+
+  run(causal, {2}, o, lse);  // one query, top-left: key 0 only
+  expect_close(o, {1.0}, 1e-14, "O causal top-left s_q=1");
+  causal.diagonal_alignment = DiagonalAlignment::BottomRight;
+  run(causal, {2}, o, lse);  // bottom-right: the query sits on the last key, sees both
+  expect_close(o, {(e2 + 3 / e2) / (e2 + 1 / e2)}, 1e-14, "O causal bottom-right s_q=1");
+}
+
+TEST(RefSdpa, ForwardUnmasked) {
+  Spec s;
+  forward_case(s, 1, "plain, default scale");
+  s.attr_scale = 0.3;
+  forward_case(s, 2, "attribute scale");
+  s.tensor_scale = 0.7;  // the tensor wins over the attribute
+  forward_case(s, 3, "ATTN_SCALE tensor");
+}
+
+TEST(RefSdpa, ForwardMasks) {
+  for (bool br : {false, true})
+    for (auto [sq, skv] : {std::pair<int64_t, int64_t>{5, 7}, {7, 5}, {6, 6}}) {
+      Spec s;
+      s.sq = sq, s.skv = skv, s.bottom_right = br;
+      const std::string tag = std::string(br ? "bottom-right" : "top-left") + " sq " +
+                              std::to_string(sq) + " skv " + std::to_string(skv);
+      s.causal = true;
+      forward_case(s, 10, "causal " + tag);
+      s.causal = false, s.left = 2, s.right = 1;
+      forward_case(s, 11, "window [-2, +1] " + tag);
+      s.left.reset(), s.right = -1;  // strictly below the diagonal: the first row sees nothing
+      forward_case(s, 12, "right bound -1 " + tag);
+      s.causal = true, s.right = 2, s.left = 0;  // causal wins over a looser right bound
+      forward_case(s, 13, "causal + bounds " + tag);
+    }
+}
+
+TEST(RefSdpa, ForwardPaddingMask) {
+  Spec s;
+  s.sq = 6, s.skv = 7;
+  s.len_q = {3, 6}, s.len_kv = {4, 7};
+  forward_case(s, 20, "padding");
+  s.causal = true, s.bottom_right = true;
+  forward_case(s, 21, "padding + causal bottom-right");
+  s.len_q = {5, 0};  // an empty batch entry
+  s.len_kv = {2, 0};
+  forward_case(s, 22, "padding with empty sequences");
+  s.len_q.clear();
+  s.len_kv = {1, 5};
+  s.bottom_right = false;
+  forward_case(s, 23, "kv padding only, causal top-left");
+}
+
+TEST(RefSdpa, ForwardGroupedHeads) {
+  Spec s;
+  s.hq = 4, s.hk = 2, s.hv = 2;
+  forward_case(s, 30, "GQA 4/2");
+  s.hk = 1, s.hv = 1;
+  forward_case(s, 31, "MQA");
+  s.hk = 2, s.hv = 1, s.causal = true;
+  forward_case(s, 32, "K 2 heads, V 1 head, causal");
+}
+
+TEST(RefSdpa, ForwardBias) {
+  Spec s;
+  s.hq = 4, s.hk = 2, s.hv = 2;
+  s.bias_dims = {1, 4, 5, 7};
+  forward_case(s, 40, "bias [1,h,sq,skv]");
+  s.bias_dims = {2, 1, 5, 7};
+  s.tensor_scale = 0.5;
+  s.causal = true;
+  forward_case(s, 41, "bias [b,1,sq,skv], causal");
+  s.bias_dims = {1, 1, 1, 7};
+  forward_case(s, 42, "bias [1,1,1,skv]");
+}
+
+TEST(RefSdpa, ForwardStridedAndLowPrecision) {
+  Spec s;
+  s.bshd = true, s.hq = 4, s.hk = 2, s.hv = 2, s.causal = true;
+  forward_case(s, 50, "BSHD strides");
+  for (DataType t : {DataType::BFloat16, DataType::Half}) {
+    s.io = t;
+    s.bias_dims = {1, 4, 5, 7};
+    forward_case(s, 51, std::string(data_type_name(t)));
+  }
+}
+
+TEST(RefSdpa, FullyMaskedRowsGiveZeroAndInfiniteStats) {
+  Spec s;
+  s.b = 1, s.hq = 1, s.hk = 1, s.hv = 1, s.sq = 4, s.skv = 4;
+  s.right = -1;   // row 0 has no key
+  s.len_q = {3};  // row 3 is padding
+  s.len_kv = {4};
+  std::mt19937 gen(60);
+  Inputs in;
+  Case c = forward_node(s, false, gen, in);
+  ASSERT_TRUE(c.run().is_ok());
+  const auto o = c.result("O"), lse = c.result("STATS");
+  for (int64_t row : {0, 3}) {
+    EXPECT_EQ(lse[row], std::numeric_limits<double>::infinity()) << row;
+    for (int64_t k = 0; k < s.dv; ++k) EXPECT_EQ(o[row * s.dv + k], 0.0) << row;
+  }
+  for (int64_t row : {1, 2}) EXPECT_TRUE(std::isfinite(lse[row])) << row;
+}
+
+TEST(RefSdpa, InferenceWritesOnlyO) {
+  Spec s;
+  s.causal = true;
+  std::mt19937 gen(61);
+  Inputs in;
+  Case c = forward_node(s, true, gen, in);
+  ASSERT_EQ(c.node.outputs.size(), 1u);
+  ASSERT_TRUE(c.run().is_ok());
+  expect_close(c.result("O"), naive_forward(s, in).o, 1e-5, "O");
+}
+
+TEST(RefSdpa, DropoutHashIsUniformAndKeyed) {
+  const double p = 0.3;
+  int dropped = 0, total = 0;
+  for (int64_t h = 0; h < 4; ++h)
+    for (int64_t i = 0; i < 100; ++i)
+      for (int64_t j = 0; j < 100; ++j, ++total)
+        dropped += sdpa_dropout_uniform(7, 3, 1, h, i, j) < p;
+  EXPECT_NEAR(static_cast<double>(dropped) / total, p, 0.01);
+  // Every coordinate changes the draw.
+  const double u = sdpa_dropout_uniform(7, 3, 1, 2, 3, 4);
+  EXPECT_NE(u, sdpa_dropout_uniform(8, 3, 1, 2, 3, 4));
+  EXPECT_NE(u, sdpa_dropout_uniform(7, 4, 1, 2, 3, 4));
+  EXPECT_NE(u, sdpa_dropout_uniform(7, 3, 0, 2, 3, 4));
+  EXPECT_NE(u, sdpa_dropout_uniform(7, 3, 1, 1, 3, 4));
+  EXPECT_NE(u, sdpa_dropout_uniform(7, 3, 1, 2, 4, 4));
+  EXPECT_NE(u, sdpa_dropout_uniform(7, 3, 1, 2, 3, 5));
+}
+
+TEST(RefSdpa, ForwardDropout) {
+  Spec s;
+  s.dropout = 0.25, s.seed = 1234, s.offset = 5, s.causal = true;
+  forward_case(s, 70, "dropout");
+  // Same inputs, other seed: a different output; same seed: the same output.
+  auto run_with = [&](int64_t seed) {
+    Spec t = s;
+    t.seed = seed;
+    std::mt19937 gen(71);
+    Inputs in;
+    Case c = forward_node(t, true, gen, in);
+    EXPECT_TRUE(c.run().is_ok());
+    return c.result("O");
+  };
+  EXPECT_EQ(run_with(1), run_with(1));
+  EXPECT_NE(run_with(1), run_with(2));
+}
+
+TEST(RefSdpa, BackwardMatchesNaive) {
+  Spec s;
+  backward_case(s, 80, "plain");
+  s.hq = 4, s.hk = 2, s.hv = 2, s.causal = true;
+  backward_case(s, 81, "GQA, causal top-left");
+  s.hk = 1, s.hv = 1, s.bias_dims = {1, 4, 5, 7}, s.tensor_scale = 0.4;
+  backward_case(s, 82, "MQA, bias [1,h,sq,skv]");
+  s.hk = 2, s.hv = 2, s.causal = false, s.bottom_right = true, s.left = 1, s.right = 0;
+  s.len_q = {4, 5}, s.len_kv = {6, 3}, s.bias_dims = {2, 1, 5, 7};
+  backward_case(s, 83, "padding, window bottom-right, bias [b,1,sq,skv]");
+  s.bshd = true, s.right = -1, s.bias_dims = {1, 1, 5, 1};
+  backward_case(s, 84, "BSHD, empty rows, bias [1,1,sq,1]");
+  s.bshd = false, s.dropout = 0.2, s.seed = 99, s.offset = 1;
+  backward_case(s, 85, "dropout");
+}
+
+TEST(RefSdpa, BackwardLowPrecision) {
+  Spec s;
+  s.hq = 4, s.hk = 2, s.hv = 2, s.causal = true, s.bias_dims = {1, 4, 5, 7};
+  s.io = DataType::BFloat16;
+  backward_case(s, 90, "bf16");
+  s.io = DataType::Half;
+  backward_case(s, 91, "fp16");
+}
+
+// Backward against central differences of the forward kernel (fp64 storage):
+// loss = sum(dO * O(Q, K, V, BIAS)).
+void finite_difference_case(Spec s, uint32_t seed, const std::string& what) {
+  SCOPED_TRACE(what);
+  s.io = DataType::Double;
+  const Shapes sh(s);
+  std::mt19937 gen(seed);
+  Inputs base;
+  forward_node(s, false, gen, base);  // draws the random inputs
+  std::vector<double> d_o(static_cast<size_t>(s.b * s.hq * s.sq * s.dv));
+  std::uniform_real_distribution<double> dist(-1, 1);
+  for (double& x : d_o) x = dist(gen);
+
+  auto forward = [&](const Inputs& in, std::vector<double>* stats) {
+    std::mt19937 unused(0);
+    Inputs tmp;
+    Case c = forward_node(s, false, unused, tmp);
+    c.in["Q"].set(in.q);
+    c.in["K"].set(in.k);
+    c.in["V"].set(in.v);
+    if (!s.bias_dims.empty()) c.in["BIAS"].set(in.bias);
+    EXPECT_TRUE(c.run().is_ok());
+    if (stats) *stats = c.result("STATS");
+    return c.result("O");
+  };
+  auto loss = [&](const Inputs& in) {
+    const auto o = forward(in, nullptr);
+    double acc = 0.0;
+    for (size_t i = 0; i < o.size(); ++i) acc += d_o[i] * o[i];
+    return acc;
+  };
+  auto numeric = [&](std::vector<double> Inputs::*field) {
+    Inputs in = base;
+    std::vector<double> g((in.*field).size());
+    const double h = 1e-5;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const double keep = (in.*field)[i];
+      (in.*field)[i] = keep + h;
+      const double up = loss(in);
+      (in.*field)[i] = keep - h;
+      const double down = loss(in);
+      (in.*field)[i] = keep;
+      g[i] = (up - down) / (2 * h);
+    }
+    return g;
+  };
+
+  std::vector<double> stats;
+  const auto o = forward(base, &stats);
+  ir::SdpaBwdAttrs a;
+  static_cast<ir::SdpaAttrs&>(a) = s.attrs(false);
+  Case c(a);
+  Inputs tmp;
+  c.input("Q", make_buf("q", sh.q, s.io)).set(base.q);
+  c.input("K", make_buf("k", sh.k, s.io)).set(base.k);
+  c.input("V", make_buf("v", sh.v, s.io)).set(base.v);
+  add_optional(c, s, tmp, gen);
+  if (!s.bias_dims.empty()) c.in["BIAS"].set(base.bias);
+  c.input("O", make_buf("o", sh.o, s.io)).set(o);
+  c.input("DO", make_buf("do", sh.o, s.io)).set(d_o);
+  c.input("STATS", make_buf("stats", sh.stats, s.io)).set(stats);
+  c.output("DQ", make_buf("dq", sh.q, s.io));
+  c.output("DK", make_buf("dk", sh.k, s.io));
+  c.output("DV", make_buf("dv", sh.v, s.io));
+  if (!s.bias_dims.empty()) c.output("DBIAS", make_buf("dbias", s.bias_dims, s.io));
+  Status st = c.run();
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  expect_close(c.result("DQ"), numeric(&Inputs::q), 1e-6, "DQ");
+  expect_close(c.result("DK"), numeric(&Inputs::k), 1e-6, "DK");
+  expect_close(c.result("DV"), numeric(&Inputs::v), 1e-6, "DV");
+  if (!s.bias_dims.empty()) expect_close(c.result("DBIAS"), numeric(&Inputs::bias), 1e-6, "DBIAS");
+}
+
+TEST(RefSdpa, BackwardMatchesFiniteDifferences) {
+  Spec s;
+  s.b = 2, s.hq = 2, s.hk = 1, s.hv = 1, s.sq = 3, s.skv = 4, s.d = 2, s.dv = 2;
+  s.causal = true, s.bottom_right = true;
+  s.len_q = {3, 2}, s.len_kv = {4, 3};
+  s.bias_dims = {1, 2, 3, 4};
+  finite_difference_case(s, 100, "GQA, padding, causal bottom-right, bias");
+  s.len_q.clear(), s.len_kv.clear();
+  s.hk = 2, s.hv = 2, s.causal = false, s.bottom_right = false, s.left = 1;
+  s.dropout = 0.3, s.seed = 5, s.offset = 11;
+  s.bias_dims = {2, 1, 3, 4};
+  finite_difference_case(s, 101, "window, dropout, bias [b,1,sq,skv]");
+}
+
+// The seed tutorial's causal attention at a reduced size, large enough for the threaded path.
+TEST(RefSdpa, ThreadedPathMatchesNaive) {
+  Spec s;
+  s.b = 2, s.hq = 4, s.hk = 2, s.hv = 2, s.sq = 64, s.skv = 64, s.d = 32, s.dv = 32;
+  s.causal = true;
+  forward_case(s, 120, "b2 h4 s64 d32 causal, GQA");
+  s.bias_dims = {1, 4, 64, 64};
+  backward_case(s, 121, "b2 h4 s64 d32 causal, GQA, bias");
+}
+
+TEST(RefSdpa, Errors) {
+  Spec s;
+  s.hq = 3, s.hk = 2;
+  std::mt19937 gen(110);
+  Inputs in;
+  Case c = forward_node(s, false, gen, in);
+  Status st = check_sdpa(c.node);
+  EXPECT_EQ(st.code(), ErrorCode::InvalidGraph);
+  EXPECT_NE(st.message().find("sdpa0"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("'q'"), std::string::npos) << st.message();
+
+  Spec p;
+  p.len_q = {3, 9};  // longer than s_q = 5
+  p.len_kv = {7, 7};
+  Case d = forward_node(p, false, gen, in);
+  st = d.run();
+  EXPECT_EQ(st.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(st.message().find("'seq_q'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("9"), std::string::npos) << st.message();
+
+  Spec q;
+  q.dropout = 0.1;  // without SEED / OFFSET tensors
+  Case e = forward_node(q, false, gen, in);
+  std::erase_if(e.node.inputs, [](const ir::Port& port) { return port.role == "SEED"; });
+  st = check_sdpa(e.node);
+  EXPECT_EQ(st.code(), ErrorCode::InvalidGraph);
+  EXPECT_NE(st.message().find("SEED"), std::string::npos) << st.message();
+}
+
+// ------------------------------------------------------------------ through dnngraph::Graph
+// A graph tensor: the attributes of `b` (its name, dims, strides, type) plus a uid.
+ir::Tensor graph_tensor(Graph& g, const Buf& b, int64_t uid) {
+  ir::TensorAttrs a = *b.t;
+  return g.tensor(a.set_uid(uid));
+}
+void mark_output(const ir::Tensor& t, const Buf& b, int64_t uid) {
+  t->set_output(true).set_uid(uid).set_dim(b.t->dim).set_stride(b.t->stride);
+  t->set_data_type(b.t->data_type);
+}
+Status build_and_run(Graph& g, const VariantPack& pack) {
+  auto h = Handle::create(Device::cpu());
+  if (!h) return h.status();
+  DNNGRAPH_TRY(g.build(*h));
+  Result<int64_t> ws = g.get_workspace_size();
+  if (!ws) return ws.status();
+  std::vector<unsigned char> workspace(static_cast<size_t>(std::max<int64_t>(*ws, 1)));
+  return g.execute(**h, pack, workspace.data(), static_cast<int64_t>(workspace.size()));
+}
+Buf poisoned(const std::string& name, std::vector<int64_t> dim, DataType dt) {
+  Buf b = make_buf(name, std::move(dim), dt);
+  b.set(std::vector<double>(static_cast<size_t>(b.t->volume()), NAN));
+  return b;
+}
+
+// The seed tutorial's causal attention (fp16 io, fp32 compute) at b2 h4 s64 d32, forward in
+// training mode, then the backward graph fed with its O and STATS.
+TEST(RefSdpaGraph, TutorialCausalForwardAndBackward) {
+  Spec s;
+  s.b = 2, s.hq = s.hk = s.hv = 4, s.sq = s.skv = 64, s.d = s.dv = 32;
+  s.causal = true, s.io = DataType::Half;
+  s.attr_scale = 1.0 / std::sqrt(32.0);
+  const Shapes sh(s);
+  std::mt19937 gen(200);
+  Buf qb = make_buf("Q", sh.q, s.io), kb = make_buf("K", sh.k, s.io),
+      vb = make_buf("V", sh.v, s.io);
+  Inputs in;
+  in.q = qb.fill(gen, -1, 1), in.k = kb.fill(gen, -1, 1), in.v = vb.fill(gen, -1, 1);
+
+  Graph fwd;
+  fwd.set_name("sdpa").set_io_data_type(s.io).set_compute_data_type(DataType::Float);
+  ir::Tensor q = graph_tensor(fwd, qb, 1), k = graph_tensor(fwd, kb, 2),
+             v = graph_tensor(fwd, vb, 3);
+  auto [o, stats] = fwd.sdpa(q, k, v, s.attrs(false), {}, {.name = "sdpa"});
+  Buf ob = poisoned("O", sh.o, s.io), sb = poisoned("STATS", sh.stats, DataType::Float);
+  mark_output(o, ob, 4);
+  mark_output(stats, sb, 5);
+  Status st = build_and_run(fwd, {{1, qb.mem.data()},
+                                  {2, kb.mem.data()},
+                                  {3, vb.mem.data()},
+                                  {4, ob.mem.data()},
+                                  {5, sb.mem.data()}});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const Fwd f = naive_forward(s, in);
+  expect_close(ob.get(), f.o, tol_of(s.io), "O");
+  expect_close(sb.get(), f.lse, 1e-5, "STATS");
+
+  Graph bwd;
+  bwd.set_name("sdpa_backward").set_io_data_type(s.io).set_compute_data_type(DataType::Float);
+  Buf dob = make_buf("dO", sh.o, s.io);
+  const auto d_o = dob.fill(gen, -1, 1);
+  ir::SdpaBwdAttrs a;
+  static_cast<ir::SdpaAttrs&>(a) = s.attrs(false);
+  auto grads = bwd.sdpa_backward(graph_tensor(bwd, qb, 1), graph_tensor(bwd, kb, 2),
+                                 graph_tensor(bwd, vb, 3), graph_tensor(bwd, ob, 4),
+                                 graph_tensor(bwd, dob, 6), graph_tensor(bwd, sb, 5), a);
+  Buf dqb = poisoned("dQ", sh.q, s.io), dkb = poisoned("dK", sh.k, s.io),
+      dvb = poisoned("dV", sh.v, s.io);
+  mark_output(grads[0], dqb, 7);
+  mark_output(grads[1], dkb, 8);
+  mark_output(grads[2], dvb, 9);
+  st = build_and_run(bwd, {{1, qb.mem.data()},
+                           {2, kb.mem.data()},
+                           {3, vb.mem.data()},
+                           {4, ob.mem.data()},
+                           {5, sb.mem.data()},
+                           {6, dob.mem.data()},
+                           {7, dqb.mem.data()},
+                           {8, dkb.mem.data()},
+                           {9, dvb.mem.data()}});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const Bwd g = naive_backward(s, in, ob.get(), d_o, sb.get());
+  expect_close(dqb.get(), g.dq, tol_of(s.io), "DQ");
+  expect_close(dkb.get(), g.dk, tol_of(s.io), "DK");
+  expect_close(dvb.get(), g.dv, tol_of(s.io), "DV");
+}
+
+// GQA with a padding mask and a bias through the whole pipeline (fp32).
+TEST(RefSdpaGraph, GroupedPaddedWithBias) {
+  Spec s;
+  s.hq = 4, s.hk = 2, s.hv = 2, s.causal = true, s.bottom_right = true;
+  s.len_q = {4, 5}, s.len_kv = {6, 7}, s.bias_dims = {1, 4, 5, 7};
+  const Shapes sh(s);
+  std::mt19937 gen(201);
+  Buf qb = make_buf("Q", sh.q, s.io), kb = make_buf("K", sh.k, s.io),
+      vb = make_buf("V", sh.v, s.io);
+  Buf bb = make_buf("bias", s.bias_dims, s.io);
+  Buf lq = make_buf("seq_q", {s.b, 1, 1, 1}, DataType::Int32);
+  Buf lkv = make_buf("seq_kv", {s.b, 1, 1, 1}, DataType::Int32);
+  lq.set({4, 5});
+  lkv.set({6, 7});
+  Inputs in;
+  in.q = qb.fill(gen, -1, 1), in.k = kb.fill(gen, -1, 1), in.v = vb.fill(gen, -1, 1);
+  in.bias = bb.fill(gen, -1, 1);
+
+  Graph g;
+  g.set_io_data_type(s.io).set_compute_data_type(DataType::Float);
+  ir::SdpaInputs extra;
+  extra.bias = graph_tensor(g, bb, 4);
+  extra.seq_len_q = graph_tensor(g, lq, 5);
+  extra.seq_len_kv = graph_tensor(g, lkv, 6);
+  auto [o, stats] = g.sdpa(graph_tensor(g, qb, 1), graph_tensor(g, kb, 2), graph_tensor(g, vb, 3),
+                           s.attrs(false), extra);
+  Buf ob = poisoned("O", sh.o, s.io), sb = poisoned("STATS", sh.stats, DataType::Float);
+  mark_output(o, ob, 7);
+  mark_output(stats, sb, 8);
+  Status st = build_and_run(g, {{1, qb.mem.data()},
+                                {2, kb.mem.data()},
+                                {3, vb.mem.data()},
+                                {4, bb.mem.data()},
+                                {5, lq.mem.data()},
+                                {6, lkv.mem.data()},
+                                {7, ob.mem.data()},
+                                {8, sb.mem.data()}});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const Fwd f = naive_forward(s, in);
+  expect_close(ob.get(), f.o, 1e-5, "O");
+  expect_close(sb.get(), f.lse, 1e-5, "STATS");
+}
+
+}  // namespace
+}  // namespace dnngraph::reference
