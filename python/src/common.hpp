@@ -1,0 +1,96 @@
+// Shared declarations of the nanobind bindings (python/src/*.cpp, one file per topic).
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "dnngraph/graph.hpp"
+
+namespace dnngraph::py {
+
+namespace nb = nanobind;
+
+// ---- errors (errors.cpp) ----
+// Raised for ErrorCode::NotSupported; registered as dnngraph.NotSupportedError (a RuntimeError).
+struct NotSupportedException : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// ValueError for InvalidGraph/InvalidArgument, NotSupportedError, RuntimeError otherwise; the
+// Python message is the C++ one. Does nothing for Ok.
+void throw_if_error(const Status& s);
+template <class T>
+T unwrap(Result<T> r) {
+  if (!r.is_ok()) throw_if_error(r.status());
+  return std::move(r).value();
+}
+
+// ---- handles (handle.cpp) ----
+// The Python handle object. destroy_handle() drops the reference; graphs built with the handle
+// keep their own reference, so they stay usable.
+struct PyHandle {
+  HandlePtr handle;
+  const HandlePtr& get() const;  // ValueError once destroyed
+};
+// Accepted by pygraph(kernel_cache=...). dnngraph's plan cache lives in the runtime, so this
+// object holds nothing yet (see docs/python.md).
+struct KernelCache {};
+
+// ---- graphs (graph.cpp) ----
+struct PyGraph {
+  Graph graph;
+  HandlePtr handle;  // from pygraph(handle=...), deserialize(handle, ...) or the default GPU one
+  std::shared_ptr<KernelCache> kernel_cache;
+
+  // uid -> tensor, for variant packs keyed by int. Rebuilt when a lookup misses; cleared when
+  // the graph is replaced (deserialize).
+  std::unordered_map<int64_t, ir::Tensor> by_uid;
+  const ir::TensorAttrs* find_uid(int64_t uid);
+
+  // The graph's handle; creates the default ("cuda") handle on first use when none was given.
+  const HandlePtr& ensure_handle();
+  // `override` when given, else the graph's handle.
+  Handle& handle_for(const PyHandle* override);
+};
+
+// A tensor argument that also accepts a Python number (it becomes a pass-by-value constant).
+using TensorOrScalar = std::variant<ir::Tensor, double>;
+ir::Tensor as_tensor(PyGraph& g, const std::optional<TensorOrScalar>& v);
+inline ir::OpOptions op_options(DataType compute, std::string name) {
+  return ir::OpOptions{std::move(name), compute};
+}
+// Op results as a Python tuple (null tensors become None).
+template <size_t N>
+nb::tuple as_tuple(const std::array<ir::Tensor, N>& ts) {
+  nb::list out;
+  for (const auto& t : ts) out.append(t ? nb::cast(t) : nb::none());
+  return nb::tuple(out);
+}
+
+// ---- binding entry points, one per file ----
+void bind_errors(nb::module_& m);
+void bind_enums(nb::module_& m);
+void bind_handle(nb::module_& m);
+void bind_tensor(nb::module_& m);
+void bind_graph(nb::module_& m, nb::class_<PyGraph>& g);
+void bind_ops_conv_matmul(nb::class_<PyGraph>& g);
+void bind_ops_pointwise(nb::class_<PyGraph>& g);
+void bind_ops_norm(nb::class_<PyGraph>& g);
+void bind_ops_sdpa(nb::class_<PyGraph>& g);
+void bind_execute(nb::module_& m, nb::class_<PyGraph>& g);
+void bind_serialize(nb::class_<PyGraph>& g);
+
+}  // namespace dnngraph::py

@@ -1,0 +1,454 @@
+// execute / execute_plan_at_index: Python variant pack -> dnngraph::VariantPack.
+//
+// This is the hot path (called once per step), so it avoids creating Python objects: the dict
+// is walked with PyDict_Next, numpy-like values go through the buffer protocol, torch tensors
+// through data_ptr(); attribute names are interned once; the C++ variant pack and the scratch
+// for Python scalars are reused per thread. Sizes, element sizes and devices are checked
+// before anything runs, so a too-small array or a host array on a GPU handle raises instead of
+// corrupting memory. The GIL is released only around the C++ call, after every pointer has
+// been extracted.
+#include <cstring>
+
+#include <nanobind/ndarray.h>
+
+#include "common.hpp"
+
+namespace dnngraph::py {
+
+namespace {
+
+enum class Where { Host, Cuda, Unknown };
+
+struct Buffer {
+  void* ptr = nullptr;
+  int64_t bytes = -1;     // memory reachable from ptr; -1 when the object does not say
+  int64_t itemsize = -1;  // -1 when unknown
+  Where where = Where::Unknown;
+};
+
+// Reused between calls (per thread; a nested call, e.g. from a data_ptr() override, gets its
+// own).
+struct Scratch {
+  VariantPack pack;
+  std::vector<uint64_t> scalars;  // storage for Python numbers given to pass-by-value tensors
+  std::vector<Py_buffer> views;   // buffers to release after the call
+  size_t n_views = 0;
+  bool busy = false;
+};
+thread_local Scratch t_scratch;
+
+struct Names {
+  PyObject* data_ptr;
+  PyObject* is_cuda;
+  PyObject* itemsize;
+  PyObject* nbytes;
+  PyObject* cai;
+  PyObject* ai;
+  PyObject* dlpack;
+  PyObject* data;
+  PyObject* shape;
+  PyObject* strides;
+  PyObject* typestr;
+  PyTypeObject* tensor_type;
+};
+Names g_names;
+
+[[noreturn]] void fail(const std::string& what) { throw nb::value_error(what.c_str()); }
+
+std::string describe_key(const ir::TensorAttrs* t, int64_t uid) {
+  if (t) return "tensor '" + t->name + "' (uid " + std::to_string(t->uid) + ")";
+  return "uid " + std::to_string(uid);
+}
+
+// Names a pack entry in error messages; the text is only built when an error is raised.
+struct Who {
+  const ir::TensorAttrs* t = nullptr;  // null: the workspace
+  int64_t uid = 0;
+  std::string str() const { return "execute: " + (t ? describe_key(t, uid) : "workspace"); }
+};
+
+// Bytes reachable from the first element given shape and strides in bytes.
+int64_t span_bytes(Py_ssize_t ndim, const Py_ssize_t* shape, const Py_ssize_t* strides,
+                   int64_t itemsize, bool* negative) {
+  int64_t span = itemsize;
+  for (Py_ssize_t i = 0; i < ndim; ++i) {
+    if (shape[i] == 0) return 0;
+    if (strides[i] < 0) *negative = true;
+    span += (shape[i] - 1) * strides[i];
+  }
+  return span;
+}
+
+// "<f4" -> 4
+int64_t typestr_itemsize(nb::handle typestr) {
+  std::string s = nb::cast<std::string>(typestr);
+  return s.size() > 2 ? std::atoll(s.c_str() + 2) : -1;
+}
+
+// {__cuda_array_interface__, __array_interface__} dict -> Buffer.
+Buffer from_interface(PyObject* dict, Where where, const Who& w) {
+  const std::string who = w.str();
+  nb::handle d(dict);
+  if (!PyDict_Check(dict)) fail(who + ": the array interface is not a dict");
+  Buffer b;
+  b.where = where;
+  PyObject* data = PyDict_GetItem(dict, g_names.data);
+  if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1)
+    fail(who + ": the array interface has no (pointer, read_only) 'data' entry");
+  b.ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+  if (PyErr_Occurred()) throw nb::python_error();
+  b.itemsize = typestr_itemsize(d[nb::handle(g_names.typestr)]);
+  auto shape = nb::cast<std::vector<Py_ssize_t>>(d[nb::handle(g_names.shape)]);
+  PyObject* strides = PyDict_GetItem(dict, g_names.strides);
+  std::vector<Py_ssize_t> st;
+  if (strides && strides != Py_None) {
+    st = nb::cast<std::vector<Py_ssize_t>>(nb::handle(strides));
+  } else {  // C-contiguous
+    st.resize(shape.size());
+    Py_ssize_t s = b.itemsize;
+    for (size_t i = shape.size(); i-- > 0;) st[i] = s, s *= shape[i];
+  }
+  if (st.size() != shape.size()) fail(who + ": shape and strides differ in length");
+  bool negative = false;
+  b.bytes = span_bytes(static_cast<Py_ssize_t>(shape.size()), shape.data(), st.data(), b.itemsize,
+                       &negative);
+  if (negative) fail(who + ": arrays with negative strides are not supported");
+  return b;
+}
+
+// obj.<name> as an int, or -1 when it has no such attribute.
+int64_t int_attr(PyObject* obj, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(obj, name);
+  if (!v) {
+    PyErr_Clear();
+    return -1;
+  }
+  int64_t r = PyLong_Check(v) ? PyLong_AsLongLong(v) : -1;
+  Py_DECREF(v);
+  if (PyErr_Occurred()) PyErr_Clear(), r = -1;
+  return r;
+}
+
+// Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
+// `want_bytes`: also ask data_ptr() objects for their byte size (torch's nbytes), which is the
+// reachable memory only for contiguous tensors: used for the workspace.
+Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
+                  bool want_bytes = false) {
+  Buffer b;
+  // 1. Buffer protocol: numpy arrays, memoryview, bytearray, array.array.
+  if (PyObject_CheckBuffer(obj)) {
+    Py_buffer& view = sc.views[sc.n_views];
+    if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDES | (writable ? PyBUF_WRITABLE : 0)) != 0) {
+      nb::python_error e;  // e.g. "buffer source array is read-only"
+      fail(who.str() + ": cannot use the array: " + e.what());
+    }
+    ++sc.n_views;
+    b.ptr = view.buf;
+    b.itemsize = view.itemsize;
+    b.where = Where::Host;
+    bool negative = false;
+    b.bytes = view.strides
+                  ? span_bytes(view.ndim, view.shape, view.strides, view.itemsize, &negative)
+                  : view.len;
+    if (negative) fail(who.str() + ": arrays with negative strides are not supported");
+    return b;
+  }
+  // 2. data_ptr(): torch tensors (their __cuda_array_interface__ is slow Python code).
+  if (PyObject* fn = PyObject_GetAttr(obj, g_names.data_ptr)) {
+    nb::object f = nb::steal(fn);
+    nb::object p = f();
+    b.ptr = PyLong_AsVoidPtr(p.ptr());
+    if (PyErr_Occurred()) throw nb::python_error();
+    if (PyObject* c = PyObject_GetAttr(obj, g_names.is_cuda)) {
+      b.where = PyObject_IsTrue(c) ? Where::Cuda : Where::Host;
+      Py_DECREF(c);
+    } else {
+      PyErr_Clear();
+    }
+    b.itemsize = int_attr(obj, g_names.itemsize);  // torch >= 2.1
+    if (want_bytes) b.bytes = int_attr(obj, g_names.nbytes);
+    return b;
+  }
+  PyErr_Clear();
+  // 3./4. The CUDA and host array interfaces (cupy, numba, ...).
+  if (PyObject* d = PyObject_GetAttr(obj, g_names.cai)) {
+    nb::object keep = nb::steal(d);
+    return from_interface(d, Where::Cuda, who);
+  }
+  PyErr_Clear();
+  if (PyObject* d = PyObject_GetAttr(obj, g_names.ai)) {
+    nb::object keep = nb::steal(d);
+    return from_interface(d, Where::Host, who);
+  }
+  PyErr_Clear();
+  // 5. DLPack (jax, ...). The ndarray holds the exporter's capsule only for this call; the
+  // memory stays valid because the caller's dict keeps `obj` alive.
+  if (PyObject_HasAttr(obj, g_names.dlpack)) {
+    nb::ndarray<> arr;
+    if (nb::try_cast(nb::handle(obj), arr)) {
+      b.ptr = arr.data();
+      b.itemsize = static_cast<int64_t>(arr.itemsize());
+      const int dev = arr.device_type();
+      b.where = dev == nb::device::cpu::value || dev == nb::device::cuda_host::value
+                    ? Where::Host
+                    : (dev == nb::device::cuda::value || dev == nb::device::cuda_managed::value
+                           ? Where::Cuda
+                           : Where::Unknown);
+      int64_t span = b.itemsize;
+      for (size_t i = 0; i < arr.ndim(); ++i) {
+        if (arr.shape(i) == 0) span = 0;
+        if (arr.stride(i) < 0) fail(who.str() + ": negative strides are not supported");
+        if (span) span += (static_cast<int64_t>(arr.shape(i)) - 1) * arr.stride(i) * b.itemsize;
+      }
+      b.bytes = span;
+      return b;
+    }
+  }
+  fail(who.str() + ": got a " + Py_TYPE(obj)->tp_name +
+       "; expected a numpy array, a torch tensor, or an object with the buffer protocol, "
+       "data_ptr(), __cuda_array_interface__, __array_interface__ or __dlpack__");
+}
+
+// Encodes a Python number as one scalar of `t` in `slot`.
+uint16_t to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t e8 = (x >> 23) & 0xffu;
+  uint32_t mant = x & 0x7fffffu;
+  if (e8 == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
+  const int32_t e = static_cast<int32_t>(e8) - 127 + 15;
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (e <= 0) {  // subnormal half (or zero)
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const uint32_t shift = static_cast<uint32_t>(14 - e);
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry rounds up the exponent
+  return static_cast<uint16_t>(h);
+}
+
+uint16_t to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
+  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(x >> 16);
+}
+
+void encode_scalar(PyObject* num, const ir::TensorAttrs& t, uint64_t* slot) {
+  *slot = 0;
+  auto put = [&](auto v) { std::memcpy(slot, &v, sizeof(v)); };
+  const bool is_float = PyFloat_Check(num);
+  if (is_integral(t.data_type) && is_float)
+    fail("tensor '" + t.name + "' is " + std::string(data_type_name(t.data_type)) +
+         ": give an int, not a float");
+  const double d = PyFloat_AsDouble(num);  // ints convert too
+  if (PyErr_Occurred()) throw nb::python_error();
+  switch (t.data_type) {
+    case DataType::Float:
+      put(static_cast<float>(d));
+      return;
+    case DataType::Double:
+      put(d);
+      return;
+    case DataType::Half:
+      put(to_half(static_cast<float>(d)));
+      return;
+    case DataType::BFloat16:
+      put(to_bf16(static_cast<float>(d)));
+      return;
+    case DataType::Boolean:
+      put(static_cast<uint8_t>(d != 0.0));
+      return;
+    default:
+      break;
+  }
+  const long long i = PyLong_AsLongLong(num);
+  if (PyErr_Occurred()) throw nb::python_error();
+  switch (t.data_type) {
+    case DataType::Int8:
+      put(static_cast<int8_t>(i));
+      return;
+    case DataType::UInt8:
+      put(static_cast<uint8_t>(i));
+      return;
+    case DataType::Int32:
+      put(static_cast<int32_t>(i));
+      return;
+    case DataType::Int64:
+      put(static_cast<int64_t>(i));
+      return;
+    default:
+      fail("tensor '" + t.name + "' is " + std::string(data_type_name(t.data_type)) +
+           ": give it as a one-element array, not a Python number");
+  }
+}
+
+// Checks one value against its tensor: device, element size, memory size.
+void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) {
+  const int64_t esize = data_type_size(t.data_type);
+  auto who = [&] { return "tensor '" + t.name + "' (uid " + std::to_string(t.uid) + ")"; };
+  if (t.is_pass_by_value) {
+    if (b.where == Where::Cuda)
+      fail(who() +
+           " is pass-by-value: give a host scalar (a Python number, a numpy array or a "
+           "CPU tensor), not device memory");
+  } else if (dev.kind == Device::Kind::CPU && b.where == Where::Cuda) {
+    fail(who() + ": the array lives on a CUDA device but the handle runs on the cpu");
+  } else if (dev.kind == Device::Kind::CUDA && b.where == Where::Host) {
+    fail(who() + ": the array is host memory but the handle runs on " + dev.to_string());
+  }
+  if (b.itemsize > 0 && esize > 0 && b.itemsize != esize)
+    fail(who() + " is " + std::string(data_type_name(t.data_type)) + " (" + std::to_string(esize) +
+         "-byte elements) but the array has " + std::to_string(b.itemsize) + "-byte elements");
+  if (b.bytes >= 0 && esize > 0) {
+    const int64_t need = (t.is_pass_by_value ? 1 : t.storage_elements()) * esize;
+    if (b.bytes < need)
+      fail(who() + " needs " + std::to_string(need) + " bytes (" + t.describe() +
+           ") but the array holds " + std::to_string(b.bytes));
+  }
+}
+
+// Releases the buffer views and the scratch on every exit path.
+struct ScratchGuard {
+  Scratch& sc;
+  bool owns;
+  ~ScratchGuard() {
+    for (size_t i = 0; i < sc.n_views; ++i) PyBuffer_Release(&sc.views[i]);
+    sc.n_views = 0;
+    if (owns) sc.busy = false;
+  }
+};
+
+void run(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle,
+         std::optional<int64_t> plan_index) {
+  Handle& h = self.handle_for(handle);
+  const Device& dev = h.device();
+
+  Scratch local;
+  Scratch& sc = t_scratch.busy ? local : t_scratch;
+  const bool owns = !t_scratch.busy;
+  if (owns) sc.busy = true;
+  ScratchGuard guard{sc, owns};
+  const size_t n = static_cast<size_t>(PyDict_GET_SIZE(pack.ptr()));
+  sc.pack.clear();
+  // Sized up front so pointers into them stay valid while the pack is filled.
+  if (sc.scalars.size() < n) sc.scalars.resize(n);
+  if (sc.views.size() < n + 1) sc.views.resize(n + 1);
+  size_t n_scalars = 0;
+
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(pack.ptr(), &pos, &key, &value)) {
+    const ir::TensorAttrs* t = nullptr;
+    int64_t uid;
+    if (Py_TYPE(key) == g_names.tensor_type) {
+      t = nb::inst_ptr<ir::TensorAttrs>(key);
+      if (!t->uid_assigned)
+        fail("tensor '" + t->name + "' has no uid yet: build the graph before execute");
+      uid = t->uid;
+    } else if (PyLong_Check(key)) {
+      uid = PyLong_AsLongLong(key);
+      if (PyErr_Occurred()) throw nb::python_error();
+      t = self.find_uid(uid);
+      if (!t)
+        fail("execute: uid " + std::to_string(uid) +
+             " is not a non-virtual tensor of this graph (was it built?)");
+    } else {
+      throw nb::type_error(("execute: variant pack keys must be graph tensors or int uids, got " +
+                            std::string(Py_TYPE(key)->tp_name))
+                               .c_str());
+    }
+    if (value == Py_None) fail("execute: " + describe_key(t, uid) + " is None");
+    void* ptr;
+    if (PyFloat_Check(value) || PyLong_Check(value)) {
+      if (!t->is_pass_by_value)
+        fail("execute: " + describe_key(t, uid) +
+             " is not pass-by-value: give an array, not a Python number");
+      uint64_t* slot = &sc.scalars[n_scalars++];
+      encode_scalar(value, *t, slot);
+      ptr = slot;
+    } else {
+      Buffer b = get_buffer(value, t->is_output, sc, Who{t, uid});
+      check_buffer(b, *t, dev);
+      ptr = b.ptr;
+    }
+    sc.pack[uid] = ptr;
+  }
+
+  void* ws = nullptr;
+  int64_t ws_bytes = 0;
+  if (!workspace.is_none()) {
+    Buffer b = get_buffer(workspace.ptr(), true, sc, Who{}, /*want_bytes=*/true);
+    if ((dev.kind == Device::Kind::CPU && b.where == Where::Cuda) ||
+        (dev.kind == Device::Kind::CUDA && b.where == Where::Host))
+      fail("execute: the workspace is " + std::string(b.where == Where::Cuda ? "CUDA" : "host") +
+           " memory but the handle runs on " + dev.to_string());
+    ws = b.ptr;
+    ws_bytes = b.bytes;  // -1 (unknown, not checked) for data_ptr() objects without nbytes
+  }
+
+  Status s;
+  {
+    nb::gil_scoped_release release;
+    s = plan_index ? self.graph.execute_plan_at_index(h, sc.pack, ws, *plan_index, ws_bytes)
+                   : self.graph.execute(h, sc.pack, ws, ws_bytes);
+  }
+  throw_if_error(s);
+}
+
+}  // namespace
+
+void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
+  auto intern = [](const char* s) { return PyUnicode_InternFromString(s); };
+  g_names = Names{intern("data_ptr"),
+                  intern("is_cuda"),
+                  intern("itemsize"),
+                  intern("nbytes"),
+                  intern("__cuda_array_interface__"),
+                  intern("__array_interface__"),
+                  intern("__dlpack__"),
+                  intern("data"),
+                  intern("shape"),
+                  intern("strides"),
+                  intern("typestr"),
+                  reinterpret_cast<PyTypeObject*>(m.attr("Tensor").ptr())};
+
+  // Layout of a DLPack object for dnngraph._interop.describe (tensor_like).
+  m.def("_dlpack_layout", [](nb::handle obj) {
+    nb::ndarray<> arr = nb::cast<nb::ndarray<>>(obj);
+    std::vector<int64_t> shape, strides;
+    for (size_t i = 0; i < arr.ndim(); ++i) {
+      shape.push_back(static_cast<int64_t>(arr.shape(i)));
+      strides.push_back(arr.stride(i));
+    }
+    return std::make_tuple(shape, strides, static_cast<int>(arr.dtype().code),
+                           static_cast<int>(arr.dtype().bits));
+  });
+
+  cls.def(
+      "execute",
+      [](PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle) {
+        run(self, pack, workspace, handle, std::nullopt);
+      },
+      nb::arg("pack"), nb::arg("workspace").none(), nb::arg("handle").none() = nb::none(),
+      "Runs the selected plan. pack: {tensor or uid: array}; arrays are numpy arrays, torch\n"
+      "tensors or any buffer / data_ptr() / __cuda_array_interface__ / __array_interface__ /\n"
+      "DLPack object on the handle's device; pass-by-value tensors take host scalars (Python\n"
+      "numbers too). workspace: a buffer of get_workspace_size() bytes, or None when 0.");
+  cls.def(
+      "execute_plan_at_index",
+      [](PyGraph& self, nb::dict pack, nb::handle workspace, int64_t index,
+         const PyHandle* handle) { run(self, pack, workspace, handle, index); },
+      nb::arg("pack"), nb::arg("workspace").none(), nb::arg("index"),
+      nb::arg("handle").none() = nb::none(), "execute() with the plan at `index` (built).");
+}
+
+}  // namespace dnngraph::py

@@ -1,0 +1,221 @@
+// pygraph: construction, tensors, the build pipeline, introspection.
+#include "common.hpp"
+#include "dnngraph/ir/serialize.hpp"
+
+namespace dnngraph::py {
+
+const ir::TensorAttrs* PyGraph::find_uid(int64_t uid) {
+  auto it = by_uid.find(uid);
+  if (it != by_uid.end() && it->second->uid == uid && it->second->uid_assigned)
+    return it->second.get();
+  // A miss or a stale entry (uids are assigned by validate and may be edited): rebuild once.
+  by_uid.clear();
+  for (const auto& t : graph.tensors())
+    if (t->uid_assigned && !t->is_virtual) by_uid.emplace(t->uid, t);
+  it = by_uid.find(uid);
+  return it == by_uid.end() ? nullptr : it->second.get();
+}
+
+const HandlePtr& PyGraph::ensure_handle() {
+  if (!handle) {
+    auto h = Handle::create(Device::cuda(0));
+    if (!h.is_ok())
+      throw_if_error(make_error(
+          h.status().code(),
+          "this graph has no handle and the default (cuda) handle failed: ", h.status().message(),
+          " (pass pygraph(handle=create_handle(device=\"cpu\")) to use "
+          "the CPU reference engine)"));
+    handle = std::move(h).value();
+  }
+  return handle;
+}
+
+Handle& PyGraph::handle_for(const PyHandle* override) {
+  if (override) return *override->get();
+  return *ensure_handle();
+}
+
+ir::Tensor as_tensor(PyGraph& g, const std::optional<TensorOrScalar>& v) {
+  if (!v) return nullptr;
+  if (auto* t = std::get_if<ir::Tensor>(&*v)) return *t;
+  return g.graph.scalar(ir::Scalar::of_float(std::get<double>(*v)));
+}
+
+namespace {
+
+// Releases the GIL around a long C++ step and raises its error after taking the GIL back.
+template <class F>
+void run_released(F&& f) {
+  Status s;
+  {
+    nb::gil_scoped_release release;
+    s = f();
+  }
+  throw_if_error(s);
+}
+
+nb::list candidate_list(const Graph& g) {
+  nb::list out;
+  for (const auto& c : g.candidates()) {
+    nb::dict d;
+    d["engine"] = c.info.engine;
+    d["name"] = c.info.name;
+    d["source"] = c.info.source;
+    d["numerical_notes"] = c.info.numerical_notes;
+    d["behavior_notes"] = c.info.behavior_notes;
+    d["supported"] = c.support.is_ok();
+    d["reason"] = c.support.message();
+    d["built"] = c.built;
+    d["workspace_size"] = c.workspace_size;
+    out.append(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
+  cls.def(
+      "__init__",
+      [](PyGraph* self, const PyHandle* handle, std::string name, DataType io,
+         DataType intermediate, DataType compute, std::shared_ptr<KernelCache> kernel_cache,
+         bool dynamic) {
+        new (self) PyGraph();
+        if (handle) self->handle = handle->get();
+        self->kernel_cache = std::move(kernel_cache);
+        self->graph.set_name(std::move(name))
+            .set_io_data_type(io)
+            .set_intermediate_data_type(intermediate)
+            .set_compute_data_type(compute)
+            .set_dynamic_shape_enabled(dynamic);
+      },
+      nb::arg("handle").none() = nb::none(), nb::arg("name") = "",
+      nb::arg("io_data_type") = DataType::NotSet,
+      nb::arg("intermediate_data_type") = DataType::Float,
+      nb::arg("compute_data_type") = DataType::Float, nb::arg("kernel_cache").none() = nb::none(),
+      nb::arg("is_dynamic_shape_enabled") = false);
+
+  cls.def(
+      "tensor",
+      [](PyGraph& self, std::string name, std::vector<int64_t> dim,
+         std::optional<std::vector<int64_t>> stride, DataType data_type, bool is_virtual,
+         bool is_pass_by_value, std::optional<int64_t> uid) {
+        ir::TensorAttrs a;
+        a.set_name(std::move(name))
+            .set_stride(stride ? std::move(*stride) : ir::packed_strides(dim))
+            .set_dim(std::move(dim))
+            .set_data_type(data_type)
+            .set_is_virtual(is_virtual)
+            .set_is_pass_by_value(is_pass_by_value);
+        if (uid) a.set_uid(*uid);
+        return self.graph.tensor(a);
+      },
+      nb::kw_only(), nb::arg("name") = "", nb::arg("dim"), nb::arg("stride").none() = nb::none(),
+      nb::arg("data_type") = DataType::NotSet, nb::arg("is_virtual") = false,
+      nb::arg("is_pass_by_value") = false, nb::arg("uid").none() = nb::none(),
+      "A tensor with dims, strides in elements (default: packed row-major) and data type.");
+
+  cls.def(
+      "tensor_like",
+      [](PyGraph& self, nb::handle obj, std::string name) {
+        // The layout of arbitrary array objects is read in Python (dnngraph/_interop.py).
+        nb::tuple d =
+            nb::cast<nb::tuple>(nb::module_::import_("dnngraph._interop").attr("describe")(obj));
+        ir::TensorAttrs a;
+        a.set_name(std::move(name))
+            .set_dim(nb::cast<std::vector<int64_t>>(d[0]))
+            .set_stride(nb::cast<std::vector<int64_t>>(d[1]))
+            .set_data_type(nb::cast<DataType>(d[2]));
+        return self.graph.tensor(a);
+      },
+      nb::arg("obj"), nb::arg("name") = "",
+      "A tensor with the dims, strides and data type of `obj` (numpy array, torch tensor, or "
+      "any DLPack / __array_interface__ / __cuda_array_interface__ object).");
+
+  // ---- pipeline ----
+  cls.def(
+      "validate",
+      [](PyGraph& self) {
+        self.graph.invalidate();  // tensors may have been edited since the last validate
+        throw_if_error(self.graph.validate());
+      },
+      "Infers missing dims/strides/types, assigns uids and checks the graph (ValueError).");
+  cls.def(
+      "build_operation_graph",
+      [](PyGraph& self) {
+        const HandlePtr& h = self.ensure_handle();
+        self.graph.invalidate();
+        throw_if_error(self.graph.build_operation_graph(h));
+      },
+      "Validates, then lowers the graph onto the engine of the graph's handle.");
+  cls.def(
+      "create_execution_plans",
+      [](PyGraph& self, std::vector<HeurMode> modes) {
+        throw_if_error(self.graph.create_execution_plans(modes));
+      },
+      nb::arg("heur_modes"), "Collects candidate plans from each heuristic mode, in order.");
+  cls.def(
+      "check_support", [](PyGraph& self) { throw_if_error(self.graph.check_support()); },
+      "Keeps the supported candidates; NotSupportedError (with every reason) when none is.");
+  cls.def(
+      "build_plans",
+      [](PyGraph& self, BuildPlanPolicy policy) {
+        run_released([&] { return self.graph.build_plans(policy); });
+      },
+      nb::arg("policy") = BuildPlanPolicy::HeuristicsChoice,
+      "HEURISTICS_CHOICE builds the first supported candidate; ALL builds every one.");
+  cls.def(
+      "build",
+      [](PyGraph& self, std::vector<HeurMode> modes, BuildPlanPolicy policy) {
+        HandlePtr h = self.ensure_handle();
+        self.graph.invalidate();
+        run_released([&] { return self.graph.build(h, modes, policy); });
+      },
+      nb::arg("heur_modes") = std::vector<HeurMode>{HeurMode::A, HeurMode::Fallback},
+      nb::arg("policy") = BuildPlanPolicy::HeuristicsChoice, "All five pipeline steps.");
+
+  cls.def("get_execution_plan_count",
+          [](const PyGraph& self) { return self.graph.get_execution_plan_count(); });
+  cls.def(
+      "build_plan_at_index",
+      [](PyGraph& self, int64_t index) {
+        run_released([&] { return self.graph.build_plan_at_index(index); });
+      },
+      nb::arg("index"));
+  cls.def(
+      "get_workspace_size",
+      [](const PyGraph& self) { return unwrap(self.graph.get_workspace_size()); },
+      "Workspace bytes of the plan execute() uses.");
+  cls.def(
+      "get_workspace_size_plan_at_index",
+      [](const PyGraph& self, int64_t index) {
+        return unwrap(self.graph.get_workspace_size_plan_at_index(index));
+      },
+      nb::arg("index"));
+  cls.def(
+      "select_plan",
+      [](PyGraph& self, int64_t index) { throw_if_error(self.graph.select_plan(index)); },
+      nb::arg("index"), "Makes plan `index` (built) the one execute() uses.");
+  cls.def("selected_plan_index",
+          [](const PyGraph& self) { return self.graph.selected_plan_index(); });
+  cls.def(
+      "candidates", [](const PyGraph& self) { return candidate_list(self.graph); },
+      "Every candidate seen by check_support, as dicts (engine, name, supported, reason, ...).");
+
+  // ---- introspection ----
+  cls.def(
+      "key", [](const PyGraph& self) { return ir::fingerprint(self.graph).hex(); },
+      "The graph's stable fingerprint (32 hex digits).");
+  cls.def(
+      "to_json", [](const PyGraph& self) { return ir::to_json(self.graph); },
+      "The graph's JSON description.");
+  cls.def_prop_ro("name", [](const PyGraph& self) { return self.graph.name(); });
+  cls.def_prop_ro("handle", [](const PyGraph& self) -> std::shared_ptr<PyHandle> {
+    if (!self.handle) return nullptr;
+    return std::make_shared<PyHandle>(PyHandle{self.handle});
+  });
+  cls.def("__repr__", [](const PyGraph& self) { return self.graph.to_table(); });
+  (void)m;
+}
+
+}  // namespace dnngraph::py

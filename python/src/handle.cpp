@@ -1,0 +1,86 @@
+// Handles (device + stream), backend versions and the kernel cache object.
+#include <cstdlib>
+
+#include "common.hpp"
+#include "dnngraph/system.hpp"
+#include "dnngraph/version.hpp"
+
+namespace dnngraph::py {
+
+const HandlePtr& PyHandle::get() const {
+  if (!handle) throw nb::value_error("this handle was destroyed (destroy_handle)");
+  return handle;
+}
+
+namespace {
+
+// "cpu", "cuda", "cuda:N" (also what str() gives for a torch.device).
+Device parse_device(const std::string& s) {
+  if (s == "cpu") return Device::cpu();
+  if (s == "cuda") return Device::cuda(0);
+  if (s.rfind("cuda:", 0) == 0 && s.size() > 5) {
+    char* end = nullptr;
+    long i = std::strtol(s.c_str() + 5, &end, 10);
+    if (*end == '\0' && i >= 0 && i < 1 << 16) return Device::cuda(static_cast<int>(i));
+  }
+  throw nb::value_error(
+      ("create_handle: unknown device '" + s + "': expected 'cpu', 'cuda' or 'cuda:N'").c_str());
+}
+
+}  // namespace
+
+void bind_handle(nb::module_& m) {
+  nb::class_<PyHandle>(m, "Handle", "Binds graphs to a device (cpu or one GPU) and a stream")
+      .def_prop_ro(
+          "device", [](const PyHandle& h) { return h.get()->device().to_string(); },
+          "'cpu' or 'cuda:N'")
+      .def("__repr__", [](const PyHandle& h) {
+        return h.handle ? "<dnngraph.Handle " + h.handle->device().to_string() + ">"
+                        : std::string("<dnngraph.Handle (destroyed)>");
+      });
+
+  m.def(
+      "create_handle",
+      [](nb::handle device) {
+        // Accept any object whose str() names a device (e.g. torch.device("cuda:1")).
+        std::string name = nb::cast<std::string>(nb::str(device));
+        Device d = parse_device(name);
+        auto h = std::make_shared<PyHandle>();
+        h->handle = unwrap(Handle::create(d));
+        return h;
+      },
+      nb::arg("device") = "cuda",
+      "A handle on `device`: 'cuda' (the default), 'cuda:N' or 'cpu' (the reference engine).\n"
+      "Raises RuntimeError with the reason when the device cannot be used.");
+  m.def(
+      "destroy_handle", [](PyHandle& h) { h.handle.reset(); }, nb::arg("handle"),
+      "Drops this handle. Graphs that were built with it keep it alive until they go away.");
+  m.def(
+      "set_stream",
+      [](PyHandle& h, uintptr_t stream) { h.get()->set_stream(reinterpret_cast<void*>(stream)); },
+      nb::arg("handle"), nb::arg("stream"),
+      "Sets the CUDA stream (an int, e.g. torch.cuda.Stream().cuda_stream) used by execute.");
+  m.def(
+      "get_stream",
+      [](const PyHandle& h) { return reinterpret_cast<uintptr_t>(h.get()->stream()); },
+      nb::arg("handle"), "The handle's CUDA stream as an int (0: the default stream).");
+
+  m.def(
+      "backend_version", []() { return backend_version(); },
+      "The loaded cuDNN's version as an int (e.g. 91900), 0 when cuDNN is not available.");
+  m.def(
+      "backend_version_string", []() { return backend_version_string(); },
+      "The loaded cuDNN's version ('9.19.0'), or why cuDNN is not available.");
+  m.def(
+      "version", []() { return std::string(version()); }, "dnngraph's version");
+
+  nb::class_<KernelCache>(m, "KernelCache",
+                          "Accepted by pygraph(kernel_cache=...). It holds nothing for now: "
+                          "dnngraph's plan cache is process-wide (see docs/python.md).")
+      .def("__repr__", [](const KernelCache&) { return "<dnngraph.KernelCache (empty)>"; });
+  m.def(
+      "create_kernel_cache", []() { return std::make_shared<KernelCache>(); },
+      "A kernel cache object to share between graphs (currently holds nothing).");
+}
+
+}  // namespace dnngraph::py

@@ -1,0 +1,24 @@
+// dnngraph._dnngraph: the native part of the dnngraph Python package. The package's
+// __init__.py re-exports it; see docs/python.md.
+#include "common.hpp"
+
+NB_MODULE(_dnngraph, m) {
+  using namespace dnngraph::py;
+  m.doc() = "dnngraph: deep-learning computations described as graphs (native module)";
+  bind_errors(m);
+  bind_enums(m);
+  bind_handle(m);
+  bind_tensor(m);
+  nb::class_<PyGraph> graph(m, "pygraph",
+                            "A graph of tensors and operations with its build pipeline:\n"
+                            "validate -> build_operation_graph -> create_execution_plans ->\n"
+                            "check_support -> build_plans -> execute.");
+  bind_graph(m, graph);
+  bind_ops_conv_matmul(graph);
+  bind_ops_pointwise(graph);
+  bind_ops_norm(graph);
+  bind_ops_sdpa(graph);
+  bind_execute(m, graph);
+  bind_serialize(graph);
+  m.attr("Graph") = graph;
+}

@@ -1,0 +1,104 @@
+"""Shared fixtures and numpy reference helpers for the dnngraph Python tests (CPU only)."""
+
+import math
+import zlib
+
+import numpy as np
+import pytest
+
+import dnngraph as cudnn
+
+
+@pytest.fixture(scope="session")
+def handle():
+    return cudnn.create_handle(device="cpu")
+
+
+@pytest.fixture
+def rng(request):
+    # Random inputs per test, reproducible from the test's name.
+    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
+
+
+def build(graph, heur=None, policy=None):
+    """The tutorial's five-step pipeline."""
+    graph.validate()
+    graph.build_operation_graph()
+    graph.create_execution_plans(heur or [cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    graph.check_support()
+    if policy is None:
+        graph.build_plans()
+    else:
+        graph.build_plans(policy)
+    return graph
+
+
+def workspace_for(graph):
+    return np.empty(max(graph.get_workspace_size(), 1), dtype=np.uint8)
+
+
+def poisoned(shape, dtype=np.float32, strides_order=None):
+    """An output array filled with NaN (or a sentinel for integers)."""
+    a = np.empty(shape, dtype=dtype)
+    a.fill(np.nan if np.issubdtype(dtype, np.floating) else 77)
+    return a
+
+
+def assert_close(got, ref, rtol=1e-5, atol=None):
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    assert got.shape == ref.shape
+    assert np.all(np.isfinite(got)), "output has NaN/inf (not written?)"
+    scale = max(float(np.abs(ref).max()), 1e-6)
+    if atol is None:
+        atol = rtol * scale
+    np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol)
+
+
+_erf = np.vectorize(math.erf)
+
+
+def gelu(x):
+    x = np.asarray(x, dtype=np.float64)
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def erf(x):
+    return _erf(np.asarray(x, dtype=np.float64))
+
+
+def conv2d_nchw(x, w, pad, stride, dil):
+    """Naive fp64 cross-correlation: x [N,C,H,W], w [K,C,R,S] -> [N,K,P,Q]."""
+    x = np.asarray(x, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    n, c, h, wd = x.shape
+    k, _, r, s = w.shape
+    p = (h + 2 * pad[0] - dil[0] * (r - 1) - 1) // stride[0] + 1
+    q = (wd + 2 * pad[1] - dil[1] * (s - 1) - 1) // stride[1] + 1
+    xp = np.zeros((n, c, h + 2 * pad[0], wd + 2 * pad[1]))
+    xp[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + wd] = x
+    y = np.zeros((n, k, p, q))
+    for i in range(r):
+        for j in range(s):
+            patch = xp[:, :, i * dil[0]:i * dil[0] + stride[0] * (p - 1) + 1:stride[0],
+                       j * dil[1]:j * dil[1] + stride[1] * (q - 1) + 1:stride[1]]
+            y += np.einsum("nchw,kc->nkhw", patch, w[:, :, i, j])
+    return y
+
+
+def channels_last(a):
+    """A copy of NCHW `a` laid out NHWC in memory (numpy strides like torch.channels_last)."""
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+def elem_strides(a):
+    return [s // a.itemsize for s in a.strides]
+
+
+def tensor_of(graph, a, name):
+    """Describes numpy array `a` (dims, strides in elements, dtype) as a graph tensor."""
+    dt = {np.dtype(np.float32): cudnn.data_type.FLOAT, np.dtype(np.float16): cudnn.data_type.HALF,
+          np.dtype(np.float64): cudnn.data_type.DOUBLE, np.dtype(np.int32): cudnn.data_type.INT32,
+          np.dtype(np.int64): cudnn.data_type.INT64, np.dtype(np.int8): cudnn.data_type.INT8,
+          np.dtype(np.uint8): cudnn.data_type.UINT8, np.dtype(np.bool_): cudnn.data_type.BOOLEAN}
+    return graph.tensor(name=name, dim=list(a.shape), stride=elem_strides(a), data_type=dt[a.dtype])

@@ -1,0 +1,346 @@
+"""Module surface, tensors, pipeline methods, variant packs, errors, serialization."""
+
+import re
+
+import numpy as np
+import pytest
+
+import dnngraph as cudnn
+from conftest import assert_close, build, poisoned, tensor_of, workspace_for
+
+
+def small_graph(handle, rng, name="g", uids=False):
+    """Y = relu(A @ B) with numpy inputs; returns (graph, tensors, arrays, reference)."""
+    a = rng.standard_normal((1, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((1, 4, 2)).astype(np.float32)
+    g = cudnn.pygraph(handle=handle, name=name, io_data_type=cudnn.data_type.FLOAT)
+    A, B = tensor_of(g, a, "A"), tensor_of(g, b, "B")
+    Y = g.relu(input=g.matmul(A=A, B=B), name="act")
+    Y.set_output(True)
+    if uids:
+        A.set_uid(1)
+        B.set_uid(2)
+        Y.set_uid(3)
+    ref = np.maximum(np.matmul(a.astype(np.float64), b), 0)
+    return g, (A, B, Y), (a, b), ref
+
+
+# ---------------------------------------------------------------- module surface
+
+def test_enums_and_versions():
+    for n in ("HALF BFLOAT16 FLOAT DOUBLE INT8 UINT8 INT32 INT64 BOOLEAN FP8_E4M3 FP8_E5M2 "
+              "NOT_SET").split():
+        assert hasattr(cudnn.data_type, n)
+    assert {m.name for m in cudnn.heur_mode} == {"A", "B", "FALLBACK"}
+    assert {m.name for m in cudnn.build_plan_policy} == {"HEURISTICS_CHOICE", "ALL"}
+    assert {m.name for m in cudnn.diagonal_alignment} == {"TOP_LEFT", "BOTTOM_RIGHT"}
+    assert cudnn.reduction_mode.AMAX.name == "AMAX"
+    assert cudnn.pointwise_mode.GELU.name == "GELU"
+    assert cudnn.norm_forward_phase.TRAINING != cudnn.norm_forward_phase.INFERENCE
+    assert isinstance(cudnn.backend_version(), int) and cudnn.backend_version() >= 0
+    assert isinstance(cudnn.backend_version_string(), str)
+    assert re.match(r"\d+\.\d+\.\d+", cudnn.__version__)
+    assert cudnn.Graph is cudnn.pygraph
+    assert issubclass(cudnn.NotSupportedError, RuntimeError)
+
+
+def test_handles_and_streams(handle):
+    assert handle.device == "cpu"
+    h = cudnn.create_handle(device="cpu")
+    assert cudnn.get_stream(h) == 0
+    cudnn.set_stream(handle=h, stream=1234)
+    assert cudnn.get_stream(handle=h) == 1234
+    cudnn.destroy_handle(h)
+    with pytest.raises(ValueError, match="destroyed"):
+        cudnn.get_stream(h)
+    with pytest.raises(ValueError, match="unknown device 'tpu'"):
+        cudnn.create_handle(device="tpu")
+
+
+def test_default_handle_without_gpu_raises_runtime_error():
+    if cudnn.backend_version() > 0:
+        pytest.skip("a GPU may be present")
+    with pytest.raises(RuntimeError) as e:
+        cudnn.create_handle()
+    assert str(e.value)  # says why
+
+
+def test_kernel_cache_is_accepted(handle, rng):
+    kc = cudnn.create_kernel_cache()
+    g = cudnn.pygraph(handle=handle, kernel_cache=kc, is_dynamic_shape_enabled=True,
+                      io_data_type=cudnn.data_type.FLOAT)
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    X = tensor_of(g, x, "X")
+    Y = g.exp(input=X)
+    Y.set_output(True)
+    build(g)
+    y = poisoned((2, 3))
+    g.execute({X: x, Y: y}, None)
+    assert_close(y, np.exp(x.astype(np.float64)))
+
+
+# ---------------------------------------------------------------- tensors
+
+def test_tensor_methods(handle):
+    g = cudnn.pygraph(handle=handle)
+    t = g.tensor(name="T", dim=[2, 3, 4], data_type=cudnn.data_type.HALF)
+    assert t.get_stride() == [12, 4, 1]  # packed row-major by default
+    assert t.get_dim() == [2, 3, 4] and t.get_name() == "T"
+    assert t.get_data_type() == cudnn.data_type.HALF
+    same = t.set_dim([2, 3, 5]).set_stride([15, 5, 1]).set_data_type(cudnn.data_type.FLOAT)
+    assert same is t
+    assert t.set_uid(7).set_name("U").set_is_virtual(False).set_output(True) is t
+    assert (t.get_uid(), t.get_name(), t.get_dim(), t.get_stride()) == (7, "U", [2, 3, 5],
+                                                                          [15, 5, 1])
+    assert "'U'" in repr(t) and "uid=7" in repr(t)
+    d = {t: 1}
+    assert d[t] == 1 and hash(t) == hash(t)
+    u = g.tensor(name="V", dim=[1], uid=9, is_pass_by_value=True)
+    assert u.get_uid() == 9 and u.get_is_pass_by_value()
+
+
+def test_tensor_like_numpy(handle):
+    g = cudnn.pygraph(handle=handle)
+    a = np.zeros((2, 3, 4), dtype=np.float16).transpose(0, 2, 1)
+    t = g.tensor_like(a, name="a")
+    assert t.get_dim() == [2, 4, 3]
+    assert t.get_stride() == [12, 1, 4]
+    assert t.get_data_type() == cudnn.data_type.HALF
+    assert g.tensor_like(np.zeros(5, dtype=np.int64)).get_data_type() == cudnn.data_type.INT64
+    with pytest.raises(TypeError, match="cannot read the layout"):
+        g.tensor_like(object())
+
+
+def test_tensor_like_torch(handle):
+    torch = pytest.importorskip("torch")
+    g = cudnn.pygraph(handle=handle)
+    x = torch.zeros(2, 3, 4, 5, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+    t = g.tensor_like(x)
+    assert t.get_dim() == [2, 3, 4, 5]
+    assert t.get_stride() == list(x.stride())
+    assert t.get_data_type() == cudnn.data_type.BFLOAT16
+
+
+def test_execute_with_torch_cpu_tensors(handle):
+    torch = pytest.importorskip("torch")
+    a, b = torch.randn(1, 3, 4), torch.randn(1, 4, 2)
+    y = torch.full((1, 3, 2), float("nan"))
+    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT)
+    A, B = g.tensor_like(a, "A"), g.tensor_like(b, "B")
+    S = g.tensor_like(torch.ones(1, 1, 1), "s").set_is_pass_by_value(True)
+    Y = g.scale(input=g.matmul(A=A, B=B), scale=S)
+    Y.set_output(True)
+    build(g)
+    g.execute({A: a, B: b, Y: y, S: torch.full((1, 1, 1), 2.0)}, None)
+    assert torch.allclose(y, 2 * (a @ b), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- pipeline
+
+def test_pipeline_methods_and_repr(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng, name="pipe")
+    g.build(heur_modes=[cudnn.heur_mode.A], policy=cudnn.build_plan_policy.HEURISTICS_CHOICE)
+    assert g.get_execution_plan_count() >= 1
+    assert g.get_workspace_size() >= 0
+    assert g.name == "pipe"
+    assert re.fullmatch(r"[0-9a-f]{32}", g.key())
+    text = repr(g)
+    assert "act" in text and "A" in text
+    assert '"act"' in g.to_json() or "act" in g.to_json()
+    cands = g.candidates()
+    assert cands and cands[0]["engine"] == "reference"
+    y = poisoned((1, 3, 2))
+    g.execute({A: a, B: b, Y: y}, workspace_for(g), handle=handle)
+    assert_close(y, ref)
+
+
+def test_policy_all_and_execute_plan_at_index(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.B, cudnn.heur_mode.FALLBACK])
+    g.check_support()
+    g.build_plans(cudnn.build_plan_policy.ALL)
+    n = g.get_execution_plan_count()
+    assert n >= 1
+    for i in range(n):
+        g.build_plan_at_index(i)
+        ws = np.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=np.uint8)
+        y = poisoned((1, 3, 2))
+        g.execute_plan_at_index({A: a, B: b, Y: y}, ws, i)
+        assert_close(y, ref)
+    with pytest.raises(ValueError, match="plan"):
+        g.execute_plan_at_index({A: a, B: b, Y: poisoned((1, 3, 2))}, None, n + 5)
+
+
+def test_pack_keyed_by_uid(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng, uids=True)
+    build(g)
+    y = poisoned((1, 3, 2))
+    g.execute({1: a, 2: b, 3: y}, workspace_for(g))
+    assert_close(y, ref)
+    y2 = poisoned((1, 3, 2))
+    g.execute({A: a, 2: b, Y.get_uid(): y2}, workspace_for(g))  # mixed keys
+    assert_close(y2, ref)
+
+
+def test_serialize_round_trip(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng, name="ser", uids=True)
+    build(g)
+    blob = g.serialize()
+    assert isinstance(blob, bytes) and len(blob) > 0
+    for load in (lambda g2: g2.deserialize(handle, blob),
+                 lambda g2: g2.deserialize(blob)):
+        g2 = cudnn.pygraph(handle=handle)
+        load(g2)
+        assert g2.key() == g.key()
+        y = poisoned((1, 3, 2))
+        ws = np.empty(max(g2.get_workspace_size(), 1), dtype=np.uint8)
+        g2.execute({1: a, 2: b, 3: y}, ws, handle=handle)
+        assert_close(y, ref)
+    with pytest.raises((ValueError, RuntimeError)):
+        cudnn.pygraph(handle=handle).deserialize(handle, b"not a graph")
+
+
+# ---------------------------------------------------------------- errors
+
+def test_invalid_graph_raises_value_error_naming_tensor(handle):
+    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT)
+    A = g.tensor(name="lhs", dim=[1, 3, 4])
+    B = g.tensor(name="rhs", dim=[1, 5, 2])
+    g.matmul(A=A, B=B, name="mm").set_output(True)
+    with pytest.raises(ValueError) as e:
+        g.validate()
+    assert "mm" in str(e.value) and ("lhs" in str(e.value) or "rhs" in str(e.value))
+
+
+def test_bad_packs(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    build(g)
+    ws = workspace_for(g)
+    y = poisoned((1, 3, 2))
+    with pytest.raises(ValueError, match="'B'.*missing"):
+        g.execute({A: a, Y: y}, ws)
+    with pytest.raises(ValueError, match="'A'.*8-byte"):
+        g.execute({A: a.astype(np.float64), B: b, Y: y}, ws)
+    with pytest.raises(ValueError, match="'B'.*needs 32 bytes"):
+        g.execute({A: a, B: b[:, :2], Y: y}, ws)
+    ro = poisoned((1, 3, 2))
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="'act"):
+        g.execute({A: a, B: b, Y: ro}, ws)
+    with pytest.raises(ValueError, match="not pass-by-value"):
+        g.execute({A: 1.0, B: b, Y: y}, ws)
+    with pytest.raises(ValueError, match="uid 999"):
+        g.execute({A: a, B: b, Y: y, 999: a}, ws)
+    with pytest.raises(TypeError, match="keys"):
+        g.execute({"A": a, B: b, Y: y}, ws)
+    with pytest.raises(ValueError, match="'A'.*got a object|'A'"):
+        g.execute({A: object(), B: b, Y: y}, ws)
+    assert np.isnan(y).all()  # nothing was written by the failed calls
+
+
+def test_execute_before_build(handle, rng):
+    g, (A, B, Y), (a, b), _ = small_graph(handle, rng)
+    with pytest.raises(ValueError):
+        g.execute({A: a, B: b, Y: poisoned((1, 3, 2))}, None)
+
+
+def test_workspace_too_small(handle, rng):
+    # A graph with a virtual intermediate on the reference engine needs workspace.
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    build(g)
+    need = g.get_workspace_size()
+    if need == 0:
+        pytest.skip("the reference plan needs no workspace here")
+    with pytest.raises(ValueError, match="workspace"):
+        g.execute({A: a, B: b, Y: poisoned((1, 3, 2))}, np.empty(need - 1, np.uint8))
+    with pytest.raises(ValueError, match="workspace"):
+        g.execute({A: a, B: b, Y: poisoned((1, 3, 2))}, None)
+
+
+# ---------------------------------------------------------------- array objects in packs
+
+class DataPtrArray:
+    """Looks like a CPU torch tensor to execute(): data_ptr(), is_cuda, itemsize, nbytes."""
+
+    def __init__(self, a, is_cuda=False):
+        self.a, self.is_cuda = a, is_cuda
+        self.itemsize, self.nbytes = a.itemsize, a.nbytes
+
+    def data_ptr(self):
+        return self.a.ctypes.data
+
+
+class InterfaceArray:
+    """Only __array_interface__ (or __cuda_array_interface__ with cuda=True)."""
+
+    def __init__(self, a, cuda=False):
+        self.a = a
+        name = "__cuda_array_interface__" if cuda else "__array_interface__"
+        setattr(self, name, dict(a.__array_interface__))
+
+
+class DLPackArray:
+    """Only the DLPack protocol."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_pack_values_through_every_protocol(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    build(g)
+    ws = workspace_for(g)
+    for wrap in (DataPtrArray, InterfaceArray, DLPackArray):
+        y = poisoned((1, 3, 2))
+        g.execute({A: wrap(a), B: wrap(b), Y: wrap(y)}, wrap(ws))
+        assert_close(y, ref)
+    # memoryview / bytearray workspaces go through the buffer protocol.
+    y = poisoned((1, 3, 2))
+    g.execute({A: a, B: b, Y: y}, bytearray(max(g.get_workspace_size(), 1)))
+    assert_close(y, ref)
+
+
+def test_pack_protocol_checks(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    build(g)
+    ws = workspace_for(g)
+    y = poisoned((1, 3, 2))
+    with pytest.raises(ValueError, match="'A'.*CUDA device"):
+        g.execute({A: InterfaceArray(a, cuda=True), B: b, Y: y}, ws)
+    with pytest.raises(ValueError, match="'A'.*CUDA device"):
+        g.execute({A: DataPtrArray(a, is_cuda=True), B: b, Y: y}, ws)
+    with pytest.raises(ValueError, match="'B'.*8-byte"):
+        g.execute({A: a, B: DataPtrArray(b.astype(np.float64)), Y: y}, ws)
+    with pytest.raises(ValueError, match="'B'.*needs 32 bytes"):
+        g.execute({A: a, B: InterfaceArray(b[:, :1]), Y: y}, ws)
+    if g.get_workspace_size() > 0:
+        with pytest.raises(ValueError, match="workspace"):
+            g.execute({A: a, B: b, Y: y}, DataPtrArray(ws[:g.get_workspace_size() - 1]))
+    with pytest.raises(ValueError, match="negative strides"):
+        g.execute({A: a[:, ::-1], B: b, Y: y}, ws)
+    assert np.isnan(y).all()
+
+
+def test_pass_by_value_scalars(handle, rng):
+    # A pass-by-value tensor fed with a Python float, a numpy scalar array and a graph constant.
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT)
+    X = tensor_of(g, x, "X")
+    S = g.tensor(name="s", dim=[1, 1], data_type=cudnn.data_type.FLOAT, is_pass_by_value=True)
+    Y = g.add(a=g.mul(a=X, b=S), b=0.25)  # 0.25 becomes a constant of the graph
+    Y.set_output(True)
+    build(g)
+    for s, val in ((3.0, 3.0), (np.full((1, 1), -2.0, np.float32), -2.0), (2, 2.0)):
+        y = poisoned((2, 4))
+        g.execute({X: x, S: s, Y: y}, workspace_for(g))
+        assert_close(y, x.astype(np.float64) * val + 0.25)
+    with pytest.raises(ValueError, match="'s'.*8-byte"):
+        g.execute({X: x, S: np.full((1, 1), 1.0), Y: poisoned((2, 4))}, workspace_for(g))

@@ -1,0 +1,195 @@
+"""Every pointwise method of pygraph, each checked against a numpy reference."""
+
+import math
+
+import numpy as np
+import pytest
+
+import dnngraph as cudnn
+from conftest import assert_close, build, erf, gelu, poisoned, tensor_of, workspace_for
+
+SHAPE = (2, 3, 5)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def gelu_tanh_grad(x):
+    c = math.sqrt(2.0 / math.pi)
+    t = np.tanh(c * (x + 0.044715 * x**3))
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
+
+
+def gelu_grad(x):
+    return 0.5 * (1.0 + erf(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+# method -> (reference, input domain). Domains keep references well conditioned.
+UNARY = {
+    "abs": (np.abs, "any"),
+    "neg": (np.negative, "any"),
+    "exp": (np.exp, "any"),
+    "log": (np.log, "pos"),
+    "sqrt": (np.sqrt, "pos"),
+    "rsqrt": (lambda x: 1.0 / np.sqrt(x), "pos"),
+    "reciprocal": (lambda x: 1.0 / x, "pos"),
+    "tanh": (np.tanh, "any"),
+    "sigmoid": (sigmoid, "any"),
+    "gelu": (gelu, "any"),
+    "gelu_approx_tanh": (gelu_tanh, "any"),
+    "erf": (erf, "any"),
+    "sin": (np.sin, "any"),
+    "cos": (np.cos, "any"),
+    "floor": (np.floor, "any"),
+    "ceil": (np.ceil, "any"),
+    "identity": (lambda x: x, "any"),
+    "relu": (lambda x: np.maximum(x, 0.0), "any"),
+    "silu": (lambda x: x * sigmoid(x), "any"),
+    "swish": (lambda x: x * sigmoid(x), "any"),
+    "elu": (lambda x: np.where(x > 0, x, np.exp(x) - 1.0), "any"),
+    "softplus": (lambda x: np.log1p(np.exp(x)), "any"),
+}
+BINARY = {
+    "add": (np.add, "any"),
+    "sub": (np.subtract, "any"),
+    "mul": (np.multiply, "any"),
+    "div": (np.divide, "pos"),
+    "max": (np.maximum, "any"),
+    "min": (np.minimum, "any"),
+    "maximum": (np.maximum, "any"),
+    "minimum": (np.minimum, "any"),
+    "pow": (np.power, "pos"),
+    "bias": (np.add, "any"),
+    "scale": (np.multiply, "any"),
+}
+COMPARE = {
+    "cmp_eq": np.equal,
+    "cmp_neq": np.not_equal,
+    "cmp_gt": np.greater,
+    "cmp_ge": np.greater_equal,
+    "cmp_lt": np.less,
+    "cmp_le": np.less_equal,
+}
+# (loss, x) -> dx
+BACKWARD = {
+    "relu_backward": lambda dy, x: dy * (x > 0),
+    "gelu_backward": lambda dy, x: dy * gelu_grad(x),
+    "gelu_approx_tanh_backward": lambda dy, x: dy * gelu_tanh_grad(x),
+    "sigmoid_backward": lambda dy, x: dy * sigmoid(x) * (1 - sigmoid(x)),
+    "tanh_backward": lambda dy, x: dy * (1 - np.tanh(x) ** 2),
+    "silu_backward": lambda dy, x: dy * (sigmoid(x) + x * sigmoid(x) * (1 - sigmoid(x))),
+    "elu_backward": lambda dy, x: dy * np.where(x > 0, 1.0, np.exp(x)),
+    "softplus_backward": lambda dy, x: dy * sigmoid(x),
+}
+
+
+def sample(rng, domain, dtype=np.float32):
+    x = rng.standard_normal(SHAPE)
+    if domain == "pos":
+        x = np.abs(x) + 0.5
+    return x.astype(dtype)
+
+
+def run(handle, make, inputs, out_dtype=np.float32, out_type=cudnn.data_type.FLOAT):
+    """Builds graph `make(g, *tensors)` on `inputs`, runs it, returns the output array."""
+    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT)
+    ts = [tensor_of(g, a, f"in{i}") for i, a in enumerate(inputs)]
+    y = make(g, *ts)
+    y.set_output(True).set_data_type(out_type)
+    build(g)
+    out = poisoned(tuple(y.get_dim()), out_dtype)
+    pack = dict(zip(ts, inputs))
+    pack[y] = out
+    g.execute(pack, workspace_for(g))
+    return out
+
+
+@pytest.mark.parametrize("method", sorted(UNARY))
+def test_unary(handle, rng, method):
+    ref, domain = UNARY[method]
+    x = sample(rng, domain)
+    out = run(handle, lambda g, t: getattr(g, method)(input=t, name=f"{method}_node"), [x])
+    assert_close(out, ref(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", sorted(BINARY))
+def test_binary(handle, rng, method):
+    ref, domain = BINARY[method]
+    a, b = sample(rng, domain), sample(rng, domain)
+    kw = {"bias": ("input", "bias"), "scale": ("input", "scale")}.get(method, ("a", "b"))
+    out = run(handle, lambda g, x, y: getattr(g, method)(**{kw[0]: x, kw[1]: y}), [a, b])
+    assert_close(out, ref(a.astype(np.float64), b), rtol=1e-5)
+
+
+def test_binary_broadcast_and_python_scalar(handle, rng):
+    a = sample(rng, "any")
+    row = rng.standard_normal((1, 1, SHAPE[2])).astype(np.float32)
+    out = run(handle, lambda g, x, r: g.sub(a=g.mul(a=x, b=2.5), b=r), [a, row])
+    assert_close(out, a.astype(np.float64) * 2.5 - row, rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", sorted(COMPARE))
+def test_compare(handle, rng, method):
+    a = sample(rng, "any")
+    b = a.copy()
+    b[0] += 1.0  # some equal, some different
+    b[1] -= 1.0
+    out = run(handle, lambda g, x, y: getattr(g, method)(a=x, b=y), [a, b], np.bool_,
+              cudnn.data_type.BOOLEAN)
+    np.testing.assert_array_equal(out, COMPARE[method](a, b))
+
+
+def test_logical_and_select(handle, rng):
+    p = rng.standard_normal(SHAPE) > 0
+    q = rng.standard_normal(SHAPE) > 0
+    for method, ref in (("logical_and", np.logical_and), ("logical_or", np.logical_or)):
+        out = run(handle, lambda g, x, y: getattr(g, method)(a=x, b=y), [p, q], np.bool_,
+                  cudnn.data_type.BOOLEAN)
+        np.testing.assert_array_equal(out, ref(p, q))
+    out = run(handle, lambda g, x: g.logical_not(input=x), [p], np.bool_, cudnn.data_type.BOOLEAN)
+    np.testing.assert_array_equal(out, ~p)
+
+    a, b = sample(rng, "any"), sample(rng, "any")
+    out = run(handle, lambda g, x, y, m: g.binary_select(input0=x, input1=y, mask=m), [a, b, p])
+    assert_close(out, np.where(p, a, b), rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", sorted(BACKWARD))
+def test_backward(handle, rng, method):
+    dy, x = sample(rng, "any"), sample(rng, "any")
+    out = run(handle, lambda g, l, t: getattr(g, method)(loss=l, input=t), [dy, x])
+    assert_close(out, BACKWARD[method](dy.astype(np.float64), x.astype(np.float64)), rtol=1e-5,
+                 atol=1e-6)
+
+
+def test_relu_clips_and_slope(handle, rng):
+    x = sample(rng, "any") * 2
+    out = run(handle, lambda g, t: g.relu(input=t, negative_slope=0.1), [x])
+    assert_close(out, np.where(x > 0, x, 0.1 * x.astype(np.float64)), rtol=1e-6)
+    out = run(handle, lambda g, t: g.relu(input=t, lower_clip=-0.5, upper_clip=1.0), [x])
+    assert_close(out, np.clip(x.astype(np.float64), -0.5, 1.0), rtol=1e-6)
+
+
+def test_attribute_modes(handle, rng):
+    x = sample(rng, "any")
+    xd = x.astype(np.float64)
+    out = run(handle, lambda g, t: g.elu(input=t, alpha=0.5), [x])
+    assert_close(out, np.where(xd > 0, xd, 0.5 * (np.exp(xd) - 1)), rtol=1e-5)
+    out = run(handle, lambda g, t: g.softplus(input=t, beta=2.0), [x])
+    assert_close(out, np.log1p(np.exp(2 * xd)) / 2, rtol=1e-5)
+    out = run(handle, lambda g, t: g.silu(input=t, swish_beta=1.5), [x])
+    assert_close(out, xd * sigmoid(1.5 * xd), rtol=1e-5)
+
+
+def test_generic_pointwise(handle, rng):
+    a, b = sample(rng, "any"), sample(rng, "any")
+    out = run(handle, lambda g, x, y: g.pointwise(cudnn.pointwise_mode.SUB, x, y), [a, b])
+    assert_close(out, a.astype(np.float64) - b, rtol=1e-6)
+    out = run(handle, lambda g, x: g.pointwise(cudnn.pointwise_mode.RELU, x, upper_clip=0.25),
+              [a])
+    assert_close(out, np.clip(a.astype(np.float64), 0, 0.25), rtol=1e-6)
