@@ -62,7 +62,14 @@ def test_default_handle_without_gpu_raises_runtime_error():
         pytest.skip("a GPU may be present")
     with pytest.raises(RuntimeError) as e:
         cudnn.create_handle()
-    assert str(e.value)  # says why
+    # No GPU (or no CUDA in this build): "no engine/device can do this", with the reason.
+    assert isinstance(e.value, cudnn.NotSupportedError)
+    assert "cuda" in str(e.value).lower()
+    # A graph without a handle falls back to the default one and says how to use the CPU.
+    g = cudnn.pygraph()
+    g.tensor(name="x", dim=[2], data_type=cudnn.data_type.FLOAT)
+    with pytest.raises(RuntimeError, match='device="cpu"'):
+        g.build_operation_graph()
 
 
 def test_kernel_cache_is_accepted(handle, rng):
@@ -95,8 +102,13 @@ def test_tensor_methods(handle):
     assert "'U'" in repr(t) and "uid=7" in repr(t)
     d = {t: 1}
     assert d[t] == 1 and hash(t) == hash(t)
-    u = g.tensor(name="V", dim=[1], uid=9, is_pass_by_value=True)
+    assert t.get_is_output() and not t.get_is_virtual()
+    assert t.set_is_pass_by_value(True).get_is_pass_by_value()
+    u = g.tensor(name="V", dim=[1], uid=9, is_pass_by_value=True, is_virtual=False)
     assert u.get_uid() == 9 and u.get_is_pass_by_value()
+    v = g.exp(input=u)
+    assert v.get_is_virtual() and not v.get_is_output()
+    assert g.handle.device == "cpu"
 
 
 def test_tensor_like_numpy(handle):
@@ -163,6 +175,12 @@ def test_policy_all_and_execute_plan_at_index(handle, rng):
     g.build_plans(cudnn.build_plan_policy.ALL)
     n = g.get_execution_plan_count()
     assert n >= 1
+    assert 0 <= g.selected_plan_index() < n
+    g.select_plan(n - 1)
+    assert g.selected_plan_index() == n - 1
+    y = poisoned((1, 3, 2))
+    g.execute({A: a, B: b, Y: y}, np.empty(max(g.get_workspace_size(), 1), np.uint8))
+    assert_close(y, ref)
     for i in range(n):
         g.build_plan_at_index(i)
         ws = np.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=np.uint8)
