@@ -362,3 +362,28 @@ def test_pass_by_value_scalars(handle, rng):
         assert_close(y, x.astype(np.float64) * val + 0.25)
     with pytest.raises(ValueError, match="'s'.*8-byte"):
         g.execute({X: x, S: np.full((1, 1), 1.0), Y: poisoned((2, 4))}, workspace_for(g))
+
+
+def test_torch_bf16_matmul_and_device_checks(handle):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    a = torch.randn(2, 4, 8, dtype=torch.bfloat16)
+    b = torch.randn(2, 8, 3, dtype=torch.bfloat16)
+    y = torch.full((2, 4, 3), float("nan"), dtype=torch.bfloat16)
+    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.BFLOAT16)
+    A, B = g.tensor_like(a, "A"), g.tensor_like(b, "B")
+    Y = g.matmul(A=A, B=B)
+    Y.set_output(True)
+    build(g)
+    ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8)
+    g.execute({A: a, B: b, Y: y}, ws)
+    ref = a.double() @ b.double()
+    assert torch.allclose(y.double(), ref, rtol=1e-2, atol=1e-2 * ref.abs().max().item())
+    with pytest.raises(ValueError, match="'A'.*4-byte"):
+        g.execute({A: a.float(), B: b, Y: y}, ws)
+    if g.get_workspace_size() > 0:
+        with pytest.raises(ValueError, match="workspace"):
+            g.execute({A: a, B: b, Y: y}, ws[:g.get_workspace_size() - 1])
+    if torch.cuda.is_available():
+        with pytest.raises(ValueError, match="'A'.*CUDA device"):
+            g.execute({A: a.cuda(), B: b, Y: y}, ws)
