@@ -266,6 +266,30 @@ TEST(RefPointwise, StorageAndComputeTypesRound) {
   }
 }
 
+// A host scalar given at execute time (pass-by-value, no constant) of rank 1 broadcasts
+// against a rank-3 input.
+TEST(RefPointwise, HostScalarOfLowerRankBroadcasts) {
+  auto x = ref_test::make_tensor("x", {2, 3, 4}, DataType::Float);
+  auto s = ref_test::make_tensor("s", {1}, DataType::Float);
+  s->set_is_pass_by_value(true);
+  auto y = ref_test::make_tensor("y", {2, 3, 4}, DataType::Float);
+  dnngraph::ir::Node n;
+  n.name = "scale";
+  n.attrs = mk(PM::Sub);
+  n.inputs = {{"IN_0", x}, {"IN_1", s}};
+  n.outputs = {{"OUT_0", y}};
+  ASSERT_OK(dnngraph::reference::check_pointwise(n));
+  ref_test::Rng rng(16);
+  ref_test::Buffers bufs;
+  const auto xv = bufs.random(x, rng);
+  bufs.set(s, {0.75});
+  ASSERT_OK(bufs.run_kernel(n, dnngraph::reference::run_pointwise));
+  std::vector<double> want(24);
+  for (size_t i = 0; i < 24; ++i) want[i] = xv[i] - 0.75;
+  EXPECT_TRUE(ref_test::all_close(bufs.values(y), ref_test::rounded(DataType::Float, want),
+                                  ref_test::tol(DataType::Float)));
+}
+
 TEST(RefPointwise, CheckRejectsBadShapes) {
   dnngraph::ir::Node n;
   n.name = "bad_add";

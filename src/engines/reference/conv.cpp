@@ -342,45 +342,53 @@ Status dgrad(KernelContext& ctx, const Geometry& g) {
 
 // ---------------------------------------------------------------- wgrad
 // DW[k, c, tap] = sum over n and output pixels of dy[n, k, o] * x_padded[n, o*s + tap*d, c].
+// Each thread owns a block of output channels, so an input patch read once from memory
+// feeds the whole block.
+constexpr int64_t kWgradKb = 8;
+
 Status wgrad(KernelContext& ctx, const Geometry& g) {
   const Dense dy = ctx.load("DY"), x = ctx.load("X");
   const std::vector<double> xp = pad_channels_last(g, x);
   const int64_t taps = g.ker_volume(), ov = g.out_volume();
-  Dense dw({g.K, g.Cg, taps});
+  const int64_t kblocks = (g.K + kWgradKb - 1) / kWgradKb;
+  Dense dw(ctx.tensor("DW").dim);
 #pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
-  for (int64_t k = 0; k < g.K; ++k) {
-    const int64_t gi = k / g.Kg;
-    std::vector<double> acc(static_cast<size_t>(taps * g.Cg), 0.0);  // [tap][c]
+  for (int64_t kb = 0; kb < kblocks; ++kb) {
+    const int64_t k0 = kb * kWgradKb, k1 = std::min(g.K, k0 + kWgradKb);
+    std::vector<double> acc(static_cast<size_t>((k1 - k0) * taps * g.Cg), 0.0);  // [k][tap][c]
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t od = 0; od < g.out[0]; ++od)
         for (int64_t oh = 0; oh < g.out[1]; ++oh)
           for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            const double v = dy[(n * g.K + k) * ov + (od * g.out[1] + oh) * g.out[2] + ow];
-            if (v == 0.0) continue;
-            const double* base =
-                xp.data() + padded_pixel(g, n, od * g.str[0], oh * g.str[1], ow * g.str[2]) * g.C +
-                gi * g.Cg;
-            for (int64_t kd = 0; kd < g.ker[0]; ++kd)
-              for (int64_t kh = 0; kh < g.ker[1]; ++kh)
-                for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
-                  const double* xr =
-                      base + ((kd * g.dil[0] * g.padded[1] + kh * g.dil[1]) * g.padded[2] +
-                              kw * g.dil[2]) *
-                                 g.C;
-                  double* ar = acc.data() + ((kd * g.ker[1] + kh) * g.ker[2] + kw) * g.Cg;
-                  for (int64_t c = 0; c < g.Cg; ++c) ar[c] += v * xr[c];
-                }
+            const int64_t o = (od * g.out[1] + oh) * g.out[2] + ow;
+            const int64_t pixel = padded_pixel(g, n, od * g.str[0], oh * g.str[1], ow * g.str[2]);
+            for (int64_t k = k0; k < k1; ++k) {  // a block may straddle groups
+              const double v = dy[(n * g.K + k) * ov + o];
+              if (v == 0.0) continue;
+              const double* base = xp.data() + pixel * g.C + (k / g.Kg) * g.Cg;
+              double* ak = acc.data() + (k - k0) * taps * g.Cg;
+              for (int64_t kd = 0; kd < g.ker[0]; ++kd)
+                for (int64_t kh = 0; kh < g.ker[1]; ++kh)
+                  for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
+                    const double* xr =
+                        base + ((kd * g.dil[0] * g.padded[1] + kh * g.dil[1]) * g.padded[2] +
+                                kw * g.dil[2]) *
+                                   g.C;
+                    double* ar = ak + ((kd * g.ker[1] + kh) * g.ker[2] + kw) * g.Cg;
+                    for (int64_t c = 0; c < g.Cg; ++c) ar[c] += v * xr[c];
+                  }
+            }
           }
-    for (int64_t c = 0; c < g.Cg; ++c)
-      for (int64_t kd = 0; kd < g.ker[0]; ++kd)
-        for (int64_t kh = 0; kh < g.ker[1]; ++kh)
-          for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
-            const int64_t t = (kd * g.ker[1] + kh) * g.ker[2] + kw;
-            dw[(k * g.Cg + c) * taps + tap(g, kd, kh, kw)] =
-                ctx.round_compute(acc[static_cast<size_t>(t * g.Cg + c)]);
-          }
+    for (int64_t k = k0; k < k1; ++k)
+      for (int64_t c = 0; c < g.Cg; ++c)
+        for (int64_t kd = 0; kd < g.ker[0]; ++kd)
+          for (int64_t kh = 0; kh < g.ker[1]; ++kh)
+            for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
+              const int64_t t = (kd * g.ker[1] + kh) * g.ker[2] + kw;
+              dw[(k * g.Cg + c) * taps + tap(g, kd, kh, kw)] =
+                  ctx.round_compute(acc[static_cast<size_t>(((k - k0) * taps + t) * g.Cg + c)]);
+            }
   }
-  dw.dim = ctx.tensor("DW").dim;
   ctx.store("DW", dw);
   return Status::ok();
 }

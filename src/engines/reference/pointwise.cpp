@@ -188,7 +188,9 @@ Status check_pointwise(const ir::Node& n) {
       return make_error(ErrorCode::InvalidGraph, "pointwise '", n.name, "' (",
                         pointwise_mode_name(a.mode), "): takes ", arity, " inputs but ",
                         kInputRoles[i], " is missing");
-    if (in->value) continue;  // a pass-by-value constant broadcasts to anything
+    // A one-element tensor (pass-by-value scalar, constant or [1] buffer) broadcasts to
+    // anything, whatever its rank.
+    if (in->value || in->volume() == 1) continue;
     if (in->dim.size() != out->dim.size())
       return make_error(ErrorCode::NotSupported, "pointwise '", n.name, "': input '", in->name,
                         "' has rank ", in->dim.size(), " but output '", out->name, "' has rank ",
