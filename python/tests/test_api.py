@@ -143,7 +143,8 @@ def test_execute_with_torch_cpu_tensors(handle):
     Y = g.scale(input=g.matmul(A=A, B=B), scale=S)
     Y.set_output(True)
     build(g)
-    g.execute({A: a, B: b, Y: y, S: torch.full((1, 1, 1), 2.0)}, None)
+    ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8)
+    g.execute({A: a, B: b, Y: y, S: torch.full((1, 1, 1), 2.0)}, ws)
     assert torch.allclose(y, 2 * (a @ b), rtol=1e-5)
 
 
