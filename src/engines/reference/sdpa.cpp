@@ -135,8 +135,15 @@ Result<Problem> read_problem(const KernelContext& ctx) {
   else
     p.scale = 1.0 / std::sqrt(static_cast<double>(p.d));
   p.bottom_right = a.diagonal_alignment == DiagonalAlignment::BottomRight;
-  p.left = a.left_bound;
-  p.right = a.right_bound;
+  // Bounds beyond +-(sq + skv) mask the same as +-(sq + skv); clamping keeps the index
+  // arithmetic in key_range far from overflow.
+  const int64_t reach = p.sq + p.skv;
+  auto clamp = [&](std::optional<int64_t> v) -> std::optional<int64_t> {
+    if (!v) return v;
+    return std::clamp<int64_t>(*v, -reach, reach);
+  };
+  p.left = clamp(a.left_bound);
+  p.right = clamp(a.right_bound);
   if (a.causal) p.right = p.right ? std::min<int64_t>(*p.right, 0) : 0;
 
   auto lengths = [&](const char* role, int64_t full, std::vector<int64_t>& out) -> Status {
