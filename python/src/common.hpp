@@ -72,12 +72,13 @@ ir::Tensor as_tensor(PyGraph& g, const std::optional<TensorOrScalar>& v);
 inline ir::OpOptions op_options(DataType compute, std::string name) {
   return ir::OpOptions{std::move(name), compute};
 }
-// Op results as a Python tuple (null tensors become None).
+// Op results as a Python tuple (null tensors become None); typed for the stubs.
+using TensorTuple = nb::typed<nb::tuple, std::optional<ir::Tensor>, nb::ellipsis>;
 template <size_t N>
-nb::tuple as_tuple(const std::array<ir::Tensor, N>& ts) {
+TensorTuple as_tuple(const std::array<ir::Tensor, N>& ts) {
   nb::list out;
   for (const auto& t : ts) out.append(t ? nb::cast(t) : nb::none());
-  return nb::tuple(out);
+  return nb::borrow<TensorTuple>(nb::tuple(out));
 }
 
 // ---- binding entry points, one per file ----

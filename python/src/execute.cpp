@@ -404,6 +404,9 @@ void run(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* han
   throw_if_error(s);
 }
 
+// For the stubs: dict[Tensor | int, object].
+using Pack = nb::typed<nb::dict, std::variant<ir::Tensor, int64_t>, nb::object>;
+
 }  // namespace
 
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
@@ -435,7 +438,7 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
 
   cls.def(
       "execute",
-      [](PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle) {
+      [](PyGraph& self, Pack pack, nb::handle workspace, const PyHandle* handle) {
         run(self, pack, workspace, handle, std::nullopt);
       },
       nb::arg("pack"), nb::arg("workspace").none(), nb::arg("handle").none() = nb::none(),
@@ -445,8 +448,9 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
       "numbers too). workspace: a buffer of get_workspace_size() bytes, or None when 0.");
   cls.def(
       "execute_plan_at_index",
-      [](PyGraph& self, nb::dict pack, nb::handle workspace, int64_t index,
-         const PyHandle* handle) { run(self, pack, workspace, handle, index); },
+      [](PyGraph& self, Pack pack, nb::handle workspace, int64_t index, const PyHandle* handle) {
+        run(self, pack, workspace, handle, index);
+      },
       nb::arg("pack"), nb::arg("workspace").none(), nb::arg("index"),
       nb::arg("handle").none() = nb::none(), "execute() with the plan at `index` (built).");
 }

@@ -62,7 +62,14 @@ def test_default_handle_without_gpu_raises_runtime_error():
         pytest.skip("a GPU may be present")
     with pytest.raises(RuntimeError) as e:
         cudnn.create_handle()
-    assert str(e.value)  # says why
+    # No GPU (or no CUDA in this build): "no engine/device can do this", with the reason.
+    assert isinstance(e.value, cudnn.NotSupportedError)
+    assert "cuda" in str(e.value).lower()
+    # A graph without a handle falls back to the default one and says how to use the CPU.
+    g = cudnn.pygraph()
+    g.tensor(name="x", dim=[2], data_type=cudnn.data_type.FLOAT)
+    with pytest.raises(RuntimeError, match='device="cpu"'):
+        g.build_operation_graph()
 
 
 def test_kernel_cache_is_accepted(handle, rng):
@@ -95,8 +102,13 @@ def test_tensor_methods(handle):
     assert "'U'" in repr(t) and "uid=7" in repr(t)
     d = {t: 1}
     assert d[t] == 1 and hash(t) == hash(t)
-    u = g.tensor(name="V", dim=[1], uid=9, is_pass_by_value=True)
+    assert t.get_is_output() and not t.get_is_virtual()
+    assert t.set_is_pass_by_value(True).get_is_pass_by_value()
+    u = g.tensor(name="V", dim=[1], uid=9, is_pass_by_value=True, is_virtual=False)
     assert u.get_uid() == 9 and u.get_is_pass_by_value()
+    v = g.exp(input=u)
+    assert v.get_is_virtual() and not v.get_is_output()
+    assert g.handle.device == "cpu"
 
 
 def test_tensor_like_numpy(handle):
@@ -131,7 +143,8 @@ def test_execute_with_torch_cpu_tensors(handle):
     Y = g.scale(input=g.matmul(A=A, B=B), scale=S)
     Y.set_output(True)
     build(g)
-    g.execute({A: a, B: b, Y: y, S: torch.full((1, 1, 1), 2.0)}, None)
+    ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8)
+    g.execute({A: a, B: b, Y: y, S: torch.full((1, 1, 1), 2.0)}, ws)
     assert torch.allclose(y, 2 * (a @ b), rtol=1e-5)
 
 
@@ -163,6 +176,12 @@ def test_policy_all_and_execute_plan_at_index(handle, rng):
     g.build_plans(cudnn.build_plan_policy.ALL)
     n = g.get_execution_plan_count()
     assert n >= 1
+    assert 0 <= g.selected_plan_index() < n
+    g.select_plan(n - 1)
+    assert g.selected_plan_index() == n - 1
+    y = poisoned((1, 3, 2))
+    g.execute({A: a, B: b, Y: y}, np.empty(max(g.get_workspace_size(), 1), np.uint8))
+    assert_close(y, ref)
     for i in range(n):
         g.build_plan_at_index(i)
         ws = np.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=np.uint8)
@@ -344,3 +363,28 @@ def test_pass_by_value_scalars(handle, rng):
         assert_close(y, x.astype(np.float64) * val + 0.25)
     with pytest.raises(ValueError, match="'s'.*8-byte"):
         g.execute({X: x, S: np.full((1, 1), 1.0), Y: poisoned((2, 4))}, workspace_for(g))
+
+
+def test_torch_bf16_matmul_and_device_checks(handle):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    a = torch.randn(2, 4, 8, dtype=torch.bfloat16)
+    b = torch.randn(2, 8, 3, dtype=torch.bfloat16)
+    y = torch.full((2, 4, 3), float("nan"), dtype=torch.bfloat16)
+    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.BFLOAT16)
+    A, B = g.tensor_like(a, "A"), g.tensor_like(b, "B")
+    Y = g.matmul(A=A, B=B)
+    Y.set_output(True)
+    build(g)
+    ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8)
+    g.execute({A: a, B: b, Y: y}, ws)
+    ref = a.double() @ b.double()
+    assert torch.allclose(y.double(), ref, rtol=1e-2, atol=1e-2 * ref.abs().max().item())
+    with pytest.raises(ValueError, match="'A'.*4-byte"):
+        g.execute({A: a.float(), B: b, Y: y}, ws)
+    if g.get_workspace_size() > 0:
+        with pytest.raises(ValueError, match="workspace"):
+            g.execute({A: a, B: b, Y: y}, ws[:g.get_workspace_size() - 1])
+    if torch.cuda.is_available():
+        with pytest.raises(ValueError, match="'A'.*CUDA device"):
+            g.execute({A: a.cuda(), B: b, Y: y}, ws)
