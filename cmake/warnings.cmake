@@ -1,7 +1,7 @@
 function(dnngraph_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Werror -Wno-unused-parameter)
-  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-    # GCC 12 reports false -Wrestrict positives inside std::string concatenation at -O2/-O3
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 14)
+    # GCC 12 and 13 report false -Wrestrict positives inside std::string concatenation at -O2/-O3
     # (GCC bug 105651); the warning stays on for other compilers.
     target_compile_options(${target} PRIVATE -Wno-restrict)
   endif()

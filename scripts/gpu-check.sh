@@ -22,11 +22,10 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DDNNGRAPH_EXTRA_INCLUDE_DIR="$root/.devdeps" -DDNNGRAPH_GTEST_SOURCE_DIR="$gtest_dir" \
   -DCUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" -DDNNGRAPH_CUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" \
   -DDNNGRAPH_CUDA=ON -DDNNGRAPH_BUILD_BENCH=ON -DDNNGRAPH_BUILD_TOOLS=OFF \
-  -DCMAKE_CXX_FLAGS="-Wno-restrict" \
+  -DDNNGRAPH_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" \
   >"$out/build.log" 2>&1
-# -Wno-restrict: g++ 12/13 at -O3 report false -Werror=restrict positives inside std::string.
 # Only the GPU targets (the CPU suite runs in CI); -k 0 keeps going past unrelated failures.
-targets="dnngraph_gpu_tests conv_bias_relu matmul_epilogue sdpa_causal"
+targets="dnngraph_gpu_tests conv_bias_relu matmul_epilogue sdpa_causal demo _dnngraph dnngraph_python_files"
 for b in bench/gpu/*.cpp; do targets="$targets $(basename "$b" .cpp)"; done
 cmake --build "$build" -j16 --target $targets -- -k 0 >>"$out/build.log" 2>&1
 result[build]=$?
@@ -47,6 +46,16 @@ fi
 for s in conv_bias_relu matmul_epilogue sdpa_causal; do
   [ -x "$build/samples/$s" ] && run "sample_$s" 30 "$build/samples/$s"
 done
+[ -x "$build/samples/demo" ] && run demo 120 "$build/samples/demo"
+# Python on the GPU: the pytest suite (torch tests included) and the tutorial's code unchanged.
+if [ "${PYTHON_CHECKS:-1}" = 1 ] && ls "$build"/python/dnngraph/_dnngraph*.so >/dev/null 2>&1; then
+  run pytest 180 env PYTHONPATH="$build/python" python3 -m pytest -q -x python/tests
+  tail -n 3 "$out/pytest.log"
+  if [ -f "$root/.devdeps/tutorial.txt" ]; then
+    run tutorial 300 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 python3 scripts/run_tutorial.py "$root/.devdeps/tutorial.txt"
+    grep -A20 "SUMMARY" "$out/tutorial.log" | head -24
+  fi
+fi
 for b in "$build"/bench/*; do
   [ -x "$b" ] && [ -f "$b" ] || continue
   n=$(basename "$b")
@@ -54,8 +63,8 @@ for b in "$build"/bench/*; do
   run "bench_$n" ${BENCH_TIMEOUT:-60} "$b"
 done
 # Logs are capped at 8 files by the device tool: pack the rest.
-( cd "$out" && tail -n 60 -q sample_*.log bench_*.log 2>/dev/null > summary.txt; \
-  tar czf logs.tgz *.log env.txt 2>/dev/null; rm -f sample_*.log bench_*.log )
+( cd "$out" && tail -n 60 -q demo.log sample_*.log bench_*.log 2>/dev/null > summary.txt; \
+  tar czf logs.tgz *.log env.txt 2>/dev/null; rm -f demo.log sample_*.log bench_*.log )
 echo "---- summary"
 for k in "${!result[@]}"; do printf "%-28s rc=%s\n" "$k" "${result[$k]}"; done | sort
 cat "$out/summary.txt"

@@ -11,8 +11,6 @@ cp -a /usr/include/nlohmann "$dest/nlohmann"
 cp -a /usr/include/CLI "$dest/CLI"
 cp -f /usr/include/xxhash.h "$dest/xxhash.h"
 cp -a /usr/src/googletest "$dest/googletest"
-# GoogleTest >= 1.11 already defines the GTest:: aliases that cmake/dependencies.cmake adds
-# when it builds GoogleTest from source: drop them from this copy so both can coexist.
-sed -i 's/^\(\s*add_library(\${cmake_package_name}::\${name} ALIAS \${name})\)/# \1/' \
-  "$dest/googletest/googletest/cmake/internal_utils.cmake"
+# Optional: a graph-API tutorial text for scripts/run_tutorial.py (not part of the repo).
+if [ -n "${TUTORIAL:-}" ]; then cp -f "$TUTORIAL" "$dest/tutorial.txt"; fi
 echo "device dependencies in $dest ($(du -sh "$dest" | cut -f1))"
