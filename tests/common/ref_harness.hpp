@@ -30,6 +30,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -335,6 +336,100 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>
   int64_t i = 0;
   for (size_t k = 0; k < dims.size(); ++k) i = i * dims[k] + idx[k];
   return i;
+}
+
+// ---------------------------------------------------------------- hand-made kernel cases
+// For families whose tests build one node by hand, port by port (norm, softmax, sdpa).
+//
+//   struct Case : ref_test::KernelCase {
+//     Case(ir::OpAttrs a) : KernelCase("norm0", std::move(a), check_norm, run_norm) {}
+//   };
+//   Case c(ir::NormFwdAttrs{...});
+//   auto x = c.input("X", ref_test::make_buf("x", {2, 3}, DataType::Float)).fill(gen, -1, 1);
+//   c.output("Y", ref_test::make_buf("y", {2, 3}, DataType::Float));  // poisoned
+//   ASSERT_OK(c.run());
+//   ref_test::expect_close(c.result("Y"), want, ref_test::tol_of(DataType::Float), "Y");
+
+// A port's tensor with its host storage, plus a random fill that returns the values as stored.
+struct Buf : HostTensor {
+  explicit Buf(dnngraph::ir::Tensor t) : HostTensor(std::move(t)) {}
+  std::vector<double> get() const { return values(); }
+  std::vector<double> fill(std::mt19937& gen, double lo, double hi) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::vector<double> v(static_cast<size_t>(attrs->volume()));
+    for (double& x : v) x = d(gen);
+    set(v);
+    return values();
+  }
+};
+
+inline Buf make_buf(const std::string& name, std::vector<int64_t> dim, DataType dt,
+                    std::vector<int64_t> stride = {}) {
+  return Buf(make_tensor(name, std::move(dim), dt, std::move(stride)));
+}
+
+// A pass-by-value float scalar (no storage is bound for it).
+inline Buf make_scalar(const std::string& name, double v) {
+  auto t = std::make_shared<dnngraph::ir::TensorAttrs>();
+  t->set_name(name).set_value(dnngraph::ir::Scalar::of_float(v));
+  return Buf(t);
+}
+
+// A hand-made node of one family, with the storage of each port by role, run through the
+// family's check and run functions.
+struct KernelCase {
+  using CheckFn = dnngraph::Status (*)(const dnngraph::ir::Node&);
+  using RunFn = dnngraph::Status (*)(dnngraph::reference::KernelContext&);
+
+  dnngraph::ir::Node node;
+  std::map<std::string, Buf> in, out;
+
+  KernelCase(std::string name, dnngraph::ir::OpAttrs attrs, CheckFn check, RunFn run)
+      : check_(check), run_(run) {
+    node.name = std::move(name);
+    node.compute_data_type = DataType::Float;
+    node.attrs = std::move(attrs);
+  }
+  Buf& input(const std::string& role, Buf b) {
+    node.inputs.push_back({role, b.attrs});
+    return in.insert_or_assign(role, std::move(b)).first->second;
+  }
+  Buf& output(const std::string& role, Buf b) {  // poisoned with NaN
+    b.poison();
+    node.outputs.push_back({role, b.attrs});
+    return out.insert_or_assign(role, std::move(b)).first->second;
+  }
+  // check_<family> then run_<family>, as the engine does at lower and execute time.
+  dnngraph::Status run() {
+    DNNGRAPH_TRY(check_(node));
+    using dnngraph::reference::Bound;
+    std::vector<std::pair<std::string_view, Bound>> i, o;
+    for (const auto& p : node.inputs)
+      i.emplace_back(p.role,
+                     Bound{p.tensor.get(), p.tensor->value ? nullptr : in.at(p.role).data()});
+    for (const auto& p : node.outputs)
+      o.emplace_back(p.role, Bound{p.tensor.get(), out.at(p.role).data()});
+    dnngraph::reference::KernelContext ctx(node, std::move(i), std::move(o),
+                                           node.compute_data_type);
+    return run_(ctx);
+  }
+  std::vector<double> result(const std::string& role) const { return out.at(role).get(); }
+
+ private:
+  CheckFn check_;
+  RunFn run_;
+};
+
+inline double tol_of(DataType t) { return tol(t).rtol; }
+
+// |got - want| <= rtol * (|want| + 1e-3 * max|want|): relative per element, with an absolute
+// floor tied to the result's scale (gradients mix large and nearly cancelled elements).
+inline void expect_close(const std::vector<double>& got, const std::vector<double>& want,
+                         double rtol, const std::string& what) {
+  double scale = 0.0;
+  for (double w : want)
+    if (std::isfinite(w)) scale = std::max(scale, std::fabs(w));
+  EXPECT_TRUE(all_close(got, want, {rtol, rtol * 1e-3 * scale})) << what;
 }
 
 }  // namespace ref_test
