@@ -432,4 +432,32 @@ inline void expect_close(const std::vector<double>& got, const std::vector<doubl
   EXPECT_TRUE(all_close(got, want, {rtol, rtol * 1e-3 * scale})) << what;
 }
 
+// ---------------------------------------------------------------- KernelCase ports in a Graph
+// A graph tensor: the attributes of `b` (its name, dims, strides, type) plus a uid.
+inline dnngraph::ir::Tensor graph_tensor(dnngraph::Graph& g, const Buf& b, int64_t uid) {
+  dnngraph::ir::TensorAttrs a = *b.attrs;
+  return g.tensor(a.set_uid(uid));
+}
+// Makes t a graph output with uid `uid` and b's dims, strides and data type.
+inline void mark_output(const dnngraph::ir::Tensor& t, const Buf& b, int64_t uid) {
+  t->set_output(true).set_uid(uid).set_dim(b.attrs->dim).set_stride(b.attrs->stride);
+  t->set_data_type(b.attrs->data_type);
+}
+// Builds g on a CPU handle and executes it with `pack` and a workspace of the size it asks.
+inline dnngraph::Status build_and_run(dnngraph::Graph& g, const dnngraph::VariantPack& pack) {
+  auto h = dnngraph::Handle::create(dnngraph::Device::cpu());
+  if (!h) return h.status();
+  DNNGRAPH_TRY(g.build(*h));
+  dnngraph::Result<int64_t> ws = g.get_workspace_size();
+  if (!ws) return ws.status();
+  std::vector<unsigned char> workspace(static_cast<size_t>(std::max<int64_t>(*ws, 1)));
+  return g.execute(**h, pack, workspace.data(), static_cast<int64_t>(workspace.size()));
+}
+// A buffer for an output, poisoned with NaN.
+inline Buf poisoned(const std::string& name, std::vector<int64_t> dim, DataType dt) {
+  Buf b = make_buf(name, std::move(dim), dt);
+  b.poison();
+  return b;
+}
+
 }  // namespace ref_test

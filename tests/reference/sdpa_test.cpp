@@ -611,29 +611,11 @@ TEST(RefSdpa, Errors) {
 }
 
 // ------------------------------------------------------------------ through dnngraph::Graph
-// A graph tensor: the attributes of `b` (its name, dims, strides, type) plus a uid.
-ir::Tensor graph_tensor(Graph& g, const Buf& b, int64_t uid) {
-  ir::TensorAttrs a = *b.attrs;
-  return g.tensor(a.set_uid(uid));
-}
-void mark_output(const ir::Tensor& t, const Buf& b, int64_t uid) {
-  t->set_output(true).set_uid(uid).set_dim(b.attrs->dim).set_stride(b.attrs->stride);
-  t->set_data_type(b.attrs->data_type);
-}
-Status build_and_run(Graph& g, const VariantPack& pack) {
-  auto h = Handle::create(Device::cpu());
-  if (!h) return h.status();
-  DNNGRAPH_TRY(g.build(*h));
-  Result<int64_t> ws = g.get_workspace_size();
-  if (!ws) return ws.status();
-  std::vector<unsigned char> workspace(static_cast<size_t>(std::max<int64_t>(*ws, 1)));
-  return g.execute(**h, pack, workspace.data(), static_cast<int64_t>(workspace.size()));
-}
-Buf poisoned(const std::string& name, std::vector<int64_t> dim, DataType dt) {
-  Buf b = make_buf(name, std::move(dim), dt);
-  b.poison();
-  return b;
-}
+// Graph helpers (graph_tensor, mark_output, build_and_run, poisoned): ref_harness.hpp.
+using ref_test::build_and_run;
+using ref_test::graph_tensor;
+using ref_test::mark_output;
+using ref_test::poisoned;
 
 // The seed tutorial's causal attention (fp16 io, fp32 compute) at b2 h4 s64 d32, forward in
 // training mode, then the backward graph fed with its O and STATS.
