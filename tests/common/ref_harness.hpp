@@ -339,16 +339,19 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>
 }
 
 // ---------------------------------------------------------------- hand-made kernel cases
-// For families whose tests build one node by hand, port by port (norm, softmax, sdpa).
+// For families whose tests build one node by hand, port by port (norm, softmax, sdpa); a
+// test file takes them all with `using namespace ref_test::hand_made;`.
 //
-//   struct Case : ref_test::KernelCase {
+//   struct Case : KernelCase {
 //     Case(ir::OpAttrs a) : KernelCase("norm0", std::move(a), check_norm, run_norm) {}
 //   };
 //   Case c(ir::NormFwdAttrs{...});
-//   auto x = c.input("X", ref_test::make_buf("x", {2, 3}, DataType::Float)).fill(gen, -1, 1);
-//   c.output("Y", ref_test::make_buf("y", {2, 3}, DataType::Float));  // poisoned
+//   auto x = c.input("X", make_buf("x", {2, 3}, DataType::Float)).fill(gen, -1, 1);
+//   c.output("Y", make_buf("y", {2, 3}, DataType::Float));  // poisoned
 //   ASSERT_OK(c.run());
-//   ref_test::expect_close(c.result("Y"), want, ref_test::tol_of(DataType::Float), "Y");
+//   expect_close(c.result("Y"), want, tol_of(DataType::Float), "Y");
+
+namespace hand_made {
 
 // A port's tensor with its host storage, plus a random fill that returns the values as stored.
 struct Buf : HostTensor {
@@ -460,4 +463,5 @@ inline Buf poisoned(const std::string& name, std::vector<int64_t> dim, DataType 
   return b;
 }
 
+}  // namespace hand_made
 }  // namespace ref_test

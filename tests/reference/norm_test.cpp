@@ -17,14 +17,11 @@ namespace dnngraph::reference {
 namespace {
 
 // ------------------------------------------------------------------ kernel-level harness
-// Ports with host storage and the hand-made node: tests/common/ref_harness.hpp.
-using ref_test::Buf;
-using ref_test::expect_close;
-using ref_test::make_buf;
-using ref_test::make_scalar;
-using ref_test::tol_of;
+// Ports with host storage, the hand-made node, expect_close and the graph helpers
+// (graph_tensor, mark_output, build_and_run, poisoned): tests/common/ref_harness.hpp.
+using namespace ref_test::hand_made;  // NOLINT(build/namespaces)
 
-struct Case : ref_test::KernelCase {
+struct Case : KernelCase {
   Case(ir::OpAttrs attrs)  // NOLINT
       : KernelCase("norm0", std::move(attrs), check_norm, run_norm) {}
 };
@@ -466,12 +463,6 @@ TEST(RefNorm, CheckNamesTheTensor) {
 }
 
 // ------------------------------------------------------------------ through dnngraph::Graph
-// Graph helpers (graph_tensor, mark_output, build_and_run, poisoned): ref_harness.hpp.
-using ref_test::build_and_run;
-using ref_test::graph_tensor;
-using ref_test::mark_output;
-using ref_test::poisoned;
-
 // Layernorm training forward, then its backward, each as a graph on the CPU handle (bf16 io).
 TEST(RefNormGraph, LayerNormForwardAndBackward) {
   std::mt19937 gen(300);

@@ -21,14 +21,11 @@ double sdpa_dropout_uniform(uint64_t seed, uint64_t offset, int64_t b, int64_t h
 namespace {
 
 // ------------------------------------------------------------------ kernel-level harness
-// Ports with host storage and the hand-made node: tests/common/ref_harness.hpp.
-using ref_test::Buf;
-using ref_test::expect_close;
-using ref_test::make_buf;
-using ref_test::make_scalar;
-using ref_test::tol_of;
+// Ports with host storage, the hand-made node, expect_close and the graph helpers
+// (graph_tensor, mark_output, build_and_run, poisoned): tests/common/ref_harness.hpp.
+using namespace ref_test::hand_made;  // NOLINT(build/namespaces)
 
-struct Case : ref_test::KernelCase {
+struct Case : KernelCase {
   Case(ir::OpAttrs attrs)  // NOLINT
       : KernelCase("sdpa0", std::move(attrs), check_sdpa, run_sdpa) {}
 };
@@ -611,12 +608,6 @@ TEST(RefSdpa, Errors) {
 }
 
 // ------------------------------------------------------------------ through dnngraph::Graph
-// Graph helpers (graph_tensor, mark_output, build_and_run, poisoned): ref_harness.hpp.
-using ref_test::build_and_run;
-using ref_test::graph_tensor;
-using ref_test::mark_output;
-using ref_test::poisoned;
-
 // The seed tutorial's causal attention (fp16 io, fp32 compute) at b2 h4 s64 d32, forward in
 // training mode, then the backward graph fed with its O and STATS.
 TEST(RefSdpaGraph, TutorialCausalForwardAndBackward) {
