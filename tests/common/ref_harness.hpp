@@ -30,6 +30,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -337,4 +338,130 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>
   return i;
 }
 
+// ---------------------------------------------------------------- hand-made kernel cases
+// For families whose tests build one node by hand, port by port (norm, softmax, sdpa); a
+// test file takes them all with `using namespace ref_test::hand_made;`.
+//
+//   struct Case : KernelCase {
+//     Case(ir::OpAttrs a) : KernelCase("norm0", std::move(a), check_norm, run_norm) {}
+//   };
+//   Case c(ir::NormFwdAttrs{...});
+//   auto x = c.input("X", make_buf("x", {2, 3}, DataType::Float)).fill(gen, -1, 1);
+//   c.output("Y", make_buf("y", {2, 3}, DataType::Float));  // poisoned
+//   ASSERT_OK(c.run());
+//   expect_close(c.result("Y"), want, tol_of(DataType::Float), "Y");
+
+namespace hand_made {
+
+// A port's tensor with its host storage, plus a random fill that returns the values as stored.
+struct Buf : HostTensor {
+  explicit Buf(dnngraph::ir::Tensor t) : HostTensor(std::move(t)) {}
+  std::vector<double> get() const { return values(); }
+  std::vector<double> fill(std::mt19937& gen, double lo, double hi) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::vector<double> v(static_cast<size_t>(attrs->volume()));
+    for (double& x : v) x = d(gen);
+    set(v);
+    return values();
+  }
+};
+
+inline Buf make_buf(const std::string& name, std::vector<int64_t> dim, DataType dt,
+                    std::vector<int64_t> stride = {}) {
+  return Buf(make_tensor(name, std::move(dim), dt, std::move(stride)));
+}
+
+// A pass-by-value float scalar (no storage is bound for it).
+inline Buf make_scalar(const std::string& name, double v) {
+  auto t = std::make_shared<dnngraph::ir::TensorAttrs>();
+  t->set_name(name).set_value(dnngraph::ir::Scalar::of_float(v));
+  return Buf(t);
+}
+
+// A hand-made node of one family, with the storage of each port by role, run through the
+// family's check and run functions.
+struct KernelCase {
+  using CheckFn = dnngraph::Status (*)(const dnngraph::ir::Node&);
+  using RunFn = dnngraph::Status (*)(dnngraph::reference::KernelContext&);
+
+  dnngraph::ir::Node node;
+  std::map<std::string, Buf> in, out;
+
+  KernelCase(std::string name, dnngraph::ir::OpAttrs attrs, CheckFn check, RunFn run)
+      : check_(check), run_(run) {
+    node.name = std::move(name);
+    node.compute_data_type = DataType::Float;
+    node.attrs = std::move(attrs);
+  }
+  Buf& input(const std::string& role, Buf b) {
+    node.inputs.push_back({role, b.attrs});
+    return in.insert_or_assign(role, std::move(b)).first->second;
+  }
+  Buf& output(const std::string& role, Buf b) {  // poisoned with NaN
+    b.poison();
+    node.outputs.push_back({role, b.attrs});
+    return out.insert_or_assign(role, std::move(b)).first->second;
+  }
+  // check_<family> then run_<family>, as the engine does at lower and execute time.
+  dnngraph::Status run() {
+    DNNGRAPH_TRY(check_(node));
+    using dnngraph::reference::Bound;
+    std::vector<std::pair<std::string_view, Bound>> i, o;
+    for (const auto& p : node.inputs)
+      i.emplace_back(p.role,
+                     Bound{p.tensor.get(), p.tensor->value ? nullptr : in.at(p.role).data()});
+    for (const auto& p : node.outputs)
+      o.emplace_back(p.role, Bound{p.tensor.get(), out.at(p.role).data()});
+    dnngraph::reference::KernelContext ctx(node, std::move(i), std::move(o),
+                                           node.compute_data_type);
+    return run_(ctx);
+  }
+  std::vector<double> result(const std::string& role) const { return out.at(role).get(); }
+
+ private:
+  CheckFn check_;
+  RunFn run_;
+};
+
+inline double tol_of(DataType t) { return tol(t).rtol; }
+
+// |got - want| <= rtol * (|want| + 1e-3 * max|want|): relative per element, with an absolute
+// floor tied to the result's scale (gradients mix large and nearly cancelled elements).
+inline void expect_close(const std::vector<double>& got, const std::vector<double>& want,
+                         double rtol, const std::string& what) {
+  double scale = 0.0;
+  for (double w : want)
+    if (std::isfinite(w)) scale = std::max(scale, std::fabs(w));
+  EXPECT_TRUE(all_close(got, want, {rtol, rtol * 1e-3 * scale})) << what;
+}
+
+// ---------------------------------------------------------------- KernelCase ports in a Graph
+// A graph tensor: the attributes of `b` (its name, dims, strides, type) plus a uid.
+inline dnngraph::ir::Tensor graph_tensor(dnngraph::Graph& g, const Buf& b, int64_t uid) {
+  dnngraph::ir::TensorAttrs a = *b.attrs;
+  return g.tensor(a.set_uid(uid));
+}
+// Makes t a graph output with uid `uid` and b's dims, strides and data type.
+inline void mark_output(const dnngraph::ir::Tensor& t, const Buf& b, int64_t uid) {
+  t->set_output(true).set_uid(uid).set_dim(b.attrs->dim).set_stride(b.attrs->stride);
+  t->set_data_type(b.attrs->data_type);
+}
+// Builds g on a CPU handle and executes it with `pack` and a workspace of the size it asks.
+inline dnngraph::Status build_and_run(dnngraph::Graph& g, const dnngraph::VariantPack& pack) {
+  auto h = dnngraph::Handle::create(dnngraph::Device::cpu());
+  if (!h) return h.status();
+  DNNGRAPH_TRY(g.build(*h));
+  dnngraph::Result<int64_t> ws = g.get_workspace_size();
+  if (!ws) return ws.status();
+  std::vector<unsigned char> workspace(static_cast<size_t>(std::max<int64_t>(*ws, 1)));
+  return g.execute(**h, pack, workspace.data(), static_cast<int64_t>(workspace.size()));
+}
+// A buffer for an output, poisoned with NaN.
+inline Buf poisoned(const std::string& name, std::vector<int64_t> dim, DataType dt) {
+  Buf b = make_buf(name, std::move(dim), dt);
+  b.poison();
+  return b;
+}
+
+}  // namespace hand_made
 }  // namespace ref_test

@@ -8,15 +8,12 @@
 #include <vector>
 
 #include "dnngraph/ir/serialize.hpp"
+#include "ir/test_util.hpp"
 
 namespace dnngraph::ir {
 namespace {
 
-OpOptions named(const char* name) {
-  OpOptions o;
-  o.name = name;
-  return o;
-}
+using testing::named;
 
 // A small graph touching tensors, a scalar, a conv and a pointwise node.
 Graph small_graph() {

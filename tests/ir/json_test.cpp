@@ -11,15 +11,12 @@
 #include <string>
 
 #include "dnngraph/ir/serialize.hpp"
+#include "ir/test_util.hpp"
 
 namespace dnngraph::ir {
 namespace {
 
-OpOptions named(const char* name) {
-  OpOptions o;
-  o.name = name;
-  return o;
-}
+using testing::named;
 
 // ----------------------------------------------------------------------------- seed graphs
 

@@ -10,6 +10,13 @@
 
 namespace dnngraph::ir::testing {
 
+// Options that only name the node: g.conv_fprop(x, w, a, named("conv0")).
+inline OpOptions named(const char* name) {
+  OpOptions o;
+  o.name = name;
+  return o;
+}
+
 inline Tensor make_input(Graph& g, const std::string& name, std::vector<int64_t> dims,
                          DataType t = DataType::Half, std::vector<int64_t> strides = {}) {
   TensorAttrs a;

@@ -21,76 +21,14 @@ double sdpa_dropout_uniform(uint64_t seed, uint64_t offset, int64_t b, int64_t h
 namespace {
 
 // ------------------------------------------------------------------ kernel-level harness
-// A port's tensor with its host storage (tests/common/ref_harness.hpp), plus a random fill
-// that returns the values as stored.
-struct Buf : ref_test::HostTensor {
-  explicit Buf(ir::Tensor t) : HostTensor(std::move(t)) {}
-  std::vector<double> get() const { return values(); }
-  std::vector<double> fill(std::mt19937& gen, double lo, double hi) {
-    std::uniform_real_distribution<double> d(lo, hi);
-    std::vector<double> v(static_cast<size_t>(attrs->volume()));
-    for (double& x : v) x = d(gen);
-    set(v);
-    return values();
-  }
+// Ports with host storage, the hand-made node, expect_close and the graph helpers
+// (graph_tensor, mark_output, build_and_run, poisoned): tests/common/ref_harness.hpp.
+using namespace ref_test::hand_made;  // NOLINT(build/namespaces)
+
+struct Case : KernelCase {
+  Case(ir::OpAttrs attrs)  // NOLINT
+      : KernelCase("sdpa0", std::move(attrs), check_sdpa, run_sdpa) {}
 };
-
-Buf make_buf(const std::string& name, std::vector<int64_t> dim, DataType dt,
-             std::vector<int64_t> stride = {}) {
-  return Buf(ref_test::make_tensor(name, std::move(dim), dt, std::move(stride)));
-}
-
-Buf make_scalar(const std::string& name, double v) {
-  auto t = std::make_shared<ir::TensorAttrs>();
-  t->set_name(name).set_value(ir::Scalar::of_float(v));
-  return Buf(t);
-}
-
-// A hand-made node of the family under test, with the storage of each port by role.
-struct Case {
-  ir::Node node;
-  std::map<std::string, Buf> in, out;
-
-  Case(ir::OpAttrs attrs) {  // NOLINT
-    node.name = "sdpa0";
-    node.compute_data_type = DataType::Float;
-    node.attrs = std::move(attrs);
-  }
-  Buf& input(const std::string& role, Buf b) {
-    node.inputs.push_back({role, b.attrs});
-    return in.insert_or_assign(role, std::move(b)).first->second;
-  }
-  Buf& output(const std::string& role, Buf b) {  // poisoned with NaN
-    b.poison();
-    node.outputs.push_back({role, b.attrs});
-    return out.insert_or_assign(role, std::move(b)).first->second;
-  }
-  // check_<family> then run_<family>, as the engine does at lower and execute time.
-  Status run() {
-    DNNGRAPH_TRY(check_sdpa(node));
-    std::vector<std::pair<std::string_view, Bound>> i, o;
-    for (const auto& p : node.inputs)
-      i.emplace_back(p.role,
-                     Bound{p.tensor.get(), p.tensor->value ? nullptr : in.at(p.role).data()});
-    for (const auto& p : node.outputs)
-      o.emplace_back(p.role, Bound{p.tensor.get(), out.at(p.role).data()});
-    KernelContext ctx(node, std::move(i), std::move(o), node.compute_data_type);
-    return run_sdpa(ctx);
-  }
-  std::vector<double> result(const std::string& role) const { return out.at(role).get(); }
-};
-
-double tol_of(DataType t) { return ref_test::tol(t).rtol; }
-
-// |got - want| <= rtol * (|want| + 1e-3 * max|want|): relative per element, with an absolute
-// floor tied to the result's scale (gradients mix large and nearly cancelled elements).
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rtol,
-                  const std::string& what) {
-  double scale = 0.0;
-  for (double w : want)
-    if (std::isfinite(w)) scale = std::max(scale, std::fabs(w));
-  EXPECT_TRUE(ref_test::all_close(got, want, {rtol, rtol * 1e-3 * scale})) << what;
-}
 
 // ------------------------------------------------------------------ problem description
 Buf make_int_scalar(const std::string& name, int64_t v) {
@@ -670,30 +608,6 @@ TEST(RefSdpa, Errors) {
 }
 
 // ------------------------------------------------------------------ through dnngraph::Graph
-// A graph tensor: the attributes of `b` (its name, dims, strides, type) plus a uid.
-ir::Tensor graph_tensor(Graph& g, const Buf& b, int64_t uid) {
-  ir::TensorAttrs a = *b.attrs;
-  return g.tensor(a.set_uid(uid));
-}
-void mark_output(const ir::Tensor& t, const Buf& b, int64_t uid) {
-  t->set_output(true).set_uid(uid).set_dim(b.attrs->dim).set_stride(b.attrs->stride);
-  t->set_data_type(b.attrs->data_type);
-}
-Status build_and_run(Graph& g, const VariantPack& pack) {
-  auto h = Handle::create(Device::cpu());
-  if (!h) return h.status();
-  DNNGRAPH_TRY(g.build(*h));
-  Result<int64_t> ws = g.get_workspace_size();
-  if (!ws) return ws.status();
-  std::vector<unsigned char> workspace(static_cast<size_t>(std::max<int64_t>(*ws, 1)));
-  return g.execute(**h, pack, workspace.data(), static_cast<int64_t>(workspace.size()));
-}
-Buf poisoned(const std::string& name, std::vector<int64_t> dim, DataType dt) {
-  Buf b = make_buf(name, std::move(dim), dt);
-  b.poison();
-  return b;
-}
-
 // The seed tutorial's causal attention (fp16 io, fp32 compute) at b2 h4 s64 d32, forward in
 // training mode, then the backward graph fed with its O and STATS.
 TEST(RefSdpaGraph, TutorialCausalForwardAndBackward) {

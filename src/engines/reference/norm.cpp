@@ -23,8 +23,8 @@
 //   rmsnorm:              dx = r * (g - xhat * <g * xhat>)
 //   dscale = sum of dy * xhat, dbias = sum of dy, each over the dims where DSCALE / DBIAS is 1.
 #include <cmath>
-#include <sstream>
 
+#include "engines/reference/checks.hpp"
 #include "engines/reference/kernel.hpp"
 
 namespace dnngraph::reference {
@@ -33,14 +33,6 @@ namespace {
 // Below this many elements, threads cost more than they save (and small test problems run
 // many times on shared CI cores).
 constexpr int64_t kParallelElements = 1 << 16;
-
-std::string dims_str(const std::vector<int64_t>& d) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < d.size(); ++i) os << (i ? "," : "") << d[i];
-  os << "]";
-  return os.str();
-}
 
 // The dim that indexes the statistics: 0 for layer/rms norm (per sample), 1 for batchnorm.
 size_t stats_axis(ir::NormKind k) { return k == ir::NormKind::BatchNorm ? 1 : 0; }
@@ -155,19 +147,7 @@ class Checker {
   }
   // Every bound tensor has a data type and strides matching its rank (else the gather
   // would read outside the buffer).
-  Status layouts() const {
-    for (const auto* ports : {&n_.inputs, &n_.outputs})
-      for (const ir::Port& p : *ports) {
-        const ir::TensorAttrs& t = *p.tensor;
-        if (t.data_type == DataType::NotSet)
-          return make_error(ErrorCode::InvalidGraph, op(), ": ", p.role, " '", t.name,
-                            "' has no data type");
-        if (!t.value && t.stride.size() != t.dim.size())
-          return make_error(ErrorCode::InvalidGraph, op(), ": ", p.role, " '", t.name, "' has ",
-                            t.dim.size(), " dims but ", t.stride.size(), " strides");
-      }
-    return Status::ok();
-  }
+  Status layouts() const { return check_port_layouts(n_, op()); }
 
  private:
   const ir::Node& n_;

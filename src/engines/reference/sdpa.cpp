@@ -34,8 +34,8 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <sstream>
 
+#include "engines/reference/checks.hpp"
 #include "engines/reference/kernel.hpp"
 
 namespace dnngraph::reference {
@@ -43,14 +43,6 @@ namespace {
 
 // Below this many multiply-adds, threads cost more than they save.
 constexpr int64_t kParallelWork = 1 << 18;
-
-std::string dims_str(const std::vector<int64_t>& d) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < d.size(); ++i) os << (i ? "," : "") << d[i];
-  os << "]";
-  return os.str();
-}
 
 const ir::SdpaAttrs& attrs_of(const ir::Node& n) {
   if (n.kind() == ir::OpKind::SdpaBwd) return n.as<ir::SdpaBwdAttrs>();
@@ -305,16 +297,7 @@ Status run_backward(KernelContext& ctx) {
 
 // Checks shared by forward and backward; `op` names the node for messages.
 Status check_common(const ir::Node& n, const std::string& op) {
-  for (const auto* ports : {&n.inputs, &n.outputs})
-    for (const ir::Port& port : *ports) {
-      const ir::TensorAttrs& t = *port.tensor;
-      if (t.data_type == DataType::NotSet)
-        return make_error(ErrorCode::InvalidGraph, op, ": ", port.role, " '", t.name,
-                          "' has no data type");
-      if (!t.value && t.stride.size() != t.dim.size())
-        return make_error(ErrorCode::InvalidGraph, op, ": ", port.role, " '", t.name, "' has ",
-                          t.dim.size(), " dims but ", t.stride.size(), " strides");
-    }
+  DNNGRAPH_TRY(check_port_layouts(n, op));
   const ir::Tensor q = n.input("Q"), k = n.input("K"), v = n.input("V");
   if (!q || !k || !v) return make_error(ErrorCode::InvalidGraph, op, ": needs Q, K and V");
   for (const ir::Tensor& t : {q, k, v})

@@ -3,8 +3,8 @@
 // max + log(sum(exp(x - max))), with X's dims and a last dim of 1.
 // A row without a finite maximum (all -inf, or holding +inf or NaN) gives NaN, as PyTorch does.
 #include <cmath>
-#include <sstream>
 
+#include "engines/reference/checks.hpp"
 #include "engines/reference/kernel.hpp"
 
 namespace dnngraph::reference {
@@ -13,28 +13,14 @@ namespace {
 // Below this many elements, threads cost more than they save.
 constexpr int64_t kParallelElements = 1 << 16;
 
-std::string dims_str(const std::vector<int64_t>& d) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < d.size(); ++i) os << (i ? "," : "") << d[i];
-  os << "]";
-  return os.str();
-}
-
 }  // namespace
 
 Status check_softmax(const ir::Node& n) {
   const std::string op = "softmax '" + n.name + "'";
   const ir::Tensor x = n.input("X"), y = n.output("Y"), stats = n.output("STATS");
   if (!x || !y) return make_error(ErrorCode::InvalidGraph, op, ": needs an X input and a Y output");
-  for (const ir::Tensor& t : {x, y, stats}) {
-    if (!t) continue;
-    if (t->data_type == DataType::NotSet)
-      return make_error(ErrorCode::InvalidGraph, op, ": tensor '", t->name, "' has no data type");
-    if (!t->value && t->stride.size() != t->dim.size())
-      return make_error(ErrorCode::InvalidGraph, op, ": tensor '", t->name, "' has ", t->dim.size(),
-                        " dims but ", t->stride.size(), " strides");
-  }
+  for (const ir::Tensor& t : {x, y, stats})
+    if (t) DNNGRAPH_TRY(check_layout(op, "tensor '" + t->name + "'", *t));
   if (x->dim.empty())
     return make_error(ErrorCode::InvalidGraph, op, ": X '", x->name, "' has rank 0");
   if (y->dim != x->dim)

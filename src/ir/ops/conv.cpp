@@ -79,15 +79,12 @@ Result<std::vector<int64_t>> conv_output_dims(const Node& n, ConvAttrs& a, std::
 
 Status infer_fprop(Node& n, const InferContext& ctx) {
   DNNGRAPH_TRY(check_roles(n, {"X", "W"}, {"Y"}));
-  auto x = required_input(n, "X");
-  auto w = required_input(n, "W");
-  auto y = required_output(n, "Y");
-  DNNGRAPH_TRY(x.status());
-  DNNGRAPH_TRY(w.status());
-  DNNGRAPH_TRY(y.status());
-  auto dims = conv_output_dims(n, n.as<ConvFpropAttrs>(), "X", *x, "W", *w);
+  DNNGRAPH_PORT(x, required_input(n, "X"));
+  DNNGRAPH_PORT(w, required_input(n, "W"));
+  DNNGRAPH_PORT(y, required_output(n, "Y"));
+  auto dims = conv_output_dims(n, n.as<ConvFpropAttrs>(), "X", x, "W", w);
   DNNGRAPH_TRY(dims.status());
-  return infer_output(n, "Y", *y, *dims, *x, ctx, (*x)->data_type);
+  return infer_output(n, "Y", y, *dims, x, ctx, x->data_type);
 }
 
 // dgrad/wgrad: the user-set output must exist and reproduce the given DY through the formula.
@@ -108,37 +105,31 @@ Status require_set_dims(const Node& n, std::string_view role, const Tensor& t, c
 
 Status infer_dgrad(Node& n, const InferContext& ctx) {
   DNNGRAPH_TRY(check_roles(n, {"DY", "W"}, {"DX"}));
-  auto dy = required_input(n, "DY");
-  auto w = required_input(n, "W");
-  auto dx = required_output(n, "DX");
-  DNNGRAPH_TRY(dy.status());
-  DNNGRAPH_TRY(w.status());
-  DNNGRAPH_TRY(dx.status());
-  DNNGRAPH_TRY(require_set_dims(n, "DX", *dx, "the forward input's dims"));
-  DNNGRAPH_TRY(check_rank(n, "DY", *dy, 4, 5));
-  auto dims = conv_output_dims(n, n.as<ConvDgradAttrs>(), "DX", *dx, "W", *w);
+  DNNGRAPH_PORT(dy, required_input(n, "DY"));
+  DNNGRAPH_PORT(w, required_input(n, "W"));
+  DNNGRAPH_PORT(dx, required_output(n, "DX"));
+  DNNGRAPH_TRY(require_set_dims(n, "DX", dx, "the forward input's dims"));
+  DNNGRAPH_TRY(check_rank(n, "DY", dy, 4, 5));
+  auto dims = conv_output_dims(n, n.as<ConvDgradAttrs>(), "DX", dx, "W", w);
   DNNGRAPH_TRY(dims.status());
   DNNGRAPH_TRY(
-      check_dy(n, *dy, *dims, detail::cat(port_label("DX", *dx), " and ", port_label("W", *w))));
-  return infer_output(n, "DX", *dx, (*dx)->dim, *dy, ctx, (*dy)->data_type);
+      check_dy(n, dy, *dims, detail::cat(port_label("DX", dx), " and ", port_label("W", w))));
+  return infer_output(n, "DX", dx, dx->dim, dy, ctx, dy->data_type);
 }
 
 Status infer_wgrad(Node& n, const InferContext& ctx) {
   DNNGRAPH_TRY(check_roles(n, {"DY", "X"}, {"DW"}));
-  auto dy = required_input(n, "DY");
-  auto x = required_input(n, "X");
-  auto dw = required_output(n, "DW");
-  DNNGRAPH_TRY(dy.status());
-  DNNGRAPH_TRY(x.status());
-  DNNGRAPH_TRY(dw.status());
-  DNNGRAPH_TRY(require_set_dims(n, "DW", *dw, "the filter's dims"));
-  DNNGRAPH_TRY(check_rank(n, "DY", *dy, 4, 5));
-  auto dims = conv_output_dims(n, n.as<ConvWgradAttrs>(), "X", *x, "DW", *dw);
+  DNNGRAPH_PORT(dy, required_input(n, "DY"));
+  DNNGRAPH_PORT(x, required_input(n, "X"));
+  DNNGRAPH_PORT(dw, required_output(n, "DW"));
+  DNNGRAPH_TRY(require_set_dims(n, "DW", dw, "the filter's dims"));
+  DNNGRAPH_TRY(check_rank(n, "DY", dy, 4, 5));
+  auto dims = conv_output_dims(n, n.as<ConvWgradAttrs>(), "X", x, "DW", dw);
   DNNGRAPH_TRY(dims.status());
   DNNGRAPH_TRY(
-      check_dy(n, *dy, *dims, detail::cat(port_label("X", *x), " and ", port_label("DW", *dw))));
+      check_dy(n, dy, *dims, detail::cat(port_label("X", x), " and ", port_label("DW", dw))));
   // The filter follows the activation layout (NHWC activations -> KRSC filter).
-  return infer_output(n, "DW", *dw, (*dw)->dim, *x, ctx, (*dy)->data_type);
+  return infer_output(n, "DW", dw, dw->dim, x, ctx, dy->data_type);
 }
 
 }  // namespace
