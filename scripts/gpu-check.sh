@@ -40,7 +40,7 @@ run() {  # name, timeout, command...
   echo "$name: rc=${result[$name]} ($(( $(date +%s) - s )) s)"
 }
 if [ -x "$build/tests/dnngraph_gpu_tests" ]; then
-  run gpu_tests ${GPU_TESTS_TIMEOUT:-150} "$build/tests/dnngraph_gpu_tests" --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
+  run gpu_tests ${GPU_TESTS_TIMEOUT:-300} "$build/tests/dnngraph_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error:|Expected|Which is|differ|cuDNN" "$out/gpu_tests.log" | head -60
 fi
 for s in conv_bias_relu matmul_epilogue sdpa_causal; do
