@@ -45,7 +45,7 @@ test-install: build
 	cmake -S tests/install_consumer -B build/consumer -DCMAKE_PREFIX_PATH=$(CURDIR)/build/install >/dev/null
 	cmake --build build/consumer -j $(JOBS)
 	LD_LIBRARY_PATH=$(CURDIR)/build/install/lib build/consumer/consumer >/dev/null
-	bash tests/readme_test.sh
+	PYTHONPATH_BUILD=$(CURDIR)/$(BUILD)/python bash tests/readme_test.sh
 
 test: test-cpp test-python test-asan test-install
 
