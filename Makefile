@@ -6,7 +6,7 @@ BUILD  ?= build/release
 ASAN   ?= build/asan
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build build-asan demo test test-cpp test-asan test-python test-install format clean
+.PHONY: all setup build build-asan demo test test-cpp test-asan test-python test-install format format-check clean
 
 all: build
 
@@ -47,10 +47,14 @@ test-install: build
 	LD_LIBRARY_PATH=$(CURDIR)/build/install/lib build/consumer/consumer >/dev/null
 	PYTHONPATH_BUILD=$(CURDIR)/$(BUILD)/python bash tests/readme_test.sh
 
-test: test-cpp test-python test-asan test-install
+test: format-check test-cpp test-python test-asan test-install
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+# The code follows .clang-format.
+format-check: setup
+	clang-format --dry-run -Werror $$(git ls-files '*.cpp' '*.hpp')
 
 clean:
 	rm -rf build

@@ -154,7 +154,8 @@ bool conv_bias_relu(Runner& r, std::mt19937& gen) {
       ir::TensorAttrs().set_name("W").set_dim({K, C, R, S}).set_stride({C * R * S, 1, S * C, C}));
   auto B =
       g.tensor(ir::TensorAttrs().set_name("bias").set_dim({1, K, 1, 1}).set_stride({K, 1, K, K}));
-  auto conv = g.conv_fprop(X, Wt, ir::ConvFpropAttrs().set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1}));
+  auto conv = g.conv_fprop(
+      X, Wt, ir::ConvFpropAttrs().set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1}));
   auto Y = g.relu(g.bias(conv, B));
   Y->set_output(true).set_name("Y");
   Buffer x(N * C * H * W, DataType::BFloat16, r.gpu, &gen),

@@ -3,7 +3,7 @@
 # Idempotent: skips what is already there.
 set -euo pipefail
 APT_PKGS=(cmake g++ make python3-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-          libcli11-dev libxxhash-dev libsqlite3-dev clang libclang-rt-14-dev)
+          libcli11-dev libxxhash-dev libsqlite3-dev clang clang-format libclang-rt-14-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

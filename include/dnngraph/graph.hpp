@@ -42,8 +42,8 @@ class Graph : public ir::Graph {
   // HeuristicsChoice builds the first supported candidate that builds; All builds them all.
   Status build_plans(BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
   // All five steps.
-  Status build(const HandlePtr& handle, const std::vector<HeurMode>& modes = {HeurMode::A,
-                                                                            HeurMode::Fallback},
+  Status build(const HandlePtr& handle,
+               const std::vector<HeurMode>& modes = {HeurMode::A, HeurMode::Fallback},
                BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
 
   // Supported candidates, in order (valid after check_support).

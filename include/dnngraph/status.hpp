@@ -41,7 +41,7 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
 
   bool is_ok() const { return v_.index() == 0; }
@@ -76,8 +76,8 @@ Status make_error(ErrorCode code, const Args&... args) {
 }  // namespace dnngraph
 
 // Propagate a failed Status (or the Status of a failed Result) to the caller.
-#define DNNGRAPH_TRY(expr)                          \
-  do {                                              \
-    ::dnngraph::Status dnngraph_try_s_ = (expr);    \
+#define DNNGRAPH_TRY(expr)                                \
+  do {                                                    \
+    ::dnngraph::Status dnngraph_try_s_ = (expr);          \
     if (!dnngraph_try_s_.is_ok()) return dnngraph_try_s_; \
   } while (0)

@@ -30,20 +30,52 @@ bool is_floating(DataType t);
 bool is_integral(DataType t);
 
 enum class PointwiseMode : int {
-  Add, Sub, Mul, Div, Max, Min, Pow,
-  Abs, Neg, Exp, Log, Sqrt, Rsqrt, Reciprocal, Tanh, Sigmoid,
-  Relu,             // with optional lower/upper clip and negative slope
-  Gelu,             // erf form
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+  Pow,
+  Abs,
+  Neg,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Reciprocal,
+  Tanh,
+  Sigmoid,
+  Relu,  // with optional lower/upper clip and negative slope
+  Gelu,  // erf form
   GeluApproxTanh,
-  Silu,             // a.k.a. swish (swish_beta attribute, default 1)
-  Elu,              // elu_alpha attribute
-  Softplus,         // softplus_beta attribute
-  Erf, Sin, Cos, Floor, Ceil, Identity,
-  CmpEq, CmpNeq, CmpGt, CmpGe, CmpLt, CmpLe,
-  LogicalAnd, LogicalOr, LogicalNot,
-  BinarySelect,     // out = in2 ? in0 : in1
-  ReluBwd,          // in0 = dy, in1 = x
-  GeluBwd, GeluApproxTanhBwd, SigmoidBwd, TanhBwd, SiluBwd, EluBwd, SoftplusBwd,
+  Silu,      // a.k.a. swish (swish_beta attribute, default 1)
+  Elu,       // elu_alpha attribute
+  Softplus,  // softplus_beta attribute
+  Erf,
+  Sin,
+  Cos,
+  Floor,
+  Ceil,
+  Identity,
+  CmpEq,
+  CmpNeq,
+  CmpGt,
+  CmpGe,
+  CmpLt,
+  CmpLe,
+  LogicalAnd,
+  LogicalOr,
+  LogicalNot,
+  BinarySelect,  // out = in2 ? in0 : in1
+  ReluBwd,       // in0 = dy, in1 = x
+  GeluBwd,
+  GeluApproxTanhBwd,
+  SigmoidBwd,
+  TanhBwd,
+  SiluBwd,
+  EluBwd,
+  SoftplusBwd,
 };
 constexpr int kPointwiseModeCount = static_cast<int>(PointwiseMode::SoftplusBwd) + 1;
 

@@ -19,7 +19,7 @@ namespace dnngraph::ir {
 
 std::string_view op_kind_name(OpKind k) {
   static constexpr std::string_view kNames[] = {
-      "conv_fprop", "conv_dgrad",    "conv_wgrad", "matmul", "pointwise",     "reduction",
+      "conv_fprop",   "conv_dgrad",    "conv_wgrad", "matmul", "pointwise",    "reduction",
       "norm_forward", "norm_backward", "softmax",    "sdpa",   "sdpa_backward"};
   return kNames[static_cast<int>(k)];
 }
@@ -307,8 +307,8 @@ void bind_sdpa_extra(std::vector<Port>& in, const SdpaInputs& e) {
 }
 }  // namespace
 
-std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
-                                  SdpaInputs extra, OpOptions o) {
+std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs, SdpaInputs extra,
+                                  OpOptions o) {
   if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
   const bool inference = attrs.is_inference;
   Node& n = push(std::move(attrs), o, "sdpa");

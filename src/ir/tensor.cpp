@@ -24,8 +24,7 @@ int64_t TensorAttrs::storage_elements() const {
 
 bool TensorAttrs::is_packed() const {
   if (stride.size() != dim.size()) return false;
-  return storage_elements() == volume() &&
-         packed_strides(dim, stride_order(stride)) == stride;
+  return storage_elements() == volume() && packed_strides(dim, stride_order(stride)) == stride;
 }
 
 std::string TensorAttrs::describe() const {

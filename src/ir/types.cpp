@@ -18,17 +18,57 @@ std::optional<E> find_name(const std::array<std::string_view, N>& names, std::st
 }
 
 constexpr std::array<std::string_view, 12> kDataTypeNames = {
-    "NOT_SET", "FLOAT", "DOUBLE", "HALF", "BFLOAT16", "FP8_E4M3",
-    "FP8_E5M2", "INT8", "UINT8", "INT32", "INT64", "BOOLEAN"};
+    "NOT_SET",  "FLOAT", "DOUBLE", "HALF",  "BFLOAT16", "FP8_E4M3",
+    "FP8_E5M2", "INT8",  "UINT8",  "INT32", "INT64",    "BOOLEAN"};
 constexpr std::array<int64_t, 12> kDataTypeSizes = {0, 4, 8, 2, 2, 1, 1, 1, 1, 4, 8, 1};
 
 constexpr std::array<std::string_view, kPointwiseModeCount> kPointwiseNames = {
-    "ADD", "SUB", "MUL", "DIV", "MAX", "MIN", "POW", "ABS", "NEG", "EXP", "LOG", "SQRT",
-    "RSQRT", "RECIPROCAL", "TANH", "SIGMOID", "RELU", "GELU", "GELU_APPROX_TANH", "SILU", "ELU",
-    "SOFTPLUS", "ERF", "SIN", "COS", "FLOOR", "CEIL", "IDENTITY", "CMP_EQ", "CMP_NEQ", "CMP_GT",
-    "CMP_GE", "CMP_LT", "CMP_LE", "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT", "BINARY_SELECT",
-    "RELU_BWD", "GELU_BWD", "GELU_APPROX_TANH_BWD", "SIGMOID_BWD", "TANH_BWD", "SILU_BWD",
-    "ELU_BWD", "SOFTPLUS_BWD"};
+    "ADD",
+    "SUB",
+    "MUL",
+    "DIV",
+    "MAX",
+    "MIN",
+    "POW",
+    "ABS",
+    "NEG",
+    "EXP",
+    "LOG",
+    "SQRT",
+    "RSQRT",
+    "RECIPROCAL",
+    "TANH",
+    "SIGMOID",
+    "RELU",
+    "GELU",
+    "GELU_APPROX_TANH",
+    "SILU",
+    "ELU",
+    "SOFTPLUS",
+    "ERF",
+    "SIN",
+    "COS",
+    "FLOOR",
+    "CEIL",
+    "IDENTITY",
+    "CMP_EQ",
+    "CMP_NEQ",
+    "CMP_GT",
+    "CMP_GE",
+    "CMP_LT",
+    "CMP_LE",
+    "LOGICAL_AND",
+    "LOGICAL_OR",
+    "LOGICAL_NOT",
+    "BINARY_SELECT",
+    "RELU_BWD",
+    "GELU_BWD",
+    "GELU_APPROX_TANH_BWD",
+    "SIGMOID_BWD",
+    "TANH_BWD",
+    "SILU_BWD",
+    "ELU_BWD",
+    "SOFTPLUS_BWD"};
 
 constexpr std::array<std::string_view, 8> kReductionNames = {"ADD",  "MUL", "MIN",   "MAX",
                                                              "AMAX", "AVG", "NORM1", "NORM2"};
@@ -47,8 +87,12 @@ std::optional<DataType> data_type_from_name(std::string_view s) {
 }
 bool is_floating(DataType t) {
   switch (t) {
-    case DataType::Float: case DataType::Double: case DataType::Half: case DataType::BFloat16:
-    case DataType::FP8_E4M3: case DataType::FP8_E5M2:
+    case DataType::Float:
+    case DataType::Double:
+    case DataType::Half:
+    case DataType::BFloat16:
+    case DataType::FP8_E4M3:
+    case DataType::FP8_E5M2:
       return true;
     default:
       return false;
@@ -56,7 +100,10 @@ bool is_floating(DataType t) {
 }
 bool is_integral(DataType t) {
   switch (t) {
-    case DataType::Int8: case DataType::UInt8: case DataType::Int32: case DataType::Int64:
+    case DataType::Int8:
+    case DataType::UInt8:
+    case DataType::Int32:
+    case DataType::Int64:
       return true;
     default:
       return false;
@@ -72,11 +119,29 @@ std::optional<PointwiseMode> pointwise_mode_from_name(std::string_view s) {
 int pointwise_arity(PointwiseMode m) {
   using M = PointwiseMode;
   switch (m) {
-    case M::Add: case M::Sub: case M::Mul: case M::Div: case M::Max: case M::Min: case M::Pow:
-    case M::CmpEq: case M::CmpNeq: case M::CmpGt: case M::CmpGe: case M::CmpLt: case M::CmpLe:
-    case M::LogicalAnd: case M::LogicalOr: case M::ReluBwd: case M::GeluBwd:
-    case M::GeluApproxTanhBwd: case M::SigmoidBwd: case M::TanhBwd: case M::SiluBwd:
-    case M::EluBwd: case M::SoftplusBwd:
+    case M::Add:
+    case M::Sub:
+    case M::Mul:
+    case M::Div:
+    case M::Max:
+    case M::Min:
+    case M::Pow:
+    case M::CmpEq:
+    case M::CmpNeq:
+    case M::CmpGt:
+    case M::CmpGe:
+    case M::CmpLt:
+    case M::CmpLe:
+    case M::LogicalAnd:
+    case M::LogicalOr:
+    case M::ReluBwd:
+    case M::GeluBwd:
+    case M::GeluApproxTanhBwd:
+    case M::SigmoidBwd:
+    case M::TanhBwd:
+    case M::SiluBwd:
+    case M::EluBwd:
+    case M::SoftplusBwd:
       return 2;
     case M::BinarySelect:
       return 3;

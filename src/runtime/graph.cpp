@@ -1,5 +1,8 @@
 // The build pipeline of dnngraph::Graph and execution with variant-pack validation.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <unordered_set>
 
 #include "dnngraph/graph.hpp"
@@ -7,6 +10,15 @@
 
 namespace dnngraph {
 namespace {
+
+// DNNGRAPH_LOG=dispatch prints, per candidate, whether check_support kept it and why not.
+bool log_dispatch() {
+  static const bool on = [] {
+    const char* v = std::getenv("DNNGRAPH_LOG");
+    return v && std::strstr(v, "dispatch") != nullptr;
+  }();
+  return on;
+}
 
 Status stage_error(const Graph& g, const char* call, const char* needs) {
   return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': ", call,
@@ -85,6 +97,11 @@ Status Graph::check_support() {
     } else if (reasons.size() < 2000) {
       reasons += detail::cat("\n  ", cs.info.name, ": ", cs.support.message());
     }
+    if (log_dispatch())
+      std::fprintf(stderr, "[dnngraph dispatch] graph '%s' %s candidate %zu '%s': %s\n",
+                   name().c_str(), std::string(state_->engine->name()).c_str(), i,
+                   cs.info.name.c_str(),
+                   cs.support.is_ok() ? "supported" : cs.support.message().c_str());
     state_->statuses.push_back(std::move(cs));
   }
   state_->plans.clear();

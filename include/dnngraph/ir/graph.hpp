@@ -38,11 +38,26 @@ class Graph {
   Graph& operator=(Graph&&) = default;
 
   // ---- context ----
-  Graph& set_name(std::string v) { name_ = std::move(v); return *this; }
-  Graph& set_io_data_type(DataType v) { io_ = v; return *this; }
-  Graph& set_intermediate_data_type(DataType v) { intermediate_ = v; return *this; }
-  Graph& set_compute_data_type(DataType v) { compute_ = v; return *this; }
-  Graph& set_dynamic_shape_enabled(bool v) { dynamic_shape_ = v; return *this; }
+  Graph& set_name(std::string v) {
+    name_ = std::move(v);
+    return *this;
+  }
+  Graph& set_io_data_type(DataType v) {
+    io_ = v;
+    return *this;
+  }
+  Graph& set_intermediate_data_type(DataType v) {
+    intermediate_ = v;
+    return *this;
+  }
+  Graph& set_compute_data_type(DataType v) {
+    compute_ = v;
+    return *this;
+  }
+  Graph& set_dynamic_shape_enabled(bool v) {
+    dynamic_shape_ = v;
+    return *this;
+  }
   const std::string& name() const { return name_; }
   DataType io_data_type() const { return io_; }
   DataType intermediate_data_type() const { return intermediate_; }
@@ -93,8 +108,8 @@ class Graph {
   std::array<Tensor, 5> batchnorm(Tensor x, Tensor scale, Tensor bias, Tensor prev_running_mean,
                                   Tensor prev_running_var, Tensor epsilon, Tensor momentum,
                                   OpOptions o = {});
-  Tensor batchnorm_inference(Tensor x, Tensor mean, Tensor inv_variance, Tensor scale,
-                             Tensor bias, OpOptions o = {});
+  Tensor batchnorm_inference(Tensor x, Tensor mean, Tensor inv_variance, Tensor scale, Tensor bias,
+                             OpOptions o = {});
   // Returns {DX, DSCALE, DBIAS}.
   std::array<Tensor, 3> layernorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
                                            Tensor inv_variance, OpOptions o = {});
@@ -105,8 +120,8 @@ class Graph {
   // Returns {Y, STATS}; STATS is null unless generate_stats.
   std::array<Tensor, 2> softmax(Tensor x, bool generate_stats, OpOptions o = {});
   // Returns {O, STATS}; STATS is null when attrs.is_inference.
-  std::array<Tensor, 2> sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
-                             SdpaInputs extra = {}, OpOptions o = {});
+  std::array<Tensor, 2> sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs, SdpaInputs extra = {},
+                             OpOptions o = {});
   // Returns {DQ, DK, DV, DBIAS}; DBIAS is null unless extra.bias is set.
   std::array<Tensor, 4> sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor d_o,
                                       Tensor stats, SdpaBwdAttrs attrs, SdpaInputs extra = {},

@@ -22,32 +22,75 @@ struct ConvAttrs {
   std::optional<int64_t> group_count;
   bool cross_correlation = true;  // false = true convolution (flipped filter)
 
-  ConvAttrs& set_padding(std::vector<int64_t> p) { pre_padding = p; post_padding = std::move(p); return *this; }
-  ConvAttrs& set_pre_padding(std::vector<int64_t> p) { pre_padding = std::move(p); return *this; }
-  ConvAttrs& set_post_padding(std::vector<int64_t> p) { post_padding = std::move(p); return *this; }
-  ConvAttrs& set_stride(std::vector<int64_t> s) { stride = std::move(s); return *this; }
-  ConvAttrs& set_dilation(std::vector<int64_t> d) { dilation = std::move(d); return *this; }
-  ConvAttrs& set_group_count(int64_t g) { group_count = g; return *this; }
+  ConvAttrs& set_padding(std::vector<int64_t> p) {
+    pre_padding = p;
+    post_padding = std::move(p);
+    return *this;
+  }
+  ConvAttrs& set_pre_padding(std::vector<int64_t> p) {
+    pre_padding = std::move(p);
+    return *this;
+  }
+  ConvAttrs& set_post_padding(std::vector<int64_t> p) {
+    post_padding = std::move(p);
+    return *this;
+  }
+  ConvAttrs& set_stride(std::vector<int64_t> s) {
+    stride = std::move(s);
+    return *this;
+  }
+  ConvAttrs& set_dilation(std::vector<int64_t> d) {
+    dilation = std::move(d);
+    return *this;
+  }
+  ConvAttrs& set_group_count(int64_t g) {
+    group_count = g;
+    return *this;
+  }
   bool operator==(const ConvAttrs&) const = default;
 };
 // Setters that return the derived type, so `ConvFpropAttrs().set_padding({1, 1})` stays a
 // ConvFpropAttrs.
 template <class Self>
 struct ConvSetters : ConvAttrs {
-  Self& set_padding(std::vector<int64_t> p) { ConvAttrs::set_padding(std::move(p)); return self(); }
-  Self& set_pre_padding(std::vector<int64_t> p) { ConvAttrs::set_pre_padding(std::move(p)); return self(); }
-  Self& set_post_padding(std::vector<int64_t> p) { ConvAttrs::set_post_padding(std::move(p)); return self(); }
-  Self& set_stride(std::vector<int64_t> s) { ConvAttrs::set_stride(std::move(s)); return self(); }
-  Self& set_dilation(std::vector<int64_t> d) { ConvAttrs::set_dilation(std::move(d)); return self(); }
-  Self& set_group_count(int64_t g) { ConvAttrs::set_group_count(g); return self(); }
+  Self& set_padding(std::vector<int64_t> p) {
+    ConvAttrs::set_padding(std::move(p));
+    return self();
+  }
+  Self& set_pre_padding(std::vector<int64_t> p) {
+    ConvAttrs::set_pre_padding(std::move(p));
+    return self();
+  }
+  Self& set_post_padding(std::vector<int64_t> p) {
+    ConvAttrs::set_post_padding(std::move(p));
+    return self();
+  }
+  Self& set_stride(std::vector<int64_t> s) {
+    ConvAttrs::set_stride(std::move(s));
+    return self();
+  }
+  Self& set_dilation(std::vector<int64_t> d) {
+    ConvAttrs::set_dilation(std::move(d));
+    return self();
+  }
+  Self& set_group_count(int64_t g) {
+    ConvAttrs::set_group_count(g);
+    return self();
+  }
   bool operator==(const ConvSetters&) const = default;
 
  private:
   Self& self() { return static_cast<Self&>(*this); }
 };
-struct ConvFpropAttrs : ConvSetters<ConvFpropAttrs> { bool operator==(const ConvFpropAttrs&) const = default; };  // X, W -> Y
-struct ConvDgradAttrs : ConvSetters<ConvDgradAttrs> { bool operator==(const ConvDgradAttrs&) const = default; };  // DY, W -> DX
-struct ConvWgradAttrs : ConvSetters<ConvWgradAttrs> { bool operator==(const ConvWgradAttrs&) const = default; };  // DY, X -> DW
+struct ConvFpropAttrs : ConvSetters<ConvFpropAttrs> {
+  bool operator==(const ConvFpropAttrs&) const = default;
+};  // X, W -> Y
+struct ConvDgradAttrs : ConvSetters<ConvDgradAttrs> {
+  bool operator==(const ConvDgradAttrs&) const = default;
+};  // DY, W -> DX
+struct ConvWgradAttrs : ConvSetters<ConvWgradAttrs> {
+  bool operator==(const ConvWgradAttrs&) const = default;
+};  // DY, X -> DW
 
 // C[..., M, N] = A[..., M, K] x B[..., K, N]; batch dims broadcast (1 against n).
 // Optional M/N/K override tensors are not modelled (dynamic shapes go through the graph).
@@ -120,13 +163,22 @@ struct SdpaBwdAttrs : SdpaAttrs {
   bool operator==(const SdpaBwdAttrs&) const = default;
 };
 
-using OpAttrs = std::variant<ConvFpropAttrs, ConvDgradAttrs, ConvWgradAttrs, MatmulAttrs,
-                             PointwiseAttrs, ReductionAttrs, NormFwdAttrs, NormBwdAttrs,
-                             SoftmaxAttrs, SdpaAttrs, SdpaBwdAttrs>;
+using OpAttrs =
+    std::variant<ConvFpropAttrs, ConvDgradAttrs, ConvWgradAttrs, MatmulAttrs, PointwiseAttrs,
+                 ReductionAttrs, NormFwdAttrs, NormBwdAttrs, SoftmaxAttrs, SdpaAttrs, SdpaBwdAttrs>;
 
 enum class OpKind : int {
-  ConvFprop, ConvDgrad, ConvWgrad, Matmul, Pointwise, Reduction, NormFwd, NormBwd, Softmax,
-  SdpaFwd, SdpaBwd,
+  ConvFprop,
+  ConvDgrad,
+  ConvWgrad,
+  Matmul,
+  Pointwise,
+  Reduction,
+  NormFwd,
+  NormBwd,
+  Softmax,
+  SdpaFwd,
+  SdpaBwd,
 };
 std::string_view op_kind_name(OpKind k);  // "conv_fprop", "matmul", ...
 std::optional<OpKind> op_kind_from_name(std::string_view name);
@@ -148,8 +200,14 @@ struct Node {
   // The tensor bound to `role`, or nullptr.
   Tensor input(std::string_view role) const;
   Tensor output(std::string_view role) const;
-  template <class A> const A& as() const { return std::get<A>(attrs); }
-  template <class A> A& as() { return std::get<A>(attrs); }
+  template <class A>
+  const A& as() const {
+    return std::get<A>(attrs);
+  }
+  template <class A>
+  A& as() {
+    return std::get<A>(attrs);
+  }
 };
 
 }  // namespace dnngraph::ir

@@ -14,8 +14,8 @@ namespace dnngraph::ir {
 // A host scalar carried by a pass-by-value tensor (e.g. alpha, epsilon, attn_scale).
 struct Scalar {
   DataType type = DataType::Float;
-  double f = 0.0;   // used when type is floating or Boolean
-  int64_t i = 0;    // used when type is integral
+  double f = 0.0;  // used when type is floating or Boolean
+  int64_t i = 0;   // used when type is integral
   static Scalar of_float(double v, DataType t = DataType::Float) { return {t, v, 0}; }
   static Scalar of_int(int64_t v, DataType t = DataType::Int64) { return {t, 0.0, v}; }
   double as_double() const { return is_integral(type) ? static_cast<double>(i) : f; }
@@ -26,27 +26,61 @@ struct Scalar {
 // op can be configured after the op was added (set_output, set_dim, ...).
 class TensorAttrs {
  public:
-  TensorAttrs& set_name(std::string v) { name = std::move(v); return *this; }
-  TensorAttrs& set_dim(std::vector<int64_t> v) { dim = std::move(v); return *this; }
-  TensorAttrs& set_stride(std::vector<int64_t> v) { stride = std::move(v); return *this; }
-  TensorAttrs& set_data_type(DataType v) { data_type = v; return *this; }
-  TensorAttrs& set_uid(int64_t v) { uid = v; uid_assigned = true; return *this; }
-  TensorAttrs& clear_uid() { uid = 0; uid_assigned = false; return *this; }
-  TensorAttrs& set_is_virtual(bool v) { is_virtual = v; return *this; }
+  TensorAttrs& set_name(std::string v) {
+    name = std::move(v);
+    return *this;
+  }
+  TensorAttrs& set_dim(std::vector<int64_t> v) {
+    dim = std::move(v);
+    return *this;
+  }
+  TensorAttrs& set_stride(std::vector<int64_t> v) {
+    stride = std::move(v);
+    return *this;
+  }
+  TensorAttrs& set_data_type(DataType v) {
+    data_type = v;
+    return *this;
+  }
+  TensorAttrs& set_uid(int64_t v) {
+    uid = v;
+    uid_assigned = true;
+    return *this;
+  }
+  TensorAttrs& clear_uid() {
+    uid = 0;
+    uid_assigned = false;
+    return *this;
+  }
+  TensorAttrs& set_is_virtual(bool v) {
+    is_virtual = v;
+    return *this;
+  }
   // An output is a non-virtual tensor the user reads back.
-  TensorAttrs& set_output(bool v) { is_output = v; is_virtual = !v; return *this; }
-  TensorAttrs& set_is_pass_by_value(bool v) { is_pass_by_value = v; return *this; }
+  TensorAttrs& set_output(bool v) {
+    is_output = v;
+    is_virtual = !v;
+    return *this;
+  }
+  TensorAttrs& set_is_pass_by_value(bool v) {
+    is_pass_by_value = v;
+    return *this;
+  }
   TensorAttrs& set_value(Scalar v) {
-    value = v; is_pass_by_value = true;
+    value = v;
+    is_pass_by_value = true;
     if (data_type == DataType::NotSet) data_type = v.type;
-    if (dim.empty()) { dim = {1}; stride = {1}; }
+    if (dim.empty()) {
+      dim = {1};
+      stride = {1};
+    }
     return *this;
   }
 
-  int64_t volume() const;                 // product of dims (1 for rank 0)
-  int64_t storage_elements() const;       // 1 + sum((dim-1)*stride): span in elements
-  bool is_packed() const;                 // strides describe a dense, non-overlapping layout
-  std::string describe() const;           // "'X' [32,128,56,56]:[401408,1,7168,128] BFLOAT16"
+  int64_t volume() const;            // product of dims (1 for rank 0)
+  int64_t storage_elements() const;  // 1 + sum((dim-1)*stride): span in elements
+  bool is_packed() const;            // strides describe a dense, non-overlapping layout
+  std::string describe() const;      // "'X' [32,128,56,56]:[401408,1,7168,128] BFLOAT16"
 
   std::string name;
   std::vector<int64_t> dim;
