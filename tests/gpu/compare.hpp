@@ -47,6 +47,7 @@ struct RunReport {
   std::string first_mismatch;      // readable
   int64_t skipped = 0;             // elements CompareOptions::skip left out
   int64_t skipped_mismatches = 0;  // of those, how many differ from the reference
+  std::string first_skipped_mismatch;
 };
 
 inline std::string gpu_unavailable_reason() {
@@ -406,12 +407,12 @@ inline RunReport compare_with_reference(const GpuRun& run, const std::function<v
       } else if (std::isfinite(got) && std::isfinite(want)) {
         r.max_abs_err = std::max(r.max_abs_err, std::fabs(got - want));
       }
-      if (!ok && !skipped && r.mismatches++ == 0) {
+      if (!ok && (skipped ? r.skipped_mismatches == 1 : r.mismatches++ == 0)) {
         std::ostringstream os;
         os << "tensor '" << t.name << "' element " << n << " [";
         for (size_t d = 0; d < idx.size(); ++d) os << (d ? "," : "") << idx[d];
         os << "]: cuDNN " << got << " vs reference " << want;
-        r.first_mismatch = os.str();
+        (skipped ? r.first_skipped_mismatch : r.first_mismatch) = os.str();
       }
       for (size_t d = idx.size(); d-- > 0;) {
         if (++idx[d] < t.dim[d]) break;

@@ -3,6 +3,8 @@
 // compared with SEQ_LEN_Q / SEQ_LEN_KV] -> [right bound / causal, left bound: GEN_INDEX,
 // integer compares, BINARY_SELECT with the lowest float] -> softmax (stats = max + log(sum))
 // -> P.V. With sequence lengths the matmuls carry them as GEMM M/N/K overrides.
+// Padded query rows: cuDNN writes O = 0 there like the reference, but not STATS = +inf (seen on
+// the H200, cuDNN 9.19).
 // GQA/MQA: K and V keep their fewer heads; the engines broadcast them over the query heads.
 // Variants tried in order until cuDNN proposes an engine: 0 keeps P in V's data type (what
 // the fused kernels read); 1 also computes the stats into a virtual tensor in inference;
