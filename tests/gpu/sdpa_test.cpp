@@ -191,6 +191,16 @@ TEST(GpuSdpaBackward, GqaCausal) {
   check(c);
 }
 
+TEST(GpuSdpaBackward, MqaPaddingNonCausal) {
+  DNNGRAPH_REQUIRE_GPU();
+  Case c = bwd("bwd MQA hq4 hk1 padding b2 sq64 skv128 d64");
+  c.hk = 1;
+  c.sq = 64;
+  c.len_q = {40, 64};
+  c.len_kv = {128, 70};
+  check(c);
+}
+
 // ---------------------------------------------------------------- forward
 TEST(GpuSdpaForward, PaddingNonCausal) {
   DNNGRAPH_REQUIRE_GPU();
@@ -217,6 +227,18 @@ TEST(GpuSdpaForward, LeftBoundCausal) {
   c.name = "fwd causal left bound 16 b2 h4 s128 d64";
   c.causal = true;
   c.left = 16;
+  check(c);
+}
+TEST(GpuSdpaForward, PaddingLeftBoundCausalBottomRight) {
+  DNNGRAPH_REQUIRE_GPU();
+  Case c;
+  c.name = "fwd padding causal bottom-right left bound 24 b2 h4 sq64 skv128 d64";
+  c.sq = 64;
+  c.causal = true;
+  c.align = DiagonalAlignment::BottomRight;
+  c.left = 24;
+  c.len_q = {64, 33};
+  c.len_kv = {128, 90};
   check(c);
 }
 TEST(GpuSdpaForward, GqaAndMqaCausal) {
