@@ -3,13 +3,14 @@
 // compared with SEQ_LEN_Q / SEQ_LEN_KV] -> [right bound / causal, left bound: GEN_INDEX,
 // integer compares, BINARY_SELECT with the lowest float] -> softmax (stats = max + log(sum))
 // -> P.V. With sequence lengths the matmuls carry them as GEMM M/N/K overrides.
-// Padded query rows: cuDNN writes O = 0 there like the reference, but not STATS = +inf (seen on
-// the H200, cuDNN 9.19).
+// Padded query rows: cuDNN writes O = 0 there like the reference, but STATS = -inf where the
+// reference has +inf (seen on the H200, cuDNN 9.19).
 // GQA/MQA: K and V keep their fewer heads; the engines broadcast them over the query heads.
 // Variants tried in order until cuDNN proposes an engine: 0 keeps P in V's data type (what
 // the fused kernels read); 1 also computes the stats into a virtual tensor in inference;
 // 2 keeps P in float.
-// Not lowered (NotSupported, named): dropout (the reference RNG does not reproduce cuDNN's).
+// Not lowered (NotSupported, named): dropout (the reference RNG does not reproduce cuDNN's); a
+// left window bound with a padding mask or with a shifted (bottom-right, s_q != s_kv) diagonal.
 // This file also holds the pieces sdpa_backward.cpp shares (sdpa_common.hpp).
 #include <algorithm>
 #include <cmath>
@@ -236,6 +237,13 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(LowerContext& cx, const ir::
   if (!right && !left) return last;
   MaskBuilder m{cx, what, sdim};
   const bool br = a.diagonal_alignment == DiagonalAlignment::BottomRight;
+  // Seen on the H200 (cuDNN 9.19): a left bound whose diagonal is shifted by the sequence
+  // lengths (bottom-right alignment with a padding mask) ran and returned wrong O. Only the
+  // unshifted form was checked right (top-left, or s_q == s_kv, without a padding mask).
+  if (left && (lens.any() || (br && s.sq != s.skv)))
+    return sdpa_unsupported(what,
+                            "a left window bound with a padding mask or with bottom-right "
+                            "alignment and s_q != s_kv");
   // The diagonal of each row; `fold` is a constant added on top (no tensor needed).
   auto diagonal = [&](const std::string& tag, int64_t fold) -> Result<cudnnBackendDescriptor_t> {
     auto row = m.index(last, tag + "_row", 2);
