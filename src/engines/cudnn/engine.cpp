@@ -101,8 +101,9 @@ Status lower_node(LowerContext& cx, const ir::Node& n) {
     case ir::OpKind::Softmax:
       return lower_softmax(cx, n);
     case ir::OpKind::SdpaFwd:
-    case ir::OpKind::SdpaBwd:
       return lower_sdpa(cx, n);
+    case ir::OpKind::SdpaBwd:
+      return lower_sdpa_backward(cx, n);
   }
   return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
 }

@@ -38,6 +38,9 @@ class LowerContext {
   // A new virtual tensor for a composite lowering's intermediate (packed strides).
   Result<cudnnBackendDescriptor_t> virtual_tensor(const std::string& name,
                                                   const std::vector<int64_t>& dim, DataType type);
+  // A new virtual tensor with explicit strides (a transposed view another op reads).
+  Result<cudnnBackendDescriptor_t> virtual_tensor(const std::string& name, const TensorView& v,
+                                                  DataType type);
   // A new pass-by-value constant of rank `rank` whose value the plan supplies.
   Result<cudnnBackendDescriptor_t> constant(const std::string& name, ir::Scalar value, size_t rank);
   // Alternative lowerings to try when cuDNN finds no engine for the first (see engine.cpp).
@@ -75,6 +78,7 @@ Status lower_reduction(LowerContext& cx, const ir::Node& n);
 Status lower_softmax(LowerContext& cx, const ir::Node& n);
 Status lower_norm(LowerContext& cx, const ir::Node& n);
 Status lower_sdpa(LowerContext& cx, const ir::Node& n);
+Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n);
 
 // Helpers shared by composite lowerings (sdpa, softmax): one pointwise / reduction operation
 // on already-created tensor descriptors.

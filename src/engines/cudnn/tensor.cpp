@@ -100,6 +100,11 @@ Result<cudnnBackendDescriptor_t> LowerContext::virtual_tensor(const std::string&
   return make_tensor(name, {dim, ir::packed_strides(dim)}, type, next_uid_++, true, false);
 }
 
+Result<cudnnBackendDescriptor_t> LowerContext::virtual_tensor(const std::string& name,
+                                                              const TensorView& v, DataType type) {
+  return make_tensor(name, v, type, next_uid_++, true, false);
+}
+
 Result<cudnnBackendDescriptor_t> LowerContext::constant(const std::string& name, ir::Scalar value,
                                                         size_t rank) {
   std::vector<int64_t> ones(rank, 1);

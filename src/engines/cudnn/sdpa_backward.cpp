@@ -1,0 +1,140 @@
+// Scaled dot-product attention, backward, as the fused flash-attention backward graph cuDNN's
+// engines recognise (the op sequence and layouts of cuDNN's own SDPA backward graphs):
+//   D    = rowsum(dO * O) * 1                        float [b,hq,sq,1]
+//   S    = scale * Q.K^T (+ bias), masks as forward   float [b,hq,sq,skv]
+//   P    = exp(S - STATS)                            (padding mask applied again after the sub)
+//   dV   = P^T . dO        P^T: a RESHAPE of P to [b,hq,skv,sq] (transposed strides), io type
+//   dP   = dO . V^T        V described transposed
+//   dS   = scale * (P * (dP * 1 - D))
+//   dK   = dS^T . Q        dS^T: a RESHAPE like P^T
+//   dQ   = dS . K          K: a RESHAPE of the transposed K back to [b,hk,skv,d]
+// dQ is written by the matmul directly (cuDNN's "dP workspace" form, which the library sizes
+// into the plan's workspace) rather than through a separate float accumulator.
+// GQA/MQA: dK / dV come out per query head ([b,hq,skv,d], io type) and are summed over the
+// heads that share a K / V head by a reduction.
+// Sequence lengths become GEMM M/N/K overrides as in the forward.
+// Not lowered (NotSupported, named): dropout, DBIAS.
+#include "engines/cudnn/sdpa_common.hpp"
+
+namespace dnngraph::cudnn {
+
+Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
+  const std::string what = detail::cat(op_kind_name(n.kind()), " '", n.name, "'");
+  const auto& a = n.as<ir::SdpaBwdAttrs>();
+  ir::Tensor q = n.input("Q"), k = n.input("K"), v = n.input("V"), o = n.input("O");
+  ir::Tensor d_o = n.input("DO"), stats = n.input("STATS");
+  ir::Tensor dq = n.output("DQ"), dk = n.output("DK"), dv = n.output("DV");
+  if (!o || !d_o || !stats || !dq || !dk || !dv)
+    return make_error(ErrorCode::InvalidGraph, what,
+                      ": needs ports O, DO, STATS and outputs DQ, DK, DV");
+  if (n.output("DBIAS")) return sdpa_unsupported(what, "the bias gradient DBIAS");
+  auto shape = sdpa_shape(cx, n, what, a);
+  if (!shape) return shape.status();
+  const SdpaShape& s = shape.value();
+  const DataType f32 = DataType::Float;
+  const DataType io = q->data_type;
+
+  const TensorView& kview = cx.view(k);
+  auto tq = cx.tensor(q);
+  auto tkt = cx.tensor_as(k, sdpa_transposed(kview));
+  auto tvt = cx.tensor_as(v, sdpa_transposed(cx.view(v)));
+  auto to = cx.tensor(o);
+  auto tdo = cx.tensor(d_o);
+  auto tst = cx.tensor(stats);
+  auto tdq = cx.tensor(dq);
+  auto tdk = cx.tensor(dk);
+  auto tdv = cx.tensor(dv);
+  for (auto* r : {&tq, &tkt, &tvt, &to, &tdo, &tst, &tdq, &tdk, &tdv})
+    if (!*r) return r->status();
+  auto lens = sdpa_seq_lens(cx, n);
+  if (!lens) return lens.status();
+  auto scale = sdpa_scale(cx, n, what, a, s.d);
+  if (!scale) return scale.status();
+  auto one = cx.constant(what + "::one", ir::Scalar::of_float(1.0), 4);
+  if (!one) return one.status();
+  auto vt = [&](const std::string& tag, const std::vector<int64_t>& dim, DataType t) {
+    return cx.virtual_tensor(what + "::" + tag, dim, t);
+  };
+  auto pw = [&](const std::string& tag, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y) {
+    return add_pointwise(cx, what + " " + tag, mode, f32, x, b, nullptr, y);
+  };
+  const std::vector<int64_t> sdim = s.sdim(), row{s.b, s.hq, s.sq, 1};
+
+  // D = rowsum(dO * O): the softmax backward's per-row term.
+  auto doo = vt("dO_O", {s.b, s.hq, s.sq, s.dv}, f32);
+  auto dsum = vt("dO_O_sum", row, f32);
+  auto dsum1 = vt("softmax_sum", row, f32);
+  for (auto* r : {&doo, &dsum, &dsum1})
+    if (!*r) return r->status();
+  DNNGRAPH_TRY(pw("dO*O", CUDNN_POINTWISE_MUL, tdo.value(), to.value(), doo.value()));
+  DNNGRAPH_TRY(add_reduction(cx, what + " rowsum(dO*O)", CUDNN_REDUCE_TENSOR_ADD, f32, doo.value(),
+                             dsum.value()));
+  DNNGRAPH_TRY(pw("softmax_sum*1", CUDNN_POINTWISE_MUL, dsum.value(), one.value(), dsum1.value()));
+
+  // P = exp(S - STATS).
+  auto sc =
+      sdpa_masked_scores(cx, n, what, a, s, tq.value(), tkt.value(), scale.value(), lens.value());
+  if (!sc) return sc.status();
+  auto sub = vt("S_minus_stats", sdim, f32);
+  if (!sub) return sub.status();
+  DNNGRAPH_TRY(pw("S-stats", CUDNN_POINTWISE_SUB, sc.value(), tst.value(), sub.value()));
+  cudnnBackendDescriptor_t before_exp = sub.value();
+  if (lens->any()) {
+    auto r = sdpa_padding_select(cx, what, "padding2", before_exp, s, lens.value());
+    if (!r) return r.status();
+    before_exp = r.value();
+  }
+  auto p = vt("P", sdim, f32);
+  if (!p) return p.status();
+  DNNGRAPH_TRY(pw("exp", CUDNN_POINTWISE_EXP, before_exp, nullptr, p.value()));
+
+  // [b,hq,sq,skv] float -> its transpose [b,hq,skv,sq] in the io type, same packed layout.
+  const TensorView tview{{s.b, s.hq, s.skv, s.sq}, {s.hq * s.sq * s.skv, s.sq * s.skv, 1, s.skv}};
+  // dst = lhs^T . rhs into `out`; summed over query-head groups when `out` has fewer heads.
+  auto grad = [&](const std::string& tag, cudnnBackendDescriptor_t lhs_t,
+                  cudnnBackendDescriptor_t rhs, cudnnBackendDescriptor_t out, int64_t out_heads,
+                  int64_t width) -> Status {
+    if (out_heads == s.hq)
+      return sdpa_matmul(cx, what + " bmm " + tag, lhs_t, rhs, out, lens->kv, nullptr, lens->q);
+    auto per_head = vt(tag + "_per_query_head", {s.b, s.hq, s.skv, width}, io);
+    if (!per_head) return per_head.status();
+    DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm " + tag, lhs_t, rhs, per_head.value(), lens->kv,
+                             nullptr, lens->q));
+    return add_reduction(cx, what + " " + tag + " head sum", CUDNN_REDUCE_TENSOR_ADD, f32,
+                         per_head.value(), out);
+  };
+
+  // dV = P^T . dO
+  auto pt = cx.virtual_tensor(what + "::P^T", tview, io);
+  if (!pt) return pt.status();
+  DNNGRAPH_TRY(sdpa_reshape(cx, what + " P^T", p.value(), pt.value()));
+  DNNGRAPH_TRY(grad("P^T.dO", pt.value(), tdo.value(), tdv.value(), s.hv, s.dv));
+
+  // dS = scale * P * (dP * 1 - D), dP = dO . V^T
+  auto dp = vt("dP", sdim, f32), dp1 = vt("dP_1", sdim, f32), dpd = vt("dP_minus_D", sdim, f32);
+  auto pds = vt("P_dP", sdim, f32), ds = vt("dS", sdim, f32);
+  for (auto* r : {&dp, &dp1, &dpd, &pds, &ds})
+    if (!*r) return r->status();
+  DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm dO.V^T", tdo.value(), tvt.value(), dp.value(), lens->q,
+                           lens->kv));
+  DNNGRAPH_TRY(pw("dP*1", CUDNN_POINTWISE_MUL, dp.value(), one.value(), dp1.value()));
+  DNNGRAPH_TRY(pw("dP-D", CUDNN_POINTWISE_SUB, dp1.value(), dsum1.value(), dpd.value()));
+  DNNGRAPH_TRY(pw("(dP-D)*P", CUDNN_POINTWISE_MUL, dpd.value(), p.value(), pds.value()));
+  DNNGRAPH_TRY(pw("dS*scale", CUDNN_POINTWISE_MUL, pds.value(), scale.value(), ds.value()));
+
+  // dK = dS^T . Q
+  auto dst = cx.virtual_tensor(what + "::dS^T", tview, io);
+  if (!dst) return dst.status();
+  DNNGRAPH_TRY(sdpa_reshape(cx, what + " dS^T", ds.value(), dst.value()));
+  DNNGRAPH_TRY(grad("dS^T.Q", dst.value(), tq.value(), tdk.value(), s.hk, s.d));
+
+  // dQ = dS . K, K viewed back in its own layout through a reshape of K^T.
+  auto kn = cx.virtual_tensor(what + "::K", kview, k->data_type);
+  if (!kn) return kn.status();
+  DNNGRAPH_TRY(sdpa_reshape(cx, what + " K", tkt.value(), kn.value()));
+  return sdpa_matmul(cx, what + " bmm dS.K", ds.value(), kn.value(), tdq.value(), lens->q, nullptr,
+                     lens->kv);
+}
+
+}  // namespace dnngraph::cudnn

@@ -1,0 +1,71 @@
+// Pieces shared by the SDPA forward (sdpa.cpp) and backward (sdpa_backward.cpp) lowerings: the
+// shape checks, the matmul with optional sequence-length overrides, the scale, and the masked
+// scores S = scale * Q.K^T (+ bias) with the padding / causal / window masks applied as cuDNN's
+// fused flash-attention engines recognise them (GEN_INDEX row/col, integer compares,
+// BINARY_SELECT with the lowest float).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engines/cudnn/lowering.hpp"
+
+namespace dnngraph::cudnn {
+
+struct SdpaShape {
+  int64_t b = 0, hq = 0, hk = 0, hv = 0, sq = 0, skv = 0, d = 0, dv = 0;
+  std::vector<int64_t> sdim() const { return {b, hq, sq, skv}; }
+};
+
+// Descriptors of the optional per-batch sequence lengths (null when not wired).
+struct SdpaSeqLens {
+  cudnnBackendDescriptor_t q = nullptr, kv = nullptr;
+  bool any() const { return q || kv; }
+};
+
+// NotSupported naming the op and the feature.
+Status sdpa_unsupported(const std::string& what, const std::string& feature);
+
+// Checks what the lowering cannot express (dropout, ranks, head ratios) and reads the shape.
+Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,
+                             const ir::SdpaAttrs& a);
+
+// The SEQ_LEN_Q / SEQ_LEN_KV descriptors.
+Result<SdpaSeqLens> sdpa_seq_lens(LowerContext& cx, const ir::Node& n);
+
+// K (or V) described transposed over the same memory: [b,h,s,d] -> [b,h,d,s].
+TensorView sdpa_transposed(const TensorView& v);
+
+// C = A . B (float accumulation) with the optional GEMM M/N/K override tensors.
+Status sdpa_matmul(LowerContext& cx, const std::string& name, cudnnBackendDescriptor_t a,
+                   cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c,
+                   cudnnBackendDescriptor_t m_override = nullptr,
+                   cudnnBackendDescriptor_t n_override = nullptr,
+                   cudnnBackendDescriptor_t k_override = nullptr);
+
+// Y is X under another view (dims/strides): cuDNN's RESHAPE operation.
+Status sdpa_reshape(LowerContext& cx, const std::string& name, cudnnBackendDescriptor_t x,
+                    cudnnBackendDescriptor_t y);
+
+// The scale: the ATTN_SCALE tensor, else the attribute, else 1/sqrt(d).
+Result<cudnnBackendDescriptor_t> sdpa_scale(LowerContext& cx, const ir::Node& n,
+                                            const std::string& what, const ir::SdpaAttrs& a,
+                                            int64_t d);
+
+// S = scale * Q.K^T (+ BIAS) with the padding mask, then the right bound (causal) and the
+// left bound applied; float [b,hq,sq,skv]. `kt` is K described as [b,hk,d,skv].
+Result<cudnnBackendDescriptor_t> sdpa_masked_scores(LowerContext& cx, const ir::Node& n,
+                                                    const std::string& what, const ir::SdpaAttrs& a,
+                                                    const SdpaShape& s, cudnnBackendDescriptor_t q,
+                                                    cudnnBackendDescriptor_t kt,
+                                                    cudnnBackendDescriptor_t scale,
+                                                    const SdpaSeqLens& lens);
+
+// x with the padding mask (row < SEQ_LEN_Q and col < SEQ_LEN_KV) applied again: the backward
+// re-applies it after subtracting the stats, as cuDNN's own graphs do.
+Result<cudnnBackendDescriptor_t> sdpa_padding_select(LowerContext& cx, const std::string& what,
+                                                     const std::string& tag,
+                                                     cudnnBackendDescriptor_t x, const SdpaShape& s,
+                                                     const SdpaSeqLens& lens);
+
+}  // namespace dnngraph::cudnn
