@@ -4,6 +4,7 @@
 
 #ifdef DNNGRAPH_WITH_CUDA
 #include "../tests/gpu/compare.hpp"
+#include "seed_graphs.hpp"
 
 int main() {
   using namespace dnngraph;
@@ -12,34 +13,7 @@ int main() {
     return 0;
   }
   const int64_t n = 4, c = 64, hw = 28, k = 128;
-  auto make = [&](Graph& g) {
-    const DataType t = DataType::BFloat16;
-    g.set_name("conv_bias_relu").set_io_data_type(t);
-    auto nhwc = [](std::vector<int64_t> d) { return gpu_test::strides_for(d, true); };
-    auto x = g.tensor(ir::TensorAttrs()
-                          .set_name("X")
-                          .set_dim({n, c, hw, hw})
-                          .set_stride(nhwc({n, c, hw, hw}))
-                          .set_data_type(t));
-    auto w = g.tensor(ir::TensorAttrs()
-                          .set_name("W")
-                          .set_dim({k, c, 3, 3})
-                          .set_stride(nhwc({k, c, 3, 3}))
-                          .set_data_type(t));
-    auto b = g.tensor(ir::TensorAttrs()
-                          .set_name("B")
-                          .set_dim({1, k, 1, 1})
-                          .set_stride(nhwc({1, k, 1, 1}))
-                          .set_data_type(t));
-    ir::ConvFpropAttrs a;
-    a.set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1});
-    auto y = g.relu(g.bias(g.conv_fprop(x, w, a), b));
-    y->set_output(true)
-        .set_name("Y")
-        .set_data_type(t)
-        .set_dim({n, k, hw, hw})
-        .set_stride(nhwc({n, k, hw, hw}));
-  };
+  auto make = seed::conv_bias_relu(n, c, hw, k);
   gpu_test::CompareOptions o;
   o.min_abs = 3e-2;
   gpu_test::RunReport r = gpu_test::run_and_compare(make, o);

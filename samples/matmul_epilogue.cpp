@@ -4,6 +4,7 @@
 
 #ifdef DNNGRAPH_WITH_CUDA
 #include "../tests/gpu/compare.hpp"
+#include "seed_graphs.hpp"
 
 int main() {
   using namespace dnngraph;
@@ -12,26 +13,7 @@ int main() {
     return 0;
   }
   const int64_t b = 4, m = 128, k = 256, n = 128;
-  auto make = [&](Graph& g) {
-    const DataType t = DataType::BFloat16;
-    g.set_name("matmul_epilogue").set_io_data_type(t);
-    auto mk = [&](const char* name, std::vector<int64_t> d) {
-      auto s = ir::packed_strides(d);
-      return g.tensor(
-          ir::TensorAttrs().set_name(name).set_dim(std::move(d)).set_stride(s).set_data_type(t));
-    };
-    auto alpha = g.scalar(ir::Scalar::of_float(0.5), "alpha");  // pass-by-value constant
-    auto y = g.gelu(g.bias(g.scale(g.matmul(mk("A", {b, m, k}), mk("B", {b, k, n})), alpha),
-                           mk("bias", {1, 1, n})));
-    y->set_output(true).set_name("Y").set_data_type(t).set_dim({b, m, n}).set_stride(
-        ir::packed_strides({b, m, n}));
-    auto amax = g.reduction(y, {ReductionMode::Amax});
-    amax->set_output(true)
-        .set_name("AMAX")
-        .set_data_type(DataType::Float)
-        .set_dim({1, 1, 1})
-        .set_stride({1, 1, 1});
-  };
+  auto make = seed::matmul_epilogue(b, m, k, n, /*alpha_constant=*/0.5);
   gpu_test::CompareOptions o;
   o.min_abs = 3e-2;
   o.tol_scale = 2;

@@ -5,6 +5,7 @@
 
 #ifdef DNNGRAPH_WITH_CUDA
 #include "../tests/gpu/compare.hpp"
+#include "seed_graphs.hpp"
 
 int main() {
   using namespace dnngraph;
@@ -13,26 +14,7 @@ int main() {
     return 0;
   }
   const int64_t b = 2, h = 4, s = 256, d = 64;
-  auto make = [&](Graph& g) {
-    const DataType t = DataType::BFloat16;
-    g.set_name("sdpa_causal").set_io_data_type(t);
-    std::vector<int64_t> dim{b, h, s, d};
-    auto mk = [&](const char* name) {
-      return g.tensor(ir::TensorAttrs()
-                          .set_name(name)
-                          .set_dim(dim)
-                          .set_stride(ir::packed_strides(dim))
-                          .set_data_type(t));
-    };
-    ir::SdpaAttrs a;
-    a.is_inference = true;
-    a.causal = true;
-    a.right_bound = 0;
-    a.attn_scale = 1.0 / std::sqrt(static_cast<double>(d));
-    auto out = g.sdpa(mk("Q"), mk("K"), mk("V"), a);
-    out[0]->set_output(true).set_name("O").set_data_type(t).set_dim(dim).set_stride(
-        ir::packed_strides(dim));
-  };
+  auto make = seed::sdpa_causal(b, h, s, d);
   gpu_test::CompareOptions o;
   o.min_abs = 2e-2;
   gpu_test::RunReport r = gpu_test::run_and_compare(make, o);

@@ -1,44 +1,11 @@
 // conv -> bias -> relu, NHWC bf16, N32 C128 56x56 K256 3x3 pad 1. Times the heuristics'
 // choice and every candidate of build_plan_policy ALL; checks against the reference engine on a
 // reduced shape. Targets (issue 5): <= 0.09 ms and <= 1.03x the best candidate.
+#include "../../samples/seed_graphs.hpp"
 #include "bench_util.hpp"
 
 using namespace dnngraph;
 
-namespace {
-
-std::function<void(Graph&)> conv_graph(int64_t n, int64_t c, int64_t hw, int64_t k) {
-  return [=](Graph& g) {
-    const DataType t = DataType::BFloat16;
-    g.set_name("conv_bias_relu").set_io_data_type(t);
-    auto nhwc = [](std::vector<int64_t> d) { return gpu_test::strides_for(d, true); };
-    auto x = g.tensor(ir::TensorAttrs()
-                          .set_name("X")
-                          .set_dim({n, c, hw, hw})
-                          .set_stride(nhwc({n, c, hw, hw}))
-                          .set_data_type(t));
-    auto w = g.tensor(ir::TensorAttrs()
-                          .set_name("W")
-                          .set_dim({k, c, 3, 3})
-                          .set_stride(nhwc({k, c, 3, 3}))
-                          .set_data_type(t));
-    auto b = g.tensor(ir::TensorAttrs()
-                          .set_name("B")
-                          .set_dim({1, k, 1, 1})
-                          .set_stride(nhwc({1, k, 1, 1}))
-                          .set_data_type(t));
-    ir::ConvFpropAttrs a;
-    a.set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1});
-    auto y = g.relu(g.bias(g.conv_fprop(x, w, a), b));
-    y->set_output(true)
-        .set_name("Y")
-        .set_data_type(t)
-        .set_dim({n, k, hw, hw})
-        .set_stride(nhwc({n, k, hw, hw}));
-  };
-}
-
-}  // namespace
 
 int main() {
   if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
@@ -48,11 +15,11 @@ int main() {
   gpu_test::CompareOptions o;
   o.min_abs = 3e-2;
   bench::print_check("conv_bias_relu N2 C32 14x14 K64 (reduced)",
-                     gpu_test::run_and_compare(conv_graph(2, 32, 14, 64), o));
+                     gpu_test::run_and_compare(seed::conv_bias_relu(2, 32, 14, 64), o));
 
   gpu_test::GpuRun run;
   o.modes = {HeurMode::A, HeurMode::B, HeurMode::Fallback};
-  if (Status s = run.prepare(conv_graph(32, 128, 56, 256), o, BuildPlanPolicy::All); !s) {
+  if (Status s = run.prepare(seed::conv_bias_relu(32, 128, 56, 256), o, BuildPlanPolicy::All); !s) {
     std::printf("ERROR %s\n", s.to_string().c_str());
     return 1;
   }

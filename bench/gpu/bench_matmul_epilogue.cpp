@@ -1,36 +1,11 @@
 // Batched matmul 16x512x1024 . 16x1024x512 -> * alpha (pass-by-value) -> + bias -> gelu -> AMAX,
 // bf16. Target (issue 5): <= 0.036 ms. Checked against the reference engine on a reduced shape.
+#include "../../samples/seed_graphs.hpp"
 #include "bench_util.hpp"
 
 using namespace dnngraph;
 
 namespace {
-
-std::function<void(Graph&)> mm_graph(int64_t b, int64_t m, int64_t k, int64_t n) {
-  return [=](Graph& g) {
-    const DataType t = DataType::BFloat16;
-    g.set_name("matmul_epilogue").set_io_data_type(t);
-    auto mk = [&](const char* name, std::vector<int64_t> d, DataType dt) {
-      auto s = ir::packed_strides(d);
-      return g.tensor(
-          ir::TensorAttrs().set_name(name).set_dim(std::move(d)).set_stride(s).set_data_type(dt));
-    };
-    auto a = mk("A", {b, m, k}, t);
-    auto bb = mk("B", {b, k, n}, t);
-    auto bias = mk("bias", {1, 1, n}, t);
-    auto alpha = mk("alpha", {1, 1, 1}, DataType::Float);
-    alpha->set_is_pass_by_value(true);  // host scalar given in the variant pack at execute
-    auto y = g.gelu(g.bias(g.scale(g.matmul(a, bb), alpha), bias));
-    y->set_output(true).set_name("Y").set_data_type(t).set_dim({b, m, n}).set_stride(
-        ir::packed_strides({b, m, n}));
-    auto amax = g.reduction(y, {ReductionMode::Amax});
-    amax->set_output(true)
-        .set_name("AMAX")
-        .set_data_type(DataType::Float)
-        .set_dim({1, 1, 1})
-        .set_stride({1, 1, 1});
-  };
-}
 
 // The pass-by-value alpha: the harness gave it a (device) buffer; point it at a host float.
 void use_host_alpha(gpu_test::GpuRun& run, float* alpha) {
@@ -52,7 +27,7 @@ int main() {
   {
     gpu_test::GpuRun run;
     gpu_test::RunReport r;
-    r.status = run.prepare(mm_graph(2, 64, 128, 64), o);
+    r.status = run.prepare(seed::matmul_epilogue(2, 64, 128, 64), o);
     if (r.status) {
       use_host_alpha(run, &alpha);
       // The reference reads alpha from the same host buffer the harness filled: align both.
@@ -60,11 +35,12 @@ int main() {
         if (bf.t->name == "alpha") std::memcpy(bf.host.data(), &alpha, 4);
       r.status = run.run_once();
     }
-    if (r.status) r = gpu_test::compare_with_reference(run, mm_graph(2, 64, 128, 64), o);
+    if (r.status)
+      r = gpu_test::compare_with_reference(run, seed::matmul_epilogue(2, 64, 128, 64), o);
     bench::print_check("matmul_epilogue 2x64x128x64 (reduced)", r);
   }
   gpu_test::GpuRun run;
-  if (Status s = run.prepare(mm_graph(16, 512, 1024, 512), o); !s) {
+  if (Status s = run.prepare(seed::matmul_epilogue(16, 512, 1024, 512), o); !s) {
     std::printf("ERROR %s\n", s.to_string().c_str());
     return 1;
   }

@@ -2,40 +2,11 @@
 // Checked against the reference engine on a reduced shape.
 #include <cmath>
 
+#include "../../samples/seed_graphs.hpp"
 #include "bench_util.hpp"
 
 using namespace dnngraph;
 
-namespace {
-
-std::function<void(Graph&)> sdpa_graph(int64_t b, int64_t h, int64_t s, int64_t d) {
-  return [=](Graph& g) {
-    const DataType t = DataType::BFloat16;
-    g.set_name("sdpa_causal").set_io_data_type(t);
-    auto mk = [&](const char* name) {
-      std::vector<int64_t> dim{b, h, s, d};
-      return g.tensor(ir::TensorAttrs()
-                          .set_name(name)
-                          .set_dim(dim)
-                          .set_stride(ir::packed_strides(dim))
-                          .set_data_type(t));
-    };
-    ir::SdpaAttrs a;
-    a.is_inference = true;
-    a.causal = true;
-    a.right_bound = 0;
-    a.attn_scale = 1.0 / std::sqrt(static_cast<double>(d));
-    auto out = g.sdpa(mk("Q"), mk("K"), mk("V"), a);
-    out[0]
-        ->set_output(true)
-        .set_name("O")
-        .set_data_type(t)
-        .set_dim({b, h, s, d})
-        .set_stride(ir::packed_strides({b, h, s, d}));
-  };
-}
-
-}  // namespace
 
 int main() {
   if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
@@ -45,9 +16,9 @@ int main() {
   gpu_test::CompareOptions o;
   o.min_abs = 2e-2;
   bench::print_check("sdpa_causal b1 h2 s128 d64 (reduced)",
-                     gpu_test::run_and_compare(sdpa_graph(1, 2, 128, 64), o));
+                     gpu_test::run_and_compare(seed::sdpa_causal(1, 2, 128, 64), o));
   gpu_test::GpuRun run;
-  if (Status s = run.prepare(sdpa_graph(4, 16, 1024, 64), o); !s) {
+  if (Status s = run.prepare(seed::sdpa_causal(4, 16, 1024, 64), o); !s) {
     std::printf("ERROR %s\n", s.to_string().c_str());
     return 1;
   }
