@@ -6,7 +6,6 @@
 
 using namespace dnngraph;
 
-
 int main() {
   if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
     std::printf("SKIP conv_bias_relu: %s\n", why.c_str());

@@ -7,7 +7,6 @@
 
 using namespace dnngraph;
 
-
 int main() {
   if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
     std::printf("SKIP sdpa_causal: %s\n", why.c_str());
