@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -21,20 +20,6 @@ using namespace dnngraph;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// bf16 storage for the host side of the demo (round to nearest even).
-uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7FFF + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-float from_bf16(uint16_t h) {
-  uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 // A bf16 (or fp32) buffer with host values and, on a GPU handle, a device copy.
 struct Buffer {
@@ -60,15 +45,10 @@ struct Buffer {
     if (dev) cudaFree(dev);
 #endif
   }
+  // Stores v in the buffer's type (dnngraph/storage.hpp rounds to nearest even).
   void set(size_t i, float v) {
-    if (type == DataType::BFloat16) {
-      uint16_t b = to_bf16(v);
-      std::memcpy(&bytes[i * 2], &b, 2);
-      host[i] = from_bf16(b);
-    } else {
-      std::memcpy(&bytes[i * 4], &v, 4);
-      host[i] = v;
-    }
+    store_element(bytes.data(), type, static_cast<int64_t>(i), v);
+    host[i] = load_element(bytes.data(), type, static_cast<int64_t>(i));
   }
   void* ptr() { return on_gpu ? dev : bytes.data(); }
   // Reads the device result back into host[].
@@ -76,17 +56,8 @@ struct Buffer {
 #ifdef DNNGRAPH_WITH_CUDA
     if (on_gpu) cudaMemcpy(bytes.data(), dev, bytes.size(), cudaMemcpyDeviceToHost);
 #endif
-    for (size_t i = 0; i < host.size(); ++i) {
-      if (type == DataType::BFloat16) {
-        uint16_t b;
-        std::memcpy(&b, &bytes[i * 2], 2);
-        host[i] = from_bf16(b);
-      } else {
-        float f;
-        std::memcpy(&f, &bytes[i * 4], 4);
-        host[i] = f;
-      }
-    }
+    for (size_t i = 0; i < host.size(); ++i)
+      host[i] = load_element(bytes.data(), type, static_cast<int64_t>(i));
   }
 };
 

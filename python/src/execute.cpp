@@ -12,6 +12,7 @@
 #include <nanobind/ndarray.h>
 
 #include "common.hpp"
+#include "dnngraph/storage.hpp"
 
 namespace dnngraph::py {
 
@@ -210,38 +211,6 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
 }
 
 // Encodes a Python number as one scalar of `t` in `slot`.
-uint16_t to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t e8 = (x >> 23) & 0xffu;
-  uint32_t mant = x & 0x7fffffu;
-  if (e8 == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  const int32_t e = static_cast<int32_t>(e8) - 127 + 15;
-  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (e <= 0) {  // subnormal half (or zero)
-    if (e < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    const uint32_t shift = static_cast<uint32_t>(14 - e);
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry rounds up the exponent
-  return static_cast<uint16_t>(h);
-}
-
-uint16_t to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
-  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
-  return static_cast<uint16_t>(x >> 16);
-}
-
 void encode_scalar(PyObject* num, const ir::TensorAttrs& t, uint64_t* slot) {
   *slot = 0;
   auto put = [&](auto v) { std::memcpy(slot, &v, sizeof(v)); };
@@ -259,10 +228,8 @@ void encode_scalar(PyObject* num, const ir::TensorAttrs& t, uint64_t* slot) {
       put(d);
       return;
     case DataType::Half:
-      put(to_half(static_cast<float>(d)));
-      return;
     case DataType::BFloat16:
-      put(to_bf16(static_cast<float>(d)));
+      store_element(slot, t.data_type, 0, static_cast<float>(d));  // via float, as before
       return;
     case DataType::Boolean:
       put(static_cast<uint8_t>(d != 0.0));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dnngraph/dnngraph.hpp"
+#include "dnngraph/storage.hpp"
 
 namespace dnngraph::gpu_test {
 
@@ -85,155 +86,23 @@ inline std::vector<int64_t> strides_for(const std::vector<int64_t>& dim, bool ch
   return ir::packed_strides(dim, order);
 }
 
-inline uint16_t to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t e = static_cast<int32_t>((x >> 23) & 0xff);
-  uint32_t mant = x & 0x7fffffu;
-  if (e == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
-  int32_t exp = e - 127 + 15;
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    const int shift = 14 - exp;
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-  return static_cast<uint16_t>(h);
-}
-
-inline float from_half(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  int32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t x;
-  if (exp == 0x1f) {
-    x = sign | 0x7f800000u | (mant << 13);
-  } else if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {
-      exp = 1;
-      while (!(mant & 0x400u)) mant <<= 1, --exp;
-      mant &= 0x3ffu;
-      x = sign | (static_cast<uint32_t>(exp - 15 + 127) << 23) | (mant << 13);
-    }
-  } else {
-    x = sign | (static_cast<uint32_t>(exp - 15 + 127) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
-inline uint16_t to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-
-inline float from_bf16(uint16_t b) {
-  uint32_t x = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
 namespace detail_ {
 
-inline double load(const unsigned char* p, DataType t) {
-  switch (t) {
-    case DataType::Float: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case DataType::Double: {
-      double d;
-      std::memcpy(&d, p, 8);
-      return d;
-    }
-    case DataType::Half: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return from_half(h);
-    }
-    case DataType::BFloat16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return from_bf16(h);
-    }
-    case DataType::Int32: {
-      int32_t i;
-      std::memcpy(&i, p, 4);
-      return i;
-    }
-    case DataType::Int64: {
-      int64_t i;
-      std::memcpy(&i, p, 8);
-      return static_cast<double>(i);
-    }
-    case DataType::Int8:
-      return static_cast<int8_t>(*p);
-    case DataType::UInt8:
-    case DataType::Boolean:
-      return *p;
-    default:
-      return std::nan("");
-  }
-}
+inline double load(const unsigned char* p, DataType t) { return load_element(p, t, 0); }
 
+// Test inputs: Boolean from the sign (about half true), UInt8 from |v|, integers rounded half
+// away from zero, half/bf16 through float; then stored as every value is (storage.hpp).
 inline void store(unsigned char* p, DataType t, double v) {
-  switch (t) {
-    case DataType::Float: {
-      float f = static_cast<float>(v);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case DataType::Double:
-      std::memcpy(p, &v, 8);
-      break;
-    case DataType::Half: {
-      uint16_t h = to_half(static_cast<float>(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DataType::BFloat16: {
-      uint16_t h = to_bf16(static_cast<float>(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DataType::Int32: {
-      int32_t i = static_cast<int32_t>(std::lround(v));
-      std::memcpy(p, &i, 4);
-      break;
-    }
-    case DataType::Int64: {
-      int64_t i = std::llround(v);
-      std::memcpy(p, &i, 8);
-      break;
-    }
-    case DataType::Int8:
-      *p = static_cast<unsigned char>(static_cast<int8_t>(std::lround(v)));
-      break;
-    case DataType::UInt8:
-      *p = static_cast<unsigned char>(std::lround(std::fabs(v)));
-      break;
-    case DataType::Boolean:
-      *p = v > 0 ? 1 : 0;
-      break;
-    default:
-      break;
+  if (t == DataType::Boolean) {
+    v = v > 0 ? 1 : 0;
+  } else if (t == DataType::UInt8) {
+    v = std::round(std::fabs(v));
+  } else if (is_integral(t)) {
+    v = std::round(v);
+  } else if (t == DataType::Half || t == DataType::BFloat16) {
+    v = static_cast<float>(v);
   }
+  store_element(p, t, 0, v);
 }
 
 struct Buffer {

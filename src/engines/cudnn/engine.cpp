@@ -5,42 +5,13 @@
 #include <cstring>
 #include <set>
 
+#include "dnngraph/storage.hpp"
 #include "engines/cudnn/plan.hpp"
 
 namespace dnngraph::cudnn {
 namespace {
 
 // ---------------------------------------------------------------- constants
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff)
-    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    const int shift = 14 - exp;
-    uint32_t h = mant >> shift;
-    if ((mant >> (shift - 1)) & 1u) ++h;  // round half up (adequate for constants)
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  if (mant & 0x1000u) ++h;
-  return static_cast<uint16_t>(h);
-}
-
-uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);
-  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
-  return static_cast<uint16_t>(x >> 16);
-}
-
 // Host bytes of a pass-by-value scalar in `type`.
 Result<std::array<unsigned char, 16>> scalar_bytes(const ir::Scalar& s, DataType type,
                                                    const std::string& name) {
@@ -55,10 +26,8 @@ Result<std::array<unsigned char, 16>> scalar_bytes(const ir::Scalar& s, DataType
       put(d);
       break;
     case DataType::Half:
-      put(float_to_half(static_cast<float>(d)));
-      break;
     case DataType::BFloat16:
-      put(float_to_bf16(static_cast<float>(d)));
+      store_element(b.data(), type, 0, static_cast<float>(d));
       break;
     case DataType::Int32:
       put(static_cast<int32_t>(is_integral(s.type) ? s.i : d));

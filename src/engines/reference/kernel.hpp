@@ -10,6 +10,7 @@
 
 #include "dnngraph/ir/ops.hpp"
 #include "dnngraph/status.hpp"
+#include "dnngraph/storage.hpp"
 
 namespace dnngraph::reference {
 
@@ -29,12 +30,10 @@ struct Dense {
 // Row-major packed strides of `dim`.
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dim);
 
-// Storage conversions (round to nearest even; fp8 e4m3 overflows to NaN, e5m2/half/bf16 to
-// inf; integers round to nearest even and saturate; Boolean is x != 0).
-double load_element(const void* base, DataType t, int64_t offset);
-void store_element(void* base, DataType t, int64_t offset, double v);
-// The value v takes once stored as t (e.g. round_to(BFloat16, x)).
-double round_to(DataType t, double v);
+// Element conversions (include/dnngraph/storage.hpp), also reachable as reference::*.
+using dnngraph::load_element;
+using dnngraph::round_to;
+using dnngraph::store_element;
 
 // A tensor bound to its memory during one execution.
 struct Bound {

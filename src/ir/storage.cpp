@@ -1,0 +1,174 @@
+// Element conversions of include/dnngraph/storage.hpp.
+#include "dnngraph/storage.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace dnngraph {
+namespace {
+
+// A small IEEE-like float format with E exponent bits and M mantissa bits.
+// has_inf: the all-ones exponent encodes inf/NaN (half, bf16, e5m2). Otherwise (e4m3 "fn")
+// the all-ones exponent holds normal values and only the all-ones pattern is NaN.
+struct MiniFloat {
+  int E, M;
+  bool has_inf;
+  int bias() const { return (1 << (E - 1)) - 1; }
+  uint32_t nan_code() const { return (1u << (E + M)) - 1; }
+  uint32_t inf_code() const { return ((1u << E) - 1) << M; }
+  uint32_t max_code() const {
+    return has_inf ? ((((1u << E) - 2) << M) | ((1u << M) - 1)) : (nan_code() - 1);
+  }
+};
+constexpr MiniFloat kHalf{5, 10, true}, kBf16{8, 7, true}, kE4M3{4, 3, false}, kE5M2{5, 2, true};
+
+uint32_t encode(const MiniFloat& f, double x) {
+  const uint32_t sign = std::signbit(x) ? (1u << (f.E + f.M)) : 0u;
+  if (std::isnan(x)) return f.nan_code();
+  const double a = std::fabs(x);
+  if (std::isinf(a)) return sign | (f.has_inf ? f.inf_code() : f.nan_code());
+  if (a == 0.0) return sign;
+  int e = 0;
+  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  e -= 1;             // a = m' * 2^e, m' in [1, 2)
+  const int emin = 1 - f.bias();
+  // Subnormals share the quantum of the smallest normal binade.
+  const int q_exp = (e < emin ? emin : e) - f.M;
+  const double q = std::nearbyint(std::ldexp(a, -q_exp));  // round to nearest even
+  uint64_t code;
+  if (e < emin) {
+    code = static_cast<uint64_t>(q);  // may round up into the first normal: still monotonic
+  } else {
+    code = (static_cast<uint64_t>(e + f.bias()) << f.M) + (static_cast<uint64_t>(q) - (1u << f.M));
+  }
+  if (code > f.max_code()) return sign | (f.has_inf ? f.inf_code() : f.nan_code());
+  return sign | static_cast<uint32_t>(code);
+}
+
+double decode(const MiniFloat& f, uint32_t code) {
+  const bool neg = (code >> (f.E + f.M)) & 1u;
+  const uint32_t exp = (code >> f.M) & ((1u << f.E) - 1);
+  const uint32_t man = code & ((1u << f.M) - 1);
+  double v;
+  if (f.has_inf && exp == (1u << f.E) - 1) {
+    v = man ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  } else if (!f.has_inf && (code & f.nan_code()) == f.nan_code()) {
+    v = std::numeric_limits<double>::quiet_NaN();
+  } else if (exp == 0) {
+    v = std::ldexp(static_cast<double>(man), 1 - f.bias() - f.M);
+  } else {
+    v = std::ldexp(static_cast<double>(man | (1u << f.M)), static_cast<int>(exp) - f.bias() - f.M);
+  }
+  return neg ? -v : v;
+}
+
+template <class T>
+T saturate_int(double v) {
+  if (std::isnan(v)) return 0;
+  const double r = std::nearbyint(v);
+  if (r <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (r >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(r);
+}
+
+template <class T>
+T read_as(const void* base, int64_t off) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(base) + off * static_cast<int64_t>(sizeof(T)),
+              sizeof(T));
+  return v;
+}
+template <class T>
+void write_as(void* base, int64_t off, T v) {
+  std::memcpy(static_cast<char*>(base) + off * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+
+}  // namespace
+
+double load_element(const void* base, DataType t, int64_t off) {
+  switch (t) {
+    case DataType::Float:
+      return read_as<float>(base, off);
+    case DataType::Double:
+      return read_as<double>(base, off);
+    case DataType::Half:
+      return decode(kHalf, read_as<uint16_t>(base, off));
+    case DataType::BFloat16:
+      return decode(kBf16, read_as<uint16_t>(base, off));
+    case DataType::FP8_E4M3:
+      return decode(kE4M3, read_as<uint8_t>(base, off));
+    case DataType::FP8_E5M2:
+      return decode(kE5M2, read_as<uint8_t>(base, off));
+    case DataType::Int8:
+      return read_as<int8_t>(base, off);
+    case DataType::UInt8:
+      return read_as<uint8_t>(base, off);
+    case DataType::Int32:
+      return read_as<int32_t>(base, off);
+    case DataType::Int64:
+      return static_cast<double>(read_as<int64_t>(base, off));
+    case DataType::Boolean:
+      return read_as<uint8_t>(base, off) ? 1.0 : 0.0;
+    case DataType::NotSet:
+      break;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+void store_element(void* base, DataType t, int64_t off, double v) {
+  switch (t) {
+    case DataType::Float:
+      write_as<float>(base, off, static_cast<float>(v));
+      return;
+    case DataType::Double:
+      write_as<double>(base, off, v);
+      return;
+    case DataType::Half:
+      write_as<uint16_t>(base, off, static_cast<uint16_t>(encode(kHalf, v)));
+      return;
+    case DataType::BFloat16:
+      write_as<uint16_t>(base, off, static_cast<uint16_t>(encode(kBf16, v)));
+      return;
+    case DataType::FP8_E4M3:
+      write_as<uint8_t>(base, off, static_cast<uint8_t>(encode(kE4M3, v)));
+      return;
+    case DataType::FP8_E5M2:
+      write_as<uint8_t>(base, off, static_cast<uint8_t>(encode(kE5M2, v)));
+      return;
+    case DataType::Int8:
+      write_as<int8_t>(base, off, saturate_int<int8_t>(v));
+      return;
+    case DataType::UInt8:
+      write_as<uint8_t>(base, off, saturate_int<uint8_t>(v));
+      return;
+    case DataType::Int32:
+      write_as<int32_t>(base, off, saturate_int<int32_t>(v));
+      return;
+    case DataType::Int64:
+      write_as<int64_t>(base, off, saturate_int<int64_t>(v));
+      return;
+    case DataType::Boolean:
+      write_as<uint8_t>(base, off, v != 0.0 ? 1 : 0);
+      return;
+    case DataType::NotSet:
+      return;
+  }
+}
+
+double round_to(DataType t, double v) {
+  switch (t) {
+    case DataType::Double:
+    case DataType::NotSet:
+      return v;
+    case DataType::Float:
+      return static_cast<double>(static_cast<float>(v));
+    default: {
+      unsigned char buf[8];
+      store_element(buf, t, 0, v);
+      return load_element(buf, t, 0);
+    }
+  }
+}
+
+}  // namespace dnngraph
