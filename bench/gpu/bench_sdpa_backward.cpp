@@ -75,14 +75,9 @@ gpu_test::CompareOptions options(bool bwd) {
 double time_graph(const char* what, const std::function<void(Graph&)>& make,
                   const gpu_test::CompareOptions& o) {
   gpu_test::GpuRun run;
-  Status s = run.prepare(make, o);
-  if (s) s = run.run_once();
-  if (!s) {
-    std::printf("ERROR %s: %s\n", what, s.to_string().c_str());
-    return -1;
-  }
-  bench::Timing t = bench::time_gpu(
-      [&] { return run.g.execute(*run.handle, run.pack, run.dev.ws, run.ws); }, nullptr, 20, 200);
+  bench::Timing t;
+  t.status = run.prepare(make, o);
+  if (t.status) t = bench::time_execute(run, 20, 200);
   if (!t.status) {
     std::printf("ERROR %s: %s\n", what, t.status.to_string().c_str());
     return -1;

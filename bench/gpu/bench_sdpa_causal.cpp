@@ -21,12 +21,7 @@ int main() {
     std::printf("ERROR %s\n", s.to_string().c_str());
     return 1;
   }
-  if (Status s = run.run_once(); !s) {
-    std::printf("ERROR %s\n", s.to_string().c_str());
-    return 1;
-  }
-  bench::Timing t = bench::time_gpu(
-      [&] { return run.g.execute(*run.handle, run.pack, run.dev.ws, run.ws); }, nullptr, 20, 200);
+  bench::Timing t = bench::time_execute(run, 20, 200);
   if (!t.status) {
     std::printf("ERROR %s\n", t.status.to_string().c_str());
     return 1;

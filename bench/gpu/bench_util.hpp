@@ -52,6 +52,13 @@ inline Timing time_gpu(const std::function<Status()>& launch, cudaStream_t strea
   return t;
 }
 
+// Runs a prepared graph once (the untimed first call), then times execute() of its plan.
+inline Timing time_execute(gpu_test::GpuRun& run, int warmup, int iters) {
+  if (Status s = run.run_once(); !s) return {0, 0, 0, s};
+  return time_gpu([&] { return run.g.execute(*run.handle, run.pack, run.dev.ws, run.ws); }, nullptr,
+                  warmup, iters);
+}
+
 inline void print_check(const char* what, const gpu_test::RunReport& r) {
   if (!r.status) {
     std::printf("CHECK %-40s ERROR %s\n", what, r.status.to_string().c_str());
