@@ -51,8 +51,7 @@ done
 if [ "${PYTHON_CHECKS:-1}" = 1 ] && ls "$build"/python/dnngraph/_dnngraph*.so >/dev/null 2>&1; then
   run pytest 180 env PYTHONPATH="$build/python" python3 -m pytest -q -x python/tests
   tail -n 3 "$out/pytest.log"
-  run py_overhead 120 env PYTHONPATH="$build/python" python3 bench/python/gpu_execute_overhead.py \
-    --cpp "$build/bench/bench_host_overhead"
+  run py_overhead 120 env PYTHONPATH="$build/python" python3 bench/python/gpu_execute_overhead.py
   cat "$out/py_overhead.log"
   if [ -f "$root/.devdeps/tutorial.txt" ]; then
     run tutorial 300 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 python3 scripts/run_tutorial.py "$root/.devdeps/tutorial.txt"

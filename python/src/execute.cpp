@@ -7,6 +7,7 @@
 // before anything runs, so a too-small array or a host array on a GPU handle raises instead of
 // corrupting memory. The GIL is released only around the C++ call, after every pointer has
 // been extracted.
+#include <chrono>
 #include <cstring>
 
 #include <nanobind/ndarray.h>
@@ -31,6 +32,7 @@ struct Buffer {
 // own).
 struct Scratch {
   VariantPack pack;
+  std::vector<std::pair<int64_t, void*>> entries;  // this call's (uid, pointer) in dict order
   std::vector<uint64_t> scalars;  // storage for Python numbers given to pass-by-value tensors
   std::vector<Py_buffer> views;   // buffers to release after the call
   size_t n_views = 0;
@@ -155,10 +157,11 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
     return b;
   }
   // 2. data_ptr(): torch tensors (their __cuda_array_interface__ is slow Python code).
-  if (PyObject* fn = PyObject_GetAttr(obj, g_names.data_ptr)) {
-    nb::object f = nb::steal(fn);
-    nb::object p = f();
-    b.ptr = PyLong_AsVoidPtr(p.ptr());
+  // PyObject_CallMethodNoArgs does not create a bound method object (measurably cheaper per
+  // tensor than getattr + call).
+  if (PyObject* p = PyObject_CallMethodNoArgs(obj, g_names.data_ptr)) {
+    nb::object keep = nb::steal(p);
+    b.ptr = PyLong_AsVoidPtr(p);
     if (PyErr_Occurred()) throw nb::python_error();
     if (PyObject* c = PyObject_GetAttr(obj, g_names.is_cuda)) {
       b.where = PyObject_IsTrue(c) ? Where::Cuda : Where::Host;
@@ -170,6 +173,7 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
     if (want_bytes) b.bytes = int_attr(obj, g_names.nbytes);
     return b;
   }
+  if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw nb::python_error();  // data_ptr() raised
   PyErr_Clear();
   // 3./4. The CUDA and host array interfaces (cupy, numba, ...).
   if (PyObject* d = PyObject_GetAttr(obj, g_names.cai)) {
@@ -294,21 +298,21 @@ struct ScratchGuard {
   }
 };
 
-void run(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle,
-         std::optional<int64_t> plan_index) {
-  Handle& h = self.handle_for(handle);
-  const Device& dev = h.device();
+// The variant pack and workspace of one call, converted from Python.
+struct Converted {
+  void* ws = nullptr;
+  int64_t ws_bytes = 0;
+};
 
-  Scratch local;
-  Scratch& sc = t_scratch.busy ? local : t_scratch;
-  const bool owns = !t_scratch.busy;
-  if (owns) sc.busy = true;
-  ScratchGuard guard{sc, owns};
+// Fills sc.pack from the Python dict (and checks every value). The pack's nodes are reused
+// when the call has the same uids as the previous one, so a steady loop allocates nothing.
+Converted convert(PyGraph& self, nb::dict pack, nb::handle workspace, const Device& dev,
+                  Scratch& sc) {
   const size_t n = static_cast<size_t>(PyDict_GET_SIZE(pack.ptr()));
-  sc.pack.clear();
   // Sized up front so pointers into them stay valid while the pack is filled.
   if (sc.scalars.size() < n) sc.scalars.resize(n);
   if (sc.views.size() < n + 1) sc.views.resize(n + 1);
+  sc.entries.clear();
   size_t n_scalars = 0;
 
   PyObject *key, *value;
@@ -347,28 +351,82 @@ void run(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* han
       check_buffer(b, *t, dev);
       ptr = b.ptr;
     }
-    sc.pack[uid] = ptr;
+    sc.entries.emplace_back(uid, ptr);
+  }
+  // Same uids as last time: overwrite in place; otherwise rebuild the map.
+  bool same = sc.pack.size() == sc.entries.size();
+  for (size_t i = 0; same && i < sc.entries.size(); ++i) {
+    auto it = sc.pack.find(sc.entries[i].first);
+    if (it == sc.pack.end())
+      same = false;
+    else
+      it->second = sc.entries[i].second;
+  }
+  if (!same) {
+    sc.pack.clear();
+    for (const auto& [uid, ptr] : sc.entries) sc.pack[uid] = ptr;
   }
 
-  void* ws = nullptr;
-  int64_t ws_bytes = 0;
+  Converted c;
   if (!workspace.is_none()) {
     Buffer b = get_buffer(workspace.ptr(), true, sc, Who{}, /*want_bytes=*/true);
     if ((dev.kind == Device::Kind::CPU && b.where == Where::Cuda) ||
         (dev.kind == Device::Kind::CUDA && b.where == Where::Host))
       fail("execute: the workspace is " + std::string(b.where == Where::Cuda ? "CUDA" : "host") +
            " memory but the handle runs on " + dev.to_string());
-    ws = b.ptr;
-    ws_bytes = b.bytes;  // -1 (unknown, not checked) for data_ptr() objects without nbytes
+    c.ws = b.ptr;
+    c.ws_bytes = b.bytes;  // -1 (unknown, not checked) for data_ptr() objects without nbytes
   }
+  return c;
+}
 
+// The thread's scratch, or a local one for a nested call (e.g. from a data_ptr() override).
+struct ScratchLease {
+  Scratch local;
+  Scratch& sc;
+  ScratchGuard guard;
+  ScratchLease() : sc(t_scratch.busy ? local : t_scratch), guard{sc, !t_scratch.busy} {
+    sc.busy = true;
+  }
+};
+
+Status call(PyGraph& self, Handle& h, Scratch& sc, const Converted& c,
+            std::optional<int64_t> plan_index) {
+  return plan_index ? self.graph.execute_plan_at_index(h, sc.pack, c.ws, *plan_index, c.ws_bytes)
+                    : self.graph.execute(h, sc.pack, c.ws, c.ws_bytes);
+}
+
+void run(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle,
+         std::optional<int64_t> plan_index) {
+  Handle& h = self.handle_for(handle);
+  ScratchLease lease;
+  const Converted c = convert(self, pack, workspace, h.device(), lease.sc);
   Status s;
   {
     nb::gil_scoped_release release;
-    s = plan_index ? self.graph.execute_plan_at_index(h, sc.pack, ws, *plan_index, ws_bytes)
-                   : self.graph.execute(h, sc.pack, ws, ws_bytes);
+    s = call(self, h, lease.sc, c, plan_index);
   }
   throw_if_error(s);
+}
+
+// Benchmark support (bench/python): host microseconds per call of the C++ execute on the
+// pack given, converted once, looped `calls` times in C++ with the GIL released. Lets one
+// process compare the Python binding with the C++ call on the same plan and pointers.
+double time_execute(PyGraph& self, nb::dict pack, nb::handle workspace, int64_t calls,
+                    const PyHandle* handle) {
+  Handle& h = self.handle_for(handle);
+  ScratchLease lease;
+  const Converted c = convert(self, pack, workspace, h.device(), lease.sc);
+  Status s;
+  std::chrono::steady_clock::duration took{};
+  {
+    nb::gil_scoped_release release;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < calls && s; ++i) s = call(self, h, lease.sc, c, std::nullopt);
+    took = std::chrono::steady_clock::now() - t0;
+  }
+  throw_if_error(s);
+  return std::chrono::duration<double, std::micro>(took).count() / static_cast<double>(calls);
 }
 
 // For the stubs: dict[Tensor | int, object].
@@ -413,6 +471,16 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
       "tensors or any buffer / data_ptr() / __cuda_array_interface__ / __array_interface__ /\n"
       "DLPack object on the handle's device; pass-by-value tensors take host scalars (Python\n"
       "numbers too). workspace: a buffer of get_workspace_size() bytes, or None when 0.");
+  cls.def(
+      "_time_execute",
+      [](PyGraph& self, Pack pack, nb::handle workspace, int64_t calls, const PyHandle* handle) {
+        if (calls < 1) throw nb::value_error("_time_execute: calls must be >= 1");
+        return time_execute(self, pack, workspace, calls, handle);
+      },
+      nb::arg("pack"), nb::arg("workspace").none(), nb::arg("calls"),
+      nb::arg("handle").none() = nb::none(),
+      "Benchmark support: host microseconds per call of the C++ execute on this pack,\n"
+      "converted once and looped `calls` times in C++ (see bench/python).");
   cls.def(
       "execute_plan_at_index",
       [](PyGraph& self, Pack pack, nb::handle workspace, int64_t index, const PyHandle* handle) {

@@ -388,3 +388,46 @@ def test_torch_bf16_matmul_and_device_checks(handle):
     if torch.cuda.is_available():
         with pytest.raises(ValueError, match="'A'.*CUDA device"):
             g.execute({A: a.cuda(), B: b, Y: y}, ws)
+
+
+class RaisingDataPtr(DataPtrArray):
+    def data_ptr(self):
+        raise RuntimeError("storage is gone")
+
+
+def test_data_ptr_errors_are_not_swallowed(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    build(g)
+    with pytest.raises(RuntimeError, match="storage is gone"):
+        g.execute({A: RaisingDataPtr(a), B: b, Y: poisoned((1, 3, 2))}, workspace_for(g))
+
+
+def test_pack_reused_across_calls_with_other_keys(handle, rng):
+    # The binding reuses its C++ pack between calls: a later call with other keys (uids instead
+    # of tensors, a missing entry, then a full pack again) must see exactly its own entries.
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    build(g)
+    ws = workspace_for(g)
+    y = poisoned((1, 3, 2))
+    g.execute({A: a, B: b, Y: y}, ws)
+    assert_close(y, ref)
+    with pytest.raises(ValueError, match="'B'"):
+        g.execute({A: a, Y: poisoned((1, 3, 2))}, ws)
+    a2, b2 = rng.standard_normal(a.shape).astype(a.dtype), rng.standard_normal(b.shape).astype(b.dtype)
+    y2 = poisoned((1, 3, 2))
+    g.execute({B.get_uid(): b2, A.get_uid(): a2, Y.get_uid(): y2}, ws)
+    assert_close(y2, np.maximum(np.matmul(a2.astype(np.float64), b2), 0))
+    y3 = poisoned((1, 3, 2))
+    g.execute({A: a, B: b, Y: y3}, ws)
+    assert_close(y3, ref)
+
+
+def test_time_execute_runs_the_plan(handle, rng):
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    build(g)
+    y = poisoned((1, 3, 2))
+    us = g._time_execute({A: a, B: b, Y: y}, workspace_for(g), 3)
+    assert us > 0.0
+    assert_close(y, ref)
+    with pytest.raises(ValueError, match="calls"):
+        g._time_execute({A: a, B: b, Y: y}, workspace_for(g), 0)

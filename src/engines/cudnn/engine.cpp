@@ -132,6 +132,32 @@ Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode 
   return cfgs;
 }
 
+// Engine configs (default knobs) of every engine cuDNN holds that accepts the graph, in global
+// index order. Used when a heuristics mode proposes nothing: cuDNN 9.19's heuristics give no
+// config for some graphs (reduction-only ones) that one of its engines may still run. The
+// engine descriptors are kept in `st` for as long as the configs that refer to them.
+Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st) {
+  int64_t count = 0, n = 0;
+  DNNGRAPH_TRY(st.op_graph.get(CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1,
+                               &n, &count));
+  std::vector<Descriptor> cfgs;
+  for (int64_t id = 0; id < count; ++id) {
+    const std::string what = detail::cat(st.what, " engine ", id);
+    auto ed = Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what);
+    if (!ed) return ed.status();
+    DNNGRAPH_TRY(ed->set(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, st.op_graph));
+    DNNGRAPH_TRY(ed->set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, id));
+    if (!ed->finalize(ErrorCode::NotSupported)) continue;  // this engine cannot run the graph
+    auto cfg = Descriptor::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, what + " config");
+    if (!cfg) return cfg.status();
+    DNNGRAPH_TRY(cfg->set(CUDNN_ATTR_ENGINECFG_ENGINE, ed.value()));
+    if (!cfg->finalize(ErrorCode::NotSupported)) continue;
+    st.engines.push_back(std::move(ed.value()));
+    cfgs.push_back(std::move(cfg.value()));
+  }
+  return cfgs;
+}
+
 // "eng<id> KNOB=v ..." plus the notes.
 Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
   CandidateInfo info;
@@ -225,6 +251,8 @@ class CudnnLoweredGraph final : public LoweredGraph {
   explicit CudnnLoweredGraph(std::shared_ptr<LoweredState> st) : st_(std::move(st)) {}
   Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode mode) override {
     auto cfgs = engine_configs(*st_, mode);
+    if (!cfgs) return cfgs.status();
+    if (cfgs->empty()) cfgs = enumerated_configs(*st_);
     if (!cfgs) return cfgs.status();
     std::vector<std::unique_ptr<Candidate>> out;
     std::set<std::string> seen;

@@ -107,8 +107,9 @@ class CudnnPlan final : public Plan {
           name_, "cudnnSetStream"));
       hs.value()->applied_epoch = epoch;
     }
-    return check(api()->cudnnBackendExecute(hs.value()->handle, plan_.get(), vp),
-                 "plan '" + name_ + "'", "cudnnBackendExecute");
+    const cudnnStatus_t rc = api()->cudnnBackendExecute(hs.value()->handle, plan_.get(), vp);
+    if (rc == CUDNN_STATUS_SUCCESS) return Status::ok();  // no message built on the hot path
+    return check(rc, "plan '" + name_ + "'", "cudnnBackendExecute");
   }
 
   Result<std::string> serialize() const override {

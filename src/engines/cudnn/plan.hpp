@@ -44,6 +44,7 @@ struct LoweredState {
   std::vector<std::array<unsigned char, 16>> constant_bytes;
   int device = 0;
   cudnnHandle_t build_handle = nullptr;
+  std::vector<Descriptor> engines;  // engines behind enumerated configs (engine.cpp)
 };
 
 // Wraps a finalized execution plan.
