@@ -3,6 +3,8 @@
 # (scripts/prepare-device-deps.sh). Builds everything with the system g++ (see DEVICE.md),
 # runs the GPU tests, the GPU samples and the GPU benchmarks, writes logs under $OUT and prints
 # a short table. Usage: bash scripts/gpu-check.sh [build-dir]
+# Knobs (environment): GTEST_FILTER (a subset of the GPU tests), PYTHON_CHECKS=0 (no pytest,
+# Python overhead bench or tutorial), TUTORIAL=0, BENCHES=0, GPU_TESTS_TIMEOUT, BENCH_TIMEOUT.
 set -uo pipefail
 root=$(pwd)
 out=${OUT:-$root/gpu-check-out}
@@ -53,13 +55,13 @@ if [ "${PYTHON_CHECKS:-1}" = 1 ] && ls "$build"/python/dnngraph/_dnngraph*.so >/
   tail -n 3 "$out/pytest.log"
   run py_overhead 120 env PYTHONPATH="$build/python" python3 bench/python/gpu_execute_overhead.py
   cat "$out/py_overhead.log"
-  if [ -f "$root/.devdeps/tutorial.txt" ]; then
+  if [ "${TUTORIAL:-1}" = 1 ] && [ -f "$root/.devdeps/tutorial.txt" ]; then
     run tutorial 300 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 python3 scripts/run_tutorial.py "$root/.devdeps/tutorial.txt"
     grep -A20 "SUMMARY" "$out/tutorial.log" | head -24
   fi
 fi
 for b in "$build"/bench/*; do
-  [ -x "$b" ] && [ -f "$b" ] || continue
+  [ "${BENCHES:-1}" = 1 ] && [ -x "$b" ] && [ -f "$b" ] || continue
   n=$(basename "$b")
   case "$n" in *.cmake|CMakeFiles|Makefile) continue ;; esac
   run "bench_$n" ${BENCH_TIMEOUT:-60} "$b"

@@ -135,8 +135,11 @@ int64_t int_attr(PyObject* obj, PyObject* name) {
 // Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
 // `want_bytes`: also ask data_ptr() objects for their byte size (torch's nbytes), which is the
 // reachable memory only for contiguous tensors: used for the workspace.
+// `want_where`: data_ptr() objects are also asked is_cuda. Not needed on a CUDA handle for
+// device buffers: the cuDNN plan checks every new pointer's device itself (plan.cpp), and one
+// attribute read less per tensor is measurable on the GPU's host path.
 Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
-                  bool want_bytes = false) {
+                  bool want_bytes = false, bool want_where = true) {
   Buffer b;
   // 1. Buffer protocol: numpy arrays, memoryview, bytearray, array.array.
   if (PyObject_CheckBuffer(obj)) {
@@ -163,7 +166,9 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
     nb::object keep = nb::steal(p);
     b.ptr = PyLong_AsVoidPtr(p);
     if (PyErr_Occurred()) throw nb::python_error();
-    if (PyObject* c = PyObject_GetAttr(obj, g_names.is_cuda)) {
+    if (!want_where) {
+      // left Unknown: checked by the engine
+    } else if (PyObject* c = PyObject_GetAttr(obj, g_names.is_cuda)) {
       b.where = PyObject_IsTrue(c) ? Where::Cuda : Where::Host;
       Py_DECREF(c);
     } else {
@@ -347,7 +352,8 @@ Converted convert(PyGraph& self, nb::dict pack, nb::handle workspace, const Devi
       encode_scalar(value, *t, slot);
       ptr = slot;
     } else {
-      Buffer b = get_buffer(value, t->is_output, sc, Who{t, uid});
+      const bool want_where = dev.kind != Device::Kind::CUDA || t->is_pass_by_value;
+      Buffer b = get_buffer(value, t->is_output, sc, Who{t, uid}, false, want_where);
       check_buffer(b, *t, dev);
       ptr = b.ptr;
     }
@@ -369,7 +375,8 @@ Converted convert(PyGraph& self, nb::dict pack, nb::handle workspace, const Devi
 
   Converted c;
   if (!workspace.is_none()) {
-    Buffer b = get_buffer(workspace.ptr(), true, sc, Who{}, /*want_bytes=*/true);
+    Buffer b = get_buffer(workspace.ptr(), true, sc, Who{}, /*want_bytes=*/true,
+                          /*want_where=*/dev.kind != Device::Kind::CUDA);
     if ((dev.kind == Device::Kind::CPU && b.where == Where::Cuda) ||
         (dev.kind == Device::Kind::CUDA && b.where == Where::Host))
       fail("execute: the workspace is " + std::string(b.where == Where::Cuda ? "CUDA" : "host") +

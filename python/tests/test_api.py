@@ -431,3 +431,35 @@ def test_time_execute_runs_the_plan(handle, rng):
     assert_close(y, ref)
     with pytest.raises(ValueError, match="calls"):
         g._time_execute({A: a, B: b, Y: y}, workspace_for(g), 0)
+
+
+def test_cuda_handle_refuses_host_tensors_and_workspace():
+    # On a CUDA handle the binding leaves the device check of device buffers to the cuDNN plan
+    # (it runs whenever a pointer changes): a host tensor or workspace must still be refused,
+    # naming it, with nothing launched.
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    h = cudnn.create_handle()
+    a = torch.randn(1, 16, 32, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(1, 32, 8, device="cuda", dtype=torch.bfloat16)
+    y = torch.full((1, 16, 8), float("nan"), device="cuda", dtype=torch.bfloat16)
+    g = cudnn.pygraph(handle=h, io_data_type=cudnn.data_type.BFLOAT16,
+                      compute_data_type=cudnn.data_type.FLOAT)
+    A, B = g.tensor_like(a), g.tensor_like(b)
+    Y = g.matmul(A=A, B=B)
+    Y.set_output(True).set_data_type(cudnn.data_type.BFLOAT16)
+    g.build()
+    ws = torch.empty(max(g.get_workspace_size(), 256), device="cuda", dtype=torch.uint8)
+    with pytest.raises(ValueError, match="'A'.*host memory"):
+        g.execute({A: a.cpu(), B: b, Y: y}, ws)
+    torch.cuda.synchronize()
+    assert torch.isnan(y.float()).all()
+    with pytest.raises(ValueError, match="workspace.*host memory"):
+        g.execute({A: a, B: b, Y: y}, ws.cpu())
+    torch.cuda.synchronize()
+    assert torch.isnan(y.float()).all()
+    g.execute({A: a, B: b, Y: y}, ws)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    assert torch.allclose(y.double(), ref, rtol=1e-2, atol=1e-2 * ref.abs().max().item())

@@ -1,6 +1,8 @@
 // Pointwise-only and reduction-only graphs at ranks 2-5, fp32/bf16/fp16, row-major and
 // channels-last: the shapes where cuDNN 9.19 silently miscomputes (2-D) or finds no engine
 // (4-D) unless dnngraph canonicalizes them.
+#include <cstdio>
+
 #include "harness.hpp"
 
 namespace dnngraph::gpu_test {
@@ -102,6 +104,7 @@ TEST(GpuPointwise, BroadcastAlongMiddleDimOnly) {
 void expect_match_or_not_supported(const std::function<void(Graph&)>& make,
                                    const CompareOptions& o) {
   RunReport r = run_and_compare(make, o);
+  if (!r.status.is_ok()) std::printf("NOTE %s\n", r.status.to_string().c_str());
   if (!r.status.is_ok() && r.status.message().find("cuDNN build") != std::string::npos) {
     EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
     EXPECT_NE(r.status.message().find("cudnn"), std::string::npos) << r.status.to_string();
@@ -128,6 +131,26 @@ TEST(GpuReduction, ReductionOnlyGraphsAllRanksMatchOrSayNotSupported) {
             },
             {.tol_scale = 50, .min_abs = 1e-4});
       }
+}
+
+// A reduction after a pointwise op (the runtime fusion pattern without a matmul).
+TEST(GpuReduction, AfterPointwiseMatchOrSayNotSupported) {
+  DNNGRAPH_REQUIRE_GPU();
+  for (const auto& dim : kShapes)
+    for (ReductionMode mode : {ReductionMode::Add, ReductionMode::Amax}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "rank " << dim.size() << " " << reduction_mode_name(mode));
+      std::vector<int64_t> ydim = dim;
+      ydim.back() = 1;
+      expect_match_or_not_supported(
+          [&](Graph& g) {
+            g.set_io_data_type(DataType::BFloat16);
+            auto x = input(g, "X", dim, DataType::BFloat16, false);
+            auto y = g.reduction(g.relu(x), {mode});
+            finish(y, ydim, DataType::Float, false);
+          },
+          {.tol_scale = 50, .min_abs = 1e-4});
+    }
 }
 
 // Reductions fused after a matmul (the form cuDNN runs): row sums, row maxima, AMAX of all.

@@ -269,9 +269,17 @@ class CudnnLoweredGraph final : public LoweredGraph {
   std::shared_ptr<LoweredState> st_;
 };
 
-bool has_sdpa(const ir::Graph& g) {
+bool has(const ir::Graph& g, ir::OpKind kind) {
   return std::any_of(g.nodes().begin(), g.nodes().end(),
-                     [](const ir::Node& n) { return n.kind() == ir::OpKind::SdpaFwd; });
+                     [&](const ir::Node& n) { return n.kind() == kind; });
+}
+
+// How many equivalent lowerings a graph has (tried in order until cuDNN proposes an engine):
+// SDPA has three (sdpa.cpp), a reduction or softmax two (reduction.cpp), everything else one.
+int lowering_variants(const ir::Graph& g) {
+  if (has(g, ir::OpKind::SdpaFwd)) return 3;
+  if (has(g, ir::OpKind::Reduction) || has(g, ir::OpKind::Softmax)) return 2;
+  return 1;
 }
 
 // Lowers every node and finalizes the operation graph.
@@ -365,8 +373,9 @@ class CudnnEngine final : public Engine {
     if (!hs) return hs.status();
     auto views = canonicalize(g);
     if (!views) return views.status();
-    // SDPA has several equivalent lowerings; keep the first cuDNN proposes an engine for.
-    const int variants = has_sdpa(g) ? 3 : 1;
+    // Some graphs have several equivalent lowerings; keep the first cuDNN proposes an engine
+    // for.
+    const int variants = lowering_variants(g);
     Status last;
     for (int v = 0; v < variants; ++v) {
       auto st = lower_once(g, views.value(), *hs.value(), v);

@@ -84,7 +84,7 @@ class CudnnPlan final : public Plan {
 
     std::unique_lock<std::mutex> prepared(mu_, std::try_to_lock);
     const bool same = prepared.owns_lock() && workspace == last_ws_ && ptrs == last_ptrs_ && vp_;
-    if (!same) DNNGRAPH_TRY(validate(ptrs));
+    if (!same) DNNGRAPH_TRY(validate(ptrs, workspace));
 
     Descriptor own;  // used when another thread holds the prepared pack
     cudnnBackendDescriptor_t vp = nullptr;
@@ -124,9 +124,9 @@ class CudnnPlan final : public Plan {
   }
 
  private:
-  // Non-null was checked by the caller; here: alignment and that device pointers live on the
-  // plan's GPU. Pass-by-value tensors point to host scalars and are not checked.
-  Status validate(const std::vector<void*>& ptrs) const {
+  // Non-null was checked by the caller; here: alignment and that device pointers (and the
+  // workspace) live on the plan's GPU. Pass-by-value tensors point to host scalars.
+  Status validate(const std::vector<void*>& ptrs, void* workspace) const {
     for (size_t i = 0; i < st_->io.size(); ++i) {
       const IoSlot& s = st_->io[i];
       if (s.by_value) continue;
@@ -135,22 +135,28 @@ class CudnnPlan final : public Plan {
         return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
                           "' (uid ", s.uid, ") is at ", ptrs[i],
                           ", aligned to less than the 16 bytes its descriptor declares");
-      cudaPointerAttributes attr{};
-      cudaError_t e = cudaPointerGetAttributes(&attr, ptrs[i]);
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
-                          "': cannot query pointer ", ptrs[i], ": ", cudaGetErrorString(e));
-      }
-      const bool on_device =
-          attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
-      if (!on_device || attr.device != st_->device)
-        return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
-                          "' (uid ", s.uid, ") points to ",
-                          on_device ? "memory of cuda:" + std::to_string(attr.device)
-                                    : std::string("host memory"),
-                          " but the plan runs on cuda:", st_->device);
+      DNNGRAPH_TRY(on_plan_device(
+          ptrs[i], [&] { return detail::cat("tensor '", s.name, "' (uid ", s.uid, ")"); }));
     }
+    if (workspace) DNNGRAPH_TRY(on_plan_device(workspace, [] { return std::string("workspace"); }));
+    return Status::ok();
+  }
+
+  template <class Who>
+  Status on_plan_device(void* ptr, const Who& who) const {
+    cudaPointerAttributes attr{};
+    cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': ", who(),
+                        ": cannot query pointer ", ptr, ": ", cudaGetErrorString(e));
+    }
+    const bool on_device = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+    if (!on_device || attr.device != st_->device)
+      return make_error(
+          ErrorCode::InvalidArgument, "plan '", name_, "': ", who(), " points to ",
+          on_device ? "memory of cuda:" + std::to_string(attr.device) : std::string("host memory"),
+          " but the plan runs on cuda:", st_->device);
     return Status::ok();
   }
 
