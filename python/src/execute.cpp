@@ -7,8 +7,10 @@
 // before anything runs, so a too-small array or a host array on a GPU handle raises instead of
 // corrupting memory. The GIL is released only around the C++ call, after every pointer has
 // been extracted.
+#include <array>
 #include <chrono>
 #include <cstring>
+#include <initializer_list>
 
 #include <nanobind/ndarray.h>
 
@@ -135,6 +137,89 @@ int64_t int_attr(PyObject* obj, PyObject* name) {
 // Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
 // `want_bytes`: also ask data_ptr() objects for their byte size (torch's nbytes), which is the
 // reachable memory only for contiguous tensors: used for the workspace.
+// Per-type cache of what get_buffer reads on data_ptr() objects (torch tensors), looked up
+// once per class: the data_ptr method, and is_cuda / itemsize / nbytes where the class defines
+// them as properties or getset/member descriptors. Those take precedence over instance
+// attributes, so calling them directly is what a normal attribute read does, minus the lookup
+// (MRO walk plus instance-dict probe) per read, as CPython's own attribute specialization
+// does; on the GPU this is a measurable part of execute's host cost. An instance attribute
+// shadowing the class's data_ptr method is not consulted.
+//
+// The pointers are borrowed: an entry is used only while its class has the version tag it had
+// when cached. CPython changes the tag when the class or a base is modified and never reuses a
+// tag, so a matching (class, tag) means the class is unmodified and its dict (which owns the
+// descriptors) intact; the class is alive because the object being read is an instance. The
+// cache is only used with the GIL held.
+struct TypeSlots {
+  PyTypeObject* type = nullptr;
+  unsigned int version = 0;
+  PyObject* data_ptr = nullptr;  // called with the object as its only argument
+  PyObject* is_cuda = nullptr;   // descriptors, or null: read from the instance
+  PyObject* itemsize = nullptr;
+  PyObject* nbytes = nullptr;
+};
+constexpr size_t kTypeSlots = 8;
+std::array<TypeSlots, kTypeSlots> g_type_slots;
+size_t g_type_slots_next = 0;
+
+// The class attribute `name` (borrowed) if it is one of `kinds`, else null.
+PyObject* class_attr(PyTypeObject* type, PyObject* name,
+                     std::initializer_list<PyTypeObject*> kinds) {
+  PyObject* d = PyObject_GetAttr(reinterpret_cast<PyObject*>(type), name);
+  if (!d) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  Py_DECREF(d);  // still owned by the dict of `type` or of a base (these kinds return themselves)
+  for (PyTypeObject* k : kinds)
+    if (Py_IS_TYPE(d, k)) return d;
+  return nullptr;
+}
+
+// The cached slots of `type`, or null (no error set) when it has no plain data_ptr method or
+// no valid version tag.
+const TypeSlots* type_slots(PyTypeObject* type) {
+  if (!PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) return nullptr;
+  for (const auto& e : g_type_slots)
+    if (e.type == type && e.version == type->tp_version_tag) return &e;
+  PyObject* dp = class_attr(type, g_names.data_ptr, {&PyMethodDescr_Type, &PyFunction_Type});
+  if (!dp) return nullptr;
+  const std::initializer_list<PyTypeObject*> descriptors = {&PyProperty_Type, &PyGetSetDescr_Type,
+                                                            &PyMemberDescr_Type};
+  TypeSlots e{type,
+              type->tp_version_tag,
+              dp,
+              class_attr(type, g_names.is_cuda, descriptors),
+              class_attr(type, g_names.itemsize, descriptors),
+              class_attr(type, g_names.nbytes, descriptors)};
+  // The lookups may have re-tagged the class: cache only what is still valid.
+  if (!PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) || e.version != type->tp_version_tag)
+    return nullptr;
+  TypeSlots& slot = g_type_slots[g_type_slots_next++ % kTypeSlots];
+  slot = e;
+  return &slot;
+}
+
+// obj.<attr> through the class's data descriptor `descr`; new reference or null with an error.
+PyObject* read_slot(PyObject* descr, PyObject* obj) {
+  return Py_TYPE(descr)->tp_descr_get(descr, obj, reinterpret_cast<PyObject*>(Py_TYPE(obj)));
+}
+
+// An int attribute: through the cached descriptor when there is one, else a normal read; -1
+// when absent or not an int.
+int64_t int_slot(PyObject* descr, PyObject* obj, PyObject* name) {
+  if (!descr) return int_attr(obj, name);
+  PyObject* v = read_slot(descr, obj);
+  if (!v) {
+    PyErr_Clear();
+    return -1;
+  }
+  int64_t r = PyLong_Check(v) ? PyLong_AsLongLong(v) : -1;
+  Py_DECREF(v);
+  if (PyErr_Occurred()) PyErr_Clear(), r = -1;
+  return r;
+}
+
 // `want_where`: data_ptr() objects are also asked is_cuda. Not needed on a CUDA handle for
 // device buffers: the cuDNN plan checks every new pointer's device itself (plan.cpp), and one
 // attribute read less per tensor is measurable on the GPU's host path.
@@ -160,25 +245,28 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
     return b;
   }
   // 2. data_ptr(): torch tensors (their __cuda_array_interface__ is slow Python code).
-  // PyObject_CallMethodNoArgs does not create a bound method object (measurably cheaper per
-  // tensor than getattr + call).
-  if (PyObject* p = PyObject_CallMethodNoArgs(obj, g_names.data_ptr)) {
-    nb::object keep = nb::steal(p);
+  const TypeSlots* ts = type_slots(Py_TYPE(obj));
+  PyObject* p = ts ? PyObject_Vectorcall(ts->data_ptr, &obj, 1, nullptr)
+                   : PyObject_CallMethodNoArgs(obj, g_names.data_ptr);
+  if (p) {
     b.ptr = PyLong_AsVoidPtr(p);
+    Py_DECREF(p);
     if (PyErr_Occurred()) throw nb::python_error();
-    if (!want_where) {
-      // left Unknown: checked by the engine
-    } else if (PyObject* c = PyObject_GetAttr(obj, g_names.is_cuda)) {
-      b.where = PyObject_IsTrue(c) ? Where::Cuda : Where::Host;
-      Py_DECREF(c);
-    } else {
-      PyErr_Clear();
+    if (want_where) {
+      PyObject* c =
+          ts && ts->is_cuda ? read_slot(ts->is_cuda, obj) : PyObject_GetAttr(obj, g_names.is_cuda);
+      if (c) {
+        b.where = PyObject_IsTrue(c) ? Where::Cuda : Where::Host;
+        Py_DECREF(c);
+      } else {
+        PyErr_Clear();
+      }
     }
-    b.itemsize = int_attr(obj, g_names.itemsize);  // torch >= 2.1
-    if (want_bytes) b.bytes = int_attr(obj, g_names.nbytes);
+    b.itemsize = int_slot(ts ? ts->itemsize : nullptr, obj, g_names.itemsize);  // torch >= 2.1
+    if (want_bytes) b.bytes = int_slot(ts ? ts->nbytes : nullptr, obj, g_names.nbytes);
     return b;
   }
-  if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw nb::python_error();  // data_ptr() raised
+  if (ts || !PyErr_ExceptionMatches(PyExc_AttributeError)) throw nb::python_error();  // raised
   PyErr_Clear();
   // 3./4. The CUDA and host array interfaces (cupy, numba, ...).
   if (PyObject* d = PyObject_GetAttr(obj, g_names.cai)) {

@@ -446,7 +446,7 @@ def test_cuda_handle_refuses_host_tensors_and_workspace():
     y = torch.full((1, 16, 8), float("nan"), device="cuda", dtype=torch.bfloat16)
     g = cudnn.pygraph(handle=h, io_data_type=cudnn.data_type.BFLOAT16,
                       compute_data_type=cudnn.data_type.FLOAT)
-    A, B = g.tensor_like(a), g.tensor_like(b)
+    A, B = g.tensor_like(a, "A"), g.tensor_like(b, "B")
     Y = g.matmul(A=A, B=B)
     Y.set_output(True).set_data_type(cudnn.data_type.BFLOAT16)
     g.build()
@@ -463,3 +463,33 @@ def test_cuda_handle_refuses_host_tensors_and_workspace():
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
     assert torch.allclose(y.double(), ref, rtol=1e-2, atol=1e-2 * ref.abs().max().item())
+
+
+def test_data_ptr_class_changes_are_seen(handle, rng):
+    # The binding caches, per class, how data_ptr() objects are read; a class modified after
+    # the first call must be read anew (here: its itemsize and is_cuda change).
+    class Wrapped:
+        def __init__(self, a):
+            self.a = a
+
+        def data_ptr(self):
+            return self.a.ctypes.data
+
+        is_cuda = property(lambda self: False)
+        itemsize = property(lambda self: self.a.itemsize)
+        nbytes = property(lambda self: self.a.nbytes)
+
+    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
+    build(g)
+    ws = workspace_for(g)
+    y = poisoned((1, 3, 2))
+    pack = {A: Wrapped(a), B: Wrapped(b), Y: Wrapped(y)}
+    g.execute(pack, Wrapped(ws))
+    assert_close(y, ref)
+    Wrapped.itemsize = property(lambda self: 8)
+    with pytest.raises(ValueError, match="8-byte"):
+        g.execute(pack, Wrapped(ws))
+    Wrapped.itemsize = property(lambda self: self.a.itemsize)
+    Wrapped.is_cuda = property(lambda self: True)
+    with pytest.raises(ValueError, match="CUDA device"):
+        g.execute(pack, Wrapped(ws))
