@@ -9,7 +9,8 @@
 //                 [MEAN, INV_VARIANCE (batchnorm inference)]
 //                 -> Y[, MEAN, INV_VARIANCE, NEXT_RUNNING_MEAN, NEXT_RUNNING_VAR]
 //   norm_backward DY, X, SCALE, [MEAN], INV_VARIANCE -> DX, DSCALE[, DBIAS]
-//   sdpa        Q, K, V, [ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET] -> O[, STATS]
+//   sdpa        Q, K, V, [ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,
+//               DROPOUT_SCALE] -> O[, STATS, RNG_DUMP]
 //   sdpa_backward Q, K, V, O, DO, STATS, [same optional inputs] -> DQ, DK, DV[, DBIAS]
 #include <algorithm>
 
@@ -304,6 +305,8 @@ void bind_sdpa_extra(std::vector<Port>& in, const SdpaInputs& e) {
   bind(in, "SEQ_LEN_KV", e.seq_len_kv);
   bind(in, "SEED", e.seed);
   bind(in, "OFFSET", e.offset);
+  bind(in, "DROPOUT_MASK", e.dropout_mask);
+  bind(in, "DROPOUT_SCALE", e.dropout_scale);
 }
 }  // namespace
 
@@ -322,6 +325,7 @@ std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
     out[1] = make_output(n.name, "STATS");
     bind(n.outputs, "STATS", out[1]);
   }
+  if (extra.rng_dump) bind(n.outputs, "RNG_DUMP", extra.rng_dump);
   return out;
 }
 

@@ -24,8 +24,16 @@ struct SdpaInputs {
   Tensor bias;        // additive bias [b|1, h|1, s_q, s_kv]
   Tensor seq_len_q;   // [b,1,1,1] int32, with SdpaAttrs::padding_mask
   Tensor seq_len_kv;  // [b,1,1,1] int32, with SdpaAttrs::padding_mask
-  Tensor seed;        // dropout seed (int64 scalar)
-  Tensor offset;      // dropout offset (int64 scalar)
+  Tensor seed;        // dropout seed (int64 scalar), with SdpaAttrs::dropout_probability
+  Tensor offset;      // dropout offset (int64 scalar), with SdpaAttrs::dropout_probability
+  // Dropout with a given mask instead of a probability: P is multiplied by DROPOUT_MASK
+  // [b|1, h|1, s_q, s_kv] (values used as given, normally 0/1) and by DROPOUT_SCALE (scalar).
+  Tensor dropout_mask;
+  Tensor dropout_scale;
+  // Forward only, with dropout_probability: an output [b, h_q, s_q, s_kv] that receives the
+  // keep mask (1 kept, 0 dropped) the engine's RNG drew, e.g. to check dropout against a
+  // reference run with dropout_mask.
+  Tensor rng_dump;
 };
 
 class Graph {
