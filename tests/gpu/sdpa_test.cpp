@@ -273,29 +273,5 @@ TEST(GpuSdpaForward, GqaAndMqaCausal) {
   }
 }
 
-// Dropout stays on the reference engine: the cuDNN engine must say so, naming the feature.
-TEST(GpuSdpaForward, DropoutIsNotSupported) {
-  DNNGRAPH_REQUIRE_GPU();
-  auto h = Handle::create(Device::cuda(0));
-  ASSERT_TRUE(static_cast<bool>(h)) << h.status().to_string();
-  Graph g;
-  g.set_io_data_type(DataType::BFloat16);
-  auto q = input(g, "Q", {1, 2, 64, 64}, DataType::BFloat16);
-  auto k = input(g, "K", {1, 2, 64, 64}, DataType::BFloat16);
-  auto v = input(g, "V", {1, 2, 64, 64}, DataType::BFloat16);
-  ir::SdpaAttrs a;
-  a.is_inference = false;
-  a.dropout_probability = 0.1;
-  ir::SdpaInputs extra;
-  extra.seed = g.scalar(ir::Scalar::of_int(7), "seed");
-  extra.offset = g.scalar(ir::Scalar::of_int(0), "offset");
-  auto out = g.sdpa(q, k, v, a, extra);
-  finish(out[0], "O", {1, 2, 64, 64}, DataType::BFloat16);
-  finish(out[1], "STATS", {1, 2, 64, 1}, DataType::Float);
-  Status s = g.build(h.value(), {HeurMode::A});
-  EXPECT_EQ(s.code(), ErrorCode::NotSupported) << s.to_string();
-  EXPECT_NE(s.message().find("dropout"), std::string::npos) << s.to_string();
-}
-
 }  // namespace
 }  // namespace dnngraph::gpu_test

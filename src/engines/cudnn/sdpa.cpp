@@ -9,8 +9,10 @@
 // Variants tried in order until cuDNN proposes an engine: 0 keeps P in V's data type (what
 // the fused kernels read); 1 also computes the stats into a virtual tensor in inference;
 // 2 keeps P in float.
-// Not lowered (NotSupported, named): dropout (the reference RNG does not reproduce cuDNN's); a
-// left window bound with a padding mask or with a shifted (bottom-right, s_q != s_kv) diagonal.
+// Dropout: P * MASK * SCALE after the softmax (sdpa_dropout; the RNG is cuDNN's Philox, so its
+// keep mask differs from the reference engine's: tests compare through RNG_DUMP and the mask
+// form). Not lowered (NotSupported, named): a left window bound with a padding mask or with a
+// shifted (bottom-right, s_q != s_kv) diagonal.
 // This file also holds the pieces sdpa_backward.cpp shares (sdpa_common.hpp).
 #include <algorithm>
 #include <cmath>
@@ -29,8 +31,6 @@ Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::str
                              const ir::SdpaAttrs& a) {
   ir::Tensor q = n.input("Q"), k = n.input("K"), v = n.input("V");
   if (!q || !k || !v) return make_error(ErrorCode::InvalidGraph, what, ": needs ports Q, K and V");
-  if (a.dropout_probability || n.input("SEED") || n.input("OFFSET"))
-    return sdpa_unsupported(what, "dropout");
   const TensorView &qv = cx.view(q), &kv = cx.view(k), &vv = cx.view(v);
   if (qv.dim.size() != 4 || kv.dim.size() != 4 || vv.dim.size() != 4)
     return make_error(ErrorCode::NotSupported, what, ": Q, K and V must be 4-D [b,h,s,d], got ",
@@ -56,6 +56,77 @@ Result<SdpaSeqLens> sdpa_seq_lens(LowerContext& cx, const ir::Node& n) {
     l.kv = r.value();
   }
   return l;
+}
+
+Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std::string& what,
+                                 const ir::SdpaAttrs& a, const SdpaShape& s, bool backward) {
+  SdpaDropout d;
+  ir::Tensor mask = n.input("DROPOUT_MASK"), scale = n.input("DROPOUT_SCALE");
+  if (mask || scale) {
+    if (!mask || !scale)
+      return make_error(ErrorCode::InvalidGraph, what,
+                        ": dropout with a mask needs both DROPOUT_MASK and DROPOUT_SCALE");
+    auto tm = cx.tensor(mask), ts = cx.tensor(scale);
+    if (!tm) return tm.status();
+    if (!ts) return ts.status();
+    d.mask = tm.value();
+    d.scale = ts.value();
+    if (backward) {
+      // cuDNN's backward graph multiplies D by 1/scale: a value, so the scale must be one.
+      if (!scale->value)
+        return sdpa_unsupported(what,
+                                "mask dropout in the backward with a DROPOUT_SCALE that is not a "
+                                "graph constant");
+      auto inv = cx.constant(what + "::dropout_scale_inv",
+                             ir::Scalar::of_float(1.0 / scale->value->as_double()), 4);
+      if (!inv) return inv.status();
+      d.scale_inv = inv.value();
+    }
+    return d;
+  }
+  if (!a.dropout_probability || *a.dropout_probability <= 0.0) return d;
+  const double p = *a.dropout_probability;
+  ir::Tensor seed = n.input("SEED"), offset = n.input("OFFSET");
+  if (!seed || !offset)
+    return make_error(ErrorCode::InvalidGraph, what, ": dropout needs inputs SEED and OFFSET");
+  auto tseed = cx.tensor(seed), toff = cx.tensor(offset);
+  if (!tseed) return tseed.status();
+  if (!toff) return toff.status();
+  cudnnBackendDescriptor_t y = nullptr;
+  if (ir::Tensor dump = n.output("RNG_DUMP")) {
+    auto r = cx.tensor(dump);
+    if (!r) return r.status();
+    y = r.value();
+  } else {
+    auto r = cx.virtual_tensor(what + "::dropout_mask", s.sdim(), DataType::Float);
+    if (!r) return r.status();
+    y = r.value();
+  }
+  auto rd = Descriptor::create(CUDNN_BACKEND_RNG_DESCRIPTOR, what + " (rng desc)");
+  if (!rd) return rd.status();
+  const cudnnRngDistribution_t dist = CUDNN_RNG_DISTRIBUTION_BERNOULLI;
+  const double keep = 1.0 - p;
+  DNNGRAPH_TRY(rd->set(CUDNN_ATTR_RNG_DISTRIBUTION, CUDNN_TYPE_RNG_DISTRIBUTION, dist));
+  DNNGRAPH_TRY(rd->set(CUDNN_ATTR_RNG_BERNOULLI_DIST_PROBABILITY, CUDNN_TYPE_DOUBLE, keep));
+  DNNGRAPH_TRY(rd->finalize(ErrorCode::NotSupported));
+  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR, what + " dropout rng");
+  if (!od) return od.status();
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_RNG_YDESC, y));
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_RNG_SEED, tseed.value()));
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_RNG_OFFSET_DESC, toff.value()));
+  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_RNG_DESC, rd.value()));
+  cx.keep(std::move(rd.value()));
+  DNNGRAPH_TRY(cx.add_op(std::move(od.value())));
+  auto sc = cx.constant(what + "::dropout_scale", ir::Scalar::of_float(1.0 / keep), 4);
+  if (!sc) return sc.status();
+  d.mask = y;
+  d.scale = sc.value();
+  if (backward) {
+    auto inv = cx.constant(what + "::dropout_scale_inv", ir::Scalar::of_float(keep), 4);
+    if (!inv) return inv.status();
+    d.scale_inv = inv.value();
+  }
+  return d;
 }
 
 TensorView sdpa_transposed(const TensorView& v) {
@@ -331,12 +402,26 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
     if (!r) return r.status();
     stats = r.value();
   }
+  auto drop = sdpa_dropout(cx, n, what, a, s, /*backward=*/false);
+  if (!drop) return drop.status();
   const DataType p_type = cx.variant < 2 ? n.input("V")->data_type : f32;
-  auto p = cx.virtual_tensor(what + "::P", s.sdim(), p_type);
+  // With dropout the softmax output stays float and the dropped-out P takes P's type.
+  auto p = cx.virtual_tensor(what + "::P", s.sdim(), drop->any() ? f32 : p_type);
   if (!p) return p.status();
   DNNGRAPH_TRY(add_softmax(cx, what + " softmax", s.sdim(), last.value(), p.value(), stats));
-  return sdpa_matmul(cx, what + " bmm P.V", p.value(), tv.value(), to.value(), lens->q, nullptr,
-                     lens->kv);
+  cudnnBackendDescriptor_t pv = p.value();
+  if (drop->any()) {
+    auto masked = cx.virtual_tensor(what + "::P_masked", s.sdim(), f32);
+    auto dropped = cx.virtual_tensor(what + "::P_dropout", s.sdim(), p_type);
+    if (!masked) return masked.status();
+    if (!dropped) return dropped.status();
+    DNNGRAPH_TRY(add_pointwise(cx, what + " dropout mask", CUDNN_POINTWISE_MUL, f32, pv, drop->mask,
+                               nullptr, masked.value()));
+    DNNGRAPH_TRY(add_pointwise(cx, what + " dropout scale", CUDNN_POINTWISE_MUL, f32,
+                               masked.value(), drop->scale, nullptr, dropped.value()));
+    pv = dropped.value();
+  }
+  return sdpa_matmul(cx, what + " bmm P.V", pv, tv.value(), to.value(), lens->q, nullptr, lens->kv);
 }
 
 }  // namespace dnngraph::cudnn

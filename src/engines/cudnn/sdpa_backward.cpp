@@ -1,11 +1,12 @@
 // Scaled dot-product attention, backward, as the fused flash-attention backward graph cuDNN's
 // engines recognise (the op sequence and layouts of cuDNN's own SDPA backward graphs):
-//   D    = rowsum(dO * O) * 1                        float [b,hq,sq,1]
+//   D    = rowsum(dO * O) * SCALE_INV (1 without dropout)  float [b,hq,sq,1]
 //   S    = scale * Q.K^T (+ bias), masks as forward   float [b,hq,sq,skv]
 //   P    = exp(S - STATS)                            (padding mask applied again after the sub)
-//   dV   = P^T . dO        P^T: a RESHAPE of P to [b,hq,skv,sq] (transposed strides), io type
+//   dV   = Pd^T . dO       Pd = P * MASK * SCALE (P without dropout); Pd^T: a RESHAPE to
+//                          [b,hq,skv,sq] (transposed strides), io type
 //   dP   = dO . V^T        V described transposed
-//   dS   = scale * (P * (dP * 1 - D))
+//   dS   = scale * (P * (dP * MASK - D) * SCALE)   (MASK = SCALE = 1 without dropout)
 //   dK   = dS^T . Q        dS^T: a RESHAPE like P^T
 //   dQ   = dS . K          K: a RESHAPE of the transposed K back to [b,hk,skv,d]
 // dQ is written by the matmul directly (cuDNN's "dP workspace" form, which the library sizes
@@ -13,7 +14,8 @@
 // GQA/MQA: dK / dV come out per query head ([b,hq,skv,d], io type) and are summed over the
 // heads that share a K / V head by a reduction.
 // Sequence lengths become GEMM M/N/K overrides as in the forward.
-// Not lowered (NotSupported, named): dropout, DBIAS.
+// Dropout (sdpa_dropout): the same RNG operation as the forward, so the same SEED / OFFSET give
+// the same mask. Not lowered (NotSupported, named): DBIAS.
 #include "engines/cudnn/sdpa_common.hpp"
 
 namespace dnngraph::cudnn {
@@ -70,7 +72,11 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   DNNGRAPH_TRY(pw("dO*O", CUDNN_POINTWISE_MUL, tdo.value(), to.value(), doo.value()));
   DNNGRAPH_TRY(add_reduction(cx, what + " rowsum(dO*O)", CUDNN_REDUCE_TENSOR_ADD, f32, doo.value(),
                              dsum.value()));
-  DNNGRAPH_TRY(pw("softmax_sum*1", CUDNN_POINTWISE_MUL, dsum.value(), one.value(), dsum1.value()));
+  auto drop = sdpa_dropout(cx, n, what, a, s, /*backward=*/true);
+  if (!drop) return drop.status();
+  const cudnnBackendDescriptor_t mask = drop->any() ? drop->mask : one.value();
+  DNNGRAPH_TRY(pw("softmax_sum*scale_inv", CUDNN_POINTWISE_MUL, dsum.value(),
+                  drop->any() ? drop->scale_inv : one.value(), dsum1.value()));
 
   // P = exp(S - STATS).
   auto sc =
@@ -106,9 +112,19 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   };
 
   // dV = P^T . dO
+  cudnnBackendDescriptor_t pd = p.value();
+  if (drop->any()) {
+    auto masked = vt("P_masked", sdim, f32), dropped = vt("P_dropout", sdim, f32);
+    if (!masked) return masked.status();
+    if (!dropped) return dropped.status();
+    DNNGRAPH_TRY(pw("P*mask", CUDNN_POINTWISE_MUL, pd, drop->mask, masked.value()));
+    DNNGRAPH_TRY(
+        pw("P*dropout_scale", CUDNN_POINTWISE_MUL, masked.value(), drop->scale, dropped.value()));
+    pd = dropped.value();
+  }
   auto pt = cx.virtual_tensor(what + "::P^T", tview, io);
   if (!pt) return pt.status();
-  DNNGRAPH_TRY(sdpa_reshape(cx, what + " P^T", p.value(), pt.value()));
+  DNNGRAPH_TRY(sdpa_reshape(cx, what + " P^T", pd, pt.value()));
   DNNGRAPH_TRY(grad("P^T.dO", pt.value(), tdo.value(), tdv.value(), s.hv, s.dv));
 
   // dS = scale * P * (dP * 1 - D), dP = dO . V^T
@@ -118,10 +134,17 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
     if (!*r) return r->status();
   DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm dO.V^T", tdo.value(), tvt.value(), dp.value(), lens->q,
                            lens->kv));
-  DNNGRAPH_TRY(pw("dP*1", CUDNN_POINTWISE_MUL, dp.value(), one.value(), dp1.value()));
+  DNNGRAPH_TRY(pw("dP*mask", CUDNN_POINTWISE_MUL, dp.value(), mask, dp1.value()));
   DNNGRAPH_TRY(pw("dP-D", CUDNN_POINTWISE_SUB, dp1.value(), dsum1.value(), dpd.value()));
   DNNGRAPH_TRY(pw("(dP-D)*P", CUDNN_POINTWISE_MUL, dpd.value(), p.value(), pds.value()));
-  DNNGRAPH_TRY(pw("dS*scale", CUDNN_POINTWISE_MUL, pds.value(), scale.value(), ds.value()));
+  cudnnBackendDescriptor_t before_scale = pds.value();
+  if (drop->any()) {
+    auto r = vt("P_dP_dropout", sdim, f32);
+    if (!r) return r.status();
+    DNNGRAPH_TRY(pw("dS*dropout_scale", CUDNN_POINTWISE_MUL, before_scale, drop->scale, r.value()));
+    before_scale = r.value();
+  }
+  DNNGRAPH_TRY(pw("dS*scale", CUDNN_POINTWISE_MUL, before_scale, scale.value(), ds.value()));
 
   // dK = dS^T . Q
   auto dst = cx.virtual_tensor(what + "::dS^T", tview, io);

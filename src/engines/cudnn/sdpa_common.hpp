@@ -23,10 +23,22 @@ struct SdpaSeqLens {
   bool any() const { return q || kv; }
 };
 
+// Dropout of P, as cuDNN's fused attention graphs express it: P * MASK * SCALE. MASK comes from
+// an RNG operation (Bernoulli with keep probability 1 - p, Philox seeded by SEED / OFFSET;
+// written to RNG_DUMP when the graph has it) or is the DROPOUT_MASK tensor; SCALE is the
+// constant 1/(1-p) or DROPOUT_SCALE. SCALE_INV (the backward's factor of D) is 1 - p or 1/SCALE
+// (only for a constant DROPOUT_SCALE). All null without dropout.
+struct SdpaDropout {
+  cudnnBackendDescriptor_t mask = nullptr, scale = nullptr, scale_inv = nullptr;
+  bool any() const { return mask != nullptr; }
+};
+Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std::string& what,
+                                 const ir::SdpaAttrs& a, const SdpaShape& s, bool backward);
+
 // NotSupported naming the op and the feature.
 Status sdpa_unsupported(const std::string& what, const std::string& feature);
 
-// Checks what the lowering cannot express (dropout, ranks, head ratios) and reads the shape.
+// Checks what the lowering cannot express (ranks, head ratios) and reads the shape.
 Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,
                              const ir::SdpaAttrs& a);
 
