@@ -29,6 +29,7 @@ struct Case {
   std::optional<int64_t> left, right;
   std::vector<int32_t> len_q, len_kv;  // padding mask when set (one per batch item)
   bool backward = false;
+  std::vector<int64_t> bias;  // BIAS dims when set (and DBIAS in the backward)
 };
 
 ir::Tensor input(Graph& g, const char* name, std::vector<int64_t> dim, DataType t) {
@@ -57,6 +58,7 @@ std::function<void(Graph&)> make_graph(const Case& c) {
     a.right_bound = c.causal ? std::optional<int64_t>(0) : c.right;
     a.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.d));
     ir::SdpaInputs extra;
+    if (!c.bias.empty()) extra.bias = input(g, "BIAS", c.bias, t);
     if (!c.len_q.empty()) {
       a.padding_mask = true;
       extra.seq_len_q = input(g, "SEQ_LEN_Q", {c.b, 1, 1, 1}, DataType::Int32);
@@ -75,6 +77,7 @@ std::function<void(Graph&)> make_graph(const Case& c) {
     finish(out[0], "DQ", {c.b, c.hq, c.sq, c.d}, t);
     finish(out[1], "DK", {c.b, c.hk, c.skv, c.d}, t);
     finish(out[2], "DV", {c.b, c.hk, c.skv, c.d}, t);
+    if (out[3]) finish(out[3], "DBIAS", c.bias, t);
   };
 }
 
@@ -181,6 +184,16 @@ TEST(GpuSdpaBackward, LeftBoundCausal) {
   c.causal = true;
   c.left = 16;
   check(c);
+}
+TEST(GpuSdpaBackward, BiasGradient) {
+  DNNGRAPH_REQUIRE_GPU();
+  for (bool per_batch : {false, true}) {
+    Case c = bwd(per_batch ? "bwd DBIAS [b,h,s,s] causal b2 h4 s128 d64"
+                           : "bwd DBIAS [1,h,s,s] b2 h4 s128 d64");
+    c.causal = per_batch;
+    c.bias = {per_batch ? c.b : 1, c.hq, c.sq, c.skv};
+    check(c);
+  }
 }
 TEST(GpuSdpaBackward, GqaCausal) {
   DNNGRAPH_REQUIRE_GPU();

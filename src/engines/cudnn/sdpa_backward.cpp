@@ -7,6 +7,7 @@
 //                          [b,hq,skv,sq] (transposed strides), io type
 //   dP   = dO . V^T        V described transposed
 //   dS   = scale * (P * (dP * MASK - D) * SCALE)   (MASK = SCALE = 1 without dropout)
+//   DBIAS = sum of dS / scale over the dims BIAS broadcasts
 //   dK   = dS^T . Q        dS^T: a RESHAPE like P^T
 //   dQ   = dS . K          K: a RESHAPE of the transposed K back to [b,hk,skv,d]
 // dQ is written by the matmul directly (cuDNN's "dP workspace" form, which the library sizes
@@ -15,7 +16,8 @@
 // heads that share a K / V head by a reduction.
 // Sequence lengths become GEMM M/N/K overrides as in the forward.
 // Dropout (sdpa_dropout): the same RNG operation as the forward, so the same SEED / OFFSET give
-// the same mask. Not lowered (NotSupported, named): DBIAS.
+// the same mask. DBIAS (with a BIAS input) is dS before the attention scale, reduced over the
+// dims the bias broadcasts.
 #include "engines/cudnn/sdpa_common.hpp"
 
 namespace dnngraph::cudnn {
@@ -29,7 +31,6 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   if (!o || !d_o || !stats || !dq || !dk || !dv)
     return make_error(ErrorCode::InvalidGraph, what,
                       ": needs ports O, DO, STATS and outputs DQ, DK, DV");
-  if (n.output("DBIAS")) return sdpa_unsupported(what, "the bias gradient DBIAS");
   auto shape = sdpa_shape(cx, n, what, a);
   if (!shape) return shape.status();
   const SdpaShape& s = shape.value();
@@ -143,6 +144,13 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
     if (!r) return r.status();
     DNNGRAPH_TRY(pw("dS*dropout_scale", CUDNN_POINTWISE_MUL, before_scale, drop->scale, r.value()));
     before_scale = r.value();
+  }
+  // DBIAS = dS before the attention scale, summed over the dims BIAS broadcasts (batch, heads).
+  if (ir::Tensor dbias = n.output("DBIAS")) {
+    auto tdb = cx.tensor(dbias);
+    if (!tdb) return tdb.status();
+    DNNGRAPH_TRY(add_reduction(cx, what + " dBias", CUDNN_REDUCE_TENSOR_ADD, f32, before_scale,
+                               tdb.value()));
   }
   DNNGRAPH_TRY(pw("dS*scale", CUDNN_POINTWISE_MUL, before_scale, scale.value(), ds.value()));
 
