@@ -3,9 +3,11 @@
 // finalizing an execution plan, and builds plans (plan.cpp runs them).
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <set>
 
 #include "dnngraph/storage.hpp"
+#include "dnngraph/system.hpp"
 #include "engines/cudnn/plan.hpp"
 
 namespace dnngraph::cudnn {
@@ -158,6 +160,30 @@ Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st) {
   return cfgs;
 }
 
+// Why nothing can run the graph: neither heuristics nor any engine of the library took it.
+Status no_engine(const LoweredState& st, HeurMode mode) {
+  const ir::Graph& g = st.cx->graph();
+  auto has_kind = [&](std::initializer_list<ir::OpKind> kinds) {
+    return std::any_of(g.nodes().begin(), g.nodes().end(), [&](const ir::Node& n) {
+      return std::find(kinds.begin(), kinds.end(), n.kind()) != kinds.end();
+    });
+  };
+  std::string hint;
+  if (has_kind({ir::OpKind::Reduction, ir::OpKind::Softmax}) &&
+      !has_kind({ir::OpKind::Matmul, ir::OpKind::ConvFprop, ir::OpKind::ConvDgrad,
+                 ir::OpKind::ConvWgrad, ir::OpKind::SdpaFwd, ir::OpKind::SdpaBwd}))
+    hint =
+        ": cuDNN fuses reductions (and so softmax) only into the epilogue of a matmul or "
+        "convolution; a graph of reductions and pointwise ops alone has no engine (checked on "
+        "an H200 with cuDNN 9.19). The reference engine (a cpu handle) runs it";
+  int64_t count = 0, n = 0;
+  (void)st.op_graph.get(CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &n,
+                        &count);
+  return make_error(ErrorCode::NotSupported, st.what, ": cuDNN ", backend_version_string(),
+                    " has no engine for this graph (heuristics ", heur_mode_name(mode),
+                    " proposed none and none of its ", count, " engines accepts it)", hint);
+}
+
 // "eng<id> KNOB=v ..." plus the notes.
 Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
   CandidateInfo info;
@@ -252,8 +278,11 @@ class CudnnLoweredGraph final : public LoweredGraph {
   Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode mode) override {
     auto cfgs = engine_configs(*st_, mode);
     if (!cfgs) return cfgs.status();
-    if (cfgs->empty()) cfgs = enumerated_configs(*st_);
-    if (!cfgs) return cfgs.status();
+    if (cfgs->empty()) {
+      cfgs = enumerated_configs(*st_);
+      if (!cfgs) return cfgs.status();
+      if (cfgs->empty()) return no_engine(*st_, mode);
+    }
     std::vector<std::unique_ptr<Candidate>> out;
     std::set<std::string> seen;
     for (auto& c : cfgs.value()) {
