@@ -1,7 +1,8 @@
 // Causal SDPA backward, b4 h16 s1024 d64 bf16, next to the training forward (with STATS) of
-// the same shape. Each graph is checked against the reference engine on a reduced shape first
-// (b1 h2 s128). Backward STATS are drawn in [0.5, 1.5] so that exp(S - STATS) stays in the
-// range of a real softmax row.
+// the same shape, each also with dropout (p = 0.1, cuDNN's Philox RNG; timed only: the dropout
+// results are checked in tests/gpu/sdpa_dropout_test.cpp through the dumped mask). Each graph is
+// checked against the reference engine on a reduced shape first (b1 h2 s128). Backward STATS are
+// drawn in [0.5, 1.5] so that exp(S - STATS) stays in the range of a real softmax row.
 #include <cmath>
 #include <cstring>
 
@@ -21,34 +22,48 @@ void out(const ir::Tensor& y, const char* name, const std::vector<int64_t>& dim,
       ir::packed_strides(dim));
 }
 
-ir::SdpaBwdAttrs attrs(int64_t d) {
+constexpr double kDropout = 0.1;
+
+ir::SdpaBwdAttrs attrs(int64_t d, bool dropout) {
   ir::SdpaBwdAttrs a;
   a.is_inference = false;
   a.causal = true;
   a.right_bound = 0;
   a.attn_scale = 1.0 / std::sqrt(static_cast<double>(d));
+  if (dropout) a.dropout_probability = kDropout;
   return a;
 }
 
-std::function<void(Graph&)> forward(int64_t b, int64_t h, int64_t s, int64_t d) {
+ir::SdpaInputs extra(Graph& g, bool dropout) {
+  ir::SdpaInputs e;
+  if (dropout) {
+    e.seed = g.scalar(ir::Scalar::of_int(1234), "seed");
+    e.offset = g.scalar(ir::Scalar::of_int(0), "offset");
+  }
+  return e;
+}
+
+std::function<void(Graph&)> forward(int64_t b, int64_t h, int64_t s, int64_t d,
+                                    bool dropout = false) {
   return [=](Graph& g) {
     const DataType t = DataType::BFloat16;
     g.set_name("sdpa_forward_training").set_io_data_type(t);
     auto o = g.sdpa(mk(g, "Q", {b, h, s, d}, t), mk(g, "K", {b, h, s, d}, t),
-                    mk(g, "V", {b, h, s, d}, t), attrs(d));
+                    mk(g, "V", {b, h, s, d}, t), attrs(d, dropout), extra(g, dropout));
     out(o[0], "O", {b, h, s, d}, t);
     out(o[1], "STATS", {b, h, s, 1}, DataType::Float);
   };
 }
 
-std::function<void(Graph&)> backward(int64_t b, int64_t h, int64_t s, int64_t d) {
+std::function<void(Graph&)> backward(int64_t b, int64_t h, int64_t s, int64_t d,
+                                     bool dropout = false) {
   return [=](Graph& g) {
     const DataType t = DataType::BFloat16;
     g.set_name("sdpa_backward").set_io_data_type(t);
-    auto r = g.sdpa_backward(mk(g, "Q", {b, h, s, d}, t), mk(g, "K", {b, h, s, d}, t),
-                             mk(g, "V", {b, h, s, d}, t), mk(g, "O", {b, h, s, d}, t),
-                             mk(g, "DO", {b, h, s, d}, t),
-                             mk(g, "STATS", {b, h, s, 1}, DataType::Float), attrs(d));
+    auto r = g.sdpa_backward(
+        mk(g, "Q", {b, h, s, d}, t), mk(g, "K", {b, h, s, d}, t), mk(g, "V", {b, h, s, d}, t),
+        mk(g, "O", {b, h, s, d}, t), mk(g, "DO", {b, h, s, d}, t),
+        mk(g, "STATS", {b, h, s, 1}, DataType::Float), attrs(d, dropout), extra(g, dropout));
     out(r[0], "DQ", {b, h, s, d}, t);
     out(r[1], "DK", {b, h, s, d}, t);
     out(r[2], "DV", {b, h, s, d}, t);
@@ -102,7 +117,14 @@ int main() {
                                 forward(4, 16, 1024, 64), options(false));
   const double bwd =
       time_graph("sdpa bwd causal b4 h16 s1024 d64 bf16", backward(4, 16, 1024, 64), options(true));
-  if (fwd <= 0 || bwd <= 0) return 1;
+  const double fwd_drop = time_graph("sdpa fwd causal training dropout 0.1 b4 h16 s1024 d64 bf16",
+                                     forward(4, 16, 1024, 64, true), options(false));
+  const double bwd_drop = time_graph("sdpa bwd causal dropout 0.1 b4 h16 s1024 d64 bf16",
+                                     backward(4, 16, 1024, 64, true), options(true));
+  if (fwd_drop > 0 && bwd_drop > 0)
+    std::printf("RESULT dropout costs: fwd %.2fx, bwd %.2fx the time without\n", fwd_drop / fwd,
+                bwd_drop / bwd);
+  if (fwd <= 0 || bwd <= 0 || fwd_drop <= 0 || bwd_drop <= 0) return 1;
   // Causal: about half of the multiply-adds; forward 2 matmuls, backward 5.
   const double mm = 2.0 * 4 * 16 * 1024.0 * 1024 * 64 / 2;
   std::printf("RESULT fwd %.1f TFLOP/s, bwd %.1f TFLOP/s, bwd/fwd time %.2f\n", 2 * mm / fwd / 1e9,
