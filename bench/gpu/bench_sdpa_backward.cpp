@@ -121,7 +121,7 @@ int main() {
                                      forward(4, 16, 1024, 64, true), options(false));
   const double bwd_drop = time_graph("sdpa bwd causal dropout 0.1 b4 h16 s1024 d64 bf16",
                                      backward(4, 16, 1024, 64, true), options(true));
-  if (fwd_drop > 0 && bwd_drop > 0)
+  if (fwd > 0 && bwd > 0 && fwd_drop > 0 && bwd_drop > 0)
     std::printf("RESULT dropout costs: fwd %.2fx, bwd %.2fx the time without\n", fwd_drop / fwd,
                 bwd_drop / bwd);
   if (fwd <= 0 || bwd <= 0 || fwd_drop <= 0 || bwd_drop <= 0) return 1;
