@@ -7,8 +7,13 @@ namespace {
 
 using OptT = ir::Tensor;
 using SeedOrOffset = std::variant<ir::Tensor, int64_t>;
-// (probability, seed, offset); seed and offset are tensors or ints (int64 constants).
-using Dropout = std::optional<std::tuple<double, SeedOrOffset, SeedOrOffset>>;
+// Dropout by probability: (probability, seed, offset); seed and offset are tensors or ints
+// (int64 constants). The engine draws the keep mask.
+using DropoutByProbability = std::tuple<double, SeedOrOffset, SeedOrOffset>;
+// Dropout by mask: (mask, scale); P is multiplied by the mask tensor (used as given) and by
+// scale, a tensor or a float (a pass-by-value constant).
+using DropoutByMask = std::tuple<ir::Tensor, TensorOrScalar>;
+using Dropout = std::optional<std::variant<DropoutByProbability, DropoutByMask>>;
 
 ir::Tensor int_or_tensor(PyGraph& g, const SeedOrOffset& v) {
   if (auto* t = std::get_if<ir::Tensor>(&v)) return *t;
@@ -38,10 +43,16 @@ void fill_common(PyGraph& g, ir::SdpaAttrs& a, ir::SdpaInputs& extra,
   a.padding_mask = padding_mask;
   extra.seq_len_q = std::move(seq_len_q);
   extra.seq_len_kv = std::move(seq_len_kv);
-  if (dropout) {
-    a.dropout_probability = std::get<0>(*dropout);
-    extra.seed = int_or_tensor(g, std::get<1>(*dropout));
-    extra.offset = int_or_tensor(g, std::get<2>(*dropout));
+  if (!dropout) return;
+  if (const auto* p = std::get_if<DropoutByProbability>(&*dropout)) {
+    a.dropout_probability = std::get<0>(*p);
+    extra.seed = int_or_tensor(g, std::get<1>(*p));
+    extra.offset = int_or_tensor(g, std::get<2>(*p));
+  } else {
+    const auto& m = std::get<DropoutByMask>(*dropout);
+    if (!std::get<0>(m)) throw nb::value_error("sdpa: dropout=(mask, scale) needs a mask tensor");
+    extra.dropout_mask = std::get<0>(m);
+    extra.dropout_scale = as_tensor(g, std::get<1>(m));
   }
 }
 
@@ -54,14 +65,15 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          std::optional<TensorOrScalar> attn_scale, OptT bias, bool use_causal_mask,
          bool use_causal_mask_bottom_right, DiagonalAlignment alignment,
          std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
-         bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, DataType compute,
-         std::string name) {
+         bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, OptT rng_dump,
+         DataType compute, std::string name) {
         ir::SdpaAttrs a;
         a.is_inference = is_inference;
         ir::SdpaInputs extra;
         fill_common(g, a, extra, attn_scale, std::move(bias), use_causal_mask,
                     use_causal_mask_bottom_right, alignment, left_bound, right_bound,
                     use_padding_mask, std::move(seq_len_q), std::move(seq_len_kv), dropout);
+        extra.rng_dump = std::move(rng_dump);
         return as_tuple(g.graph.sdpa(q, k, v, a, extra, op_options(compute, std::move(name))));
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("is_inference"),
@@ -71,12 +83,22 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("left_bound").none() = nb::none(), nb::arg("right_bound").none() = nb::none(),
       nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
       nb::arg("seq_len_kv").none() = nb::none(), nb::arg("dropout").none() = nb::none(),
-      nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
+      nb::arg("rng_dump").none() = nb::none(), nb::arg("compute_data_type") = DataType::NotSet,
+      nb::arg("name") = "",
       "Attention O = softmax(scale * Q K^T + bias, masked) V with Q [b,h,s_q,d], K "
       "[b,h_k,s_kv,d],\n"
       "V [b,h_v,s_kv,d_v]. attn_scale: float or pass-by-value tensor (default 1/sqrt(d)).\n"
-      "use_causal_mask is diagonal_alignment=TOP_LEFT with right_bound=0. dropout: (p, seed,\n"
-      "offset). Returns (O, stats); stats (log-sum-exp, fp32) is None when is_inference.");
+      "use_causal_mask is diagonal_alignment=TOP_LEFT with right_bound=0.\n"
+      "dropout, one of two forms (P = softmax probabilities; stats are taken before dropout):\n"
+      "  (p, seed, offset): the engine draws a keep mask with probability 1-p and uses\n"
+      "    P * keep / (1-p); seed and offset are int64 tensors or ints.\n"
+      "  (mask, scale): P * mask * scale with mask [b|1, h|1, s_q, s_kv] (floating, values used\n"
+      "    as given, normally 0/1) and scale a one-element tensor or a float.\n"
+      "rng_dump: a graph tensor, only with dropout=(p, seed, offset); receives the keep mask\n"
+      "the engine drew as 1/0, [b, h, s_q, s_kv] (dims, strides, type inferred when unset).\n"
+      "Replaying it as dropout=(rng_dump, 1/(1-p)) reproduces the run, e.g. to check an\n"
+      "engine against another whose random numbers differ.\n"
+      "Returns (O, stats); stats (log-sum-exp, fp32) is None when is_inference.");
 
   cls.def(
       "sdpa_backward",
@@ -104,7 +126,9 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
       nb::arg("seq_len_kv").none() = nb::none(), nb::arg("dropout").none() = nb::none(),
       nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
-      "Gradients of sdpa. Returns (dQ, dK, dV), or (dQ, dK, dV, dBias) when bias is given.");
+      "Gradients of sdpa. Pass the forward's options, dropout included (either form: the\n"
+      "same (p, seed, offset) redraws the same mask; (mask, scale) reuses it). Returns\n"
+      "(dQ, dK, dV), or (dQ, dK, dV, dBias) when bias is given.");
 }
 
 }  // namespace dnngraph::py

@@ -144,8 +144,13 @@ struct SoftmaxAttrs {
 // Scaled dot-product attention. Layout: Q [b, h_q, s_q, d], K [b, h_k, s_kv, d],
 // V [b, h_v, s_kv, d_v] (any strides; h_q a multiple of h_k and h_v for GQA/MQA).
 // Optional ports: ATTN_SCALE (pass-by-value), BIAS [b|1, h|1, s_q, s_kv], SEQ_LEN_Q / SEQ_LEN_KV
-// [b,1,1,1] int32 (padding mask), SEED / OFFSET (dropout, int64 pass-by-value or device).
-// Outputs: O [b, h_q, s_q, d_v], STATS [b, h_q, s_q, 1] fp32 (log-sum-exp) when not inference.
+// [b,1,1,1] int32 (padding mask), SEED / OFFSET (dropout by probability, int64 pass-by-value
+// or device), DROPOUT_MASK [b|1, h_q|1, s_q, s_kv] floating + DROPOUT_SCALE (one floating
+// element) (dropout with a given mask: P * MASK * SCALE, values used as given; both together,
+// never with dropout_probability / SEED / OFFSET).
+// Outputs: O [b, h_q, s_q, d_v], STATS [b, h_q, s_q, 1] fp32 (log-sum-exp) when not inference,
+// RNG_DUMP [b, h_q, s_q, s_kv] floating (only with dropout_probability > 0): the keep mask the
+// engine drew, 1 kept / 0 dropped, e.g. to replay it through DROPOUT_MASK elsewhere.
 struct SdpaAttrs {
   bool is_inference = true;
   std::optional<double> attn_scale;  // used when no ATTN_SCALE tensor; default 1/sqrt(d)
@@ -157,8 +162,9 @@ struct SdpaAttrs {
   std::optional<double> dropout_probability;
   bool operator==(const SdpaAttrs&) const = default;
 };
-// Ports: Q, K, V, O, DO, STATS, [ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET]
-// -> DQ, DK, DV, [DBIAS].
+// Ports: Q, K, V, O, DO, STATS, [ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET,
+// DROPOUT_MASK, DROPOUT_SCALE] -> DQ, DK, DV, [DBIAS]. No RNG_DUMP: the backward redraws the
+// forward's mask from SEED / OFFSET, or is given it through DROPOUT_MASK.
 struct SdpaBwdAttrs : SdpaAttrs {
   bool operator==(const SdpaBwdAttrs&) const = default;
 };

@@ -13,18 +13,23 @@
 //     diag = i for TOP_LEFT, i + (skv' - sq') for BOTTOM_RIGHT;
 //     j <= diag + right_bound and j >= diag - left_bound when those bounds are set;
 //     `causal` means right_bound 0 (the smaller of 0 and right_bound when both are set).
-//   p_ij = softmax_j(s_ij) over the attended keys; o_i = sum_j p_ij * keep_ij / (1 - p) * v_j
-//   with dropout (probability p), else o_i = sum_j p_ij v_j.
+//   p_ij = softmax_j(s_ij) over the attended keys; o_i = sum_j p_ij * z_ij * v_j, where z_ij
+//   is the dropout factor below (1 without dropout).
 //   STATS_i = log-sum-exp of the attended s_ij = max + log(sum(exp(s - max))).
 //   A row that attends nothing (padding query, empty window, or every score -inf) gives
 //   O = 0 and STATS = +inf; +inf makes exp(s - STATS) = 0 for any consumer that recomputes
 //   the probabilities (as FlashAttention stores it), and the backward skips such rows.
 //
-// Dropout: keep_ij = (u >= p) where u in [0,1) comes from a counter-based hash of
-// (seed, offset, bi, h, i, j) built on splitmix64 (below). It is deterministic and the same in
-// forward and backward, but it does NOT reproduce cuDNN's Philox bit pattern: comparisons with
-// the GPU must run without dropout. SEED and OFFSET are read as integers (a device buffer
-// goes through fp64, so values beyond 2^53 lose their low bits).
+// Dropout, two forms:
+//   by probability p: z_ij = keep_ij / (1 - p), keep_ij = (u >= p) where u in [0,1) comes from
+//     a counter-based hash of (seed, offset, bi, h, i, j) built on splitmix64 (below). It is
+//     deterministic and the same in forward and backward, but it does NOT reproduce cuDNN's
+//     Philox bit pattern. SEED and OFFSET are read as integers (a device buffer goes through
+//     fp64, so values beyond 2^53 lose their low bits). The forward writes keep_ij (1 / 0) for
+//     every (bi, h, i, j), attended or not, into RNG_DUMP when that output is wired.
+//   by mask: z_ij = DROPOUT_MASK(bi, h, i, j) * DROPOUT_SCALE, the mask broadcast like BIAS and
+//     used as given. Feeding the GPU's RNG_DUMP here is how its dropout is checked: with the
+//     dumped mask and scale 1/(1-p) both forms compute the same z, so the same O and gradients.
 //
 // Backward, from Q, K, V, O, DO and STATS: p_ij = exp(s_ij - STATS_i) for attended keys,
 //   z_ij = keep_ij / (1 - p) (1 without dropout), D_i = <do_i, o_i>,
@@ -78,10 +83,13 @@ struct Problem {
   bool bottom_right = false;
   std::optional<int64_t> left, right;
   std::vector<int64_t> len_q, len_kv;  // per batch
-  double dropout = 0.0;
+  double dropout = 0.0;                // probability form when > 0
   uint64_t seed = 0, offset = 0;
   Dense bias;                      // at its own dims
   std::vector<int64_t> bias_step;  // strides into `bias` over [b,hq,sq,skv], 0 where broadcast
+  Dense mask;                      // mask form when not empty, at its own dims
+  std::vector<int64_t> mask_step;  // as bias_step
+  double mask_scale = 1.0;
 
   // Multiply-adds of one pass over every (query, key) pair.
   int64_t work() const { return b * hq * sq * skv * (d + dv); }
@@ -99,10 +107,17 @@ struct Problem {
     if (bias.data.empty()) return 0.0;
     return bias[bi * bias_step[0] + h * bias_step[1] + i * bias_step[2] + j * bias_step[3]];
   }
-  // Dropout factor keep / (1 - p), or 1 without dropout.
+  // The probability form's draw: is (bi, h, i, j) kept?
+  bool drawn_keep(int64_t bi, int64_t h, int64_t i, int64_t j) const {
+    return sdpa_dropout_uniform(seed, offset, bi, h, i, j) >= dropout;
+  }
+  // Dropout factor z: keep / (1 - p), MASK * SCALE, or 1 without dropout.
   double keep(int64_t bi, int64_t h, int64_t i, int64_t j) const {
+    if (!mask.data.empty())
+      return mask[bi * mask_step[0] + h * mask_step[1] + i * mask_step[2] + j * mask_step[3]] *
+             mask_scale;
     if (dropout <= 0.0) return 1.0;
-    return sdpa_dropout_uniform(seed, offset, bi, h, i, j) >= dropout ? 1.0 / (1.0 - dropout) : 0.0;
+    return drawn_keep(bi, h, i, j) ? 1.0 / (1.0 - dropout) : 0.0;
   }
 };
 
@@ -159,13 +174,31 @@ Result<Problem> read_problem(const KernelContext& ctx) {
     p.seed = integer_input(ctx, "SEED");
     p.offset = integer_input(ctx, "OFFSET");
   }
-  if (ctx.has_input("BIAS")) {
-    p.bias = ctx.load("BIAS");
-    p.bias_step = row_major_strides(p.bias.dim);
+  // A [b|1, hq|1, sq|1, skv|1] input at its own dims, with strides over the full score matrix
+  // (0 where broadcast).
+  auto broadcast = [&](const char* role, Dense& data, std::vector<int64_t>& step) {
+    data = ctx.load(role);
+    step = row_major_strides(data.dim);
     for (size_t i = 0; i < 4; ++i)
-      if (p.bias.dim[i] == 1) p.bias_step[i] = 0;
+      if (data.dim[i] == 1) step[i] = 0;
+  };
+  if (ctx.has_input("BIAS")) broadcast("BIAS", p.bias, p.bias_step);
+  if (ctx.has_input("DROPOUT_MASK")) {
+    broadcast("DROPOUT_MASK", p.mask, p.mask_step);
+    p.mask_scale = ctx.scalar("DROPOUT_SCALE");
   }
   return p;
+}
+
+// The probability form's keep mask over the whole [b, hq, sq, skv] score matrix, 1 / 0.
+Dense drawn_mask(const Problem& p) {
+  Dense m({p.b, p.hq, p.sq, p.skv});
+  int64_t e = 0;
+  for (int64_t bi = 0; bi < p.b; ++bi)
+    for (int64_t h = 0; h < p.hq; ++h)
+      for (int64_t i = 0; i < p.sq; ++i)
+        for (int64_t j = 0; j < p.skv; ++j) m[e++] = p.drawn_keep(bi, h, i, j) ? 1.0 : 0.0;
+  return m;
 }
 
 // Sums `full` [b,hq,sq,skv] over the dims where `dims` is 1.
@@ -225,6 +258,7 @@ Status run_forward(KernelContext& ctx) {
     }
   ctx.store("O", o);
   if (ctx.has_output("STATS")) ctx.store("STATS", stats);
+  if (ctx.has_output("RNG_DUMP")) ctx.store("RNG_DUMP", drawn_mask(p));
   return Status::ok();
 }
 
@@ -295,6 +329,34 @@ Status run_backward(KernelContext& ctx) {
   return Status::ok();
 }
 
+// The mask form: DROPOUT_MASK broadcastable to the score matrix and a one-element
+// DROPOUT_SCALE, both or neither, and not with the probability form.
+Status check_dropout_mask(const ir::Node& n, const std::string& op, const std::vector<int64_t>& qd,
+                          const std::vector<int64_t>& kd) {
+  const ir::Tensor mask = n.input("DROPOUT_MASK"), scale = n.input("DROPOUT_SCALE");
+  if (!mask && !scale) return Status::ok();
+  if (!mask || !scale)
+    return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_MASK and DROPOUT_SCALE go together",
+                      " but only ", mask ? "DROPOUT_MASK '" : "DROPOUT_SCALE '",
+                      (mask ? mask : scale)->name, "' is wired");
+  const ir::SdpaAttrs& a = attrs_of(n);
+  if ((a.dropout_probability && *a.dropout_probability > 0.0) || n.input("SEED") ||
+      n.input("OFFSET"))
+    return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_MASK '", mask->name,
+                      "' (dropout by mask) cannot be combined with dropout_probability / SEED / "
+                      "OFFSET (dropout by probability)");
+  const std::vector<int64_t> full{qd[0], qd[1], qd[2], kd[2]};
+  bool ok = mask->dim.size() == 4;
+  for (size_t i = 0; ok && i < 4; ++i) ok = mask->dim[i] == 1 || mask->dim[i] == full[i];
+  if (!ok)
+    return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_MASK '", mask->name, "' has dims ",
+                      dims_str(mask->dim), ", expected each dim 1 or equal to ", dims_str(full));
+  if (scale->volume() != 1)
+    return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_SCALE '", scale->name, "' has dims ",
+                      dims_str(scale->dim), ", expected a single value");
+  return Status::ok();
+}
+
 // Checks shared by forward and backward; `op` names the node for messages.
 Status check_common(const ir::Node& n, const std::string& op) {
   DNNGRAPH_TRY(check_port_layouts(n, op));
@@ -346,7 +408,7 @@ Status check_common(const ir::Node& n, const std::string& op) {
     if (pd > 0.0 && (!n.input("SEED") || !n.input("OFFSET")))
       return make_error(ErrorCode::InvalidGraph, op, ": dropout needs SEED and OFFSET tensors");
   }
-  return Status::ok();
+  return check_dropout_mask(n, op, qd, kd);
 }
 
 Status dims_equal(const std::string& op, const ir::Tensor& t, const char* role,
@@ -371,8 +433,18 @@ Status check_sdpa(const ir::Node& n) {
   if (!bwd) {
     DNNGRAPH_TRY(dims_equal(op, n.output("O"), "O", od));
     if (n.output("STATS")) DNNGRAPH_TRY(dims_equal(op, n.output("STATS"), "STATS", sd));
+    if (const ir::Tensor dump = n.output("RNG_DUMP")) {
+      const ir::SdpaAttrs& a = attrs_of(n);
+      if (!a.dropout_probability || *a.dropout_probability <= 0.0)
+        return make_error(ErrorCode::InvalidGraph, op, ": RNG_DUMP '", dump->name,
+                          "' needs dropout by probability (dropout_probability > 0)");
+      DNNGRAPH_TRY(dims_equal(op, dump, "RNG_DUMP", {qd[0], qd[1], qd[2], kd[2]}));
+    }
     return Status::ok();
   }
+  if (const ir::Tensor dump = n.output("RNG_DUMP"))
+    return make_error(ErrorCode::InvalidGraph, op, ": RNG_DUMP '", dump->name,
+                      "' is an output of the forward sdpa only");
   DNNGRAPH_TRY(dims_equal(op, n.input("O"), "O", od));
   DNNGRAPH_TRY(dims_equal(op, n.input("DO"), "DO", od));
   DNNGRAPH_TRY(dims_equal(op, n.input("STATS"), "STATS", sd));

@@ -3,8 +3,14 @@
 //   (grouped-query / multi-query attention). O [b, hq, sq, dv] follows Q's layout;
 //   STATS [b, hq, sq, 1] FLOAT (log-sum-exp) in training.
 // Optional inputs: ATTN_SCALE (one element), BIAS (broadcastable to [b, hq, sq, skv]),
-// SEQ_LEN_Q / SEQ_LEN_KV ([b,1,1,1] integers, iff padding_mask), SEED / OFFSET (dropout).
+// SEQ_LEN_Q / SEQ_LEN_KV ([b,1,1,1] integers, iff padding_mask), and dropout in one of two
+// forms: by probability (dropout_probability + SEED / OFFSET integer scalars; the engine draws
+// the keep mask) or by mask (DROPOUT_MASK broadcastable to [b, hq, sq, skv] + DROPOUT_SCALE, one
+// element; both floating, used as given). The forms exclude each other so that an engine never
+// has to guess which one wins. The forward may dump the mask it drew into RNG_DUMP
+// [b, hq, sq, skv] (probability form only), to replay it through the mask form elsewhere.
 #include <cmath>
+#include <string>
 
 #include "ir/ops/common.hpp"
 
@@ -48,6 +54,41 @@ Status check_integer_scalar(const Node& n, std::string_view role, const Tensor& 
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
                       " must be an integer (INT32/INT64) but is ", data_type_name(t->data_type));
   return Status::ok();
+}
+
+Status check_floating(const Node& n, std::string_view role, const Tensor& t) {
+  if (t->data_type != DataType::NotSet && !is_floating(t->data_type))
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
+                      " must have a floating data type but is ", data_type_name(t->data_type));
+  return Status::ok();
+}
+
+// The mask form of dropout: DROPOUT_MASK and DROPOUT_SCALE together, never with the
+// probability form.
+Status check_dropout_mask(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
+  Tensor mask = n.input("DROPOUT_MASK"), scale = n.input("DROPOUT_SCALE");
+  if (!mask && !scale) return Status::ok();
+  if (!mask || !scale)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": dropout with a mask needs both ",
+                      "DROPOUT_MASK and DROPOUT_SCALE but only ",
+                      mask ? port_label("DROPOUT_MASK", mask) : port_label("DROPOUT_SCALE", scale),
+                      " is given");
+  if (a.dropout_probability && *a.dropout_probability > 0.0)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label("DROPOUT_MASK", mask),
+                      " (dropout by mask) cannot be combined ", "with dropout_probability ",
+                      *a.dropout_probability, " (dropout by probability); expected one form only");
+  for (const char* role : {"SEED", "OFFSET"})
+    if (Tensor t = n.input(role))
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
+                        port_label("DROPOUT_MASK", mask),
+                        " (dropout by mask) cannot be combined with ", port_label(role, t),
+                        " (dropout by probability); expected one form only");
+  DNNGRAPH_TRY(check_rank(n, "DROPOUT_MASK", mask, 4, 4));
+  DNNGRAPH_TRY(expect_broadcastable(n, "DROPOUT_MASK", mask, {s.b, s.hq, s.sq, s.skv},
+                                    "the score matrix [b, h_q, s_q, s_kv]"));
+  DNNGRAPH_TRY(check_floating(n, "DROPOUT_MASK", mask));
+  DNNGRAPH_TRY(check_scalar(n, "DROPOUT_SCALE", scale, false));
+  return check_floating(n, "DROPOUT_SCALE", scale);
 }
 
 // Attributes and optional inputs shared by forward and backward.
@@ -95,6 +136,7 @@ Status check_options(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
   }
   if (seed) DNNGRAPH_TRY(check_integer_scalar(n, "SEED", seed));
   if (offset) DNNGRAPH_TRY(check_integer_scalar(n, "OFFSET", offset));
+  DNNGRAPH_TRY(check_dropout_mask(n, a, s));
 
   if (a.left_bound && *a.left_bound < 0)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": left_bound ", *a.left_bound,
@@ -114,9 +156,10 @@ Status check_options(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
 
 Status infer_sdpa(Node& n, const InferContext& ctx) {
   const auto& a = n.as<SdpaAttrs>();
-  DNNGRAPH_TRY(check_roles(
-      n, {"Q", "K", "V", "ATTN_SCALE", "BIAS", "SEQ_LEN_Q", "SEQ_LEN_KV", "SEED", "OFFSET"},
-      {"O", "STATS"}));
+  DNNGRAPH_TRY(check_roles(n,
+                           {"Q", "K", "V", "ATTN_SCALE", "BIAS", "SEQ_LEN_Q", "SEQ_LEN_KV", "SEED",
+                            "OFFSET", "DROPOUT_MASK", "DROPOUT_SCALE"},
+                           {"O", "STATS", "RNG_DUMP"}));
   DNNGRAPH_PORT(q, required_input(n, "Q"));
   DNNGRAPH_PORT(k, required_input(n, "K"));
   DNNGRAPH_PORT(v, required_input(n, "V"));
@@ -136,14 +179,31 @@ Status infer_sdpa(Node& n, const InferContext& ctx) {
     DNNGRAPH_TRY(infer_output(n, "STATS", stats, {s->b, s->hq, s->sq, 1}, q, ctx, DataType::Float,
                               DataType::Float));
   }
+  if (Tensor dump = n.output("RNG_DUMP")) {
+    if (!a.dropout_probability || *a.dropout_probability <= 0.0)
+      return make_error(
+          ErrorCode::InvalidGraph, op_label(n), ": output ", port_label("RNG_DUMP", dump),
+          " needs dropout by probability (dropout_probability > 0, SEED, OFFSET) "
+          "but dropout_probability is ",
+          a.dropout_probability ? detail::cat(*a.dropout_probability) : std::string("unset"));
+    // Packed row-major whatever Q's layout: the mask is a plain [b, h, s_q, s_kv] matrix.
+    DNNGRAPH_TRY(infer_output(n, "RNG_DUMP", dump, {s->b, s->hq, s->sq, s->skv}, nullptr, ctx,
+                              DataType::Float));
+    DNNGRAPH_TRY(check_floating(n, "RNG_DUMP", dump));
+  }
   return Status::ok();
 }
 
 Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
   const auto& a = n.as<SdpaBwdAttrs>();
+  if (Tensor dump = n.output("RNG_DUMP"))
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
+                      port_label("RNG_DUMP", dump),
+                      " is only for the forward sdpa; the backward replays the forward's mask "
+                      "from SEED / OFFSET or DROPOUT_MASK");
   DNNGRAPH_TRY(check_roles(n,
                            {"Q", "K", "V", "O", "DO", "STATS", "ATTN_SCALE", "BIAS", "SEQ_LEN_Q",
-                            "SEQ_LEN_KV", "SEED", "OFFSET"},
+                            "SEQ_LEN_KV", "SEED", "OFFSET", "DROPOUT_MASK", "DROPOUT_SCALE"},
                            {"DQ", "DK", "DV", "DBIAS"}));
   DNNGRAPH_PORT(q, required_input(n, "Q"));
   DNNGRAPH_PORT(k, required_input(n, "K"));
