@@ -53,8 +53,6 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   if (!lens) return lens.status();
   auto scale = sdpa_scale(cx, n, what, a, s.d);
   if (!scale) return scale.status();
-  auto one = cx.constant(what + "::one", ir::Scalar::of_float(1.0), 4);
-  if (!one) return one.status();
   auto vt = [&](const std::string& tag, const std::vector<int64_t>& dim, DataType t) {
     return cx.virtual_tensor(what + "::" + tag, dim, t);
   };
@@ -75,9 +73,16 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
                              dsum.value()));
   auto drop = sdpa_dropout(cx, n, what, a, s, /*backward=*/true);
   if (!drop) return drop.status();
-  const cudnnBackendDescriptor_t mask = drop->any() ? drop->mask : one.value();
-  DNNGRAPH_TRY(pw("softmax_sum*scale_inv", CUDNN_POINTWISE_MUL, dsum.value(),
-                  drop->any() ? drop->scale_inv : one.value(), dsum1.value()));
+  // Without dropout the mask and 1/scale are a constant 1 (only created then: every tensor
+  // the plan binds must be used by the graph, or cuDNN refuses the variant pack).
+  cudnnBackendDescriptor_t mask = drop->mask, scale_inv = drop->scale_inv;
+  if (!drop->any()) {
+    auto one = cx.constant(what + "::one", ir::Scalar::of_float(1.0), 4);
+    if (!one) return one.status();
+    mask = scale_inv = one.value();
+  }
+  DNNGRAPH_TRY(
+      pw("softmax_sum*scale_inv", CUDNN_POINTWISE_MUL, dsum.value(), scale_inv, dsum1.value()));
 
   // P = exp(S - STATS).
   auto sc =
