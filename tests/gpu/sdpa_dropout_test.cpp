@@ -216,7 +216,8 @@ TEST(GpuSdpaDropout, SameSeedAndOffsetSameMaskOtherOffsetOtherMask) {
   Forward a;
   run_forward(a, false, 77, 0);
   if (HasFatalFailure()) return;
-  ASSERT_TRUE(a.run.run_once().is_ok());  // poisons and runs again
+  Status again = a.run.run_once();  // poisons and runs again
+  ASSERT_TRUE(again.is_ok()) << again.to_string();
   EXPECT_EQ(find(a.run, "RNG_DUMP")->host, a.mask);
   EXPECT_EQ(find(a.run, "O")->host, a.o);
   Forward b;
@@ -245,7 +246,8 @@ TEST(GpuSdpaDropout, PhiloxBackwardMatchesReferenceWithTheForwardMask) {
     for (const char* name : {"Q", "K", "V"}) set_input(bwd, name, find(f.run, name)->host);
     set_input(bwd, "O", f.o);
     set_input(bwd, "STATS", f.stats);
-    ASSERT_TRUE(bwd.run_once().is_ok());
+    s = bwd.run_once();
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
     std::map<std::string, Bytes> in;
     for (const char* name : {"Q", "K", "V", "O", "DO", "STATS"}) in[name] = find(bwd, name)->host;
     in["MASK"] = f.mask;
