@@ -71,17 +71,14 @@ Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std:
     if (!ts) return ts.status();
     d.mask = tm.value();
     d.scale = ts.value();
-    if (backward) {
-      // cuDNN's backward graph multiplies D by 1/scale: a value, so the scale must be one.
-      if (!scale->value)
-        return sdpa_unsupported(what,
-                                "mask dropout in the backward with a DROPOUT_SCALE that is not a "
-                                "graph constant");
-      auto inv = cx.constant(what + "::dropout_scale_inv",
-                             ir::Scalar::of_float(1.0 / scale->value->as_double()), 4);
-      if (!inv) return inv.status();
-      d.scale_inv = inv.value();
-    }
+    // Seen on the H200 (cuDNN 9.19, 2026-11-30): the fused backward with a DROPOUT_MASK tensor
+    // (lowered like the RNG form, D scaled by 1/SCALE) ran and returned wrong dQ (12% of the
+    // gradient elements off by up to 20%), while the same graph with the RNG mask was right.
+    if (backward)
+      return sdpa_unsupported(what,
+                              "dropout with a DROPOUT_MASK tensor in the backward (cuDNN 9.19 "
+                              "returned wrong gradients for it; use dropout_probability with "
+                              "SEED / OFFSET)");
     return d;
   }
   if (!a.dropout_probability || *a.dropout_probability <= 0.0) return d;

@@ -26,8 +26,8 @@ struct SdpaSeqLens {
 // Dropout of P, as cuDNN's fused attention graphs express it: P * MASK * SCALE. MASK comes from
 // an RNG operation (Bernoulli with keep probability 1 - p, Philox seeded by SEED / OFFSET;
 // written to RNG_DUMP when the graph has it) or is the DROPOUT_MASK tensor; SCALE is the
-// constant 1/(1-p) or DROPOUT_SCALE. SCALE_INV (the backward's factor of D) is 1 - p or 1/SCALE
-// (only for a constant DROPOUT_SCALE). All null without dropout.
+// constant 1/(1-p) or DROPOUT_SCALE. SCALE_INV (the backward's factor of D) is 1 - p. The mask
+// form is refused in the backward (wrong gradients from cuDNN 9.19). All null without dropout.
 struct SdpaDropout {
   cudnnBackendDescriptor_t mask = nullptr, scale = nullptr, scale_inv = nullptr;
   bool any() const { return mask != nullptr; }
