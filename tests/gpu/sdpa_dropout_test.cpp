@@ -3,7 +3,8 @@
 // writes the mask it drew (RNG_DUMP), and the reference runs the same attention with that mask
 // given as DROPOUT_MASK (and DROPOUT_SCALE = 1/(1-p)). The backward regenerates the mask from
 // the same SEED / OFFSET, so the forward's dump also serves the backward's reference. The mask
-// form itself (DROPOUT_MASK on both engines) is compared directly. Outputs are poisoned (NaN).
+// form itself (DROPOUT_MASK on both engines) is compared directly in the forward; cuDNN must
+// refuse it in the backward. Outputs are poisoned (NaN).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -258,7 +259,7 @@ TEST(GpuSdpaDropout, PhiloxBackwardMatchesReferenceWithTheForwardMask) {
   }
 }
 
-// The mask form on both engines (a random 0/1 mask), forward and backward.
+// The mask form on both engines (a random 0/1 mask): forward compared; backward refused.
 TEST(GpuSdpaDropout, MaskFormMatchesReference) {
   DNNGRAPH_REQUIRE_GPU();
   CompareOptions o;
@@ -279,17 +280,20 @@ TEST(GpuSdpaDropout, MaskFormMatchesReference) {
         std::memcpy(host.data() + off, &f, 4);
       }
   };
-  for (bool bwd : {false, true}) {
-    SCOPED_TRACE(bwd ? "backward" : "forward");
-    o.min_abs = bwd ? 0.15 : 2e-2;
-    RunReport r = run_and_compare(
-        bwd ? backward(Form::Mask, true, 0, 0) : forward(Form::Mask, true, 0, 0), o);
-    ASSERT_TRUE(r.status.is_ok()) << r.status.to_string();
-    std::printf("DROPOUT_RESULT mask form %s plan %s: %lld compared, %lld differ\n",
-                bwd ? "backward" : "forward", r.plan_name.c_str(),
-                static_cast<long long>(r.compared), static_cast<long long>(r.mismatches));
-    EXPECT_EQ(r.mismatches, 0) << r.first_mismatch;
-  }
+  o.min_abs = 2e-2;
+  RunReport r = run_and_compare(forward(Form::Mask, true, 0, 0), o);
+  ASSERT_TRUE(r.status.is_ok()) << r.status.to_string();
+  std::printf("DROPOUT_RESULT mask form forward plan %s: %lld compared, %lld differ\n",
+              r.plan_name.c_str(), static_cast<long long>(r.compared),
+              static_cast<long long>(r.mismatches));
+  EXPECT_GT(r.compared, 0);
+  EXPECT_EQ(r.mismatches, 0) << r.first_mismatch;
+  // The backward with a mask tensor ran on cuDNN 9.19 and returned wrong dQ (12% of the
+  // elements, up to 20% off; seen on the H200): it must be refused, naming the feature.
+  o.min_abs = 0.15;
+  r = run_and_compare(backward(Form::Mask, true, 0, 0), o);
+  EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
+  EXPECT_NE(r.status.message().find("DROPOUT_MASK"), std::string::npos) << r.status.to_string();
 }
 
 }  // namespace
