@@ -121,9 +121,9 @@ Buffer from_interface(PyObject* dict, Where where, const Who& w) {
   return b;
 }
 
-// obj.<name> as an int, or -1 when it has no such attribute.
-int64_t int_attr(PyObject* obj, PyObject* name) {
-  PyObject* v = PyObject_GetAttr(obj, name);
+// A new reference (or null, error set) -> its int value, or -1 when null or not an int. Clears
+// the error and releases the reference.
+int64_t take_int(PyObject* v) {
   if (!v) {
     PyErr_Clear();
     return -1;
@@ -133,6 +133,9 @@ int64_t int_attr(PyObject* obj, PyObject* name) {
   if (PyErr_Occurred()) PyErr_Clear(), r = -1;
   return r;
 }
+
+// obj.<name> as an int, or -1 when it has no such attribute.
+int64_t int_attr(PyObject* obj, PyObject* name) { return take_int(PyObject_GetAttr(obj, name)); }
 
 // Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
 // `want_bytes`: also ask data_ptr() objects for their byte size (torch's nbytes), which is the
@@ -208,16 +211,7 @@ PyObject* read_slot(PyObject* descr, PyObject* obj) {
 // An int attribute: through the cached descriptor when there is one, else a normal read; -1
 // when absent or not an int.
 int64_t int_slot(PyObject* descr, PyObject* obj, PyObject* name) {
-  if (!descr) return int_attr(obj, name);
-  PyObject* v = read_slot(descr, obj);
-  if (!v) {
-    PyErr_Clear();
-    return -1;
-  }
-  int64_t r = PyLong_Check(v) ? PyLong_AsLongLong(v) : -1;
-  Py_DECREF(v);
-  if (PyErr_Occurred()) PyErr_Clear(), r = -1;
-  return r;
+  return descr ? take_int(read_slot(descr, obj)) : int_attr(obj, name);
 }
 
 // `want_where`: data_ptr() objects are also asked is_cuda. Not needed on a CUDA handle for

@@ -33,6 +33,21 @@ const std::vector<int64_t> kQ{kB, kH, kS, kD}, kRow{kB, kH, kS, 1}, kScores{kB, 
 
 enum class Form { Philox, Mask };
 
+// The dropout inputs of either form (p = kP): SEED / OFFSET constants, or a MASK input and the
+// constant DROPOUT_SCALE = 1/(1-p).
+ir::SdpaInputs dropout(Graph& g, ir::SdpaAttrs& a, Form form, int64_t seed, int64_t offset) {
+  ir::SdpaInputs extra;
+  if (form == Form::Philox) {
+    a.dropout_probability = kP;
+    extra.seed = g.scalar(ir::Scalar::of_int(seed), "seed");
+    extra.offset = g.scalar(ir::Scalar::of_int(offset), "offset");
+  } else {
+    extra.dropout_mask = input(g, "MASK", kScores, DataType::Float);
+    extra.dropout_scale = g.scalar(ir::Scalar::of_float(1.0 / (1.0 - kP)), "dropout_scale");
+  }
+  return extra;
+}
+
 // Forward (training: O and STATS). Philox: SEED / OFFSET constants and the RNG_DUMP output;
 // Mask: a DROPOUT_MASK input and the constant DROPOUT_SCALE.
 std::function<void(Graph&)> forward(Form form, bool causal, int64_t seed, int64_t offset) {
@@ -42,16 +57,8 @@ std::function<void(Graph&)> forward(Form form, bool causal, int64_t seed, int64_
     ir::SdpaAttrs a;
     a.is_inference = false;
     a.causal = causal;
-    ir::SdpaInputs extra;
-    if (form == Form::Philox) {
-      a.dropout_probability = kP;
-      extra.seed = g.scalar(ir::Scalar::of_int(seed), "seed");
-      extra.offset = g.scalar(ir::Scalar::of_int(offset), "offset");
-      extra.rng_dump = input(g, "RNG_DUMP", kScores, DataType::Float);
-    } else {
-      extra.dropout_mask = input(g, "MASK", kScores, DataType::Float);
-      extra.dropout_scale = g.scalar(ir::Scalar::of_float(1.0 / (1.0 - kP)), "dropout_scale");
-    }
+    ir::SdpaInputs extra = dropout(g, a, form, seed, offset);
+    if (form == Form::Philox) extra.rng_dump = input(g, "RNG_DUMP", kScores, DataType::Float);
     auto out = g.sdpa(q, k, v, a, extra);
     finish(out[0], "O", kQ, kT);
     finish(out[1], "STATS", kRow, DataType::Float);
@@ -68,15 +75,7 @@ std::function<void(Graph&)> backward(Form form, bool causal, int64_t seed, int64
     ir::SdpaBwdAttrs a;
     a.is_inference = false;
     a.causal = causal;
-    ir::SdpaInputs extra;
-    if (form == Form::Philox) {
-      a.dropout_probability = kP;
-      extra.seed = g.scalar(ir::Scalar::of_int(seed), "seed");
-      extra.offset = g.scalar(ir::Scalar::of_int(offset), "offset");
-    } else {
-      extra.dropout_mask = input(g, "MASK", kScores, DataType::Float);
-      extra.dropout_scale = g.scalar(ir::Scalar::of_float(1.0 / (1.0 - kP)), "dropout_scale");
-    }
+    ir::SdpaInputs extra = dropout(g, a, form, seed, offset);
     auto out = g.sdpa_backward(q, k, v, o, d_o, stats, a, extra);
     finish(out[0], "DQ", kQ, kT);
     finish(out[1], "DK", kQ, kT);
