@@ -37,6 +37,20 @@ TEST(GpuPointwise, ReluAllRanksAndTypes) {
       }
 }
 
+// Rank 1 (canonicalized to [1,1,n]): a unary chain and a binary op of equal shapes.
+TEST(GpuPointwise, Rank1) {
+  DNNGRAPH_REQUIRE_GPU();
+  for (int64_t n : {1, 7, 4096})
+    for (DataType t : kTypes) {
+      SCOPED_TRACE(::testing::Message() << "[" << n << "] " << data_type_name(t));
+      expect_matches_reference([&](Graph& g) {
+        g.set_io_data_type(t);
+        auto x = input(g, "X", {n}, t, false), y = input(g, "Y", {n}, t, false);
+        finish(g.unary(PointwiseMode::Sigmoid, g.mul(g.relu(x), y)), {n}, t, false);
+      });
+    }
+}
+
 // Bias over dim 1 (the channel dim of NCHW/NHWC). Row-major at rank >= 3 puts the broadcast
 // on the innermost dim, which cuDNN 9.19 computes wrongly in pointwise-only graphs (seen on the
 // H200): the engine must refuse those (NotSupported, naming the input) and run the others.
