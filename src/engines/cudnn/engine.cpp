@@ -304,12 +304,8 @@ bool has(const ir::Graph& g, ir::OpKind kind) {
 }
 
 // How many equivalent lowerings a graph has (tried in order until cuDNN proposes an engine):
-// SDPA has three (sdpa.cpp), a reduction or softmax two (reduction.cpp), everything else one.
-int lowering_variants(const ir::Graph& g) {
-  if (has(g, ir::OpKind::SdpaFwd)) return 3;
-  if (has(g, ir::OpKind::Reduction) || has(g, ir::OpKind::Softmax)) return 2;
-  return 1;
-}
+// SDPA has three (sdpa.cpp), everything else one.
+int lowering_variants(const ir::Graph& g) { return has(g, ir::OpKind::SdpaFwd) ? 3 : 1; }
 
 // Lowers every node and finalizes the operation graph.
 Result<std::shared_ptr<LoweredState>> lower_once(const ir::Graph& g, const ViewMap& views,

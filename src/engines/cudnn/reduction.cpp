@@ -55,18 +55,7 @@ Status lower_reduction(LowerContext& cx, const ir::Node& n) {
   auto tx = cx.tensor(x), ty = cx.tensor(y);
   if (!tx) return tx.status();
   if (!ty) return ty.status();
-  cudnnBackendDescriptor_t in = tx.value();
-  // Second lowering (engine.cpp tries it when the first gets no engine): a reduction that reads
-  // a graph input directly gets an IDENTITY pointwise in front, the form cuDNN's runtime fusion
-  // engines take (a reduction after another op); cuDNN proposes nothing for a lone reduction.
-  if (cx.variant == 1 && !x->is_virtual) {
-    auto copy = cx.virtual_tensor(what + "::input", cx.view(x), DataType::Float);
-    if (!copy) return copy.status();
-    DNNGRAPH_TRY(add_pointwise(cx, what + " identity", CUDNN_POINTWISE_IDENTITY, DataType::Float,
-                               in, nullptr, nullptr, copy.value()));
-    in = copy.value();
-  }
-  return add_reduction(cx, what, mode_of(a.mode), cx.compute_type(n), in, ty.value());
+  return add_reduction(cx, what, mode_of(a.mode), cx.compute_type(n), tx.value(), ty.value());
 }
 
 }  // namespace dnngraph::cudnn

@@ -48,15 +48,7 @@ Status lower_softmax(LowerContext& cx, const ir::Node& n) {
     if (!r) return r.status();
     ts = r.value();
   }
-  cudnnBackendDescriptor_t in = tx.value();
-  if (cx.variant == 1 && !x->is_virtual) {  // as in reduction.cpp: an op before the reductions
-    auto copy = cx.virtual_tensor(what + "::input", cx.view(x), DataType::Float);
-    if (!copy) return copy.status();
-    DNNGRAPH_TRY(add_pointwise(cx, what + " identity", CUDNN_POINTWISE_IDENTITY, DataType::Float,
-                               in, nullptr, nullptr, copy.value()));
-    in = copy.value();
-  }
-  return add_softmax(cx, what, cx.view(x).dim, in, ty.value(), ts);
+  return add_softmax(cx, what, cx.view(x).dim, tx.value(), ty.value(), ts);
 }
 
 }  // namespace dnngraph::cudnn
