@@ -12,16 +12,6 @@ using namespace dnngraph;
 
 namespace {
 
-ir::Tensor mk(Graph& g, const char* name, std::vector<int64_t> dim, DataType t) {
-  auto s = ir::packed_strides(dim);
-  return g.tensor(
-      ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(s).set_data_type(t));
-}
-void out(const ir::Tensor& y, const char* name, const std::vector<int64_t>& dim, DataType t) {
-  y->set_output(true).set_name(name).set_data_type(t).set_dim(dim).set_stride(
-      ir::packed_strides(dim));
-}
-
 constexpr double kDropout = 0.1;
 
 ir::SdpaBwdAttrs attrs(int64_t d, bool dropout) {
@@ -48,10 +38,11 @@ std::function<void(Graph&)> forward(int64_t b, int64_t h, int64_t s, int64_t d,
   return [=](Graph& g) {
     const DataType t = DataType::BFloat16;
     g.set_name("sdpa_forward_training").set_io_data_type(t);
-    auto o = g.sdpa(mk(g, "Q", {b, h, s, d}, t), mk(g, "K", {b, h, s, d}, t),
-                    mk(g, "V", {b, h, s, d}, t), attrs(d, dropout), extra(g, dropout));
-    out(o[0], "O", {b, h, s, d}, t);
-    out(o[1], "STATS", {b, h, s, 1}, DataType::Float);
+    auto o =
+        g.sdpa(gpu_test::input(g, "Q", {b, h, s, d}, t), gpu_test::input(g, "K", {b, h, s, d}, t),
+               gpu_test::input(g, "V", {b, h, s, d}, t), attrs(d, dropout), extra(g, dropout));
+    gpu_test::finish(o[0], "O", {b, h, s, d}, t);
+    gpu_test::finish(o[1], "STATS", {b, h, s, 1}, DataType::Float);
   };
 }
 
@@ -61,12 +52,14 @@ std::function<void(Graph&)> backward(int64_t b, int64_t h, int64_t s, int64_t d,
     const DataType t = DataType::BFloat16;
     g.set_name("sdpa_backward").set_io_data_type(t);
     auto r = g.sdpa_backward(
-        mk(g, "Q", {b, h, s, d}, t), mk(g, "K", {b, h, s, d}, t), mk(g, "V", {b, h, s, d}, t),
-        mk(g, "O", {b, h, s, d}, t), mk(g, "DO", {b, h, s, d}, t),
-        mk(g, "STATS", {b, h, s, 1}, DataType::Float), attrs(d, dropout), extra(g, dropout));
-    out(r[0], "DQ", {b, h, s, d}, t);
-    out(r[1], "DK", {b, h, s, d}, t);
-    out(r[2], "DV", {b, h, s, d}, t);
+        gpu_test::input(g, "Q", {b, h, s, d}, t), gpu_test::input(g, "K", {b, h, s, d}, t),
+        gpu_test::input(g, "V", {b, h, s, d}, t), gpu_test::input(g, "O", {b, h, s, d}, t),
+        gpu_test::input(g, "DO", {b, h, s, d}, t),
+        gpu_test::input(g, "STATS", {b, h, s, 1}, DataType::Float), attrs(d, dropout),
+        extra(g, dropout));
+    gpu_test::finish(r[0], "DQ", {b, h, s, d}, t);
+    gpu_test::finish(r[1], "DK", {b, h, s, d}, t);
+    gpu_test::finish(r[2], "DV", {b, h, s, d}, t);
   };
 }
 

@@ -137,9 +137,6 @@ int64_t take_int(PyObject* v) {
 // obj.<name> as an int, or -1 when it has no such attribute.
 int64_t int_attr(PyObject* obj, PyObject* name) { return take_int(PyObject_GetAttr(obj, name)); }
 
-// Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
-// `want_bytes`: also ask data_ptr() objects for their byte size (torch's nbytes), which is the
-// reachable memory only for contiguous tensors: used for the workspace.
 // Per-type cache of what get_buffer reads on data_ptr() objects (torch tensors), looked up
 // once per class: the data_ptr method, and is_cuda / itemsize / nbytes where the class defines
 // them as properties or getset/member descriptors. Those take precedence over instance
@@ -214,6 +211,9 @@ int64_t int_slot(PyObject* descr, PyObject* obj, PyObject* name) {
   return descr ? take_int(read_slot(descr, obj)) : int_attr(obj, name);
 }
 
+// Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
+// `want_bytes`: also ask data_ptr() objects for their byte size (torch's nbytes), which is the
+// reachable memory only for contiguous tensors: used for the workspace.
 // `want_where`: data_ptr() objects are also asked is_cuda. Not needed on a CUDA handle for
 // device buffers: the cuDNN plan checks every new pointer's device itself (plan.cpp), and one
 // attribute read less per tensor is measurable on the GPU's host path.

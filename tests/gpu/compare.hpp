@@ -86,6 +86,23 @@ inline std::vector<int64_t> strides_for(const std::vector<int64_t>& dim, bool ch
   return ir::packed_strides(dim, order);
 }
 
+// A graph input named `name`: packed strides, row-major or (rank >= 3) channels-last.
+inline ir::Tensor input(Graph& g, const char* name, std::vector<int64_t> dim, DataType t,
+                        bool channels_last = false) {
+  auto s = strides_for(dim, channels_last);
+  return g.tensor(
+      ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(s).set_data_type(t));
+}
+
+// Makes `y` a graph output with that name, type and layout; nothing when `y` is null (an
+// optional output the op did not create).
+inline void finish(const ir::Tensor& y, const char* name, const std::vector<int64_t>& dim,
+                   DataType t, bool channels_last = false) {
+  if (!y) return;
+  y->set_output(true).set_name(name).set_data_type(t).set_dim(dim).set_stride(
+      strides_for(dim, channels_last));
+}
+
 namespace detail_ {
 
 inline double load(const unsigned char* p, DataType t) { return load_element(p, t, 0); }

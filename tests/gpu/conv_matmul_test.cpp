@@ -5,16 +5,6 @@
 namespace dnngraph::gpu_test {
 namespace {
 
-ir::Tensor input(Graph& g, const char* name, std::vector<int64_t> dim, DataType t, bool cl) {
-  auto s = strides_for(dim, cl);
-  return g.tensor(
-      ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(s).set_data_type(t));
-}
-void finish(const ir::Tensor& y, const char* name, const std::vector<int64_t>& dim, DataType t,
-            bool cl) {
-  y->set_output(true).set_name(name).set_data_type(t).set_dim(dim).set_stride(strides_for(dim, cl));
-}
-
 // fp32 convolutions and matmuls may run on TF32 tensor cores: ~1e-3 relative.
 constexpr double kFp32Scale = 300;
 

@@ -18,13 +18,6 @@ cudaError_t dmalloc(T** p, size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(p), bytes);
 }
 
-ir::Tensor input(Graph& g, const char* name, std::vector<int64_t> dim, DataType t,
-                 bool cl = false) {
-  auto s = strides_for(dim, cl);
-  return g.tensor(
-      ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(s).set_data_type(t));
-}
-
 TEST(CudnnLoader, ReportsVersionOrReason) {
   const auto& info = cudnn::load_info();
   if (info.loaded) {

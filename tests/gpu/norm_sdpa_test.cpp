@@ -7,17 +7,6 @@
 namespace dnngraph::gpu_test {
 namespace {
 
-ir::Tensor input(Graph& g, const char* name, std::vector<int64_t> dim, DataType t) {
-  auto s = ir::packed_strides(dim);
-  return g.tensor(
-      ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(s).set_data_type(t));
-}
-void finish(const ir::Tensor& y, const char* name, const std::vector<int64_t>& dim, DataType t) {
-  if (!y) return;
-  y->set_output(true).set_name(name).set_data_type(t).set_dim(dim).set_stride(
-      ir::packed_strides(dim));
-}
-
 TEST(GpuNorm, LayerNormTrainingAndInference) {
   DNNGRAPH_REQUIRE_GPU();
   for (DataType t : {DataType::Float, DataType::BFloat16})

@@ -12,16 +12,6 @@ const std::vector<std::vector<int64_t>> kShapes = {
     {64, 64}, {8, 8}, {4, 33, 40}, {2, 16, 12, 10}, {2, 8, 6, 5, 7}};
 const DataType kTypes[] = {DataType::Float, DataType::BFloat16, DataType::Half};
 
-ir::Tensor input(Graph& g, const char* name, std::vector<int64_t> dim, DataType t, bool cl) {
-  auto s = strides_for(dim, cl);
-  return g.tensor(
-      ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(s).set_data_type(t));
-}
-
-void finish(const ir::Tensor& y, const std::vector<int64_t>& dim, DataType t, bool cl) {
-  y->set_output(true).set_name("Y").set_data_type(t).set_dim(dim).set_stride(strides_for(dim, cl));
-}
-
 TEST(GpuPointwise, ReluAllRanksAndTypes) {
   DNNGRAPH_REQUIRE_GPU();
   for (const auto& dim : kShapes)
@@ -32,7 +22,7 @@ TEST(GpuPointwise, ReluAllRanksAndTypes) {
                                           << (cl ? " channels-last" : " row-major"));
         expect_matches_reference([&](Graph& g) {
           g.set_io_data_type(t);
-          finish(g.relu(input(g, "X", dim, t, cl)), dim, t, cl);
+          finish(g.relu(input(g, "X", dim, t, cl)), "Y", dim, t, cl);
         });
       }
 }
@@ -46,7 +36,7 @@ TEST(GpuPointwise, Rank1) {
       expect_matches_reference([&](Graph& g) {
         g.set_io_data_type(t);
         auto x = input(g, "X", {n}, t, false), y = input(g, "Y", {n}, t, false);
-        finish(g.unary(PointwiseMode::Sigmoid, g.mul(g.relu(x), y)), {n}, t, false);
+        finish(g.unary(PointwiseMode::Sigmoid, g.mul(g.relu(x), y)), "Y", {n}, t, false);
       });
     }
 }
@@ -69,7 +59,7 @@ TEST(GpuPointwise, BiasScaleGeluChainWithBroadcast) {
           auto x = input(g, "X", dim, t, cl);
           auto b = input(g, "B", bdim, t, cl);
           auto s = input(g, "S", dim, t, cl);
-          finish(g.gelu(g.mul(g.add(x, b), s)), dim, t, cl);
+          finish(g.gelu(g.mul(g.add(x, b), s)), "Y", dim, t, cl);
         };
         const bool inner_broadcast = !cl && dim.size() >= 3;
         if (!inner_broadcast) {
@@ -94,7 +84,7 @@ TEST(GpuPointwise, ScalarByValueAndModes) {
           g.set_io_data_type(DataType::Float);
           auto x = input(g, "X", dim, DataType::Float, false);
           auto alpha = g.scalar(ir::Scalar::of_float(0.75), "alpha");
-          finish(g.unary(m, g.mul(x, alpha)), dim, DataType::Float, false);
+          finish(g.unary(m, g.mul(x, alpha)), "Y", dim, DataType::Float, false);
         },
         {.tol_scale = 10});
   }
@@ -108,7 +98,7 @@ TEST(GpuPointwise, BroadcastAlongMiddleDimOnly) {
       g.set_io_data_type(t);
       auto x = input(g, "X", {4, 33, 40}, t, false);
       auto b = input(g, "B", {4, 1, 40}, t, false);
-      finish(g.relu(g.binary(PointwiseMode::Sub, x, b)), {4, 33, 40}, t, false);
+      finish(g.relu(g.binary(PointwiseMode::Sub, x, b)), "Y", {4, 33, 40}, t, false);
     });
   }
 }
@@ -144,7 +134,7 @@ TEST(GpuReduction, ReductionOnlyGraphsAllRanksMatchOrSayNotSupported) {
             [&](Graph& g) {
               g.set_io_data_type(t);
               auto y = g.reduction(input(g, "X", dim, t, false), {mode});
-              finish(y, ydim, DataType::Float, false);
+              finish(y, "Y", ydim, DataType::Float, false);
             },
             {.tol_scale = 50, .min_abs = 1e-4});
       }
@@ -164,7 +154,7 @@ TEST(GpuReduction, AfterPointwiseMatchOrSayNotSupported) {
             g.set_io_data_type(DataType::BFloat16);
             auto x = input(g, "X", dim, DataType::BFloat16, false);
             auto y = g.reduction(g.relu(x), {mode});
-            finish(y, ydim, DataType::Float, false);
+            finish(y, "Y", ydim, DataType::Float, false);
           },
           {.tol_scale = 50, .min_abs = 1e-4});
     }
@@ -190,7 +180,7 @@ TEST(GpuReduction, AfterMatmulRanks3And4) {
           auto m = g.matmul(input(g, "A", c.a, t, false), input(g, "B", c.b, t, false));
           std::vector<int64_t> cdim = c.a;
           cdim.back() = c.b.back();
-          finish(m, cdim, t, false);
+          finish(m, "Y", cdim, t, false);
           auto r = g.reduction(m, {c.mode});
           r->set_output(true)
               .set_name("R")

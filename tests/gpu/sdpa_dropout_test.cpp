@@ -19,16 +19,6 @@ constexpr int64_t kB = 2, kH = 2, kS = 128, kD = 64;
 constexpr double kP = 0.2;
 const DataType kT = DataType::BFloat16;
 
-ir::Tensor input(Graph& g, const char* name, std::vector<int64_t> dim, DataType t) {
-  auto s = ir::packed_strides(dim);
-  return g.tensor(
-      ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(s).set_data_type(t));
-}
-void finish(const ir::Tensor& y, const char* name, const std::vector<int64_t>& dim, DataType t) {
-  y->set_output(true).set_name(name).set_data_type(t).set_dim(dim).set_stride(
-      ir::packed_strides(dim));
-}
-
 const std::vector<int64_t> kQ{kB, kH, kS, kD}, kRow{kB, kH, kS, 1}, kScores{kB, kH, kS, kS};
 
 enum class Form { Philox, Mask };

@@ -32,17 +32,6 @@ struct Case {
   std::vector<int64_t> bias;  // BIAS dims when set (and DBIAS in the backward)
 };
 
-ir::Tensor input(Graph& g, const char* name, std::vector<int64_t> dim, DataType t) {
-  auto s = ir::packed_strides(dim);
-  return g.tensor(
-      ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(s).set_data_type(t));
-}
-void finish(const ir::Tensor& y, const char* name, const std::vector<int64_t>& dim, DataType t) {
-  if (!y) return;
-  y->set_output(true).set_name(name).set_data_type(t).set_dim(dim).set_stride(
-      ir::packed_strides(dim));
-}
-
 std::function<void(Graph&)> make_graph(const Case& c) {
   return [c](Graph& g) {
     const DataType t = c.t;

@@ -134,12 +134,20 @@ Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode 
   return cfgs;
 }
 
+// Whether the graph has a node of one of `kinds`.
+bool has(const ir::Graph& g, std::initializer_list<ir::OpKind> kinds) {
+  return std::any_of(g.nodes().begin(), g.nodes().end(), [&](const ir::Node& n) {
+    return std::find(kinds.begin(), kinds.end(), n.kind()) != kinds.end();
+  });
+}
+
 // Engine configs (default knobs) of every engine cuDNN holds that accepts the graph, in global
 // index order. Used when a heuristics mode proposes nothing: cuDNN 9.19's heuristics give no
 // config for some graphs (reduction-only ones) that one of its engines may still run. The
 // engine descriptors are kept in `st` for as long as the configs that refer to them.
-Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st) {
-  int64_t count = 0, n = 0;
+// `count` receives how many engines were asked.
+Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st, int64_t& count) {
+  int64_t n = 0;
   DNNGRAPH_TRY(st.op_graph.get(CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1,
                                &n, &count));
   std::vector<Descriptor> cfgs;
@@ -160,25 +168,18 @@ Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st) {
   return cfgs;
 }
 
-// Why nothing can run the graph: neither heuristics nor any engine of the library took it.
-Status no_engine(const LoweredState& st, HeurMode mode) {
+// Why nothing can run the graph: neither heuristics nor any of the `count` engines of the
+// library took it.
+Status no_engine(const LoweredState& st, HeurMode mode, int64_t count) {
   const ir::Graph& g = st.cx->graph();
-  auto has_kind = [&](std::initializer_list<ir::OpKind> kinds) {
-    return std::any_of(g.nodes().begin(), g.nodes().end(), [&](const ir::Node& n) {
-      return std::find(kinds.begin(), kinds.end(), n.kind()) != kinds.end();
-    });
-  };
   std::string hint;
-  if (has_kind({ir::OpKind::Reduction, ir::OpKind::Softmax}) &&
-      !has_kind({ir::OpKind::Matmul, ir::OpKind::ConvFprop, ir::OpKind::ConvDgrad,
-                 ir::OpKind::ConvWgrad, ir::OpKind::SdpaFwd, ir::OpKind::SdpaBwd}))
+  if (has(g, {ir::OpKind::Reduction, ir::OpKind::Softmax}) &&
+      !has(g, {ir::OpKind::Matmul, ir::OpKind::ConvFprop, ir::OpKind::ConvDgrad,
+               ir::OpKind::ConvWgrad, ir::OpKind::SdpaFwd, ir::OpKind::SdpaBwd}))
     hint =
         ": cuDNN fuses reductions (and so softmax) only into the epilogue of a matmul or "
         "convolution; a graph of reductions and pointwise ops alone has no engine (checked on "
         "an H200 with cuDNN 9.19). The reference engine (a cpu handle) runs it";
-  int64_t count = 0, n = 0;
-  (void)st.op_graph.get(CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &n,
-                        &count);
   return make_error(ErrorCode::NotSupported, st.what, ": cuDNN ", backend_version_string(),
                     " has no engine for this graph (heuristics ", heur_mode_name(mode),
                     " proposed none and none of its ", count, " engines accepts it)", hint);
@@ -279,9 +280,10 @@ class CudnnLoweredGraph final : public LoweredGraph {
     auto cfgs = engine_configs(*st_, mode);
     if (!cfgs) return cfgs.status();
     if (cfgs->empty()) {
-      cfgs = enumerated_configs(*st_);
+      int64_t count = 0;
+      cfgs = enumerated_configs(*st_, count);
       if (!cfgs) return cfgs.status();
-      if (cfgs->empty()) return no_engine(*st_, mode);
+      if (cfgs->empty()) return no_engine(*st_, mode, count);
     }
     std::vector<std::unique_ptr<Candidate>> out;
     std::set<std::string> seen;
@@ -298,14 +300,9 @@ class CudnnLoweredGraph final : public LoweredGraph {
   std::shared_ptr<LoweredState> st_;
 };
 
-bool has(const ir::Graph& g, ir::OpKind kind) {
-  return std::any_of(g.nodes().begin(), g.nodes().end(),
-                     [&](const ir::Node& n) { return n.kind() == kind; });
-}
-
 // How many equivalent lowerings a graph has (tried in order until cuDNN proposes an engine):
 // SDPA has three (sdpa.cpp), everything else one.
-int lowering_variants(const ir::Graph& g) { return has(g, ir::OpKind::SdpaFwd) ? 3 : 1; }
+int lowering_variants(const ir::Graph& g) { return has(g, {ir::OpKind::SdpaFwd}) ? 3 : 1; }
 
 // Lowers every node and finalizes the operation graph.
 Result<std::shared_ptr<LoweredState>> lower_once(const ir::Graph& g, const ViewMap& views,

@@ -66,11 +66,6 @@ Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std:
     if (!mask || !scale)
       return make_error(ErrorCode::InvalidGraph, what,
                         ": dropout with a mask needs both DROPOUT_MASK and DROPOUT_SCALE");
-    auto tm = cx.tensor(mask), ts = cx.tensor(scale);
-    if (!tm) return tm.status();
-    if (!ts) return ts.status();
-    d.mask = tm.value();
-    d.scale = ts.value();
     // Seen on the H200 (cuDNN 9.19, 2026-11-30): the fused backward with a DROPOUT_MASK tensor
     // (lowered like the RNG form, D scaled by 1/SCALE) ran and returned wrong dQ (12% of the
     // gradient elements off by up to 20%), while the same graph with the RNG mask was right.
@@ -79,6 +74,11 @@ Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std:
                               "dropout with a DROPOUT_MASK tensor in the backward (cuDNN 9.19 "
                               "returned wrong gradients for it; use dropout_probability with "
                               "SEED / OFFSET)");
+    auto tm = cx.tensor(mask), ts = cx.tensor(scale);
+    if (!tm) return tm.status();
+    if (!ts) return ts.status();
+    d.mask = tm.value();
+    d.scale = ts.value();
     return d;
   }
   if (!a.dropout_probability || *a.dropout_probability <= 0.0) return d;
