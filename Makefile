@@ -1,7 +1,8 @@
 # make demo : set up, build, run the demo of the tutorial's graphs (GPU when present, else CPU)
 # make test : set up, build, run every CPU test (release + ASan/UBSan) and the Python tests
 JOBS   ?= $(shell nproc)
-PY     ?= python3
+# The project's venv (scripts/setup.sh makes it); PY=python3 uses another interpreter.
+PY     ?= $(CURDIR)/.venv/bin/python
 BUILD  ?= build/release
 ASAN   ?= build/asan
 CMAKE_FLAGS ?=
@@ -41,11 +42,13 @@ test-python: build
 
 # find_package(dnngraph) from an install tree, building the README's example against it.
 test-install: build
+	rm -rf build/install
 	cmake --install $(BUILD) --prefix $(CURDIR)/build/install >/dev/null
+	env -u LD_LIBRARY_PATH build/install/bin/dnngraph info >/dev/null  # finds lib/ by its RPATH
 	cmake -S tests/install_consumer -B build/consumer -DCMAKE_PREFIX_PATH=$(CURDIR)/build/install >/dev/null
 	cmake --build build/consumer -j $(JOBS)
-	LD_LIBRARY_PATH=$(CURDIR)/build/install/lib build/consumer/consumer >/dev/null
-	PYTHONPATH_BUILD=$(CURDIR)/$(BUILD)/python bash tests/readme_test.sh
+	build/consumer/consumer >/dev/null
+	PY=$(PY) PYTHONPATH_BUILD=$(CURDIR)/$(BUILD)/python bash tests/readme_test.sh
 
 test: format-check test-cpp test-python test-asan test-install
 

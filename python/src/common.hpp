@@ -45,8 +45,8 @@ struct PyHandle {
   HandlePtr handle;
   const HandlePtr& get() const;  // ValueError once destroyed
 };
-// Accepted by pygraph(kernel_cache=...). dnngraph's plan cache lives in the runtime, so this
-// object holds nothing yet (see docs/python.md).
+// Accepted by pygraph(kernel_cache=...). dnngraph has no plan cache shared between graphs yet,
+// so this object holds nothing (see docs/python.md).
 struct KernelCache {};
 
 // ---- graphs (graph.cpp) ----
