@@ -72,7 +72,30 @@ class Graph : public ir::Graph {
   // Checks a variant pack against the graph's non-virtual tensors without running anything.
   Status check_variant_pack(const VariantPack& pack) const;
 
+  // The plans run on what the graph was when build_operation_graph() lowered it. Editing a
+  // non-virtual tensor afterwards (dims, strides, data type, uid, flags) makes execute() fail
+  // with this error until the graph is built again; Ok when unchanged or not yet lowered.
+  Status check_unchanged() const;
+  // The non-virtual tensor with this uid as it was when the graph was lowered (what the plans
+  // expect of its buffer), or null.
+  const ir::TensorAttrs* built_tensor(int64_t uid) const;
+
+  // Thread safety: the pipeline steps, execute and serialize lock the graph (execute shares
+  // the lock with other executes, the steps take it alone), so a build and an execute of one
+  // graph from two threads never overlap. Editing the IR (tensors, ops) while another thread
+  // builds or executes the graph is not synchronized: do it between those calls.
+
  private:
+  Status build_operation_graph_unlocked(const HandlePtr& handle);
+  Status create_execution_plans_unlocked(const std::vector<HeurMode>& modes);
+  Status check_support_unlocked();
+  Status build_plan_at_index_unlocked(int64_t index);
+  Status build_plans_unlocked(BuildPlanPolicy policy);
+  Status check_variant_pack_unlocked(const VariantPack& pack) const;
+  Status deserialize_unlocked(const HandlePtr& handle, std::string_view bytes);
+  Status execute_unlocked(Handle& handle, const VariantPack& pack, void* workspace, int64_t index,
+                          int64_t workspace_bytes) const;
+
   std::unique_ptr<PipelineState> state_;
 };
 

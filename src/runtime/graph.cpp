@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <shared_mutex>
 #include <unordered_set>
 
 #include "dnngraph/graph.hpp"
@@ -32,12 +34,38 @@ Graph::~Graph() = default;
 Graph::Graph(Graph&&) noexcept = default;
 Graph& Graph::operator=(Graph&&) noexcept = default;
 
+// The public pipeline steps take the graph's lock alone and call the unlocked versions, which
+// call each other.
+using Exclusive = std::unique_lock<std::shared_mutex>;
+using Shared = std::shared_lock<std::shared_mutex>;
+
 Status Graph::build_operation_graph(const HandlePtr& handle) {
+  Exclusive lock(state_->mu);
+  return build_operation_graph_unlocked(handle);
+}
+Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
+  Exclusive lock(state_->mu);
+  return create_execution_plans_unlocked(modes);
+}
+Status Graph::check_support() {
+  Exclusive lock(state_->mu);
+  return check_support_unlocked();
+}
+Status Graph::build_plan_at_index(int64_t index) {
+  Exclusive lock(state_->mu);
+  return build_plan_at_index_unlocked(index);
+}
+Status Graph::build_plans(BuildPlanPolicy policy) {
+  Exclusive lock(state_->mu);
+  return build_plans_unlocked(policy);
+}
+
+Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
   if (!handle)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': build_operation_graph() needs a handle");
+  state_->reset();
   DNNGRAPH_TRY(validate());
-  *state_ = PipelineState{};
   std::string reasons;
   for (Engine* e : registered_engines()) {
     if (!e->runs_on(handle->device())) continue;
@@ -57,15 +85,21 @@ Status Graph::build_operation_graph(const HandlePtr& handle) {
     return make_error(ErrorCode::NotSupported, "graph '", name(), "': ", reasons);
   }
   state_->handle = handle;
-  for (const ir::Tensor& t : tensors())
-    if (!t->is_virtual && !t->value) state_->required.push_back(t);
+  for (const ir::Tensor& t : tensors()) {
+    if (t->is_virtual) continue;
+    if (!t->value) state_->required.push_back(t);
+    state_->built.push_back(*t);
+  }
   std::sort(state_->required.begin(), state_->required.end(),
             [](const ir::Tensor& a, const ir::Tensor& b) { return a->uid < b->uid; });
+  std::sort(state_->built.begin(), state_->built.end(),
+            [](const ir::TensorAttrs& a, const ir::TensorAttrs& b) { return a.uid < b.uid; });
+  for (const ir::Tensor& t : state_->required) state_->required_built.push_back(*t);
   state_->stage = Stage::Lowered;
   return Status::ok();
 }
 
-Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
+Status Graph::create_execution_plans_unlocked(const std::vector<HeurMode>& modes) {
   if (state_->stage < Stage::Lowered)
     return stage_error(*this, "create_execution_plans", "build_operation_graph");
   state_->candidates.clear();
@@ -84,7 +118,7 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
   return Status::ok();
 }
 
-Status Graph::check_support() {
+Status Graph::check_support_unlocked() {
   if (state_->stage < Stage::Planned)
     return stage_error(*this, "check_support", "create_execution_plans");
   state_->statuses.clear();
@@ -114,7 +148,7 @@ Status Graph::check_support() {
   return Status::ok();
 }
 
-Status Graph::build_plan_at_index(int64_t index) {
+Status Graph::build_plan_at_index_unlocked(int64_t index) {
   if (state_->stage < Stage::Checked)
     return stage_error(*this, "build_plan_at_index", "check_support");
   if (index < 0 || index >= get_execution_plan_count())
@@ -137,11 +171,11 @@ Status Graph::build_plan_at_index(int64_t index) {
   return Status::ok();
 }
 
-Status Graph::build_plans(BuildPlanPolicy policy) {
+Status Graph::build_plans_unlocked(BuildPlanPolicy policy) {
   if (state_->stage < Stage::Checked) return stage_error(*this, "build_plans", "check_support");
   std::string reasons;
   for (int64_t i = 0; i < get_execution_plan_count(); ++i) {
-    Status s = build_plan_at_index(i);
+    Status s = build_plan_at_index_unlocked(i);
     if (!s.is_ok()) {
       reasons +=
           detail::cat("\n  ", state_->statuses[state_->supported[i]].info.name, ": ", s.message());
@@ -157,10 +191,11 @@ Status Graph::build_plans(BuildPlanPolicy policy) {
 
 Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
                     BuildPlanPolicy policy) {
-  DNNGRAPH_TRY(build_operation_graph(handle));
-  DNNGRAPH_TRY(create_execution_plans(modes));
-  DNNGRAPH_TRY(check_support());
-  return build_plans(policy);
+  Exclusive lock(state_->mu);
+  DNNGRAPH_TRY(build_operation_graph_unlocked(handle));
+  DNNGRAPH_TRY(create_execution_plans_unlocked(modes));
+  DNNGRAPH_TRY(check_support_unlocked());
+  return build_plans_unlocked(policy);
 }
 
 int64_t Graph::get_execution_plan_count() const {
@@ -171,12 +206,14 @@ const std::vector<CandidateStatus>& Graph::candidates() const { return state_->s
 int64_t Graph::selected_plan_index() const { return state_->selected; }
 
 Status Graph::select_plan(int64_t index) {
-  DNNGRAPH_TRY(build_plan_at_index(index));
+  Exclusive lock(state_->mu);
+  DNNGRAPH_TRY(build_plan_at_index_unlocked(index));
   state_->selected = index;
   return Status::ok();
 }
 
 Result<int64_t> Graph::get_workspace_size() const {
+  Shared lock(state_->mu);
   if (state_->selected < 0)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': get_workspace_size() called before build_plans()");
@@ -184,6 +221,7 @@ Result<int64_t> Graph::get_workspace_size() const {
 }
 
 Result<int64_t> Graph::get_workspace_size_plan_at_index(int64_t index) const {
+  Shared lock(state_->mu);
   if (index < 0 || index >= get_execution_plan_count() ||
       !state_->plans[static_cast<size_t>(index)])
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan ", index,
@@ -191,27 +229,77 @@ Result<int64_t> Graph::get_workspace_size_plan_at_index(int64_t index) const {
   return state_->plans[static_cast<size_t>(index)]->workspace_size();
 }
 
+namespace {
+
+const ir::TensorAttrs* find_built(const PipelineState& st, int64_t uid) {
+  auto it = std::lower_bound(st.built.begin(), st.built.end(), uid,
+                             [](const ir::TensorAttrs& t, int64_t u) { return t.uid < u; });
+  return it != st.built.end() && it->uid == uid ? &*it : nullptr;
+}
+
+// The live non-virtual tensors against their copies taken when lowered (state locked).
+Status unchanged(const Graph& g, const PipelineState& st) {
+  for (size_t i = 0; i < st.required.size(); ++i) {
+    const ir::TensorAttrs* t = st.required[i].get();
+    const ir::TensorAttrs* b = &st.required_built[i];
+    std::string what;
+    if (t->uid != b->uid || !t->uid_assigned)
+      what = detail::cat("its uid (", b->uid, " when built, now ", t->uid, ")");
+    else if (t->dim != b->dim)
+      what = detail::cat("its dims (", b->describe(), " when built, now ", t->describe(), ")");
+    else if (t->stride != b->stride)
+      what = detail::cat("its strides (", b->describe(), " when built, now ", t->describe(), ")");
+    else if (t->data_type != b->data_type)
+      what = detail::cat("its data type (", data_type_name(b->data_type), " when built, now ",
+                         data_type_name(t->data_type), ")");
+    else if (t->is_virtual != b->is_virtual || t->is_pass_by_value != b->is_pass_by_value ||
+             t->is_output != b->is_output)
+      what = "its virtual/output/pass-by-value flags";
+    if (!what.empty())
+      return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': tensor '", t->name,
+                        "' was edited after the graph was built (", what,
+                        "); the plans run on the graph as built: build it again (build() or "
+                        "build_operation_graph() ... build_plans()) before execute");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+const ir::TensorAttrs* Graph::built_tensor(int64_t uid) const {
+  // The snapshot is replaced only by a build, which the caller must not race with (the Python
+  // binding holds its own lock around both).
+  return find_built(*state_, uid);
+}
+
+Status Graph::check_unchanged() const {
+  Shared lock(state_->mu);
+  return unchanged(*this, *state_);
+}
+
 Status Graph::check_variant_pack(const VariantPack& pack) const {
+  Shared lock(state_->mu);
+  return check_variant_pack_unlocked(pack);
+}
+
+// Uses only the snapshot taken at lowering, never the live tensors: those may be edited.
+Status Graph::check_variant_pack_unlocked(const VariantPack& pack) const {
   if (state_->stage < Stage::Lowered) return stage_error(*this, "execute", "build_operation_graph");
-  for (const ir::Tensor& t : state_->required) {
-    auto it = pack.find(t->uid);
+  for (const ir::TensorAttrs& b : state_->required_built) {
+    auto it = pack.find(b.uid);
     if (it == pack.end())
-      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
-                        "' (uid ", t->uid, ") is missing from the variant pack");
+      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", b.name,
+                        "' (uid ", b.uid, ") is missing from the variant pack");
     if (it->second == nullptr)
-      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
-                        "' (uid ", t->uid, ") has a null pointer in the variant pack");
+      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", b.name,
+                        "' (uid ", b.uid, ") has a null pointer in the variant pack");
   }
   if (pack.size() > state_->required.size()) {
     for (const auto& [uid, ptr] : pack) {
-      ir::Tensor t = find_tensor_by_uid(uid);
-      if (!t)
+      if (!find_built(*state_, uid))
         return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                           "': the variant pack has uid ", uid,
-                          ", which names no tensor of the graph");
-      if (t->is_virtual)
-        return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
-                          "' (uid ", uid, ") is virtual and must not be in the variant pack");
+                          ", which names no non-virtual tensor of the graph as built");
     }
   }
   return Status::ok();
@@ -219,6 +307,23 @@ Status Graph::check_variant_pack(const VariantPack& pack) const {
 
 Status Graph::execute_plan_at_index(Handle& handle, const VariantPack& pack, void* workspace,
                                     int64_t index, int64_t workspace_bytes) const {
+  Shared lock(state_->mu);
+  DNNGRAPH_TRY(unchanged(*this, *state_));
+  return execute_unlocked(handle, pack, workspace, index, workspace_bytes);
+}
+
+Status Graph::execute(Handle& handle, const VariantPack& pack, void* workspace,
+                      int64_t workspace_bytes) const {
+  Shared lock(state_->mu);
+  DNNGRAPH_TRY(unchanged(*this, *state_));
+  if (state_->selected < 0)
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                      "': execute() called before build_plans()");
+  return execute_unlocked(handle, pack, workspace, state_->selected, workspace_bytes);
+}
+
+Status Graph::execute_unlocked(Handle& handle, const VariantPack& pack, void* workspace,
+                               int64_t index, int64_t workspace_bytes) const {
   if (index < 0 || index >= get_execution_plan_count() ||
       !state_->plans[static_cast<size_t>(index)])
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan ", index,
@@ -227,7 +332,7 @@ Status Graph::execute_plan_at_index(Handle& handle, const VariantPack& pack, voi
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': built for ",
                       state_->handle->device().to_string(), " but executed with a handle on ",
                       handle.device().to_string());
-  DNNGRAPH_TRY(check_variant_pack(pack));
+  DNNGRAPH_TRY(check_variant_pack_unlocked(pack));
   Plan& plan = *state_->plans[static_cast<size_t>(index)];
   const int64_t need = plan.workspace_size();
   if (need > 0 && workspace == nullptr)
@@ -238,14 +343,6 @@ Status Graph::execute_plan_at_index(Handle& handle, const VariantPack& pack, voi
                       "': workspace too small: plan '", plan.name(), "' needs ", need,
                       " bytes, got ", workspace_bytes);
   return plan.execute(handle, pack, workspace);
-}
-
-Status Graph::execute(Handle& handle, const VariantPack& pack, void* workspace,
-                      int64_t workspace_bytes) const {
-  if (state_->selected < 0)
-    return make_error(ErrorCode::InvalidArgument, "graph '", name(),
-                      "': execute() called before build_plans()");
-  return execute_plan_at_index(handle, pack, workspace, state_->selected, workspace_bytes);
 }
 
 }  // namespace dnngraph

@@ -1,6 +1,8 @@
 // Graph::serialize / deserialize: a JSON envelope around the graph description and, where the
 // engine supports it, the engine's own plan bytes (base64).
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <shared_mutex>
 
 #include "dnngraph/graph.hpp"
 #include "dnngraph/ir/serialize.hpp"
@@ -61,6 +63,7 @@ Result<std::string> base64_decode(std::string_view in) {
 }  // namespace
 
 Result<std::string> Graph::serialize() const {
+  std::shared_lock<std::shared_mutex> lock(state_->mu);
   if (state_->selected < 0)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': serialize() needs a built plan (call build_plans() first)");
@@ -77,6 +80,16 @@ Result<std::string> Graph::serialize() const {
 }
 
 Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
+  std::unique_lock<std::shared_mutex> lock(state_->mu);
+  // No exception of the JSON library leaves: a blob is untrusted input.
+  try {
+    return deserialize_unlocked(handle, bytes);
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::InvalidArgument, "deserialize: malformed built graph: ", e.what());
+  }
+}
+
+Status Graph::deserialize_unlocked(const HandlePtr& handle, std::string_view bytes) {
   nlohmann::json env;
   try {
     env = nlohmann::json::parse(bytes);
@@ -84,13 +97,16 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
     return make_error(ErrorCode::InvalidArgument,
                       "deserialize: not a dnngraph built graph: ", e.what());
   }
-  if (!env.is_object() || env.value("format", "") != "dnngraph-built-graph")
+  if (!env.is_object() || !env.contains("format") || !env["format"].is_string() ||
+      env["format"].get<std::string>() != "dnngraph-built-graph")
     return make_error(ErrorCode::InvalidArgument,
                       "deserialize: not a dnngraph built graph (format field missing)");
-  if (env.value("version", 0) != kEnvelopeVersion)
-    return make_error(ErrorCode::InvalidArgument, "deserialize: envelope version ",
-                      env.value("version", 0), " is not supported (expected ", kEnvelopeVersion,
-                      ")");
+  const nlohmann::json version = env.contains("version") ? env["version"] : nlohmann::json();
+  if (!version.is_number_integer() || version.get<int64_t>() != kEnvelopeVersion ||
+      (version.is_number_unsigned() && version.get<uint64_t>() != kEnvelopeVersion))
+    return make_error(ErrorCode::InvalidArgument, "deserialize: envelope version ", version.dump(),
+                      " is not supported (expected ", kEnvelopeVersion,
+                      "); serialize the graph again with this version of dnngraph");
   if (!env.contains("graph") || !env["graph"].is_string() || !env.contains("candidate") ||
       !env["candidate"].is_string() || !env.contains("engine") || !env["engine"].is_string())
     return make_error(ErrorCode::InvalidArgument,
@@ -98,7 +114,7 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
   ir::Graph fresh;
   DNNGRAPH_TRY(ir::from_json(env["graph"].get<std::string>(), fresh));
   static_cast<ir::Graph&>(*this) = std::move(fresh);
-  DNNGRAPH_TRY(build_operation_graph(handle));
+  DNNGRAPH_TRY(build_operation_graph_unlocked(handle));
   const std::string engine = env["engine"].get<std::string>();
   if (state_->engine->name() != engine)
     return make_error(ErrorCode::NotSupported, "deserialize: graph '", name(),
@@ -124,11 +140,14 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
     }
   }
   // No stored plan (or the engine could not load it): rebuild the named candidate.
-  DNNGRAPH_TRY(create_execution_plans({HeurMode::A, HeurMode::B, HeurMode::Fallback}));
-  DNNGRAPH_TRY(check_support());
+  DNNGRAPH_TRY(create_execution_plans_unlocked({HeurMode::A, HeurMode::B, HeurMode::Fallback}));
+  DNNGRAPH_TRY(check_support_unlocked());
   for (int64_t i = 0; i < get_execution_plan_count(); ++i)
-    if (state_->statuses[state_->supported[static_cast<size_t>(i)]].info.name == want)
-      return select_plan(i);
+    if (state_->statuses[state_->supported[static_cast<size_t>(i)]].info.name == want) {
+      DNNGRAPH_TRY(build_plan_at_index_unlocked(i));
+      state_->selected = i;
+      return Status::ok();
+    }
   return make_error(ErrorCode::NotSupported, "deserialize: graph '", name(), "': candidate '", want,
                     "' is not offered on ", handle->device().to_string());
 }
