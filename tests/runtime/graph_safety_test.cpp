@@ -66,7 +66,9 @@ TEST(GraphSafety, EditAfterBuildIsRefusedUntilRebuilt) {
   t.y->set_dim({2, 3, 4});
   EXPECT_TRUE(run(t, *h, a, b, y).is_ok());
 
-  for (auto edit : {+[](AddRelu& x) { x.a->set_stride({1, 2, 6}); },
+  for (auto edit : {+[](AddRelu& x) {
+                      x.a->set_stride({1, 2, 6});
+                    },
                     +[](AddRelu& x) { x.b->set_data_type(DataType::Half); },
                     +[](AddRelu& x) { x.a->set_uid(9); }}) {
     AddRelu u;
@@ -93,20 +95,25 @@ TEST(GraphSafety, ConcurrentBuildAndExecuteNeverCrash) {
   AddRelu t;
   auto h = cpu();
   ASSERT_TRUE(t.g.build(h).is_ok());
-  std::atomic<bool> stop{false};
+  std::atomic<int> ready{0};
   std::atomic<int> ok{0}, refused{0}, wrong{0};
+  auto start = [&] {
+    ++ready;
+    while (ready.load() < 2) std::this_thread::yield();
+  };
   std::thread builder([&] {
-    for (int i = 0; i < 200; ++i) {
+    start();
+    for (int i = 0; i < 300; ++i) {
       (void)t.g.build_operation_graph(h);
       (void)t.g.create_execution_plans({HeurMode::A});
       (void)t.g.check_support();
       (void)t.g.build_plans();
     }
-    stop = true;
   });
   std::thread executor([&] {
     auto a = random_vec(24, 3), b = random_vec(24, 4);
-    while (!stop) {
+    start();
+    for (int i = 0; i < 300; ++i) {
       std::vector<float> y(24, std::numeric_limits<float>::quiet_NaN());
       Status s = run(t, *h, a, b, y);
       if (!s.is_ok()) {
@@ -122,7 +129,8 @@ TEST(GraphSafety, ConcurrentBuildAndExecuteNeverCrash) {
   builder.join();
   executor.join();
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_GT(ok.load() + refused.load(), 0);
+  EXPECT_EQ(ok.load() + refused.load(), 300);
+  EXPECT_GT(ok.load(), 0);
 }
 
 TEST(GraphSafety, ConcurrentExecutesShareTheGraph) {
@@ -149,15 +157,16 @@ TEST(GraphSafety, MalformedBlobsAreErrorsWithReadableMessages) {
   Graph g;
   auto h = cpu();
   // Wrong JSON types where the envelope expects others: no JSON exception escapes.
-  for (const char* blob : {R"({"format":"dnngraph-built-graph","version":"1"})",
-                           R"({"format":7,"version":1})", R"([1,2,3])", R"("x")",
-                           R"({"format":"dnngraph-built-graph","version":1,"graph":5})"}) {
+  for (const char* blob :
+       {R"({"format":"dnngraph-built-graph","version":"1"})", R"({"format":7,"version":1})",
+        R"([1,2,3])", R"("x")", R"({"format":"dnngraph-built-graph","version":1,"graph":5})"}) {
     Status s = g.deserialize(h, blob);
     EXPECT_EQ(s.code(), ErrorCode::InvalidArgument) << blob;
     EXPECT_FALSE(s.message().empty());
   }
   // A huge version is printed as written, not wrapped to a negative int.
-  Status s = g.deserialize(h, R"({"format":"dnngraph-built-graph","version":18446744073709551615})");
+  Status s =
+      g.deserialize(h, R"({"format":"dnngraph-built-graph","version":18446744073709551615})");
   EXPECT_NE(s.message().find("18446744073709551615"), std::string::npos) << s.message();
   s = g.deserialize(h, R"({"format":"dnngraph-built-graph","version":4294967297})");
   EXPECT_NE(s.message().find("4294967297"), std::string::npos) << s.message();
