@@ -17,7 +17,8 @@ struct PipelineState {
   Engine* engine = nullptr;
   std::unique_ptr<LoweredGraph> lowered;
   std::vector<std::unique_ptr<Candidate>> candidates;  // from create_execution_plans
-  std::vector<CandidateStatus> statuses;               // one per candidate
+  size_t checked = 0;                                  // candidates[0, checked) were checked
+  std::vector<CandidateStatus> statuses;               // one per checked candidate
   std::vector<size_t> supported;                       // indexes into candidates
   std::vector<std::unique_ptr<Plan>> plans;            // one slot per supported candidate
   int64_t selected = -1;                               // index into supported
@@ -38,6 +39,7 @@ struct PipelineState {
     plans.clear();  // before the candidates and the lowered graph they may refer to
     candidates.clear();
     lowered.reset();
+    checked = 0;
     statuses.clear();
     supported.clear();
     selected = -1;

@@ -142,7 +142,7 @@ Status Graph::deserialize_unlocked(const HandlePtr& handle, std::string_view byt
   // No stored plan (or the engine could not load it): rebuild the named candidate.
   DNNGRAPH_TRY(create_execution_plans_unlocked({HeurMode::A, HeurMode::B, HeurMode::Fallback}));
   DNNGRAPH_TRY(check_support_unlocked());
-  for (int64_t i = 0; i < get_execution_plan_count(); ++i)
+  for (int64_t i = 0; check_until(i); ++i)
     if (state_->statuses[state_->supported[static_cast<size_t>(i)]].info.name == want) {
       DNNGRAPH_TRY(build_plan_at_index_unlocked(i));
       state_->selected = i;
