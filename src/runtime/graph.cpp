@@ -169,7 +169,7 @@ Status Graph::build_plan_at_index_unlocked(int64_t index) {
     return stage_error(*this, "build_plan_at_index", "check_support");
   if (index < 0 || !check_until(index))
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan index ", index,
-                      " out of range [0, ", get_execution_plan_count(), ")");
+                      " out of range [0, ", plan_count_unlocked(), ")");
   auto& slot = state_->plans[static_cast<size_t>(index)];
   if (slot) return Status::ok();
   const size_t ci = state_->supported[static_cast<size_t>(index)];
