@@ -7,7 +7,8 @@ BUILD  ?= build/release
 ASAN   ?= build/asan
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build build-asan demo test test-cpp test-asan test-python test-install format format-check clean
+.PHONY: all setup build build-asan demo test test-cpp test-asan test-python test-install \
+        test-property test-asan-python format format-check clean
 
 all: build
 
@@ -39,6 +40,29 @@ test-asan: build-asan
 
 test-python: build
 	PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q python/tests
+
+# The hypothesis property suite at full size (>= 1e5 cases, bounded by PROPERTY_TIMEOUT s).
+PROPERTY_SCALE   ?= 1.1
+PROPERTY_TIMEOUT ?= 1500
+test-property: build
+	DNNGRAPH_PROPERTY_SCALE=$(PROPERTY_SCALE) DNNGRAPH_PROPERTY_MIN_CASES=100000 \
+	  PYTHONPATH=$(CURDIR)/$(BUILD)/python timeout $(PROPERTY_TIMEOUT) \
+	  $(PY) -m pytest -q -p no:cacheprovider python/tests/property
+
+# The Python module and library under ASan+UBSan, running the Python tests and a slice of the
+# property suite (the sanitizer runtimes are preloaded into the uninstrumented interpreter).
+ASAN_PY ?= build/asan-py
+$(ASAN_PY)/CMakeCache.txt:
+	cmake -S . -B $(ASAN_PY) -DCMAKE_BUILD_TYPE=Debug -DDNNGRAPH_SANITIZE=ON -DDNNGRAPH_CUDA=OFF \
+	  -DDNNGRAPH_BUILD_PYTHON=ON -DDNNGRAPH_BUILD_TESTS=OFF -DDNNGRAPH_BUILD_TOOLS=OFF \
+	  -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF \
+	  -DPython_EXECUTABLE=$$(command -v $(PY)) $(CMAKE_FLAGS)
+test-asan-python: setup $(ASAN_PY)/CMakeCache.txt
+	cmake --build $(ASAN_PY) -j $(JOBS) --target _dnngraph dnngraph_stub
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  DNNGRAPH_PROPERTY_SCALE=0.05 PYTHONPATH=$(CURDIR)/$(ASAN_PY)/python \
+	  $(PY) -m pytest -q -p no:cacheprovider python/tests
 
 # find_package(dnngraph) from an install tree, building the README's example against it.
 test-install: build

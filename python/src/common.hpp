@@ -12,7 +12,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -29,6 +31,8 @@ namespace nb = nanobind;
 struct NotSupportedException : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// `text` as valid UTF-8 (invalid bytes as \xNN), for exception messages.
+std::string printable(const std::string& text);
 // ValueError for InvalidGraph/InvalidArgument, NotSupportedError, RuntimeError otherwise; the
 // Python message is the C++ one. Does nothing for Ok.
 void throw_if_error(const Status& s);
@@ -51,7 +55,15 @@ struct KernelCache {};
 
 // ---- graphs (graph.cpp) ----
 struct PyGraph {
+  PyGraph();  // registered, so that a foreign tensor's graph can be named
+  ~PyGraph();
+  PyGraph(const PyGraph&) = delete;
+  PyGraph& operator=(const PyGraph&) = delete;
+
   Graph graph;
+  // Held shared by execute (from reading the pack to the end of the run) and alone by the
+  // pipeline steps and deserialize, so a build from another thread never overlaps an execute.
+  std::shared_mutex mu;
   HandlePtr handle;  // from pygraph(handle=...), deserialize(handle, ...) or the default GPU one
   std::shared_ptr<KernelCache> kernel_cache;
 
@@ -65,6 +77,18 @@ struct PyGraph {
   // `override` when given, else the graph's handle.
   Handle& handle_for(const PyHandle* override);
 };
+
+// "graph 'name'" of the live pygraph holding this tensor, or a phrase saying none does.
+std::string graph_owning(const ir::TensorAttrs* t);
+
+// Locks `l` (a unique or shared lock over PyGraph::mu); waits with the GIL released so that the
+// thread holding it can finish.
+template <class Lock>
+void lock_released_gil(Lock& l) {
+  if (l.try_lock()) return;
+  nb::gil_scoped_release release;
+  l.lock();
+}
 
 // A tensor argument that also accepts a Python number (it becomes a pass-by-value constant).
 using TensorOrScalar = std::variant<ir::Tensor, double>;
@@ -93,5 +117,6 @@ void bind_ops_norm(nb::class_<PyGraph>& g);
 void bind_ops_sdpa(nb::class_<PyGraph>& g);
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& g);
 void bind_serialize(nb::class_<PyGraph>& g);
+void bind_log(nb::module_& m);
 
 }  // namespace dnngraph::py

@@ -20,5 +20,6 @@ NB_MODULE(_dnngraph, m) {
   bind_ops_sdpa(graph);
   bind_execute(m, graph);
   bind_serialize(graph);
+  bind_log(m);
   m.attr("Graph") = graph;
 }

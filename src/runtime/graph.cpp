@@ -8,19 +8,14 @@
 #include <unordered_set>
 
 #include "dnngraph/graph.hpp"
+#include "dnngraph/log.hpp"
 #include "runtime/pipeline.hpp"
 
 namespace dnngraph {
 namespace {
 
 // DNNGRAPH_LOG=dispatch prints, per candidate, whether check_support kept it and why not.
-bool log_dispatch() {
-  static const bool on = [] {
-    const char* v = std::getenv("DNNGRAPH_LOG");
-    return v && std::strstr(v, "dispatch") != nullptr;
-  }();
-  return on;
-}
+bool log_dispatch() { return log_enabled(LogLevel::Dispatch); }
 
 Status stage_error(const Graph& g, const char* call, const char* needs) {
   return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': ", call,
@@ -96,6 +91,10 @@ Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
             [](const ir::TensorAttrs& a, const ir::TensorAttrs& b) { return a.uid < b.uid; });
   for (const ir::Tensor& t : state_->required) state_->required_built.push_back(*t);
   state_->stage = Stage::Lowered;
+  if (log_enabled(LogLevel::Debug))
+    log_message(LogLevel::Debug,
+                detail::cat("graph '", name(), "': lowered onto engine '", state_->engine->name(),
+                            "' (", handle->device().to_string(), ")"));
   return Status::ok();
 }
 
@@ -133,9 +132,10 @@ bool Graph::check_next() const {
     st.plans.emplace_back();
   }
   if (log_dispatch())
-    std::fprintf(stderr, "[dnngraph dispatch] graph '%s' %s candidate %zu '%s': %s\n",
-                 name().c_str(), std::string(st.engine->name()).c_str(), i, cs.info.name.c_str(),
-                 cs.support.is_ok() ? "supported" : cs.support.message().c_str());
+    log_message(LogLevel::Dispatch,
+                detail::cat("graph '", name(), "' ", st.engine->name(), " candidate ", i, " '",
+                            cs.info.name, "': ",
+                            cs.support.is_ok() ? std::string("supported") : cs.support.message()));
   st.statuses.push_back(std::move(cs));
   return true;
 }
@@ -201,9 +201,19 @@ Status Graph::build_plans_unlocked(BuildPlanPolicy policy) {
     }
     if (policy == BuildPlanPolicy::HeuristicsChoice) break;
   }
-  if (state_->selected < 0)
-    return make_error(ErrorCode::NotSupported, "graph '", name(),
-                      "': no candidate plan could be built", reasons);
+  if (state_->selected < 0) {
+    Status s = make_error(ErrorCode::NotSupported, "graph '", name(),
+                          "': no candidate plan could be built", reasons);
+    if (log_enabled(LogLevel::Warn)) log_message(LogLevel::Warn, s.message());
+    return s;
+  }
+  if (log_enabled(LogLevel::Info)) {
+    const auto& cs = state_->statuses[state_->supported[static_cast<size_t>(state_->selected)]];
+    log_message(LogLevel::Info,
+                detail::cat("graph '", name(), "': built plan ", state_->selected, " '",
+                            cs.info.name, "' of engine '", state_->engine->name(), "', workspace ",
+                            cs.workspace_size, " bytes"));
+  }
   return Status::ok();
 }
 

@@ -82,6 +82,8 @@ class KernelContext {
 // run_*: compute; errors only for data-dependent problems (e.g. sequence length > s_kv).
 Status check_conv(const ir::Node& n);
 Status run_conv(KernelContext& ctx);  // conv_fprop, conv_dgrad, conv_wgrad
+// Elements of the zero-padded fp64 copy a conv works on (0 when the node is malformed).
+int64_t conv_padded_elements(const ir::Node& n);
 Status check_matmul(const ir::Node& n);
 Status run_matmul(KernelContext& ctx);
 Status check_pointwise(const ir::Node& n);
