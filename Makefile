@@ -42,7 +42,7 @@ test-python: build
 	PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q python/tests
 
 # The hypothesis property suite at full size (>= 1e5 cases, bounded by PROPERTY_TIMEOUT s).
-PROPERTY_SCALE   ?= 1.1
+PROPERTY_SCALE   ?= 1.25
 PROPERTY_TIMEOUT ?= 1500
 test-property: build
 	DNNGRAPH_PROPERTY_SCALE=$(PROPERTY_SCALE) DNNGRAPH_PROPERTY_MIN_CASES=100000 \

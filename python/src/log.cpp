@@ -1,8 +1,8 @@
 // dnngraph's log lines (DNNGRAPH_LOG, include/dnngraph/log.hpp) routed to Python's `logging`,
 // logger "dnngraph": error -> ERROR, warn -> WARNING, info -> INFO, debug -> DEBUG,
 // dispatch -> 5 (below DEBUG).
-#include "common.hpp"
 #include "dnngraph/log.hpp"
+#include "common.hpp"
 
 namespace dnngraph::py {
 
@@ -55,8 +55,8 @@ void bind_log(nb::module_& m) {
       "get_log_level", [] { return std::string(log_level_name(log_level())); },
       "The log level in force (DNNGRAPH_LOG, or the last set_log_level).");
   m.def(
-      "_route_logs_to_python",
-      [](bool on) { set_log_sink(on ? LogSink(to_python) : LogSink()); }, nb::arg("on"),
+      "_route_logs_to_python", [](bool on) { set_log_sink(on ? LogSink(to_python) : LogSink()); },
+      nb::arg("on"),
       "On: log lines go to logging.getLogger('dnngraph') instead of stderr/DNNGRAPH_LOG_FILE.");
 }
 

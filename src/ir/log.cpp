@@ -15,8 +15,8 @@ namespace {
 LogLevel parse_level(const char* v) {
   if (!v || !*v) return LogLevel::Off;
   const std::string s(v);
-  for (LogLevel l : {LogLevel::Dispatch, LogLevel::Debug, LogLevel::Info, LogLevel::Warn,
-                     LogLevel::Error})
+  for (LogLevel l :
+       {LogLevel::Dispatch, LogLevel::Debug, LogLevel::Info, LogLevel::Warn, LogLevel::Error})
     if (s == log_level_name(l)) return l;
   if (s == "warning") return LogLevel::Warn;
   if (s.find("dispatch") != std::string::npos) return LogLevel::Dispatch;  // e.g. "info,dispatch"

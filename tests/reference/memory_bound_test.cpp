@@ -26,7 +26,8 @@ TEST(ReferenceMemory, HugePaddingOnATinyConvIsRefusedAtBuild) {
   EnvGuard env(nullptr);  // the default limit
   Graph g;
   g.set_name("padded").set_io_data_type(DataType::Float).set_compute_data_type(DataType::Float);
-  auto x = g.tensor(ir::TensorAttrs().set_name("X").set_dim({1, 1, 4, 4}).set_stride({16, 16, 4, 1}));
+  auto x =
+      g.tensor(ir::TensorAttrs().set_name("X").set_dim({1, 1, 4, 4}).set_stride({16, 16, 4, 1}));
   auto w = g.tensor(ir::TensorAttrs().set_name("W").set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1}));
   // A 64-byte input and a 2x2 output, but a 60004x60004 zero-padded fp64 copy (~27 GiB).
   auto y = g.conv_fprop(
@@ -41,7 +42,8 @@ TEST(ReferenceMemory, HugePaddingOnATinyConvIsRefusedAtBuild) {
 Graph broadcast_add() {
   Graph g;
   g.set_name("outer").set_io_data_type(DataType::Float);
-  auto a = g.tensor(ir::TensorAttrs().set_name("A").set_dim({1, 1, 1000}).set_stride({1000, 1000, 1}));
+  auto a =
+      g.tensor(ir::TensorAttrs().set_name("A").set_dim({1, 1, 1000}).set_stride({1000, 1000, 1}));
   auto b = g.tensor(ir::TensorAttrs().set_name("B").set_dim({1, 1000, 1}).set_stride({1000, 1, 1}));
   g.add(a, b)->set_output(true).set_name("Y");
   return g;

@@ -153,6 +153,19 @@ TEST(GraphSafety, ConcurrentExecutesShareTheGraph) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+TEST(GraphSafety, AssignedUidsNeverWrap) {
+  Graph g;
+  g.set_name("wrap").set_io_data_type(DataType::Float);
+  auto a = g.tensor(ir::TensorAttrs().set_name("A").set_dim({2}).set_stride({1}).set_uid(
+      std::numeric_limits<int64_t>::max()));
+  g.relu(a)->set_output(true).set_name("Y");  // Y gets no uid: it would be INT64_MAX + 1
+  Status s = g.validate();
+  ASSERT_EQ(s.code(), ErrorCode::InvalidGraph) << s.to_string();
+  EXPECT_NE(s.message().find("'A' has uid 9223372036854775807"), std::string::npos) << s.message();
+  a->set_uid(std::numeric_limits<int64_t>::max() - 5);
+  EXPECT_TRUE(g.validate().is_ok());
+}
+
 TEST(GraphSafety, MalformedBlobsAreErrorsWithReadableMessages) {
   Graph g;
   auto h = cpu();

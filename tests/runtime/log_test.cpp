@@ -38,7 +38,8 @@ TEST(Log, LevelsFilterWhatReachesTheSink) {
   Captured c;
   set_log_level(LogLevel::Dispatch);
   build_small();
-  EXPECT_TRUE(c.has(LogLevel::Dispatch, "graph 'logged' reference candidate 0 'reference': supported"));
+  EXPECT_TRUE(
+      c.has(LogLevel::Dispatch, "graph 'logged' reference candidate 0 'reference': supported"));
   EXPECT_TRUE(c.has(LogLevel::Info, "graph 'logged': built plan 0 'reference'"));
   EXPECT_TRUE(c.has(LogLevel::Debug, "lowered onto engine 'reference'"));
 
