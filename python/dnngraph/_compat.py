@@ -127,7 +127,8 @@ class _Ptr:
     def __init__(self, ptr: int, t: Tensor, cuda: bool) -> None:
         span = 1 + sum((d - 1) * s for d, s in zip(t.get_dim(), t.get_stride()) if d > 0)
         itemsize = _ITEMSIZE.get(t.get_data_type(), 1)
-        iface = {"shape": (span * itemsize,), "typestr": "|u1", "data": (int(ptr), False),
+        iface = {"shape": (span,), "typestr": _TYPESTR.get(t.get_data_type(), f"<u{itemsize}"),
+                 "data": (int(ptr), False),
                  "version": 3, "strides": None}
         if cuda:
             self.__cuda_array_interface__ = dict(iface, stream=None)
@@ -135,6 +136,11 @@ class _Ptr:
             self.__array_interface__ = iface
 
 
+_TYPESTR = {
+    data_type.HALF: "<f2", data_type.FLOAT: "<f4", data_type.DOUBLE: "<f8", data_type.INT8: "|i1",
+    data_type.UINT8: "|u1", data_type.INT32: "<i4", data_type.INT64: "<i8",
+    data_type.BOOLEAN: "|b1",
+}
 _ITEMSIZE = {
     data_type.HALF: 2, data_type.BFLOAT16: 2, data_type.FLOAT: 4, data_type.DOUBLE: 8,
     data_type.INT8: 1, data_type.UINT8: 1, data_type.INT32: 4, data_type.INT64: 8,
