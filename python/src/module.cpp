@@ -20,5 +20,4 @@ NB_MODULE(_dnngraph, m) {
   bind_ops_sdpa(graph);
   bind_execute(m, graph);
   bind_serialize(graph);
-  m.attr("Graph") = graph;
 }
