@@ -39,7 +39,7 @@ test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN)/tests/dnngraph_tests
 
 test-python: build
-	PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q python/tests
+	PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q python/tests tests/compat
 
 # The hypothesis property suite at full size (>= 1e5 cases, bounded by PROPERTY_TIMEOUT s).
 PROPERTY_SCALE   ?= 1.25

@@ -49,9 +49,6 @@ struct PyHandle {
   HandlePtr handle;
   const HandlePtr& get() const;  // ValueError once destroyed
 };
-// Accepted by pygraph(kernel_cache=...). dnngraph has no plan cache shared between graphs yet,
-// so this object holds nothing (see docs/python.md).
-struct KernelCache {};
 
 // ---- graphs (graph.cpp) ----
 struct PyGraph {
@@ -65,7 +62,6 @@ struct PyGraph {
   // pipeline steps and deserialize, so a build from another thread never overlaps an execute.
   std::shared_mutex mu;
   HandlePtr handle;  // from pygraph(handle=...), deserialize(handle, ...) or the default GPU one
-  std::shared_ptr<KernelCache> kernel_cache;
 
   // uid -> tensor, for variant packs keyed by int. Rebuilt when a lookup misses; cleared when
   // the graph is replaced (deserialize).

@@ -21,5 +21,4 @@ NB_MODULE(_dnngraph, m) {
   bind_execute(m, graph);
   bind_serialize(graph);
   bind_log(m);
-  m.attr("Graph") = graph;
 }

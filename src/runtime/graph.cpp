@@ -29,6 +29,13 @@ Graph::~Graph() = default;
 Graph::Graph(Graph&&) noexcept = default;
 Graph& Graph::operator=(Graph&&) noexcept = default;
 
+Graph& Graph::set_kernel_cache(KernelCachePtr cache) {
+  state_->kernel_cache = std::move(cache);
+  return *this;
+}
+
+const KernelCachePtr& Graph::kernel_cache() const { return state_->kernel_cache; }
+
 // The public pipeline steps take the graph's lock alone and call the unlocked versions, which
 // call each other.
 using Exclusive = std::unique_lock<std::shared_mutex>;
@@ -70,6 +77,7 @@ Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
           detail::cat(reasons.empty() ? "" : "; ", e->name(), ": ", lowered.status().message());
       continue;
     }
+    if (state_->kernel_cache) DNNGRAPH_TRY(lowered.value()->set_kernel_cache(state_->kernel_cache));
     state_->engine = e;
     state_->lowered = std::move(lowered).value();
     break;

@@ -31,7 +31,9 @@ struct PipelineState {
   // Guards the fields above: the pipeline steps lock it alone, execute shared.
   mutable std::shared_mutex mu;
 
-  // Back to Stage::None (the lock stays).
+  KernelCachePtr kernel_cache;  // kept when the rest is reset
+
+  // Back to Stage::None (the lock and the kernel cache stay).
   void reset() {
     stage = Stage::None;
     handle.reset();
