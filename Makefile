@@ -22,9 +22,11 @@ $(BUILD)/CMakeCache.txt:
 build: setup $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# One sanitizer tree for the C++ tests and the Python module (test-asan-python).
 $(ASAN)/CMakeCache.txt:
 	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DDNNGRAPH_SANITIZE=ON -DDNNGRAPH_CUDA=OFF \
-	  -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF -DDNNGRAPH_BUILD_TOOLS=OFF $(CMAKE_FLAGS)
+	  -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF -DDNNGRAPH_BUILD_TOOLS=OFF \
+	  -DDNNGRAPH_BUILD_PYTHON=ON -DPython_EXECUTABLE=$$(command -v $(PY)) $(CMAKE_FLAGS)
 
 build-asan: setup $(ASAN)/CMakeCache.txt
 	cmake --build $(ASAN) -j $(JOBS) --target dnngraph_tests
@@ -51,17 +53,12 @@ test-property: build
 
 # The Python module and library under ASan+UBSan, running the Python tests and a slice of the
 # property suite (the sanitizer runtimes are preloaded into the uninstrumented interpreter).
-ASAN_PY ?= build/asan-py
-$(ASAN_PY)/CMakeCache.txt:
-	cmake -S . -B $(ASAN_PY) -DCMAKE_BUILD_TYPE=Debug -DDNNGRAPH_SANITIZE=ON -DDNNGRAPH_CUDA=OFF \
-	  -DDNNGRAPH_BUILD_PYTHON=ON -DDNNGRAPH_BUILD_TESTS=OFF -DDNNGRAPH_BUILD_TOOLS=OFF \
-	  -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF \
-	  -DPython_EXECUTABLE=$$(command -v $(PY)) $(CMAKE_FLAGS)
-test-asan-python: setup $(ASAN_PY)/CMakeCache.txt
-	cmake --build $(ASAN_PY) -j $(JOBS) --target _dnngraph dnngraph_stub
+# Only the module is built: its stubs would import it without the preload.
+test-asan-python: setup $(ASAN)/CMakeCache.txt
+	cmake --build $(ASAN) -j $(JOBS) --target _dnngraph
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  DNNGRAPH_PROPERTY_SCALE=0.05 PYTHONPATH=$(CURDIR)/$(ASAN_PY)/python \
+	  DNNGRAPH_PROPERTY_SCALE=0.05 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
 	  $(PY) -m pytest -q -p no:cacheprovider python/tests
 
 # find_package(dnngraph) from an install tree, building the README's example against it.

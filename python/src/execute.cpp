@@ -501,9 +501,16 @@ std::string join(const std::vector<int64_t>& v) {
 }
 
 // The array's layout against the tensor's: the same extents and strides once dims of extent
-// 1 (whose stride is never used) are dropped. Any layout that matches exactly is accepted.
+// 1 (whose stride is never used) are dropped. Any layout that matches exactly is accepted, and
+// so is a flat contiguous 1-D array holding exactly the memory of a dense tensor (the raw
+// buffer idiom of cuDNN's frontend).
 void check_layout(const Buffer& b, const ir::TensorAttrs& t, int64_t esize,
                   const std::string& who) {
+  if (b.shape.size() == 1 && (b.shape[0] <= 1 || b.strides[0] == esize)) {
+    int64_t elements = 1;
+    for (int64_t d : t.dim) elements *= d;
+    if (b.shape[0] == elements && t.storage_elements() == elements) return;
+  }
   std::vector<std::pair<int64_t, int64_t>> want, have;
   bool empty = false;
   for (size_t i = 0; i < t.dim.size(); ++i) {
