@@ -29,6 +29,11 @@ from ._dnngraph import (
 )
 from ._compat import (
     FRONTEND_KNOB_TYPE_BASE,
+    LACKING_FUNCTIONS as _LACKING_FUNCTIONS,
+    DeviceInfo,
+    GraphContext,
+    Node,
+    NodeType,
     attention_implementation,
     behavior_note,
     create_device_properties,
@@ -50,6 +55,9 @@ from .graph_api import graph, graph_cache, jit
 from .wrapper import Graph
 from . import wrapper
 
+# The frontend's fused kernels outside the graph API: each raises NotSupportedError.
+globals().update(_LACKING_FUNCTIONS)
+
 # The frontend's name for the graph-tensor class.
 tensor = Tensor
 
@@ -63,6 +71,10 @@ def sdpa_capabilities() -> frozenset:
 
 
 __all__ = [
+    "DeviceInfo",
+    "GraphContext",
+    "Node",
+    "NodeType",
     "FRONTEND_KNOB_TYPE_BASE",
     "Graph",
     "Handle",

@@ -101,6 +101,35 @@ def create_device_properties(*args: Any, **kwargs: Any) -> Any:
                    "build on the target GPU, or build with create_handle(device=\"cpu\")")
 
 
+_LACKING_FUNCTIONS = [
+    "causal_conv1d_forward", "causal_conv1d_backward", "causal_conv1d_nwh_forward",
+    "causal_conv1d_nwh_backward", "b2b_causal_conv1d_forward", "b2b_causal_conv1d_backward",
+    "gnn_agg_op", "gnn_agg_simple_forward", "gnn_agg_simple_backward", "gnn_activation_op",
+    "gnn_mha_gat_forward", "gnn_mha_gat_backward", "gnn_mha_gat_v2_forward",
+    "gnn_mha_gat_v2_backward",
+]
+
+
+def _lacking_function(name: str) -> Any:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise _missing(f"{name} (a fused kernel outside the graph API)")
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = "Not supported by dnngraph: raises NotSupportedError."
+    return fn
+
+
+LACKING_FUNCTIONS = {n: _lacking_function(n) for n in _LACKING_FUNCTIONS}
+
+
+class DeviceInfo:
+    """The device of a handle: ordinal (None for the CPU) and kind."""
+
+    def __init__(self, device: str) -> None:
+        self.kind = "cpu" if device == "cpu" else "cuda"
+        self.ordinal = None if device == "cpu" else int(device.partition(":")[2] or 0)
+
+
 # ---- argument conversion ----------------------------------------------------------------------
 def _is_array(v: Any) -> bool:
     if isinstance(v, (Tensor, int, float, bool, str, bytes, list, tuple, dict)) or v is None:
@@ -329,7 +358,73 @@ class pygraph(_native):
             kw["data_type"] = _library_type(data_type)
         if uid is not None and uid != -1:
             kw["uid"] = int(uid)
-        return _native.tensor(self, **kw)
+        t = _native.tensor(self, **kw)
+        self._track(t)
+        return t
+
+    def _track(self, t: Any) -> Any:
+        """Remembers graph tensors made through this class (for tensors/find_tensor/...)."""
+        made = self.__dict__.setdefault("_made", [])
+        for x in (t if isinstance(t, tuple) else (t,)):
+            if isinstance(x, Tensor):
+                made.append(x)
+        return t
+
+    # ---- introspection of the graph's tensors and nodes ----
+    @property
+    def tensors(self) -> Dict[str, Tensor]:
+        """{name: tensor} of the tensors made through this object's methods."""
+        return {t.get_name(): t for t in self.__dict__.get("_made", [])}
+
+    def find_tensor(self, name_or_uid: Any) -> Optional[Tensor]:
+        for t in self.__dict__.get("_made", []):
+            if (t.get_uid() == name_or_uid) if isinstance(name_or_uid, int) else (
+                    t.get_name() == name_or_uid):
+                return t
+        return None
+
+    def get_inputs(self) -> List[Tensor]:
+        """Non-virtual tensors no node produces."""
+        produced = {o for n in self._json()["nodes"] for o in n["outputs"].values()}
+        names = [t["name"] for i, t in enumerate(self._json()["tensors"])
+                 if i not in produced and not t["virtual"]]
+        return [t for t in (self.find_tensor(n) for n in names) if t is not None]
+
+    def get_outputs(self) -> List[Tensor]:
+        return [t for t in self.__dict__.get("_made", []) if t.get_is_output()]
+
+    @property
+    def nodes(self) -> List["Node"]:
+        doc = self._json()
+        names = [t["name"] for t in doc["tensors"]]
+        return [Node(n, names) for n in doc["nodes"]]
+
+    def get_node(self, name: str) -> Optional["Node"]:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def inspect(self) -> Dict[str, Any]:
+        """The graph's description (its JSON form) as a dict."""
+        return self._json()
+
+    @property
+    def context(self) -> "GraphContext":
+        doc = self._json()
+        return GraphContext(*(getattr(data_type, doc[k]) for k in (
+            "io_data_type", "intermediate_data_type", "compute_data_type")), name=doc["name"])
+
+    @property
+    def plans(self) -> List[dict]:
+        """The supported candidate plans, in plan-index order (see candidates())."""
+        return self._supported()
+
+    def backend_plan_entries(self) -> List[dict]:
+        return self._supported()
+
+    @property
+    def selected_engine(self) -> Optional[str]:
+        i = self.selected_plan_index()
+        plans = self._supported()
+        return str(plans[i]["name"]) if 0 <= i < len(plans) else None
 
     def tensor_like(self, template: Any = None, name: str = "", is_virtual: bool = False,
                     **kwargs: Any) -> Tensor:
@@ -594,6 +689,45 @@ class pygraph(_native):
         _native.execute(self, pack, ws, handle)
 
 
+class GraphContext:
+    """A graph's data types and name (``pygraph.context``)."""
+
+    def __init__(self, io_data_type: Any = None, intermediate_data_type: Any = None,
+                 compute_data_type: Any = None, name: str = "") -> None:
+        self.io_data_type = io_data_type
+        self.intermediate_data_type = intermediate_data_type
+        self.compute_data_type = compute_data_type
+        self.name = name
+
+
+NodeType = _make_enum("NodeType", [
+    "POINTWISE", "MATMUL", "CONV_FPROP", "CONV_DGRAD", "CONV_WGRAD", "REDUCTION", "LAYERNORM",
+    "LAYERNORM_BWD", "RMSNORM", "RMSNORM_BWD", "BATCHNORM", "BATCHNORM_INFERENCE",
+    "BATCHNORM_BWD", "SOFTMAX", "SDPA", "SDPA_BWD", "SLICE", "OTHER"], "Kinds of graph nodes")
+
+
+class Node:
+    """A node of a graph (``pygraph.nodes``): name, node_type, compute_data_type, attributes and
+    {port: tensor name} for inputs and outputs."""
+
+    def __init__(self, doc: dict, tensor_names: List[str]) -> None:
+        self.name = doc["name"]
+        kind = str(doc.get("kind", "")).upper()
+        aliases = {"LAYERNORM_BACKWARD": "LAYERNORM_BWD", "RMSNORM_BACKWARD": "RMSNORM_BWD",
+                   "BATCHNORM_BACKWARD": "BATCHNORM_BWD", "SDPA_BACKWARD": "SDPA_BWD"}
+        kind = aliases.get(kind, kind)
+        self.node_type = NodeType.__members__.get(kind, NodeType.OTHER)
+        self.kind = doc.get("kind")
+        self.compute_data_type = getattr(data_type, doc.get("compute_data_type", "NOT_SET"),
+                                         data_type.NOT_SET)
+        self.params = dict(doc.get("attrs", {}))
+        self.inputs = {k: tensor_names[v] for k, v in doc.get("inputs", {}).items()}
+        self.outputs = {k: tensor_names[v] for k, v in doc.get("outputs", {}).items()}
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name} {self.kind} inputs={self.inputs} outputs={self.outputs}>"
+
+
 class _Shape:
     """The layout of a tensor's JSON description, read like a Tensor by _Ptr."""
 
@@ -659,7 +793,7 @@ def _make_op(fe_name: str, native_name: str, pos: tuple, renames: dict, fixed: d
             else:
                 v = self._ensure_tensor(_dtype(v), f"{name}::{k}")
             out[k] = v
-        return getattr(_native, native_name)(self, **out)
+        return self._track(getattr(_native, native_name)(self, **out))
 
     op.__name__ = op.__qualname__ = fe_name
     doc = getattr(getattr(_native, native_name, None), "__doc__", "") or ""
