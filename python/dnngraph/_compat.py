@@ -26,6 +26,8 @@ from ._dnngraph import (
     pointwise_mode,
 )
 from ._dnngraph import pygraph as _native
+
+_native_execute = _native.execute
 from .datatypes import _library_type, is_dtype_like
 
 cudnnGraphNotSupportedError = NotSupportedError
@@ -638,9 +640,20 @@ class pygraph(_native):
     def execute(self, tensor_dict: Any, workspace: Any = None, handle: Any = None,
                 override_uids: Any = None, override_shapes: Any = None,
                 override_strides: Any = None, tensor_uids: Any = None) -> None:
-        self._no_overrides("execute", override_uids, override_shapes, override_strides)
+        if override_uids or override_shapes or override_strides:
+            self._no_overrides("execute", override_uids, override_shapes, override_strides)
+        d = self.__dict__
+        if tensor_uids is None and workspace is not None and d.get("_ready") and not d.get(
+                "_bindings"):
+            # The common call: a dict of tensors/uids -> arrays, nothing to convert.
+            for k, v in tensor_dict.items():
+                if v is None or type(k) is str:
+                    break
+            else:
+                return _native_execute(self, tensor_dict, workspace, handle)
         if _native.get_execution_plan_count(self) <= 0:
             self.build()
+        d["_ready"] = True
         if workspace is None:
             workspace = self._own_workspace(_native.get_workspace_size(self))
         _native.execute(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
