@@ -224,3 +224,37 @@ def test_experimental_norm_ops_cpu():
                                atol=1e-5)
     with pytest.raises(ValueError, match="normalized_shape"):
         ops.layer_norm(x, (5, 32), w, b)
+
+
+def test_plan_filters(handle, rng):
+    def make():
+        g = graph(handle)
+        A = g.tensor(name="A", dim=[1, 4, 4])
+        Y = g.relu(input=g.matmul(A, A))  # a virtual intermediate: the plan needs workspace
+        Y.set_output(True)
+        return g, A, Y
+
+    g, A, Y = make()
+    g.build()
+    need = g.get_workspace_size()
+    assert need > 0
+    name = g.get_plan_name_at_index(0)
+    for deselect in (lambda g: g.deselect_workspace_greater_than(need - 1),
+                     lambda g: g.deselect_engines([name]),
+                     lambda g: g.select_numeric_notes([cudnn.numerical_note.FFT]),
+                     lambda g: g.select_behavior_notes(["RUNTIME_COMPILATION"])):
+        g, A, Y = make()
+        assert deselect(g) is g
+        with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="deselected"):
+            g.build()
+    g, A, Y = make()
+    g.deselect_workspace_greater_than(need).deselect_numeric_notes([cudnn.numerical_note.FFT])
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A])
+    g.check_support()
+    g.build_plans(cudnn.build_plan_policy.ALL)
+    a = rng.standard_normal((1, 4, 4)).astype(np.float32)
+    y = np.full((1, 4, 4), np.nan, np.float32)
+    g.execute({A: a, Y: y})
+    np.testing.assert_allclose(y, np.maximum(a @ a, 0), rtol=1e-5, atol=1e-6)
