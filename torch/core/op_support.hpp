@@ -37,5 +37,6 @@ inline const at::Tensor& value_or_undefined(const OptTensor& t) {
   return t ? *t : undefined;
 }
 inline bool has(const OptTensor& t) { return t && t->defined(); }
+inline OptTensor opt(const Tensor& t) { return t.defined() ? OptTensor(t) : std::nullopt; }
 
 }  // namespace dnngraph::torch_ops

@@ -14,6 +14,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <list>
@@ -338,6 +339,8 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
       auto ws = g->get_workspace_size();
       if (!ws.is_ok()) throw_status(op, ws.status());
       built->workspace_bytes = ws.value();
+      for (const auto& t : g->io_tensors())
+        if (!t->value) built->io_uids.push_back(t->uid);
       built->graph = std::move(g);
     } else {
       built->unsupported = s;
@@ -351,7 +354,8 @@ void execute(const BuiltGraph& g, const at::Device& device, const char* op,
   VariantPack vp;
   vp.reserve(pack.size());
   for (const auto& [uid, t] : pack)
-    if (t && t->defined()) vp.emplace(uid, t->data_ptr());
+    if (t && t->defined() && std::find(g.io_uids.begin(), g.io_uids.end(), uid) != g.io_uids.end())
+      vp.emplace(uid, t->data_ptr());
   at::Tensor ws;
   if (g.workspace_bytes > 0)
     ws = at::empty({g.workspace_bytes}, at::TensorOptions().dtype(at::kByte).device(device));

@@ -87,7 +87,8 @@ class Key {
 struct BuiltGraph {
   std::unique_ptr<Graph> graph;  // null when unsupported
   int64_t workspace_bytes = 0;
-  Status unsupported;  // why the engine has no plan (the op then falls back to ATen)
+  std::vector<int64_t> io_uids;  // the graph's non-virtual tensors: what a variant pack holds
+  Status unsupported;            // why the engine has no plan (the op then falls back to ATen)
 };
 using GraphBuilder = std::function<void(Graph& g)>;  // adds tensors (explicit uids) and ops
 
@@ -97,8 +98,9 @@ using GraphBuilder = std::function<void(Graph& g)>;  // adds tensors (explicit u
 std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device& device,
                                                const char* op, const GraphBuilder& build);
 
-// Runs a built graph: uid -> tensor pointers, the device's current stream (set on the handle
-// only when it changed), a workspace from torch's caching allocator for this call.
+// Runs a built graph: uid -> tensor pointers (entries whose uid the graph does not hold, e.g.
+// an optional input it was built without, are skipped), the device's current stream (set on the
+// handle only when it changed), a workspace from torch's caching allocator for this call.
 void execute(const BuiltGraph& g, const at::Device& device, const char* op,
              std::initializer_list<std::pair<int64_t, const at::Tensor*>> pack);
 

@@ -363,8 +363,6 @@ using RmsSig = std::tuple<Tensor, Tensor>(const Tensor&, c10::SymIntArrayRef, co
 using RmsBwdSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, c10::SymIntArrayRef,
                                              const Tensor&, const OptTensor&, std::array<bool, 2>);
 
-OptTensor opt(const Tensor& t) { return t.defined() ? OptTensor(t) : std::nullopt; }
-
 class LayerNormFn : public torch::autograd::Function<LayerNormFn> {
  public:
   static variable_list forward(AutogradContext* ctx, const Tensor& x, c10::SymIntArrayRef shape,
