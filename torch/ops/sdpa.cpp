@@ -179,7 +179,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout, con
     return finish(dq, dk, dv, db);
   };
   if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return math();
-  Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
+  // Contiguous gradients whatever the inputs' strides (as the Meta kernel says).
+  Tensor dq = at::empty(q.sizes(), q.options()), dk = at::empty(k.sizes(), k.options());
+  Tensor dv = at::empty(v.sizes(), v.options());
   Tensor db = a.bias.defined() ? at::empty_like(a.bias) : Tensor();
   Key key(op);
   key.add(dout).add(q).add(k).add(v).add(out).add(lse).add(a.bias).add(a.scale).add(causal);
