@@ -58,6 +58,11 @@ from . import wrapper
 # The frontend's fused kernels outside the graph API: each raises NotSupportedError.
 globals().update(_LACKING_FUNCTIONS)
 
+# dnngraph's graph class without the compatibility layer (what `Graph` named before `Graph`
+# became the frontend's wrapper class): the same methods under dnngraph's own keywords, and the
+# cheapest execute().
+from ._dnngraph import pygraph as NativeGraph  # noqa: E402
+
 # The frontend's name for the graph-tensor class.
 tensor = Tensor
 
@@ -96,6 +101,7 @@ __all__ = [
     "Graph",
     "Handle",
     "KernelCache",
+    "NativeGraph",
     "NotSupportedError",
     "Tensor",
     "attention_implementation",

@@ -22,6 +22,11 @@ def graph(handle, **kw):
     return cudnn.pygraph(handle=handle, **kw)
 
 
+def test_native_graph_is_the_base_class():
+    assert issubclass(cudnn.pygraph, cudnn.NativeGraph) and cudnn.pygraph is not cudnn.NativeGraph
+    assert cudnn.Graph is cudnn.wrapper.Graph
+
+
 def test_exception_names():
     assert cudnn.cudnnGraphNotSupportedError is cudnn.NotSupportedError
     assert issubclass(cudnn.cudnnGraphNotSupportedError, Exception)
