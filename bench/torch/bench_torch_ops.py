@@ -91,7 +91,7 @@ def host_costs(iters):
         )
 
 
-def gpu_times(iters):
+def gpu_times(iters, autotune=True):
     d, t = "cuda", torch.bfloat16
     # The tutorial's conv: N32 C128 56x56, K256 3x3, pad 1, NHWC, bf16.
     x = torch.randn(32, 128, 56, 56, device=d, dtype=t).contiguous(memory_format=torch.channels_last)
@@ -101,9 +101,10 @@ def gpu_times(iters):
         ours = gpu_ms(lambda: F.conv2d_bias_act(x, w, b, 1, 1, 1, 1, "relu"), iters)
         row("conv2d_bias_act 32x128x56x56 k256", ours,
             gpu_ms(lambda: torch.relu(TF.conv2d(x, w, b, 1, 1)), iters), "ms", "eager relu(conv2d)")
-        comp = torch.compile(lambda x: torch.relu(TF.conv2d(x, w, b, 1, 1)), mode="max-autotune")
-        row("conv2d_bias_act 32x128x56x56 k256", ours, gpu_ms(lambda: comp(x), iters), "ms",
-            "compile max-autotune")
+        if autotune:
+            comp = torch.compile(lambda x: torch.relu(TF.conv2d(x, w, b, 1, 1)), mode="max-autotune")
+            row("conv2d_bias_act 32x128x56x56 k256", ours, gpu_ms(lambda: comp(x), iters), "ms",
+                "compile max-autotune")
         A = torch.randn(16, 1024, 1024, device=d, dtype=t)
         B = torch.randn(16, 1024, 1024, device=d, dtype=t) * 0.03
         bias = torch.randn(1, 1, 1024, device=d, dtype=t)
@@ -134,13 +135,14 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="fewer iterations")
     p.add_argument("--host-only", action="store_true")
+    p.add_argument("--no-autotune", action="store_true", help="skip torch.compile max-autotune (minutes)")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("bench_torch_ops: skipped, no CUDA GPU")
         return
     host_costs(200 if args.quick else 2000)
     if not args.host_only:
-        gpu_times(10 if args.quick else 30)
+        gpu_times(10 if args.quick else 30, autotune=not args.no_autotune)
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {time.strftime('%Y-%m-%d')}")
     print(f"{'case':44s} {'dnngraph':>10s} {'other':>10s}  unit  {'other/dnngraph':>14s}  other")
     for what, ours, other, unit, name, ratio in rows:
