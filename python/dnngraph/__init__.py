@@ -69,6 +69,23 @@ tensor = Tensor
 __version__: str = version()
 
 
+def _quiet_leak_report_under_torch():
+    # torch never releases kernels registered with torch.library, so a Python op that keeps its
+    # graphs in a module-level cache (the custom-op guide's pattern) still holds them when the
+    # interpreter exits, and nanobind would list each as leaked. With torch loaded, that report
+    # is noise; without torch it stays on (it finds real reference leaks).
+    import sys
+
+    if "torch" in sys.modules:
+        from ._dnngraph import _set_leak_warnings
+
+        _set_leak_warnings(False)
+
+
+import atexit as _atexit  # noqa: E402
+
+_atexit.register(_quiet_leak_report_under_torch)
+
 def sdpa_capabilities() -> frozenset:
     """Names of optional SDPA binding capabilities (the frontend's packed/THD contracts); dnngraph
     provides none of them."""
