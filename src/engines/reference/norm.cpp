@@ -24,7 +24,6 @@
 //   dscale = sum of dy * xhat, dbias = sum of dy, each over the dims where DSCALE / DBIAS is 1.
 #include <cmath>
 
-#include "engines/reference/checks.hpp"
 #include "engines/reference/kernel.hpp"
 
 namespace dnngraph::reference {
@@ -89,143 +88,6 @@ Dense reduce_to(const Dense& full, const std::vector<int64_t>& dims) {
     }
   }
   return out;
-}
-
-class Checker {
- public:
-  explicit Checker(const ir::Node& n) : n_(n) {}
-
-  std::string op() const {
-    return std::string(ir::op_kind_name(n_.kind())) + " '" + n_.name + "' (" +
-           std::string(ir::norm_kind_name(kind())) + ")";
-  }
-  ir::NormKind kind() const {
-    return n_.kind() == ir::OpKind::NormFwd ? n_.as<ir::NormFwdAttrs>().kind
-                                            : n_.as<ir::NormBwdAttrs>().kind;
-  }
-  ir::Tensor get(const char* role) const {
-    ir::Tensor t = n_.input(role);
-    return t ? t : n_.output(role);
-  }
-
-  Status present(const char* role) const {
-    if (!get(role)) return make_error(ErrorCode::InvalidGraph, op(), ": no ", role, " tensor");
-    return Status::ok();
-  }
-  Status absent(const char* role, const char* why) const {
-    if (ir::Tensor t = get(role))
-      return make_error(ErrorCode::NotSupported, op(), ": unexpected ", role, " '", t->name, "' (",
-                        why, ")");
-    return Status::ok();
-  }
-  // role, when present, has exactly `want` dims.
-  Status dims_equal(const char* role, const std::vector<int64_t>& want) const {
-    ir::Tensor t = get(role);
-    if (t && t->dim != want)
-      return make_error(ErrorCode::InvalidGraph, op(), ": ", role, " '", t->name, "' has dims ",
-                        dims_str(t->dim), ", expected ", dims_str(want));
-    return Status::ok();
-  }
-  // role, when present, broadcasts to `to` (same rank, each dim 1 or equal).
-  Status broadcasts(const char* role, const std::vector<int64_t>& to) const {
-    ir::Tensor t = get(role);
-    if (!t) return Status::ok();
-    bool ok = t->dim.size() == to.size();
-    for (size_t k = 0; ok && k < to.size(); ++k) ok = t->dim[k] == 1 || t->dim[k] == to[k];
-    if (!ok)
-      return make_error(ErrorCode::InvalidGraph, op(), ": ", role, " '", t->name, "' has dims ",
-                        dims_str(t->dim), ", which do not broadcast to X's ", dims_str(to),
-                        " (expected the same rank, each dim 1 or equal)");
-    return Status::ok();
-  }
-  Status scalar(const char* role) const {
-    ir::Tensor t = get(role);
-    if (t && t->volume() != 1)
-      return make_error(ErrorCode::InvalidGraph, op(), ": ", role, " '", t->name, "' has dims ",
-                        dims_str(t->dim), ", expected a single value");
-    return Status::ok();
-  }
-  // Every bound tensor has a data type and strides matching its rank (else the gather
-  // would read outside the buffer).
-  Status layouts() const { return check_port_layouts(n_, op()); }
-
- private:
-  const ir::Node& n_;
-};
-
-Status check_forward(const ir::Node& n) {
-  Checker c(n);
-  const auto& a = n.as<ir::NormFwdAttrs>();
-  DNNGRAPH_TRY(c.layouts());
-  DNNGRAPH_TRY(c.present("X"));
-  DNNGRAPH_TRY(c.present("Y"));
-  DNNGRAPH_TRY(c.present("SCALE"));
-  const std::vector<int64_t>& x = n.input("X")->dim;
-  if (x.size() < 2)
-    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input("X")->name, "' has rank ",
-                      x.size(), ", expected at least 2");
-  const std::vector<int64_t> sd = stats_dims(a.kind, x);
-  DNNGRAPH_TRY(c.dims_equal("Y", x));
-  DNNGRAPH_TRY(c.broadcasts("SCALE", x));
-  DNNGRAPH_TRY(c.broadcasts("BIAS", x));
-  for (const char* r : {"MEAN", "INV_VARIANCE", "PREV_RUNNING_MEAN", "PREV_RUNNING_VAR",
-                        "NEXT_RUNNING_MEAN", "NEXT_RUNNING_VAR"})
-    DNNGRAPH_TRY(c.dims_equal(r, sd));
-  DNNGRAPH_TRY(c.scalar("EPSILON"));
-  DNNGRAPH_TRY(c.scalar("MOMENTUM"));
-  const bool bn_inference =
-      a.kind == ir::NormKind::BatchNorm && a.phase == NormForwardPhase::Inference;
-  if (bn_inference) {
-    // Statistics come in; nothing else is produced.
-    if (!n.input("MEAN") || !n.input("INV_VARIANCE"))
-      return make_error(ErrorCode::InvalidGraph, c.op(),
-                        ": inference needs MEAN and INV_VARIANCE inputs");
-    for (const char* r : {"NEXT_RUNNING_MEAN", "NEXT_RUNNING_VAR"})
-      DNNGRAPH_TRY(c.absent(r, "batchnorm inference does not update running statistics"));
-    return Status::ok();
-  }
-  DNNGRAPH_TRY(c.present("EPSILON"));
-  if (n.input("MEAN") || n.input("INV_VARIANCE"))
-    return make_error(ErrorCode::NotSupported, c.op(),
-                      ": MEAN / INV_VARIANCE inputs are only read by batchnorm inference");
-  if (a.kind == ir::NormKind::RmsNorm) DNNGRAPH_TRY(c.absent("MEAN", "rmsnorm has no mean"));
-  if (a.kind != ir::NormKind::BatchNorm) {
-    for (const char* r : {"MOMENTUM", "PREV_RUNNING_MEAN", "PREV_RUNNING_VAR", "NEXT_RUNNING_MEAN",
-                          "NEXT_RUNNING_VAR"})
-      DNNGRAPH_TRY(c.absent(r, "running statistics belong to batchnorm"));
-    return Status::ok();
-  }
-  const bool next = n.output("NEXT_RUNNING_MEAN") || n.output("NEXT_RUNNING_VAR");
-  if (next &&
-      (!n.input("MOMENTUM") || !n.input("PREV_RUNNING_MEAN") || !n.input("PREV_RUNNING_VAR")))
-    return make_error(ErrorCode::InvalidGraph, c.op(),
-                      ": NEXT_RUNNING_MEAN / NEXT_RUNNING_VAR need MOMENTUM, PREV_RUNNING_MEAN "
-                      "and PREV_RUNNING_VAR inputs");
-  return Status::ok();
-}
-
-Status check_backward(const ir::Node& n) {
-  Checker c(n);
-  const auto& a = n.as<ir::NormBwdAttrs>();
-  DNNGRAPH_TRY(c.layouts());
-  for (const char* r : {"DY", "X", "SCALE", "INV_VARIANCE", "DX"}) DNNGRAPH_TRY(c.present(r));
-  if (a.kind == ir::NormKind::RmsNorm)
-    DNNGRAPH_TRY(c.absent("MEAN", "rmsnorm has no mean"));
-  else
-    DNNGRAPH_TRY(c.present("MEAN"));
-  const std::vector<int64_t>& x = n.input("X")->dim;
-  if (x.size() < 2)
-    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input("X")->name, "' has rank ",
-                      x.size(), ", expected at least 2");
-  DNNGRAPH_TRY(c.dims_equal("DY", x));
-  DNNGRAPH_TRY(c.dims_equal("DX", x));
-  DNNGRAPH_TRY(c.broadcasts("SCALE", x));
-  DNNGRAPH_TRY(c.dims_equal("DSCALE", n.input("SCALE")->dim));
-  DNNGRAPH_TRY(c.broadcasts("DBIAS", x));
-  const std::vector<int64_t> sd = stats_dims(a.kind, x);
-  DNNGRAPH_TRY(c.dims_equal("MEAN", sd));
-  DNNGRAPH_TRY(c.dims_equal("INV_VARIANCE", sd));
-  return Status::ok();
 }
 
 Status run_forward(KernelContext& ctx) {
@@ -321,13 +183,6 @@ Status run_backward(KernelContext& ctx) {
 }
 
 }  // namespace
-
-Status check_norm(const ir::Node& n) {
-  if (n.kind() == ir::OpKind::NormFwd) return check_forward(n);
-  if (n.kind() == ir::OpKind::NormBwd) return check_backward(n);
-  return make_error(ErrorCode::Internal, "reference norm kernel given node '", n.name, "' of kind ",
-                    ir::op_kind_name(n.kind()));
-}
 
 Status run_norm(KernelContext& ctx) {
   if (ctx.node().kind() == ir::OpKind::NormFwd) return run_forward(ctx);
