@@ -27,6 +27,7 @@ struct CandidateInfo {
   HeurMode source = HeurMode::A;             // the heuristic mode that proposed it
   std::vector<std::string> numerical_notes;  // e.g. "TENSOR_CORE", "REDUCED_PRECISION_REDUCTION"
   std::vector<std::string> behavior_notes;   // e.g. "RUNTIME_COMPILATION"
+  int64_t workspace_size = -1;  // bytes, when the engine knows it before building (else -1)
 };
 
 class Plan {
@@ -48,7 +49,8 @@ class Candidate {
  public:
   virtual ~Candidate() = default;
   virtual const CandidateInfo& info() const = 0;
-  // Ok, or why this candidate cannot run the graph (NotSupported with the reason).
+  // Ok, or why this candidate cannot run the graph (NotSupported with the reason). Meant to be
+  // cheap (no kernel compiled where the engine can tell without); build() may still fail.
   virtual Status check_support() = 0;
   virtual Result<std::unique_ptr<Plan>> build() = 0;
 };
@@ -88,8 +90,13 @@ class Engine {
   }
 };
 
-// Engines available in this build, in the order the runtime asks them.
+// Engines available in this build, in the order the runtime asks them: those given to
+// register_engine (latest first), then the reference engine, then cuDNN.
 std::vector<Engine*> registered_engines();
+// Puts an engine (which must outlive its use) ahead of the built-in ones: tests, out-of-tree
+// engines. unregister_engine removes it again.
+void register_engine(Engine* engine);
+void unregister_engine(Engine* engine);
 Engine& reference_engine();
 // nullptr when dnngraph was built without CUDA.
 Engine* cudnn_engine();

@@ -1,4 +1,6 @@
 // Handles, the engine registry and what the process can use (system_info).
+#include <algorithm>
+#include <mutex>
 #include <string>
 
 #include "dnngraph/engine.hpp"
@@ -20,8 +22,35 @@ std::string Device::to_string() const {
 Engine* cudnn_engine() { return nullptr; }
 #endif
 
+namespace {
+std::mutex& extra_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<Engine*>& extra_engines() {
+  static std::vector<Engine*> v;
+  return v;
+}
+}  // namespace
+
+void register_engine(Engine* engine) {
+  std::lock_guard<std::mutex> lock(extra_mu());
+  extra_engines().insert(extra_engines().begin(), engine);
+}
+
+void unregister_engine(Engine* engine) {
+  std::lock_guard<std::mutex> lock(extra_mu());
+  auto& v = extra_engines();
+  v.erase(std::remove(v.begin(), v.end(), engine), v.end());
+}
+
 std::vector<Engine*> registered_engines() {
-  std::vector<Engine*> e{&reference_engine()};
+  std::vector<Engine*> e;
+  {
+    std::lock_guard<std::mutex> lock(extra_mu());
+    e = extra_engines();
+  }
+  e.push_back(&reference_engine());
   if (Engine* c = cudnn_engine()) e.push_back(c);
   return e;
 }
