@@ -61,10 +61,11 @@ TEST(CudnnCanonicalize, RankThreePointwiseGoesAsIs) {
   auto y = g.mul(g.unary(PointwiseMode::Silu, x), x);
   y->set_output(true).set_name("Y");
   ASSERT_TRUE(g.validate().is_ok());
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_TRUE(views.is_ok()) << views.status().to_string();
-  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{1, 64, 64}));
-  EXPECT_EQ(views->at(x.get()).stride, (std::vector<int64_t>{4096, 64, 1}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, x)).dim, (std::vector<int64_t>{1, 64, 64}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, x)).stride, (std::vector<int64_t>{4096, 64, 1}));
 }
 
 TEST(CudnnCanonicalize, FourDNhwcBiasFoldsToThreeD) {
