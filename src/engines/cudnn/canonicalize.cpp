@@ -143,10 +143,17 @@ Result<ViewMap> canonicalize(const ir::ValidatedGraph& graph) {
           if (std::find(produced.begin(), produced.end(), p.tensor.get()) == produced.end() &&
               !p.tensor->is_pass_by_value)
             consumed.push_back(p.tensor.get());
-    // Graphs of rank 3 (2-D ones padded to 3) go to cuDNN as they are, as the frontend gives
-    // them (folding [1,64,64] to [1,1,4096] left an fp8 SiLU-and-mul without an engine); 4-D
-    // and 5-D ones are folded to 3-D, where cuDNN 9.19 has engines for them.
-    DNNGRAPH_TRY(fold(views, layout_of, rank, true, consumed, rank > 3));
+    // Graphs of rank 3 (2-D ones padded to 3) without broadcasting go to cuDNN as they are, as
+    // the frontend gives them (folding [1,64,64] to [1,1,4096] left an fp8 SiLU-and-mul without
+    // an engine). 4-D and 5-D ones are folded to 3-D, where cuDNN 9.19 has engines for them, and
+    // so are graphs whose inputs broadcast: unfolded, X[2,128,256] * B[1,1,256] left every batch
+    // but the first unwritten (SUCCESS returned); folded to [1,256,256] it is exact.
+    std::vector<int64_t> space(rank, 1);
+    for (const auto& [t, v] : views)
+      for (size_t i = 0; i < rank; ++i) space[i] = std::max(space[i], v.dim[i]);
+    const bool broadcasts = std::any_of(consumed.begin(), consumed.end(),
+                                        [&](const auto* t) { return views.at(t).dim != space; });
+    DNNGRAPH_TRY(fold(views, layout_of, rank, true, consumed, rank > 3 || broadcasts));
   } else if (only_matmul_pointwise_reduction(graph) && rank > 3) {
     // cuDNN matmuls take one batch dim: fold the leading batch dims where that is legal.
     DNNGRAPH_TRY(fold(views, nullptr, rank - 2, false, {}));
