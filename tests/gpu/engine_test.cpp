@@ -78,11 +78,12 @@ TEST(CudnnCanonicalize, RankThreeBroadcastOverTheBatchFolds) {
   auto y = g.mul(g.add(x, b), x);
   y->set_output(true).set_name("Y");
   ASSERT_TRUE(g.validate().is_ok());
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_TRUE(views.is_ok()) << views.status().to_string();
-  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{1, 256, 256}));
-  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{1, 1, 256}));
-  EXPECT_EQ(views->at(y.get()).dim, (std::vector<int64_t>{1, 256, 256}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, x)).dim, (std::vector<int64_t>{1, 256, 256}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, b)).dim, (std::vector<int64_t>{1, 1, 256}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, y)).dim, (std::vector<int64_t>{1, 256, 256}));
 }
 
 TEST(CudnnCanonicalize, FourDNhwcBiasFoldsToThreeD) {
