@@ -56,6 +56,7 @@
 namespace ref_test {
 
 using dnngraph::DataType;
+using dnngraph::ir::Role;
 
 // ---------------------------------------------------------------- random numbers
 class Rng {
@@ -351,10 +352,10 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>
 //     Case(ir::OpAttrs a) : KernelCase("norm0", std::move(a)) {}
 //   };
 //   Case c(ir::NormFwdAttrs{...});
-//   auto x = c.input("X", make_buf("x", {2, 3}, DataType::Float)).fill(gen, -1, 1);
-//   c.output("Y", make_buf("y", {2, 3}, DataType::Float));  // poisoned
+//   auto x = c.input(Role::X, make_buf("x", {2, 3}, DataType::Float)).fill(gen, -1, 1);
+//   c.output(Role::Y, make_buf("y", {2, 3}, DataType::Float));  // poisoned
 //   ASSERT_OK(c.run());
-//   expect_close(c.result("Y"), want, tol_of(DataType::Float), "Y");
+//   expect_close(c.result(Role::Y), want, tol_of(DataType::Float), "Y");
 
 namespace hand_made {
 
@@ -390,18 +391,18 @@ inline dnngraph::Status build_and_run(dnngraph::Graph& g, const dnngraph::Varian
 // executed: what a user could not build, the kernel never sees.
 struct KernelCase {
   dnngraph::ir::Node node;
-  std::map<std::string, Buf> in, out;
+  std::map<dnngraph::ir::Role, Buf> in, out;
 
   KernelCase(std::string name, dnngraph::ir::OpAttrs attrs) {
     node.name = std::move(name);
     node.compute_data_type = DataType::Float;
     node.attrs = std::move(attrs);
   }
-  Buf& input(const std::string& role, Buf b) {
+  Buf& input(dnngraph::ir::Role role, Buf b) {
     node.inputs.push_back({role, b.attrs});
     return in.insert_or_assign(role, std::move(b)).first->second;
   }
-  Buf& output(const std::string& role, Buf b) {  // poisoned with NaN
+  Buf& output(dnngraph::ir::Role role, Buf b) {  // poisoned with NaN
     b.poison();
     node.outputs.push_back({role, b.attrs});
     return out.insert_or_assign(role, std::move(b)).first->second;
@@ -417,7 +418,7 @@ struct KernelCase {
     for (const auto& p : node.outputs) pack[p.tensor->uid] = out.at(p.role).data();
     return build_and_run(g, pack);
   }
-  std::vector<double> result(const std::string& role) const { return out.at(role).get(); }
+  std::vector<double> result(dnngraph::ir::Role role) const { return out.at(role).get(); }
 };
 
 inline double tol_of(DataType t) { return tol(t).rtol; }

@@ -294,7 +294,7 @@ TEST(ValidatedGraph, OnlyValidateMakesItAndEditsDoNotReachIt) {
   Tensor vx = v->find_tensor_by_uid(x->uid);
   ASSERT_NE(vx, nullptr);
   EXPECT_NE(vx.get(), x.get());  // a private copy
-  EXPECT_EQ(v->nodes()[0].input("IN_0"), vx);
+  EXPECT_EQ(v->nodes()[0].input(Role::IN_0), vx);
   x->set_dim({5, 5});  // an edit after validate
   EXPECT_EQ(vx->dim, (std::vector<int64_t>{2, 3}));
   g.relu(y, named("r2"));  // a builder call: the graph must be validated again

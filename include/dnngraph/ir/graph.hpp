@@ -166,7 +166,7 @@ class Graph {
   std::string to_table() const;
 
  protected:
-  Tensor make_output(const std::string& node_name, const char* role);
+  Tensor make_output(const std::string& node_name, Role role);
   std::string next_name(std::string_view op);
   ValidatedGraphPtr take_snapshot() const;
   Node& push(OpAttrs attrs, OpOptions& o, std::string_view op);

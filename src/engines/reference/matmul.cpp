@@ -42,8 +42,8 @@ std::vector<int64_t> batch_dims(const std::vector<int64_t>& d) { return {d.begin
 }  // namespace
 
 Status run_matmul(KernelContext& ctx) {
-  const Dense a = ctx.load("A"), b = ctx.load("B");
-  const std::vector<int64_t>& cdim = ctx.tensor("C").dim;
+  const Dense a = ctx.load(Role::A), b = ctx.load(Role::B);
+  const std::vector<int64_t>& cdim = ctx.tensor(Role::C).dim;
   const size_t rc = cdim.size();
   const int64_t M = cdim[rc - 2], N = cdim[rc - 1], K = a.dim.back();
   const std::vector<int64_t> cb = batch_dims(cdim);
@@ -71,7 +71,7 @@ Status run_matmul(KernelContext& ctx) {
       for (int64_t j = 0; j < N; ++j) crow[j] = ctx.round_compute(acc[static_cast<size_t>(j)]);
     }
   }
-  ctx.store("C", c);
+  ctx.store(Role::C, c);
   return Status::ok();
 }
 

@@ -93,20 +93,21 @@ Dense reduce_to(const Dense& full, const std::vector<int64_t>& dims) {
 Status run_forward(KernelContext& ctx) {
   const auto& a = ctx.node().as<ir::NormFwdAttrs>();
   const bool rms = a.kind == ir::NormKind::RmsNorm;
-  const Dense x = ctx.load("X");
+  const Dense x = ctx.load(Role::X);
   const Groups gr = groups_of(a.kind, x.dim);
-  const Dense scale = ctx.load_broadcast("SCALE", x.dim);
-  const Dense bias = ctx.has_input("BIAS") ? ctx.load_broadcast("BIAS", x.dim) : Dense(x.dim);
+  const Dense scale = ctx.load_broadcast(Role::SCALE, x.dim);
+  const Dense bias =
+      ctx.has_input(Role::BIAS) ? ctx.load_broadcast(Role::BIAS, x.dim) : Dense(x.dim);
   const std::vector<int64_t> sd = stats_dims(a.kind, x.dim);
   Dense mean(sd), inv(sd), var(sd);
   const double m = static_cast<double>(gr.elements());
   const bool parallel = x.size() >= kParallelElements;
 
   if (a.kind == ir::NormKind::BatchNorm && a.phase == NormForwardPhase::Inference) {
-    mean = ctx.load("MEAN");
-    inv = ctx.load("INV_VARIANCE");
+    mean = ctx.load(Role::MEAN);
+    inv = ctx.load(Role::INV_VARIANCE);
   } else {
-    const double eps = ctx.scalar("EPSILON");
+    const double eps = ctx.scalar(Role::EPSILON);
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t g = 0; g < gr.count; ++g) {
       double sum = 0.0;
@@ -124,22 +125,22 @@ Status run_forward(KernelContext& ctx) {
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t g = 0; g < gr.count; ++g)
     gr.for_each(g, [&](int64_t i) { y[i] = (x[i] - mean[g]) * inv[g] * scale[i] + bias[i]; });
-  ctx.store("Y", y);
-  if (ctx.has_output("MEAN")) ctx.store("MEAN", mean);
-  if (ctx.has_output("INV_VARIANCE")) ctx.store("INV_VARIANCE", inv);
+  ctx.store(Role::Y, y);
+  if (ctx.has_output(Role::MEAN)) ctx.store(Role::MEAN, mean);
+  if (ctx.has_output(Role::INV_VARIANCE)) ctx.store(Role::INV_VARIANCE, inv);
 
-  if (ctx.has_output("NEXT_RUNNING_MEAN") || ctx.has_output("NEXT_RUNNING_VAR")) {
-    const double momentum = ctx.scalar("MOMENTUM");
-    const Dense prev_mean = ctx.load("PREV_RUNNING_MEAN");
-    const Dense prev_var = ctx.load("PREV_RUNNING_VAR");
+  if (ctx.has_output(Role::NEXT_RUNNING_MEAN) || ctx.has_output(Role::NEXT_RUNNING_VAR)) {
+    const double momentum = ctx.scalar(Role::MOMENTUM);
+    const Dense prev_mean = ctx.load(Role::PREV_RUNNING_MEAN);
+    const Dense prev_var = ctx.load(Role::PREV_RUNNING_VAR);
     const double unbias = m > 1.0 ? m / (m - 1.0) : 1.0;
     Dense next_mean(sd), next_var(sd);
     for (int64_t g = 0; g < gr.count; ++g) {
       next_mean[g] = (1.0 - momentum) * prev_mean[g] + momentum * mean[g];
       next_var[g] = (1.0 - momentum) * prev_var[g] + momentum * var[g] * unbias;
     }
-    if (ctx.has_output("NEXT_RUNNING_MEAN")) ctx.store("NEXT_RUNNING_MEAN", next_mean);
-    if (ctx.has_output("NEXT_RUNNING_VAR")) ctx.store("NEXT_RUNNING_VAR", next_var);
+    if (ctx.has_output(Role::NEXT_RUNNING_MEAN)) ctx.store(Role::NEXT_RUNNING_MEAN, next_mean);
+    if (ctx.has_output(Role::NEXT_RUNNING_VAR)) ctx.store(Role::NEXT_RUNNING_VAR, next_var);
   }
   return Status::ok();
 }
@@ -147,12 +148,12 @@ Status run_forward(KernelContext& ctx) {
 Status run_backward(KernelContext& ctx) {
   const auto& a = ctx.node().as<ir::NormBwdAttrs>();
   const bool rms = a.kind == ir::NormKind::RmsNorm;
-  const Dense dy = ctx.load("DY");
-  const Dense x = ctx.load("X");
+  const Dense dy = ctx.load(Role::DY);
+  const Dense x = ctx.load(Role::X);
   const Groups gr = groups_of(a.kind, x.dim);
-  const Dense scale = ctx.load_broadcast("SCALE", x.dim);
-  const Dense inv = ctx.load("INV_VARIANCE");
-  const Dense mean = rms ? Dense(stats_dims(a.kind, x.dim)) : ctx.load("MEAN");
+  const Dense scale = ctx.load_broadcast(Role::SCALE, x.dim);
+  const Dense inv = ctx.load(Role::INV_VARIANCE);
+  const Dense mean = rms ? Dense(stats_dims(a.kind, x.dim)) : ctx.load(Role::MEAN);
   const double m = static_cast<double>(gr.elements());
   const bool parallel = x.size() >= kParallelElements;
 
@@ -172,13 +173,14 @@ Status run_backward(KernelContext& ctx) {
     const double mean_gx = sum_gx / m;
     gr.for_each(g, [&](int64_t i) { dx[i] = r * (dy[i] * scale[i] - mean_g - xhat[i] * mean_gx); });
   }
-  ctx.store("DX", dx);
-  if (ctx.has_output("DSCALE")) {
+  ctx.store(Role::DX, dx);
+  if (ctx.has_output(Role::DSCALE)) {
     Dense dyx(x.dim);
     for (int64_t i = 0; i < x.size(); ++i) dyx[i] = dy[i] * xhat[i];
-    ctx.store("DSCALE", reduce_to(dyx, ctx.tensor("DSCALE").dim));
+    ctx.store(Role::DSCALE, reduce_to(dyx, ctx.tensor(Role::DSCALE).dim));
   }
-  if (ctx.has_output("DBIAS")) ctx.store("DBIAS", reduce_to(dy, ctx.tensor("DBIAS").dim));
+  if (ctx.has_output(Role::DBIAS))
+    ctx.store(Role::DBIAS, reduce_to(dy, ctx.tensor(Role::DBIAS).dim));
   return Status::ok();
 }
 

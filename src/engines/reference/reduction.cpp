@@ -60,8 +60,8 @@ double finish(RM m, double acc, int64_t count) {
 
 Status run_reduction(KernelContext& ctx) {
   const RM mode = ctx.node().as<ir::ReductionAttrs>().mode;
-  const Dense x = ctx.load("X");
-  const std::vector<int64_t>& ydim = ctx.tensor("Y").dim;
+  const Dense x = ctx.load(Role::X);
+  const std::vector<int64_t>& ydim = ctx.tensor(Role::Y).dim;
   // Row-major strides of Y, zero on reduced dims: x's index maps to y's by a dot product.
   std::vector<int64_t> ystride = row_major_strides(ydim);
   int64_t count = 1;
@@ -86,7 +86,7 @@ Status run_reduction(KernelContext& ctx) {
     }
   }
   for (double& v : y.data) v = ctx.round_compute(finish(mode, v, count));
-  ctx.store("Y", y);
+  ctx.store(Role::Y, y);
   return Status::ok();
 }
 

@@ -120,7 +120,7 @@ struct Problem {
   }
 };
 
-uint64_t integer_input(const KernelContext& ctx, const char* role) {
+uint64_t integer_input(const KernelContext& ctx, Role role) {
   const ir::TensorAttrs& t = ctx.tensor(role);
   if (t.value && is_integral(t.value->type)) return static_cast<uint64_t>(t.value->i);
   return static_cast<uint64_t>(static_cast<int64_t>(ctx.scalar(role)));
@@ -129,13 +129,13 @@ uint64_t integer_input(const KernelContext& ctx, const char* role) {
 Result<Problem> read_problem(const KernelContext& ctx) {
   const ir::SdpaAttrs& a = attrs_of(ctx.node());
   Problem p;
-  const auto& q = ctx.tensor("Q").dim;
-  const auto& k = ctx.tensor("K").dim;
-  const auto& v = ctx.tensor("V").dim;
+  const auto& q = ctx.tensor(Role::Q).dim;
+  const auto& k = ctx.tensor(Role::K).dim;
+  const auto& v = ctx.tensor(Role::V).dim;
   p.b = q[0], p.hq = q[1], p.sq = q[2], p.d = q[3];
   p.hk = k[1], p.skv = k[2], p.hv = v[1], p.dv = v[3];
-  if (ctx.has_input("ATTN_SCALE"))
-    p.scale = ctx.scalar("ATTN_SCALE");
+  if (ctx.has_input(Role::ATTN_SCALE))
+    p.scale = ctx.scalar(Role::ATTN_SCALE);
   else if (a.attn_scale)
     p.scale = *a.attn_scale;
   else
@@ -152,7 +152,7 @@ Result<Problem> read_problem(const KernelContext& ctx) {
   p.right = clamp(a.right_bound);
   if (a.causal) p.right = p.right ? std::min<int64_t>(*p.right, 0) : 0;
 
-  auto lengths = [&](const char* role, int64_t full, std::vector<int64_t>& out) -> Status {
+  auto lengths = [&](Role role, int64_t full, std::vector<int64_t>& out) -> Status {
     out.assign(static_cast<size_t>(p.b), full);
     if (!ctx.has_input(role)) return Status::ok();
     const Dense l = ctx.load(role);
@@ -165,26 +165,26 @@ Result<Problem> read_problem(const KernelContext& ctx) {
     }
     return Status::ok();
   };
-  DNNGRAPH_TRY(lengths("SEQ_LEN_Q", p.sq, p.len_q));
-  DNNGRAPH_TRY(lengths("SEQ_LEN_KV", p.skv, p.len_kv));
+  DNNGRAPH_TRY(lengths(Role::SEQ_LEN_Q, p.sq, p.len_q));
+  DNNGRAPH_TRY(lengths(Role::SEQ_LEN_KV, p.skv, p.len_kv));
 
   if (a.dropout_probability && *a.dropout_probability > 0.0) {
     p.dropout = *a.dropout_probability;
-    p.seed = integer_input(ctx, "SEED");
-    p.offset = integer_input(ctx, "OFFSET");
+    p.seed = integer_input(ctx, Role::SEED);
+    p.offset = integer_input(ctx, Role::OFFSET);
   }
   // A [b|1, hq|1, sq|1, skv|1] input at its own dims, with strides over the full score matrix
   // (0 where broadcast).
-  auto broadcast = [&](const char* role, Dense& data, std::vector<int64_t>& step) {
+  auto broadcast = [&](Role role, Dense& data, std::vector<int64_t>& step) {
     data = ctx.load(role);
     step = row_major_strides(data.dim);
     for (size_t i = 0; i < 4; ++i)
       if (data.dim[i] == 1) step[i] = 0;
   };
-  if (ctx.has_input("BIAS")) broadcast("BIAS", p.bias, p.bias_step);
-  if (ctx.has_input("DROPOUT_MASK")) {
-    broadcast("DROPOUT_MASK", p.mask, p.mask_step);
-    p.mask_scale = ctx.scalar("DROPOUT_SCALE");
+  if (ctx.has_input(Role::BIAS)) broadcast(Role::BIAS, p.bias, p.bias_step);
+  if (ctx.has_input(Role::DROPOUT_MASK)) {
+    broadcast(Role::DROPOUT_MASK, p.mask, p.mask_step);
+    p.mask_scale = ctx.scalar(Role::DROPOUT_SCALE);
   }
   return p;
 }
@@ -220,7 +220,7 @@ Status run_forward(KernelContext& ctx) {
   Result<Problem> pr = read_problem(ctx);
   if (!pr) return pr.status();
   const Problem& p = *pr;
-  const Dense q = ctx.load("Q"), k = ctx.load("K"), v = ctx.load("V");
+  const Dense q = ctx.load(Role::Q), k = ctx.load(Role::K), v = ctx.load(Role::V);
   Dense o({p.b, p.hq, p.sq, p.dv});
   Dense stats({p.b, p.hq, p.sq, 1});
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
@@ -255,9 +255,9 @@ Status run_forward(KernelContext& ctx) {
         stats[row] = mx + std::log(sum);
       }
     }
-  ctx.store("O", o);
-  if (ctx.has_output("STATS")) ctx.store("STATS", stats);
-  if (ctx.has_output("RNG_DUMP")) ctx.store("RNG_DUMP", drawn_mask(p));
+  ctx.store(Role::O, o);
+  if (ctx.has_output(Role::STATS)) ctx.store(Role::STATS, stats);
+  if (ctx.has_output(Role::RNG_DUMP)) ctx.store(Role::RNG_DUMP, drawn_mask(p));
   return Status::ok();
 }
 
@@ -265,9 +265,9 @@ Status run_backward(KernelContext& ctx) {
   Result<Problem> pr = read_problem(ctx);
   if (!pr) return pr.status();
   const Problem& p = *pr;
-  const Dense q = ctx.load("Q"), k = ctx.load("K"), v = ctx.load("V");
-  const Dense o = ctx.load("O"), d_o = ctx.load("DO"), stats = ctx.load("STATS");
-  const bool want_dbias = ctx.has_output("DBIAS");
+  const Dense q = ctx.load(Role::Q), k = ctx.load(Role::K), v = ctx.load(Role::V);
+  const Dense o = ctx.load(Role::O), d_o = ctx.load(Role::DO), stats = ctx.load(Role::STATS);
+  const bool want_dbias = ctx.has_output(Role::DBIAS);
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
   // Per query head first (no two threads write the same element), then summed per K/V head.
   Dense dq({p.b, p.hq, p.sq, p.d});
@@ -321,10 +321,10 @@ Status run_backward(KernelContext& ctx) {
       for (int64_t e = 0; e < nk; ++e) dk[kdst * nk + e] += dk_h[src * nk + e];
       for (int64_t e = 0; e < nv; ++e) dv[vdst * nv + e] += dv_h[src * nv + e];
     }
-  ctx.store("DQ", dq);
-  ctx.store("DK", dk);
-  ctx.store("DV", dv);
-  if (want_dbias) ctx.store("DBIAS", reduce_to(ds_full, ctx.tensor("DBIAS").dim));
+  ctx.store(Role::DQ, dq);
+  ctx.store(Role::DK, dk);
+  ctx.store(Role::DV, dv);
+  if (want_dbias) ctx.store(Role::DBIAS, reduce_to(ds_full, ctx.tensor(Role::DBIAS).dim));
   return Status::ok();
 }
 

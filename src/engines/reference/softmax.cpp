@@ -15,7 +15,7 @@ constexpr int64_t kParallelElements = 1 << 16;
 }  // namespace
 
 Status run_softmax(KernelContext& ctx) {
-  const Dense x = ctx.load("X");
+  const Dense x = ctx.load(Role::X);
   const int64_t cols = x.dim.back();
   const int64_t rows = cols == 0 ? 0 : x.size() / cols;
   Dense y(x.dim);
@@ -34,8 +34,8 @@ Status run_softmax(KernelContext& ctx) {
     for (int64_t j = 0; j < cols; ++j) out[j] /= sum;
     stats[r] = mx + std::log(sum);
   }
-  ctx.store("Y", y);
-  if (ctx.has_output("STATS")) ctx.store("STATS", stats);
+  ctx.store(Role::Y, y);
+  if (ctx.has_output(Role::STATS)) ctx.store(Role::STATS, stats);
   return Status::ok();
 }
 
