@@ -32,6 +32,11 @@ from ._dnngraph import (
 from ._dnngraph import _route_logs_to_python
 from ._compat import (
     FRONTEND_KNOB_TYPE_BASE,
+    LACKING_FUNCTIONS as _LACKING_FUNCTIONS,
+    DeviceInfo,
+    GraphContext,
+    Node,
+    NodeType,
     attention_implementation,
     behavior_note,
     create_device_properties,
@@ -52,6 +57,14 @@ from . import datatypes, experimental
 from .graph_api import graph, graph_cache, jit
 from .wrapper import Graph
 from . import wrapper
+
+# The frontend's fused kernels outside the graph API: each raises NotSupportedError.
+globals().update(_LACKING_FUNCTIONS)
+
+# dnngraph's graph class without the compatibility layer (what `Graph` named before `Graph`
+# became the frontend's wrapper class): the same methods under dnngraph's own keywords, and the
+# cheapest execute().
+from ._dnngraph import pygraph as NativeGraph  # noqa: E402
 
 # The frontend's name for the graph-tensor class.
 tensor = Tensor
@@ -81,6 +94,24 @@ def _setup_logging() -> None:
 
 _setup_logging()
 
+
+def _quiet_leak_report_under_torch():
+    # torch never releases kernels registered with torch.library, so a Python op that keeps its
+    # graphs in a module-level cache (the custom-op guide's pattern) still holds them when the
+    # interpreter exits, and nanobind would list each as leaked. With torch loaded, that report
+    # is noise; without torch it stays on (it finds real reference leaks).
+    import sys
+
+    if "torch" in sys.modules:
+        from ._dnngraph import _set_leak_warnings
+
+        _set_leak_warnings(False)
+
+
+import atexit as _atexit  # noqa: E402
+
+_atexit.register(_quiet_leak_report_under_torch)
+
 def sdpa_capabilities() -> frozenset:
     """Names of optional SDPA binding capabilities (the frontend's packed/THD contracts); dnngraph
     provides none of them."""
@@ -88,10 +119,15 @@ def sdpa_capabilities() -> frozenset:
 
 
 __all__ = [
+    "DeviceInfo",
+    "GraphContext",
+    "Node",
+    "NodeType",
     "FRONTEND_KNOB_TYPE_BASE",
     "Graph",
     "Handle",
     "KernelCache",
+    "NativeGraph",
     "NotSupportedError",
     "Tensor",
     "attention_implementation",

@@ -26,6 +26,8 @@ from ._dnngraph import (
     pointwise_mode,
 )
 from ._dnngraph import pygraph as _native
+
+_native_execute = _native.execute
 from .datatypes import _library_type, is_dtype_like
 
 cudnnGraphNotSupportedError = NotSupportedError
@@ -92,13 +94,62 @@ _last_error = ""
 
 
 def get_last_error_string() -> str:
-    """The message of the last error a compatibility call raised ("" when none)."""
+    """The message of the last error raised by a pygraph op, build, build_plans or execute call
+    ("" when none)."""
     return _last_error
+
+
+def _remember(e: BaseException) -> None:
+    global _last_error
+    _last_error = str(e)
+
+
+def _recording(fn: Any) -> Any:
+    """Wraps a pygraph method so that get_last_error_string() sees its errors."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            _remember(e)
+            raise
+
+    call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return call
 
 
 def create_device_properties(*args: Any, **kwargs: Any) -> Any:
     raise _missing("create_device_properties (deviceless / ahead-of-time planning)",
                    "build on the target GPU, or build with create_handle(device=\"cpu\")")
+
+
+_LACKING_FUNCTIONS = [
+    "causal_conv1d_forward", "causal_conv1d_backward", "causal_conv1d_nwh_forward",
+    "causal_conv1d_nwh_backward", "b2b_causal_conv1d_forward", "b2b_causal_conv1d_backward",
+    "gnn_agg_op", "gnn_agg_simple_forward", "gnn_agg_simple_backward", "gnn_activation_op",
+    "gnn_mha_gat_forward", "gnn_mha_gat_backward", "gnn_mha_gat_v2_forward",
+    "gnn_mha_gat_v2_backward",
+]
+
+
+def _lacking_function(name: str) -> Any:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise _missing(f"{name} (a fused kernel outside the graph API)")
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = "Not supported by dnngraph: raises NotSupportedError."
+    return fn
+
+
+LACKING_FUNCTIONS = {n: _lacking_function(n) for n in _LACKING_FUNCTIONS}
+
+
+class DeviceInfo:
+    """The device of a handle: ordinal (None for the CPU) and kind."""
+
+    def __init__(self, device: str) -> None:
+        self.kind = "cpu" if device == "cpu" else "cuda"
+        self.ordinal = None if device == "cpu" else int(device.partition(":")[2] or 0)
 
 
 # ---- argument conversion ----------------------------------------------------------------------
@@ -216,11 +267,6 @@ _LACKING_OPS = [
     "mamba2_bwd", "mamba2_summary", "mamba2_summary_bwd",
 ]
 _LACKING_METHODS = {
-    "deselect_engines": "filtering candidate engines by name",
-    "deselect_behavior_notes": "filtering plans by behaviour notes",
-    "select_behavior_notes": "filtering plans by behaviour notes",
-    "deselect_numeric_notes": "filtering plans by numerical notes",
-    "select_numeric_notes": "filtering plans by numerical notes",
     "get_engine_and_knobs_at_index": "engine knobs",
     "create_execution_plan": "plans from an engine id and knobs",
     "populate_cuda_graph": "CUDA graph capture of a plan",
@@ -329,7 +375,73 @@ class pygraph(_native):
             kw["data_type"] = _library_type(data_type)
         if uid is not None and uid != -1:
             kw["uid"] = int(uid)
-        return _native.tensor(self, **kw)
+        t = _native.tensor(self, **kw)
+        self._track(t)
+        return t
+
+    def _track(self, t: Any) -> Any:
+        """Remembers graph tensors made through this class (for tensors/find_tensor/...)."""
+        made = self.__dict__.setdefault("_made", [])
+        for x in (t if isinstance(t, tuple) else (t,)):
+            if isinstance(x, Tensor):
+                made.append(x)
+        return t
+
+    # ---- introspection of the graph's tensors and nodes ----
+    @property
+    def tensors(self) -> Dict[str, Tensor]:
+        """{name: tensor} of the tensors made through this object's methods."""
+        return {t.get_name(): t for t in self.__dict__.get("_made", [])}
+
+    def find_tensor(self, name_or_uid: Any) -> Optional[Tensor]:
+        for t in self.__dict__.get("_made", []):
+            if (t.get_uid() == name_or_uid) if isinstance(name_or_uid, int) else (
+                    t.get_name() == name_or_uid):
+                return t
+        return None
+
+    def get_inputs(self) -> List[Tensor]:
+        """Non-virtual tensors no node produces."""
+        produced = {o for n in self._json()["nodes"] for o in n["outputs"].values()}
+        names = [t["name"] for i, t in enumerate(self._json()["tensors"])
+                 if i not in produced and not t["virtual"]]
+        return [t for t in (self.find_tensor(n) for n in names) if t is not None]
+
+    def get_outputs(self) -> List[Tensor]:
+        return [t for t in self.__dict__.get("_made", []) if t.get_is_output()]
+
+    @property
+    def nodes(self) -> List["Node"]:
+        doc = self._json()
+        names = [t["name"] for t in doc["tensors"]]
+        return [Node(n, names) for n in doc["nodes"]]
+
+    def get_node(self, name: str) -> Optional["Node"]:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def inspect(self) -> Dict[str, Any]:
+        """The graph's description (its JSON form) as a dict."""
+        return self._json()
+
+    @property
+    def context(self) -> "GraphContext":
+        doc = self._json()
+        return GraphContext(*(getattr(data_type, doc[k]) for k in (
+            "io_data_type", "intermediate_data_type", "compute_data_type")), name=doc["name"])
+
+    @property
+    def plans(self) -> List[dict]:
+        """The supported candidate plans, in plan-index order (see candidates())."""
+        return self._supported()
+
+    def backend_plan_entries(self) -> List[dict]:
+        return self._supported()
+
+    @property
+    def selected_engine(self) -> Optional[str]:
+        i = self.selected_plan_index()
+        plans = self._supported()
+        return str(plans[i]["name"]) if 0 <= i < len(plans) else None
 
     def tensor_like(self, template: Any = None, name: str = "", is_virtual: bool = False,
                     **kwargs: Any) -> Tensor:
@@ -392,6 +504,12 @@ class pygraph(_native):
             modes = [heur_mode.A, heur_mode.FALLBACK]
         if not isinstance(modes, (list, tuple)):
             modes = [modes]
+        if self.__dict__.get("_filters"):
+            _native.build_operation_graph(self)
+            _native.create_execution_plans(self, list(modes))
+            _native.check_support(self)
+            self._build_filtered(policy or build_plan_policy.HEURISTICS_CHOICE)
+            return
         _native.build(self, list(modes), policy or build_plan_policy.HEURISTICS_CHOICE)
 
     def create_execution_plans(self, heuristics: Any = None, *, heur_modes: Any = None) -> None:
@@ -405,6 +523,9 @@ class pygraph(_native):
     def build_plans(self, policy: Any = None, *args: Any, ctx: Any = None, **kwargs: Any) -> None:
         if args or kwargs:
             raise TypeError("build_plans(policy=build_plan_policy.HEURISTICS_CHOICE)")
+        if self.__dict__.get("_filters"):
+            self._build_filtered(policy or build_plan_policy.HEURISTICS_CHOICE)
+            return
         _native.build_plans(self, policy or build_plan_policy.HEURISTICS_CHOICE)
 
     def build_plan_at_index(self, index: int) -> "pygraph":
@@ -415,9 +536,85 @@ class pygraph(_native):
         _native.select_plan(self, index)
         return self
 
+    # ---- plan filters: applied by build_plans/build to the supported plans ----
+    def _filter(self, key: str, value: Any) -> "pygraph":
+        self.__dict__.setdefault("_filters", {})[key] = value
+        return self
+
     def deselect_workspace_greater_than(self, workspace_limit: int) -> "pygraph":
-        raise _missing("deselect_workspace_greater_than",
-                       "compare get_workspace_size_plan_at_index(i) and select_plan(i)")
+        """build_plans skips plans needing more than workspace_limit bytes."""
+        return self._filter("workspace", int(workspace_limit))
+
+    def deselect_engines(self, engine_names: List[str]) -> "pygraph":
+        """build_plans skips plans whose name (or engine) is listed."""
+        return self._filter("engines", {str(n) for n in engine_names})
+
+    def select_numeric_notes(self, notes: List[Any]) -> "pygraph":
+        """build_plans keeps only plans carrying every listed numerical note."""
+        return self._filter("numeric_select", {_note_key(n) for n in notes})
+
+    def deselect_numeric_notes(self, notes: List[Any]) -> "pygraph":
+        """build_plans skips plans carrying any listed numerical note."""
+        return self._filter("numeric_deselect", {_note_key(n) for n in notes})
+
+    def select_behavior_notes(self, notes: List[Any]) -> "pygraph":
+        """build_plans keeps only plans carrying every listed behaviour note."""
+        return self._filter("behavior_select", {_note_key(n) for n in notes})
+
+    def deselect_behavior_notes(self, notes: List[Any]) -> "pygraph":
+        """build_plans skips plans carrying any listed behaviour note."""
+        return self._filter("behavior_deselect", {_note_key(n) for n in notes})
+
+    def _allowed_plans(self) -> List[int]:
+        f = self.__dict__.get("_filters", {})
+        allowed, why = [], []
+        for i, p in enumerate(self._supported()):
+            numeric = {_note_key(n) for n in p["numerical_notes"] or []}
+            behavior = {_note_key(n) for n in p["behavior_notes"] or []}
+            reason = None
+            if "workspace" in f and p["workspace_size"] > f["workspace"]:
+                reason = f"needs {p['workspace_size']} bytes of workspace (limit {f['workspace']})"
+            elif {str(p["name"]), str(p["engine"])} & f.get("engines", set()):
+                reason = "its engine was deselected"
+            elif not f.get("numeric_select", set()) <= numeric or numeric & f.get(
+                    "numeric_deselect", set()):
+                reason = f"numerical notes {sorted(numeric)}"
+            elif not f.get("behavior_select", set()) <= behavior or behavior & f.get(
+                    "behavior_deselect", set()):
+                reason = f"behaviour notes {sorted(behavior)}"
+            if reason is None:
+                allowed.append(i)
+            else:
+                why.append(f"{p['name']}: {reason}")
+        if not allowed:
+            raise NotSupportedError(
+                f"graph '{_native.name.__get__(self)}': every supported plan was deselected by "
+                f"the plan filters (deselect_*/select_*): " + "; ".join(why))
+        return allowed
+
+    def _build_filtered(self, policy: Any) -> None:
+        allowed = self._allowed_plans()
+        built = []
+        errors = []
+        for i in allowed:
+            try:
+                _native.build_plan_at_index(self, i)
+            except (RuntimeError, ValueError) as e:
+                errors.append(str(e))
+                continue
+            limit = self.__dict__["_filters"].get("workspace")
+            ws = _native.get_workspace_size_plan_at_index(self, i)
+            if limit is not None and ws > limit:  # known exactly only once built
+                errors.append(f"{self.get_plan_name_at_index(i)}: deselected, it needs {ws} "
+                              f"bytes of workspace (limit {limit})")
+                continue
+            built.append(i)
+            if policy != build_plan_policy.ALL:
+                break
+        if not built:
+            raise NotSupportedError("no plan left by the plan filters (deselect_*/select_*) "
+                                    "could be built: " + "; ".join(errors))
+        _native.select_plan(self, built[0])
 
     def get_workspace_size(self, handle: Any = None, override_uids: Any = None,
                            override_shapes: Any = None, override_strides: Any = None) -> int:
@@ -480,7 +677,12 @@ class pygraph(_native):
         _native.validate(self)
         return sorted(t["uid"] for t in self._json()["tensors"] if not t["virtual"])
 
-    def query_tensor_attributes_of_uid(self, uid: int) -> dict:
+    def query_tensor_attributes_of_uid(self, uid: int) -> Any:
+        """The graph tensor with this uid (its JSON description when it was not made through this
+        object)."""
+        t = self.find_tensor(int(uid))
+        if t is not None:
+            return t
         for t in self._json()["tensors"]:
             if t["uid"] == uid:
                 return t
@@ -543,12 +745,27 @@ class pygraph(_native):
     def execute(self, tensor_dict: Any, workspace: Any = None, handle: Any = None,
                 override_uids: Any = None, override_shapes: Any = None,
                 override_strides: Any = None, tensor_uids: Any = None) -> None:
-        self._no_overrides("execute", override_uids, override_shapes, override_strides)
-        if _native.get_execution_plan_count(self) <= 0:
-            self.build()
-        if workspace is None:
-            workspace = self._own_workspace(_native.get_workspace_size(self))
-        _native.execute(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
+        if override_uids or override_shapes or override_strides:
+            self._no_overrides("execute", override_uids, override_shapes, override_strides)
+        d = self.__dict__
+        if tensor_uids is None and workspace is not None and d.get("_ready") and not d.get(
+                "_bindings"):
+            # The common call: a dict of tensors/uids -> arrays, nothing to convert.
+            for k, v in tensor_dict.items():
+                if v is None or type(k) is str:
+                    break
+            else:
+                return _native_execute(self, tensor_dict, workspace, handle)
+        try:
+            if _native.get_execution_plan_count(self) <= 0:
+                self.build()
+            d["_ready"] = True
+            if workspace is None:
+                workspace = self._own_workspace(_native.get_workspace_size(self))
+            _native.execute(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
+        except Exception as e:
+            _remember(e)
+            raise
 
     def _own_workspace(self, size: int) -> Any:
         """A workspace the graph keeps, for execute(workspace=None) on a plan that needs one."""
@@ -594,6 +811,45 @@ class pygraph(_native):
         _native.execute(self, pack, ws, handle)
 
 
+class GraphContext:
+    """A graph's data types and name (``pygraph.context``)."""
+
+    def __init__(self, io_data_type: Any = None, intermediate_data_type: Any = None,
+                 compute_data_type: Any = None, name: str = "") -> None:
+        self.io_data_type = io_data_type
+        self.intermediate_data_type = intermediate_data_type
+        self.compute_data_type = compute_data_type
+        self.name = name
+
+
+NodeType = _make_enum("NodeType", [
+    "POINTWISE", "MATMUL", "CONV_FPROP", "CONV_DGRAD", "CONV_WGRAD", "REDUCTION", "LAYERNORM",
+    "LAYERNORM_BWD", "RMSNORM", "RMSNORM_BWD", "BATCHNORM", "BATCHNORM_INFERENCE",
+    "BATCHNORM_BWD", "SOFTMAX", "SDPA", "SDPA_BWD", "SLICE", "OTHER"], "Kinds of graph nodes")
+
+
+class Node:
+    """A node of a graph (``pygraph.nodes``): name, node_type, compute_data_type, attributes and
+    {port: tensor name} for inputs and outputs."""
+
+    def __init__(self, doc: dict, tensor_names: List[str]) -> None:
+        self.name = doc["name"]
+        kind = str(doc.get("kind", "")).upper()
+        aliases = {"LAYERNORM_BACKWARD": "LAYERNORM_BWD", "RMSNORM_BACKWARD": "RMSNORM_BWD",
+                   "BATCHNORM_BACKWARD": "BATCHNORM_BWD", "SDPA_BACKWARD": "SDPA_BWD"}
+        kind = aliases.get(kind, kind)
+        self.node_type = NodeType.__members__.get(kind, NodeType.OTHER)
+        self.kind = doc.get("kind")
+        self.compute_data_type = getattr(data_type, doc.get("compute_data_type", "NOT_SET"),
+                                         data_type.NOT_SET)
+        self.params = dict(doc.get("attrs", {}))
+        self.inputs = {k: tensor_names[v] for k, v in doc.get("inputs", {}).items()}
+        self.outputs = {k: tensor_names[v] for k, v in doc.get("outputs", {}).items()}
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name} {self.kind} inputs={self.inputs} outputs={self.outputs}>"
+
+
 class _Shape:
     """The layout of a tensor's JSON description, read like a Tensor by _Ptr."""
 
@@ -615,6 +871,14 @@ def _numel(dim: List[int]) -> int:
     for d in dim:
         n *= int(d)
     return n
+
+
+def _note_key(n: Any) -> str:
+    """A note (enum member or string, with or without the CUDNN_*_NOTE_ prefix) as a name."""
+    name = getattr(n, "name", None) or str(n)
+    for prefix in ("CUDNN_BEHAVIOR_NOTE_", "CUDNN_NUMERICAL_NOTE_"):
+        name = name.replace(prefix, "")
+    return name.upper()
 
 
 def _notes(names: Any, enum_type: type) -> List[Any]:
@@ -659,7 +923,7 @@ def _make_op(fe_name: str, native_name: str, pos: tuple, renames: dict, fixed: d
             else:
                 v = self._ensure_tensor(_dtype(v), f"{name}::{k}")
             out[k] = v
-        return getattr(_native, native_name)(self, **out)
+        return self._track(getattr(_native, native_name)(self, **out))
 
     op.__name__ = op.__qualname__ = fe_name
     doc = getattr(getattr(_native, native_name, None), "__doc__", "") or ""
@@ -678,7 +942,10 @@ def _make_lacking(fe_name: str, what: str) -> Any:
 
 
 for _fe, (_nat, _pos, _ren, _fix) in _OPS.items():
-    setattr(pygraph, _fe, _make_op(_fe, _nat, _pos, _ren, _fix))
+    setattr(pygraph, _fe, _recording(_make_op(_fe, _nat, _pos, _ren, _fix)))
+for _fe in ("build", "build_plans", "execute_plan_at_index", "_execute_with_ptrs", "tensor",
+            "tensor_like", "deserialize"):
+    setattr(pygraph, _fe, _recording(getattr(pygraph, _fe)))
 for _fe in _LACKING_OPS:
     if not hasattr(_native, _fe):
         setattr(pygraph, _fe, _make_lacking(_fe, f"the {_fe} operation"))

@@ -178,7 +178,6 @@ class Graph:
             for i, t in enumerate(outs):
                 if isinstance(t, Tensor):
                     self._out[t.get_name() or f"{node}::{i}"] = t
-                    self._out.setdefault(f"{node}::{_port(name, i)}", t)
             return result
 
         return op
@@ -280,14 +279,6 @@ class Graph:
         if isinstance(item, int):
             return next((t for t in table.values() if t.get_uid() == item), None)
         return self._arrays.get(id(item))
-
-
-def _port(op: str, i: int) -> str:
-    if op.startswith("conv_dgrad"):
-        return "DX"
-    if op.startswith("conv_wgrad"):
-        return "DW"
-    return ("Y", "mean", "inv_var", "next_running_mean", "next_running_var")[i] if i < 5 else str(i)
 
 
 def _lookup(label: str, t: Tensor, d: Dict[Any, Any]) -> Any:

@@ -21,4 +21,6 @@ NB_MODULE(_dnngraph, m) {
   bind_execute(m, graph);
   bind_serialize(graph);
   bind_log(m);
+  // Used by __init__.py at exit, where torch keeps graphs alive that nanobind would report.
+  m.def("_set_leak_warnings", [](bool on) { nb::set_leak_warnings(on); });
 }

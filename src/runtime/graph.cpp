@@ -68,10 +68,11 @@ Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
                       "': build_operation_graph() needs a handle");
   state_->reset();
   DNNGRAPH_TRY(validate());
+  state_->validated = validated();
   std::string reasons;
   for (Engine* e : registered_engines()) {
     if (!e->runs_on(handle->device())) continue;
-    auto lowered = e->lower(*this, *handle);
+    auto lowered = e->lower(state_->validated, *handle);
     if (!lowered) {
       reasons +=
           detail::cat(reasons.empty() ? "" : "; ", e->name(), ": ", lowered.status().message());

@@ -15,6 +15,7 @@ struct PipelineState {
   Stage stage = Stage::None;
   HandlePtr handle;
   Engine* engine = nullptr;
+  ir::ValidatedGraphPtr validated;  // what the engine lowered
   std::unique_ptr<LoweredGraph> lowered;
   std::vector<std::unique_ptr<Candidate>> candidates;  // from create_execution_plans
   size_t checked = 0;                                  // candidates[0, checked) were checked
@@ -41,6 +42,7 @@ struct PipelineState {
     plans.clear();  // before the candidates and the lowered graph they may refer to
     candidates.clear();
     lowered.reset();
+    validated.reset();
     checked = 0;
     statuses.clear();
     supported.clear();

@@ -26,12 +26,11 @@ def run(h):
     X, DY2 = gw.tensor_like(x), gw.tensor_like(dy)
     DW = gw.conv_wgrad(image=X, loss=DY2, **kw)
     DW.set_output(True).set_dim([k, c, r, r]).set_stride([c * r * r, 1, r * c, c])
-    DW.set_data_type(cudnn.data_type.FLOAT)
     gw.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    dw = h.empty((k, c, r, r), "float32", stride=(c * r * r, 1, r * c, c))
+    dw = h.empty((k, c, r, r), "float16", stride=(c * r * r, 1, r * c, c))
     gw.execute({X: x, DY2: dy, DW: dw}, h.workspace(gw))
 
     ref_dx = _ref.conv2d_dgrad(h.numpy(dy), h.numpy(w), (n, c, hh, hh), (1, 1), (1, 1), (1, 1))
     ref_dw = _ref.conv2d_wgrad(h.numpy(x), h.numpy(dy), (k, c, r, r), (1, 1), (1, 1), (1, 1))
-    # wgrad sums n*h*w = 200 products per element: a relative tolerance on the fp32 output.
+    # wgrad sums n*h*w = 200 products per element; the tolerance is relative to |DW| > 1.
     return Result({"DX": dx, "DW": dw}, {"DX": ref_dx, "DW": ref_dw}, 2e-2)
