@@ -41,14 +41,14 @@ test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN)/tests/dnngraph_tests
 
 test-python: build
-	PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q python/tests tests/compat
+	PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q python/tests tests/compat
 
 # The hypothesis property suite at full size (>= 1e5 cases, bounded by PROPERTY_TIMEOUT s).
 PROPERTY_SCALE   ?= 1.25
 PROPERTY_TIMEOUT ?= 1500
 test-property: build
 	DNNGRAPH_PROPERTY_SCALE=$(PROPERTY_SCALE) DNNGRAPH_PROPERTY_MIN_CASES=100000 \
-	  PYTHONPATH=$(CURDIR)/$(BUILD)/python timeout $(PROPERTY_TIMEOUT) \
+	  PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/$(BUILD)/python timeout $(PROPERTY_TIMEOUT) \
 	  $(PY) -m pytest -q -p no:cacheprovider python/tests/property
 
 # The Python module and library under ASan+UBSan, running the Python tests and a slice of the
@@ -58,7 +58,7 @@ test-asan-python: setup $(ASAN)/CMakeCache.txt
 	cmake --build $(ASAN) -j $(JOBS) --target _dnngraph
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  DNNGRAPH_PROPERTY_SCALE=0.05 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
+	  DNNGRAPH_PROPERTY_SCALE=0.05 PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
 	  $(PY) -m pytest -q -p no:cacheprovider python/tests
 
 # find_package(dnngraph) from an install tree, building the README's example against it.

@@ -17,9 +17,12 @@ fi
 # Debian's python3 is externally managed (PEP 668): the Python packages go into a venv.
 VENV=.venv
 PY_PKGS=("nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest hypothesis ml_dtypes)
+# --system-site-packages: packages the distribution (or the interpreter) already has are used
+# as they are; what is missing is installed into the venv.
 if [ ! -x "$VENV/bin/python" ]; then
-  "${PYTHON:-python3}" -m venv "$VENV"
+  "${PYTHON:-python3}" -m venv --system-site-packages "$VENV"
 fi
+PY="$VENV/bin/python"
 "$VENV/bin/python" - <<'PYEOF' || "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}"
 import importlib.util, sys
 mods = ("nanobind", "scikit_build_core", "numpy", "pytest", "hypothesis", "ml_dtypes")
