@@ -146,8 +146,10 @@ def main():
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--libs", default="frontend,dnngraph")
     ap.add_argument("--persist", action="store_true", help="also the persisted kernel cache case")
+    ap.add_argument("--warm", action="store_true", help="also the plan cache, cold vs warm disk")
     args = ap.parse_args()
     env = dict(os.environ)
+    env["DNNGRAPH_CACHE"] = "0"  # builds are measured here, not the plan cache (see --warm)
     results = {}
     print("| graph | frontend first / later (ms) | dnngraph first / later (ms) |")
     print("| --- | --- | --- |")
@@ -162,6 +164,22 @@ def main():
             results[f"{case}/{lib}"] = rows if rows is not None else err
             cells.append(f"{fmt(rows, True)} / {fmt(rows, False)}" if rows else "failed: " + err)
         print(f"| {desc} (n={'/'.join(map(str, later))}) | " + " | ".join(cells) + " |", flush=True)
+    if args.warm:
+        # The conv graph in a cold process (empty plan cache) and in the next one (warm disk).
+        with tempfile.TemporaryDirectory() as d:
+            wenv = dict(os.environ, DNNGRAPH_CACHE_DIR=d)
+            wenv.pop("DNNGRAPH_CACHE", None)
+            cold, e1 = run_child("dnngraph", "conv", [8, 16], wenv)
+            warm, e2 = run_child("dnngraph", "conv", [8, 16], wenv)
+            fcold, e3 = run_child("frontend", "conv", [8, 16], env)
+            results["conv_plan_cache/dnngraph"] = {"cold": cold or e1, "warm": warm or e2}
+            if cold and warm:
+                print(f"| conv n8 then n16 in a new process: plan cache cold vs warm | "
+                      f"{fmt(fcold, True)} / {fmt(fcold, False)} (no cache) | "
+                      f"cold {fmt(cold, True)} / {fmt(cold, False)}, warm {fmt(warm, True)} / "
+                      f"{fmt(warm, False)} |")
+            else:
+                print(f"| plan cache cold vs warm | | failed: {e1} {e2} |")
     if args.persist:
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "kc.bin")

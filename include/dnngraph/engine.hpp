@@ -87,6 +87,8 @@ class Engine {
   virtual bool runs_on(const Device& device) const = 0;
   // NotSupported (with the op and the reason) when the engine cannot express the graph.
   virtual Result<std::unique_ptr<LoweredGraph>> lower(const ir::Graph& graph, Handle& handle) = 0;
+  // Whether deserialize_plan restores plans (then the plan cache keeps them).
+  virtual bool loads_plans() const { return false; }
   virtual Result<std::unique_ptr<Plan>> deserialize_plan(const ir::Graph& graph, Handle& handle,
                                                          std::string_view bytes) {
     (void)graph, (void)handle, (void)bytes;
