@@ -108,10 +108,12 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
   auto raw = base64_decode(env["plan"].get<std::string>());
   if (!raw) return raw.status();
   DNNGRAPH_TRY(validate());
-  auto plan = engine.deserialize_plan(*this, *handle, *raw);
+  ir::ValidatedGraphPtr snapshot = validated();
+  auto plan = engine.deserialize_plan(snapshot, *handle, *raw);
   if (!plan) return plan.status();
   KernelCachePtr cache = std::move(state_->kernel_cache);
   *state_ = PipelineState{};
+  state_->validated = std::move(snapshot);
   state_->kernel_cache = std::move(cache);
   state_->handle = handle;
   state_->engine = &engine;
@@ -152,7 +154,7 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
   if (env.contains("plan") && env["plan"].is_string()) {
     auto raw = base64_decode(env["plan"].get<std::string>());
     if (!raw) return raw.status();
-    auto plan = state_->engine->deserialize_plan(*this, *handle, *raw);
+    auto plan = state_->engine->deserialize_plan(state_->validated, *handle, *raw);
     if (plan) {
       adopt_plan(std::move(plan).value(), want);
       return Status::ok();

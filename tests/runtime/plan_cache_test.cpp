@@ -197,10 +197,10 @@ class SerialEngine final : public Engine {
   std::string_view name() const override { return "serial"; }
   bool runs_on(const Device& d) const override { return d.kind == Device::Kind::CPU; }
   bool loads_plans() const override { return true; }
-  Result<std::unique_ptr<LoweredGraph>> lower(const ir::Graph&, Handle&) override {
+  Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr&, Handle&) override {
     return std::unique_ptr<LoweredGraph>(std::make_unique<SerialLowered>(c));
   }
-  Result<std::unique_ptr<Plan>> deserialize_plan(const ir::Graph&, Handle&,
+  Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr&, Handle&,
                                                  std::string_view bytes) override {
     ++c.loads;
     if (c.refuse_loads || bytes.substr(0, 5) != "plan-")
