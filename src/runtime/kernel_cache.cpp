@@ -54,8 +54,8 @@ Result<std::shared_ptr<KernelCache>> KernelCache::from_bytes(std::string_view by
   std::istringstream head(std::string(bytes.substr(kMagic.size(), end - kMagic.size())));
   std::string k_engine, engine, k_bytes, k_hash, hash;
   uint64_t size = 0;
-  if (!(head >> k_engine >> engine >> k_bytes >> size >> k_hash >> hash) ||
-      k_engine != "engine" || k_bytes != "bytes" || k_hash != "xxh3")
+  if (!(head >> k_engine >> engine >> k_bytes >> size >> k_hash >> hash) || k_engine != "engine" ||
+      k_bytes != "bytes" || k_hash != "xxh3")
     return not_a_cache("the header is malformed");
   const std::string_view payload = bytes.substr(end + 2);
   if (payload.size() != size)
