@@ -36,6 +36,8 @@ Family family_of(ir::OpKind k) {
     case ir::OpKind::SdpaFwd:
     case ir::OpKind::SdpaBwd:
       return {check_sdpa, run_sdpa};
+    case ir::OpKind::Slice:
+      return {check_slice, run_slice};
   }
   return {nullptr, nullptr};
 }

@@ -94,5 +94,7 @@ Status check_softmax(const ir::Node& n);
 Status run_softmax(KernelContext& ctx);
 Status check_sdpa(const ir::Node& n);
 Status run_sdpa(KernelContext& ctx);  // sdpa and sdpa_backward
+Status check_slice(const ir::Node& n);
+Status run_slice(KernelContext& ctx);
 
 }  // namespace dnngraph::reference

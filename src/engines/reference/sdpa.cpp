@@ -49,7 +49,7 @@ namespace {
 // Below this many multiply-adds, threads cost more than they save.
 constexpr int64_t kParallelWork = 1 << 18;
 
-const ir::SdpaAttrs& attrs_of(const ir::Node& n) {
+const ir::SdpaOptions& attrs_of(const ir::Node& n) {
   if (n.kind() == ir::OpKind::SdpaBwd) return n.as<ir::SdpaBwdAttrs>();
   return n.as<ir::SdpaAttrs>();
 }
@@ -128,7 +128,7 @@ uint64_t integer_input(const KernelContext& ctx, Role role) {
 }
 
 Result<Problem> read_problem(const KernelContext& ctx) {
-  const ir::SdpaAttrs& a = attrs_of(ctx.node());
+  const ir::SdpaOptions& a = attrs_of(ctx.node());
   Problem p;
   const auto& q = ctx.tensor(Role::Q).dim;
   const auto& k = ctx.tensor(Role::K).dim;
@@ -339,7 +339,7 @@ Status check_dropout_mask(const ir::Node& n, const std::string& op, const std::v
     return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_MASK and DROPOUT_SCALE go together",
                       " but only ", mask ? "DROPOUT_MASK '" : "DROPOUT_SCALE '",
                       (mask ? mask : scale)->name, "' is wired");
-  const ir::SdpaAttrs& a = attrs_of(n);
+  const ir::SdpaOptions& a = attrs_of(n);
   if ((a.dropout_probability && *a.dropout_probability > 0.0) || n.input(Role::SEED) ||
       n.input(Role::OFFSET))
     return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_MASK '", mask->name,
@@ -379,7 +379,7 @@ Status check_common(const ir::Node& n, const std::string& op) {
   if (qd[1] % kd[1] != 0 || qd[1] % vd[1] != 0)
     return make_error(ErrorCode::InvalidGraph, op, ": Q '", q->name, "' has ", qd[1],
                       " heads, expected a multiple of K's ", kd[1], " and V's ", vd[1]);
-  const ir::SdpaAttrs& a = attrs_of(n);
+  const ir::SdpaOptions& a = attrs_of(n);
   if (const ir::Tensor s = n.input(Role::ATTN_SCALE); s && s->volume() != 1)
     return make_error(ErrorCode::InvalidGraph, op, ": ATTN_SCALE '", s->name, "' has dims ",
                       dims_str(s->dim), ", expected a single value");
@@ -434,7 +434,7 @@ Status check_sdpa(const ir::Node& n) {
     DNNGRAPH_TRY(dims_equal(op, n.output(Role::O), Role::O, od));
     if (n.output(Role::STATS)) DNNGRAPH_TRY(dims_equal(op, n.output(Role::STATS), Role::STATS, sd));
     if (const ir::Tensor dump = n.output(Role::RNG_DUMP)) {
-      const ir::SdpaAttrs& a = attrs_of(n);
+      const ir::SdpaOptions& a = attrs_of(n);
       if (!a.dropout_probability || *a.dropout_probability <= 0.0)
         return make_error(ErrorCode::InvalidGraph, op, ": RNG_DUMP '", dump->name,
                           "' needs dropout by probability (dropout_probability > 0)");
