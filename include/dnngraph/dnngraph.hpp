@@ -6,6 +6,7 @@
 #include "dnngraph/handle.hpp"
 #include "dnngraph/ir/graph.hpp"
 #include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/kernel_cache.hpp"
 #include "dnngraph/status.hpp"
 #include "dnngraph/storage.hpp"
 #include "dnngraph/system.hpp"
