@@ -1,6 +1,7 @@
 // KernelCache: the engine-independent part (bytes, files, locking).
 #include "dnngraph/kernel_cache.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -47,7 +48,9 @@ bool KernelCache::in_use() const {
 Status KernelCache::save(const std::string& path) const {
   auto bytes = serialize();
   if (!bytes) return bytes.status();
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  static std::atomic<uint64_t> serial{0};  // one temporary file per call, also across threads
+  const std::string tmp =
+      path + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(serial++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)

@@ -4,9 +4,6 @@
 
 namespace dnngraph::reference {
 
-// validate() checked start/end/stride against X; every slice of a valid graph runs here.
-Status check_slice(const ir::Node&) { return Status::ok(); }
-
 Status run_slice(KernelContext& ctx) {
   const auto& a = ctx.node().as<ir::SliceAttrs>();
   const Dense x = ctx.load(Role::X);
