@@ -90,8 +90,8 @@ def child(lib, case, shapes, kc_load, kc_save):
             q, k, v = (torch.randn(2, 8, n, 64, device="cuda", dtype=bf) for _ in range(3))
             g = graph()
             Q, K, V = g.tensor_like(q), g.tensor_like(k), g.tensor_like(v)
-            O, _ = g.sdpa(q=Q, k=K, v=V, is_inference=True, attn_scale=0.125, use_causal_mask=True)
-            O.set_output(True).set_dim(list(q.shape)).set_stride(list(q.stride()))
+            Y, _ = g.sdpa(q=Q, k=K, v=V, is_inference=True, attn_scale=0.125, use_causal_mask=True)
+            Y.set_output(True).set_dim(list(q.shape)).set_stride(list(q.stride()))
             inputs = {Q: q, K: k, V: v}
             ref = lambda: torch.nn.functional.scaled_dot_product_attention(
                 q.float(), k.float(), v.float(), is_causal=True, scale=0.125)
