@@ -36,6 +36,17 @@ add_library(dnngraph_xxhash INTERFACE)
 target_link_libraries(dnngraph_xxhash INTERFACE xxHash::xxhash)
 target_compile_definitions(dnngraph_xxhash INTERFACE XXH_INLINE_ALL)
 
+# SQLite for the plan cache on disk; without it the plan cache is kept in memory only.
+find_path(DNNGRAPH_SQLITE_INCLUDE_DIR sqlite3.h HINTS ${DNNGRAPH_EXTRA_INCLUDE_DIR})
+find_library(DNNGRAPH_SQLITE_LIBRARY NAMES sqlite3 libsqlite3.so.0)
+if(DNNGRAPH_SQLITE_INCLUDE_DIR AND DNNGRAPH_SQLITE_LIBRARY)
+  message(STATUS "dnngraph: plan cache on disk ON (${DNNGRAPH_SQLITE_LIBRARY})")
+  set(DNNGRAPH_HAVE_SQLITE ON)
+else()
+  message(STATUS "dnngraph: plan cache on disk OFF (SQLite not found)")
+  set(DNNGRAPH_HAVE_SQLITE OFF)
+endif()
+
 # CUDA runtime and cuDNN headers (cuDNN itself is dlopen'd at run time).
 set(DNNGRAPH_HAVE_CUDA OFF)
 if(NOT DNNGRAPH_CUDA STREQUAL "OFF")

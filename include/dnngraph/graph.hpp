@@ -51,7 +51,8 @@ class Graph : public ir::Graph {
   // HeuristicsChoice builds the first supported candidate that builds (and nothing else);
   // All builds them all.
   Status build_plans(BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
-  // All five steps.
+  // All five steps. With HeuristicsChoice on an engine that reloads plans (cuDNN), the plan
+  // cache (plan_cache.hpp) is asked first and given the result.
   Status build(const HandlePtr& handle,
                const std::vector<HeurMode>& modes = {HeurMode::A, HeurMode::Fallback},
                BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
@@ -96,6 +97,11 @@ class Graph : public ir::Graph {
   // builds or executes the graph is not synchronized: do it between those calls.
 
  private:
+  void set_required();
+  void adopt_plan(std::unique_ptr<Plan> plan, const std::string& candidate);
+  Status restore_plan(const HandlePtr& handle, Engine& engine, std::string_view bytes);
+  std::string plan_cache_key(const Engine& engine, const Handle& handle,
+                             const std::vector<HeurMode>& modes, std::string_view policy) const;
   bool check_next() const;                // checks the next unchecked candidate
   bool check_until(int64_t index) const;  // until `index` supported ones are known
   int64_t plan_count_unlocked() const;
@@ -106,6 +112,7 @@ class Graph : public ir::Graph {
   Status build_plans_unlocked(BuildPlanPolicy policy);
   Status check_variant_pack_unlocked(const VariantPack& pack) const;
   Status deserialize_unlocked(const HandlePtr& handle, std::string_view bytes);
+  Result<std::string> serialize_unlocked() const;
   Status execute_unlocked(Handle& handle, const VariantPack& pack, void* workspace, int64_t index,
                           int64_t workspace_bytes) const;
   std::unique_ptr<PipelineState> state_;

@@ -10,6 +10,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <mutex>
@@ -564,7 +565,8 @@ void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) 
   if (b.has_layout && esize > 0) check_layout(b, t, esize, who());
   if (b.bytes == -2) fail(who() + ": the array's extent overflows");
   if (b.bytes >= 0 && esize > 0) {
-    const int64_t need = (t.is_pass_by_value ? 1 : t.storage_elements()) * esize;
+    // Checked: a tensor edited after build may have dims whose byte extent leaves int64.
+    const int64_t need = t.is_pass_by_value ? esize : t.storage_bytes().value_or(INT64_MAX);
     if (b.bytes < need)
       fail(who() + " needs " + std::to_string(need) + " bytes (" + t.describe() +
            ") but the array holds " + std::to_string(b.bytes));

@@ -8,7 +8,11 @@
 #include <unordered_set>
 
 #include "dnngraph/graph.hpp"
+#include "dnngraph/ir/serialize.hpp"
 #include "dnngraph/log.hpp"
+#include "dnngraph/plan_cache.hpp"
+#include "dnngraph/system.hpp"
+#include "dnngraph/version.hpp"
 #include "runtime/pipeline.hpp"
 
 namespace dnngraph {
@@ -89,6 +93,21 @@ Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
     return make_error(ErrorCode::NotSupported, "graph '", name(), "': ", reasons);
   }
   state_->handle = handle;
+  set_required();
+  state_->stage = Stage::Lowered;
+  if (log_enabled(LogLevel::Debug))
+    log_message(LogLevel::Debug,
+                detail::cat("graph '", name(), "': lowered onto engine '", state_->engine->name(),
+                            "' (", handle->device().to_string(), ")"));
+  return Status::ok();
+}
+
+// Right after validate(): `required` holds the live tensors (check_unchanged compares them with
+// the copies), `built` and `required_built` copies of what the plans are built for.
+void Graph::set_required() {
+  state_->required.clear();
+  state_->built.clear();
+  state_->required_built.clear();
   for (const ir::Tensor& t : tensors()) {
     if (t->is_virtual) continue;
     if (!t->value) state_->required.push_back(t);
@@ -99,12 +118,6 @@ Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
   std::sort(state_->built.begin(), state_->built.end(),
             [](const ir::TensorAttrs& a, const ir::TensorAttrs& b) { return a.uid < b.uid; });
   for (const ir::Tensor& t : state_->required) state_->required_built.push_back(*t);
-  state_->stage = Stage::Lowered;
-  if (log_enabled(LogLevel::Debug))
-    log_message(LogLevel::Debug,
-                detail::cat("graph '", name(), "': lowered onto engine '", state_->engine->name(),
-                            "' (", handle->device().to_string(), ")"));
-  return Status::ok();
 }
 
 Status Graph::create_execution_plans_unlocked(const std::vector<HeurMode>& modes) {
@@ -226,13 +239,59 @@ Status Graph::build_plans_unlocked(BuildPlanPolicy policy) {
   return Status::ok();
 }
 
+std::string Graph::plan_cache_key(const Engine& engine, const Handle& handle,
+                                  const std::vector<HeurMode>& modes,
+                                  std::string_view policy) const {
+  static const std::vector<std::string> gpus = system_info().gpus;
+  const Device d = handle.device();
+  std::string key = detail::cat("dnngraph ", version(), "|", engine.name(), " ",
+                                engine.backend_info().version, "|", d.to_string());
+  if (d.kind == Device::Kind::CUDA && d.index >= 0 && static_cast<size_t>(d.index) < gpus.size())
+    key += " " + gpus[static_cast<size_t>(d.index)];
+  key += "|" + std::string(policy) + "|";
+  for (HeurMode m : modes) key += std::string(heur_mode_name(m)) + ",";
+  return key + "|" + ir::fingerprint(*this).hex();
+}
+
 Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
                     BuildPlanPolicy policy) {
+  // The plan cache (plan_cache.hpp): HEURISTICS_CHOICE builds on engines that can reload plans.
+  // One exclusive lock over the whole build (the cache lookup, the steps and the store).
   Exclusive lock(state_->mu);
+  PlanCache* cache = nullptr;
+  Engine* engine = nullptr;
+  std::string key;
+  if (handle && policy == BuildPlanPolicy::HeuristicsChoice && (cache = PlanCache::global())) {
+    for (Engine* e : registered_engines())
+      if (e->runs_on(handle->device())) {
+        if (e->loads_plans()) engine = e;
+        break;
+      }
+  }
+  if (engine) {
+    DNNGRAPH_TRY(validate());
+    key = plan_cache_key(*engine, *handle, modes, "heuristics_choice");
+    if (auto hit = cache->get(key)) {
+      Status s = restore_plan(handle, *engine, hit->plan);
+      if (s) return s;
+      cache->drop(key, detail::cat("the stored plan of graph '", name(),
+                                   "' could not be restored (", s.message(), ")"));
+    }
+  }
   DNNGRAPH_TRY(build_operation_graph_unlocked(handle));
   DNNGRAPH_TRY(create_execution_plans_unlocked(modes));
   DNNGRAPH_TRY(check_support_unlocked());
-  return build_plans_unlocked(policy);
+  DNNGRAPH_TRY(build_plans_unlocked(policy));
+  if (engine && state_->engine == engine) {
+    auto bytes = serialize_unlocked();
+    if (bytes && bytes->find("\"plan\":null") == std::string::npos)
+      cache->put(
+          key,
+          PlanCacheEntry{
+              state_->statuses[state_->supported[static_cast<size_t>(state_->selected)]].info.name,
+              -1, std::move(bytes).value()});
+  }
+  return Status::ok();
 }
 
 // The plan count and the candidate reports check the unchecked candidates: they lock alone.
@@ -349,10 +408,14 @@ Status Graph::check_variant_pack_unlocked(const VariantPack& pack) const {
   }
   if (pack.size() > state_->required.size()) {
     for (const auto& [uid, ptr] : pack) {
-      if (!find_built(*state_, uid))
-        return make_error(ErrorCode::InvalidArgument, "graph '", name(),
-                          "': the variant pack has uid ", uid,
-                          ", which names no non-virtual tensor of the graph as built");
+      if (find_built(*state_, uid)) continue;
+      const ir::Tensor t = state_->validated ? state_->validated->find_tensor_by_uid(uid) : nullptr;
+      if (t && t->is_virtual)
+        return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
+                          "' (uid ", uid, ") is virtual and must not be in the variant pack");
+      return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                        "': the variant pack has uid ", uid,
+                        ", which names no non-virtual tensor of the graph as built");
     }
   }
   return Status::ok();

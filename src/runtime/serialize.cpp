@@ -64,6 +64,10 @@ Result<std::string> base64_decode(std::string_view in) {
 
 Result<std::string> Graph::serialize() const {
   std::shared_lock<std::shared_mutex> lock(state_->mu);
+  return serialize_unlocked();
+}
+
+Result<std::string> Graph::serialize_unlocked() const {
   if (state_->selected < 0)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': serialize() needs a built plan (call build_plans() first)");
@@ -77,6 +81,58 @@ Result<std::string> Graph::serialize() const {
   auto plan = state_->plans[static_cast<size_t>(state_->selected)]->serialize();
   env["plan"] = plan ? nlohmann::json(base64_encode(*plan)) : nlohmann::json(nullptr);
   return env.dump();
+}
+
+// A restored plan stands alone: no heuristics, no compilation.
+void Graph::adopt_plan(std::unique_ptr<Plan> plan, const std::string& candidate) {
+  state_->candidates.clear();
+  state_->checked = 0;
+  CandidateInfo info;
+  info.engine = std::string(state_->engine->name());
+  info.name = candidate;
+  info.workspace_size = plan->workspace_size();
+  state_->statuses = {CandidateStatus{info, Status::ok(), true, plan->workspace_size()}};
+  state_->supported = {0};
+  state_->plans.clear();
+  state_->plans.push_back(std::move(plan));
+  state_->selected = 0;
+  state_->stage = Stage::Built;
+}
+
+// Called by build() with the graph's lock held alone.
+Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_view bytes) {
+  nlohmann::json env;
+  try {
+    env = nlohmann::json::parse(bytes);
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::InvalidArgument, "not a dnngraph built graph: ", e.what());
+  }
+  // Read without json::value(), which throws on a field of another type (the stored bytes
+  // come from a file on disk).
+  auto text = [&env](const char* key) {
+    auto it = env.find(key);
+    return it != env.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto vit = env.is_object() ? env.find("version") : env.end();
+  if (!env.is_object() || text("format") != "dnngraph-built-graph" || vit == env.end() ||
+      !vit->is_number_integer() || *vit != kEnvelopeVersion || !env.contains("plan") ||
+      !env["plan"].is_string() || !env.contains("candidate") || !env["candidate"].is_string() ||
+      text("engine") != engine.name())
+    return make_error(ErrorCode::InvalidArgument, "not a dnngraph built graph of engine '",
+                      engine.name(), "' with a stored plan");
+  auto raw = base64_decode(env["plan"].get<std::string>());
+  if (!raw) return raw.status();
+  DNNGRAPH_TRY(validate());
+  ir::ValidatedGraphPtr snapshot = validated();
+  auto plan = engine.deserialize_plan(snapshot, *handle, *raw);
+  if (!plan) return plan.status();
+  state_->reset();  // keeps the lock and the kernel cache
+  state_->validated = std::move(snapshot);
+  state_->handle = handle;
+  state_->engine = &engine;
+  set_required();
+  adopt_plan(std::move(plan).value(), env["candidate"].get<std::string>());
+  return Status::ok();
 }
 
 Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
@@ -126,16 +182,7 @@ Status Graph::deserialize_unlocked(const HandlePtr& handle, std::string_view byt
     if (!raw) return raw.status();
     auto plan = state_->engine->deserialize_plan(state_->validated, *handle, *raw);
     if (plan) {
-      // A restored plan stands alone: no heuristics, no compilation.
-      state_->candidates.clear();
-      state_->statuses = {
-          CandidateStatus{CandidateInfo{std::string(engine), want, HeurMode::A, {}, {}},
-                          Status::ok(), true, (*plan)->workspace_size()}};
-      state_->supported = {0};
-      state_->plans.clear();
-      state_->plans.push_back(std::move(plan).value());
-      state_->selected = 0;
-      state_->stage = Stage::Built;
+      adopt_plan(std::move(plan).value(), want);
       return Status::ok();
     }
   }

@@ -79,6 +79,8 @@ Status lower_node(LowerContext& cx, const ir::Node& n) {
       return lower_sdpa(cx, n);
     case ir::OpKind::SdpaBwd:
       return lower_sdpa_backward(cx, n);
+    case ir::OpKind::Slice:
+      return lower_slice(cx, n);
   }
   return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
 }
@@ -454,6 +456,7 @@ class CudnnEngine final : public Engine {
     return std::unique_ptr<LoweredGraph>(std::make_unique<CudnnLoweredGraph>(st.value()));
   }
 
+  bool loads_plans() const override { return true; }
   Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& g, Handle& handle,
                                                  std::string_view bytes) override {
     auto st = lower_state(g, handle);
