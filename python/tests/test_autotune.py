@@ -12,20 +12,20 @@ import dnngraph as cudnn
 CACHE_ON = os.environ.get("DNNGRAPH_CACHE", "1") != "0"
 
 
-def make(handle, n, cls=None):
+def make(handle, n, cls=None, batch=1):
     """Y = relu(A @ A) with a virtual intermediate (the plan needs a workspace)."""
     g = (cls or cudnn.pygraph)(handle=handle, name="tune_" + uuid.uuid4().hex[:8],
                                io_data_type=cudnn.data_type.FLOAT,
                                compute_data_type=cudnn.data_type.FLOAT)
-    A = g.tensor(name="A", dim=[1, n, n])
+    A = g.tensor(name="A", dim=[batch, n, n])
     Y = g.relu(input=g.matmul(A, A))
     Y.set_output(True)
     return g, A, Y
 
 
 def test_native_autotune_allocates_its_buffers_and_records_the_choice(handle):
-    n = 3 + uuid.uuid4().int % 50  # a shape no earlier run recorded
-    g, _, _ = make(handle, n, cudnn.NativeGraph)
+    batch = 1 + uuid.uuid4().int % 100000  # a shape no earlier run recorded
+    g, _, _ = make(handle, 4, cudnn.NativeGraph, batch)
     g.build()
     seen = []
     r = g.autotune(handle, iterations=3, warmup=1, progress=lambda i, k, name: seen.append(
@@ -36,7 +36,7 @@ def test_native_autotune_allocates_its_buffers_and_records_the_choice(handle):
     assert c["ok"] and c["runs"] >= 3 and 0 < c["min_ms"] <= c["median_ms"]
     assert c["workspace_size"] == g.get_autotune_workspace_size() > 0
     assert seen == [(0, 1, "reference")]
-    g2, _, _ = make(handle, n, cudnn.NativeGraph)
+    g2, _, _ = make(handle, 4, cudnn.NativeGraph, batch)
     g2.build()
     r2 = g2.autotune(handle, iterations=3)
     if CACHE_ON:
