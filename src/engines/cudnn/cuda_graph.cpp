@@ -83,8 +83,12 @@ Status record_cuda_graph(HandleState& hs, cudnnBackendDescriptor_t plan,
     const cudnnStatus_t rc = update
                                  ? api()->cudnnBackendUpdateCudaGraph(hs.handle, plan, vp, graph)
                                  : api()->cudnnBackendPopulateCudaGraph(hs.handle, plan, vp, graph);
-    return check(rc, "plan '" + name + "'",
-                 update ? "cudnnBackendUpdateCudaGraph" : "cudnnBackendPopulateCudaGraph");
+    Status s = check(rc, "plan '" + name + "'",
+                     update ? "cudnnBackendUpdateCudaGraph" : "cudnnBackendPopulateCudaGraph");
+    // A refused native population that left the graph empty falls back to capture.
+    size_t after = 1;
+    if (s || update || cudaGraphGetNodes(graph, nullptr, &after) != cudaSuccess || after != 0)
+      return s;
   }
   // Capture: the graph holds one child-graph node, replaced on update.
   cudaGraphNode_t old = nullptr;

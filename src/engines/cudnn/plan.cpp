@@ -5,6 +5,7 @@
 // a contended call builds its own.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "engines/cudnn/plan.hpp"
@@ -105,25 +106,35 @@ class CudnnPlan final : public Plan {
   // Graph-backed execute: replays the graph recorded for these pointers, records one on a miss.
   // Inside a caller's stream capture it executes directly (the capture records that).
   Status execute_replayed(Handle& handle, const VariantPack& pack, void* workspace) override {
-    thread_local std::vector<void*> ptrs;
-    auto hs = gather(handle, pack, workspace, ptrs);
-    if (!hs) return hs.status();
-    auto hit = replays_.launch(ptrs, workspace, handle.stream());
-    if (!hit) return hit.status();
-    if (*hit) return Status::ok();
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(static_cast<cudaStream_t>(handle.stream()), &cap) != cudaSuccess) {
       (void)cudaGetLastError();
       cap = cudaStreamCaptureStatusNone;
     }
     if (cap != cudaStreamCaptureStatusNone) return execute(handle, pack, workspace);
+    thread_local std::vector<void*> ptrs, key;
+    auto hs = gather(handle, pack, workspace, ptrs);
+    if (!hs) return hs.status();
+    // A recorded graph holds the values of pass-by-value tensors, not their host addresses: the
+    // key carries those values.
+    key = ptrs;
+    for (size_t i = 0; i < st_->io.size(); ++i)
+      if (st_->io[i].by_value) {
+        uintptr_t v = 0;
+        std::memcpy(&v, ptrs[i],
+                    std::min<size_t>(sizeof v, static_cast<size_t>(st_->io[i].elem_size)));
+        key[i] = reinterpret_cast<void*>(v);
+      }
+    auto hit = replays_.launch(key, workspace, handle.stream());
+    if (!hit) return hit.status();
+    if (*hit) return Status::ok();
     cudaGraph_t graph = nullptr;
     if (cudaGraphCreate(&graph, 0) != cudaSuccess) {
       (void)cudaGetLastError();
       return make_error(ErrorCode::BackendError, "plan '", name_, "': cudaGraphCreate failed");
     }
     Status s = record(handle, pack, workspace, graph, false);
-    if (s) s = replays_.add_and_launch(ptrs, workspace, graph, handle.stream(), name_);
+    if (s) s = replays_.add_and_launch(key, workspace, graph, handle.stream(), name_);
     (void)cudaGraphDestroy(graph);
     return s;
   }
