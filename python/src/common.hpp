@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -115,5 +116,11 @@ void bind_ops_slice(nb::class_<PyGraph>& g);
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& g);
 void bind_serialize(nb::class_<PyGraph>& g);
 void bind_log(nb::module_& m);
+void bind_tune(nb::class_<PyGraph>& g);
+
+// Converts a Python variant pack and workspace as execute() does (execute.cpp) and calls `f`
+// with them, the GIL released and the graph locked alone; raises f's error.
+void with_pack(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle,
+               const std::function<Status(Handle&, const VariantPack&, void*, int64_t)>& f);
 
 }  // namespace dnngraph::py

@@ -11,6 +11,13 @@ namespace dnngraph {
 
 enum class Stage { None, Lowered, Planned, Checked, Built };
 
+// What the user set on the graph; kept when the pipeline state is reset.
+struct GraphSettings {
+  PlanFilters filters;
+  bool cuda_graph_execute = false;
+  std::vector<HeurMode> modes = {HeurMode::A, HeurMode::Fallback};  // of the last planning
+};
+
 struct PipelineState {
   Stage stage = Stage::None;
   HandlePtr handle;
@@ -33,8 +40,9 @@ struct PipelineState {
   mutable std::shared_mutex mu;
 
   KernelCachePtr kernel_cache;  // kept when the rest is reset
+  GraphSettings settings;       // kept when the rest is reset
 
-  // Back to Stage::None (the lock and the kernel cache stay).
+  // Back to Stage::None (the lock, the kernel cache and the settings stay).
   void reset() {
     stage = Stage::None;
     handle.reset();

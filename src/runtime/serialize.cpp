@@ -126,7 +126,7 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
   ir::ValidatedGraphPtr snapshot = validated();
   auto plan = engine.deserialize_plan(snapshot, *handle, *raw);
   if (!plan) return plan.status();
-  state_->reset();  // keeps the lock and the kernel cache
+  state_->reset();  // keeps the lock, the kernel cache and the settings
   state_->validated = std::move(snapshot);
   state_->handle = handle;
   state_->engine = &engine;

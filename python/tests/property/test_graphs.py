@@ -3,7 +3,7 @@
 validate/build/execute, never crash."""
 
 import numpy as np
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import dnngraph as cudnn
@@ -12,7 +12,8 @@ from props import check_error, count_case, prop_settings, ws
 
 HANDLE = cudnn.create_handle(device="cpu")
 UNARY = {"relu": lambda x: np.maximum(x, 0), "tanh": np.tanh, "abs": np.abs,
-         "neg": np.negative, "exp": lambda x: np.exp(np.minimum(x, 20))}
+         "neg": np.negative, "exp": np.exp}
+BIG = 1e15  # past this (exp of exp ...) float32 rounding of the inputs outgrows the tolerance
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
           "max": np.maximum, "min": np.minimum}
 
@@ -55,15 +56,17 @@ def build_program(shape, steps, rng):
             v = a @ w.astype(np.float64)
         vals.append(v)
         tens.append(T)
-    return g, feeds, tens[-1], vals[-1]
+    comparable = all(np.all(np.abs(v) < BIG) for v in vals)
+    return g, feeds, tens[-1], vals[-1], comparable
 
 
 @prop_settings(6000)
 @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
+@example(prog=([3], [("exp", 0), ("abs", 0), ("exp", 1), ("exp", 3)]), seed=2)  # exp(exp(...))
 def test_valid_graphs_match_numpy(prog, seed):
     count_case()
     rng = np.random.default_rng(seed)
-    g, feeds, Y, ref = build_program(*prog, rng)
+    g, feeds, Y, ref, comparable = build_program(*prog, rng)
     if Y in feeds:
         return
     Y.set_output(True)
@@ -74,6 +77,8 @@ def test_valid_graphs_match_numpy(prog, seed):
         return
     y = np.full(ref.shape, np.nan, np.float32)
     g.execute({**feeds, Y: y}, ws(g))
+    if not comparable:  # ran without an error; the values are not compared
+        return
     np.testing.assert_allclose(y, ref.astype(np.float32), rtol=1e-5, atol=1e-5 * (1 + np.abs(ref).max()))
 
 
