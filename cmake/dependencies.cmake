@@ -12,6 +12,12 @@ if(DNNGRAPH_JSON_INCLUDE_DIR)
   add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
   target_include_directories(nlohmann_json::nlohmann_json INTERFACE ${DNNGRAPH_JSON_INCLUDE_DIR})
 else()
+  find_package(nlohmann_json 3.10 QUIET)
+  if(NOT nlohmann_json_FOUND)
+    message(STATUS "dnngraph: nlohmann-json not found on this system: downloading v3.11.3 "
+                   "(FetchContent; "
+                   "without network access install the Debian package nlohmann-json3-dev)")
+  endif()
   FetchContent_Declare(nlohmann_json
     URL https://github.com/nlohmann/json/releases/download/v3.11.3/json.tar.xz
     URL_HASH SHA256=d6c65aca6b1ed68e7a182f4757257b107ae403032760ed6ef121c9d55e81757d
@@ -21,6 +27,11 @@ else()
 endif()
 
 # xxHash (XXH3-128 for fingerprints), used header-only.
+find_package(xxHash QUIET)
+if(NOT xxHash_FOUND)
+  message(STATUS "dnngraph: xxHash not found on this system: downloading v0.8.2 (FetchContent; "
+                 "without network access install the Debian package libxxhash-dev)")
+endif()
 FetchContent_Declare(xxHash
   URL https://github.com/Cyan4973/xxHash/archive/refs/tags/v0.8.2.tar.gz
   URL_HASH SHA256=baee0c6afd4f03165de7a4e67988d16f0f2b257b51d0e3cb91909302a26a79c4
@@ -94,6 +105,11 @@ if(DNNGRAPH_BUILD_TOOLS)
     add_library(CLI11::CLI11 INTERFACE IMPORTED)
     target_include_directories(CLI11::CLI11 INTERFACE ${DNNGRAPH_CLI11_INCLUDE_DIR})
   else()
+    find_package(CLI11 QUIET)
+    if(NOT CLI11_FOUND)
+      message(STATUS "dnngraph: CLI11 not found on this system: downloading v2.5.0 (FetchContent; "
+                     "without network access install the Debian package libcli11-dev)")
+    endif()
     FetchContent_Declare(CLI11
       URL https://github.com/CLIUtils/CLI11/archive/refs/tags/v2.5.0.tar.gz
       URL_HASH SHA256=17e02b4cddc2fa348e5dbdbb582c59a3486fa2b2433e70a0c3bacb871334fd55
