@@ -243,6 +243,12 @@ _OPS.update({
     "layernorm": ("layernorm", ("input", "scale", "bias", "epsilon"), {}, {}),
     "layernorm_backward": ("layernorm_backward", ("grad", "input", "scale", "mean",
                                                   "inv_variance"), {}, {}),
+    "instancenorm": ("instancenorm", ("input", "scale", "bias", "epsilon"), {}, {}),
+    "instancenorm_backward": ("instancenorm_backward", ("grad", "input", "scale", "mean",
+                                                        "inv_variance"), {}, {}),
+    "adalayernorm": ("adalayernorm", ("input", "scale", "bias", "epsilon"), {}, {}),
+    "adalayernorm_backward": ("adalayernorm_backward", ("grad", "input", "scale", "mean",
+                                                        "inv_variance"), {}, {}),
     "batchnorm": ("batchnorm", ("input", "scale", "bias", "in_running_mean", "in_running_var",
                                 "epsilon", "momentum"), {}, {}),
     "batchnorm_inference": ("batchnorm_inference", ("input", "mean", "inv_variance", "scale",
@@ -257,8 +263,7 @@ _OPS.update({
 # Frontend methods for ops dnngraph does not have (yet): each raises NotSupported naming it.
 # Those another part of dnngraph implements (the native class has them) are not overridden.
 _LACKING_OPS = [
-    "add_square", "mod", "tan", "gen_index", "instancenorm", "instancenorm_backward",
-    "adalayernorm", "adalayernorm_backward", "genstats", "reshape", "transpose", "concatenate",
+    "add_square", "mod", "tan", "gen_index", "genstats", "reshape", "transpose", "concatenate",
     "slice", "rope", "rope_backward", "block_scale_quantize", "block_scale_dequantize",
     "moe_grouped_matmul", "moe_grouped_matmul_bwd", "sdpa_fp8", "sdpa_fp8_backward",
     "sdpa_mxfp8", "sdpa_mxfp8_backward", "gdn", "gdn_bwd", "gdn_summary", "gdn_summary_bwd",

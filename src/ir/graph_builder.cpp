@@ -145,7 +145,20 @@ Tensor Graph::slice(Tensor x, SliceAttrs a, OpOptions o) {
 
 std::array<Tensor, 3> Graph::layernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
                                        NormForwardPhase phase, OpOptions o) {
-  Node& n = push(NormFwdAttrs{NormKind::LayerNorm, phase}, o, "layernorm");
+  return norm_with_mean(NormKind::LayerNorm, x, scale, bias, epsilon, phase, o, "layernorm");
+}
+std::array<Tensor, 3> Graph::instancenorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
+                                          NormForwardPhase phase, OpOptions o) {
+  return norm_with_mean(NormKind::InstanceNorm, x, scale, bias, epsilon, phase, o, "instancenorm");
+}
+std::array<Tensor, 3> Graph::adalayernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
+                                          NormForwardPhase phase, OpOptions o) {
+  return norm_with_mean(NormKind::AdaLayerNorm, x, scale, bias, epsilon, phase, o, "adalayernorm");
+}
+std::array<Tensor, 3> Graph::norm_with_mean(NormKind kind, Tensor x, Tensor scale, Tensor bias,
+                                            Tensor epsilon, NormForwardPhase phase, OpOptions o,
+                                            const char* prefix) {
+  Node& n = push(NormFwdAttrs{kind, phase}, o, prefix);
   bind(n.inputs, Role::X, x);
   bind(n.inputs, Role::SCALE, scale);
   bind(n.inputs, Role::BIAS, bias);
@@ -218,7 +231,23 @@ Tensor Graph::batchnorm_inference(Tensor x, Tensor mean, Tensor inv_variance, Te
 
 std::array<Tensor, 3> Graph::layernorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
                                                 Tensor inv_variance, OpOptions o) {
-  Node& n = push(NormBwdAttrs{NormKind::LayerNorm}, o, "layernorm_backward");
+  return norm_backward_with_mean(NormKind::LayerNorm, dy, x, scale, mean, inv_variance, o,
+                                 "layernorm_backward");
+}
+std::array<Tensor, 3> Graph::instancenorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                                   Tensor inv_variance, OpOptions o) {
+  return norm_backward_with_mean(NormKind::InstanceNorm, dy, x, scale, mean, inv_variance, o,
+                                 "instancenorm_backward");
+}
+std::array<Tensor, 3> Graph::adalayernorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                                   Tensor inv_variance, OpOptions o) {
+  return norm_backward_with_mean(NormKind::AdaLayerNorm, dy, x, scale, mean, inv_variance, o,
+                                 "adalayernorm_backward");
+}
+std::array<Tensor, 3> Graph::norm_backward_with_mean(NormKind kind, Tensor dy, Tensor x,
+                                                     Tensor scale, Tensor mean, Tensor inv_variance,
+                                                     OpOptions o, const char* prefix) {
+  Node& n = push(NormBwdAttrs{kind}, o, prefix);
   bind(n.inputs, Role::DY, dy);
   bind(n.inputs, Role::X, x);
   bind(n.inputs, Role::SCALE, scale);

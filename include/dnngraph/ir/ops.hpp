@@ -222,14 +222,17 @@ struct ReductionAttrs {
   }
 };
 
-enum class NormKind : int { LayerNorm, RmsNorm, BatchNorm };
-std::string_view norm_kind_name(NormKind k);  // "LAYER_NORM", "RMS_NORM", "BATCH_NORM"
+enum class NormKind : int { LayerNorm, RmsNorm, BatchNorm, InstanceNorm, AdaLayerNorm };
+// "LAYER_NORM", "RMS_NORM", "BATCH_NORM", "INSTANCE_NORM", "ADA_LAYER_NORM"
+std::string_view norm_kind_name(NormKind k);
 std::optional<NormKind> norm_kind_from_name(std::string_view name);
 
 // Forward norms. Ports: X, SCALE, BIAS, EPSILON, [MOMENTUM, PREV_RUNNING_MEAN, PREV_RUNNING_VAR
 // (batchnorm training), MEAN, INV_VARIANCE (batchnorm inference)] -> Y, [MEAN, INV_VARIANCE,
 // NEXT_RUNNING_MEAN, NEXT_RUNNING_VAR]. Layer/RMS norm normalize over every dim but the first
-// (the batch dim); batchnorm normalizes over every dim but the channel dim (dim 1).
+// (the batch dim); batchnorm normalizes over every dim but the channel dim (dim 1); instance
+// norm over the spatial dims (statistics per sample and channel); adaptive layer norm over the
+// dims 1.. where SCALE is not 1 (SCALE / BIAS per sample: [N|1, 1.., D..]).
 struct NormFwdAttrs {
   NormKind kind = NormKind::LayerNorm;
   NormForwardPhase phase = NormForwardPhase::Training;
@@ -264,7 +267,8 @@ struct SoftmaxAttrs {
 // or device), DROPOUT_MASK [b|1, h_q|1, s_q, s_kv] floating + DROPOUT_SCALE (one floating
 // element) (dropout with a given mask: P * MASK * SCALE, values used as given; both together,
 // never with dropout_probability / SEED / OFFSET).
-// Outputs: O [b, h_q, s_q, d_v], STATS [b, h_q, s_q, 1] fp32 (log-sum-exp) when not inference,
+// Outputs: O [b, h_q, s_q, d_v], STATS [b, h_q, s_q, 1] fp32 (log-sum-exp; packed by default,
+// whatever Q's layout) when not inference,
 // RNG_DUMP [b, h_q, s_q, s_kv] floating (only with dropout_probability > 0): the keep mask the
 // engine drew, 1 kept / 0 dropped, e.g. to replay it through DROPOUT_MASK elsewhere.
 // The options forward and backward share (the backward must be given the forward's).
@@ -272,7 +276,9 @@ struct SdpaOptions {
   std::optional<double> attn_scale;  // used when no ATTN_SCALE tensor; default 1/sqrt(d)
   bool causal = false;               // shorthand for diagonal_alignment + right_bound = 0
   DiagonalAlignment diagonal_alignment = DiagonalAlignment::TopLeft;
-  std::optional<int64_t> left_bound;   // keys with col < row' - left_bound are masked
+  // The cuDNN frontend's diagonal_band_left_bound / sliding_window_length: a window of
+  // left_bound keys ending on the diagonal (>= 1); keys with col <= row' - left_bound are masked.
+  std::optional<int64_t> left_bound;
   std::optional<int64_t> right_bound;  // keys with col > row' + right_bound are masked
   bool padding_mask = false;           // SEQ_LEN_Q / SEQ_LEN_KV present
   std::optional<double> dropout_probability;
