@@ -112,7 +112,9 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
   auto plan = engine.deserialize_plan(snapshot, *handle, *raw);
   if (!plan) return plan.status();
   KernelCachePtr cache = std::move(state_->kernel_cache);
+  GraphSettings settings = std::move(state_->settings);
   *state_ = PipelineState{};
+  state_->settings = std::move(settings);
   state_->validated = std::move(snapshot);
   state_->kernel_cache = std::move(cache);
   state_->handle = handle;

@@ -147,6 +147,7 @@ class ReferenceEngine final : public Engine {
     if (!program) return program.status();
     return std::unique_ptr<LoweredGraph>(std::make_unique<ReferenceLowered>(*program));
   }
+  Result<std::unique_ptr<PlanTimer>> make_timer(Handle&) override { return make_host_timer(); }
 };
 
 }  // namespace
