@@ -35,6 +35,10 @@ struct SdpaInputs {
   // keep mask (1 kept, 0 dropped) the engine's RNG drew, e.g. to check dropout against a
   // reference run with dropout_mask.
   Tensor rng_dump;
+  // Backward only: the DBIAS output to bind (the frontend's dBias=), like rng_dump. Without it,
+  // a DBIAS output is made when bias is given, unless dbias_output is false.
+  Tensor dbias;
+  bool dbias_output = true;
 };
 
 class Graph {
@@ -108,6 +112,10 @@ class Graph {
 
   // Y = X[start:end:stride] per dim (SliceAttrs).
   Tensor slice(Tensor x, SliceAttrs a, OpOptions o = {});
+  // Y's dim i is X's dim a.permutation[i].
+  Tensor transpose(Tensor x, TransposeAttrs a, OpOptions o = {});
+  // Per-channel statistics of X: returns {SUM, SQ_SUM}, dims [1,C,1,..].
+  std::array<Tensor, 2> genstats(Tensor x, OpOptions o = {});
 
   // Returns {Y, MEAN, INV_VARIANCE}; MEAN/INV_VARIANCE are null in inference.
   std::array<Tensor, 3> layernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,

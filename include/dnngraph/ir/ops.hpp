@@ -65,7 +65,9 @@ namespace dnngraph::ir {
   R(OFFSET)               \
   R(DROPOUT_MASK)         \
   R(DROPOUT_SCALE)        \
-  R(RNG_DUMP)
+  R(RNG_DUMP)             \
+  R(SUM)                  \
+  R(SQ_SUM)
 
 enum class Role : uint8_t {
 #define DNNGRAPH_ROLE_ENUM(r) r,
@@ -328,6 +330,25 @@ struct SliceAttrs {
   }
 };
 
+// SUM, SQ_SUM = the sum and the sum of squares of X over every dim but dim 1 (the cuDNN
+// frontend's genstats: per-channel statistics, dims [1,C,1,...,1]).
+struct GenstatsAttrs {
+  bool operator==(const GenstatsAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S&, V&&) {}
+};
+
+// Y's dim i is X's dim permutation[i] (the cuDNN frontend's transpose); Y keeps X's data type
+// and, unless its strides are set, X's memory order.
+struct TransposeAttrs {
+  std::vector<int64_t> permutation;
+  bool operator==(const TransposeAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("permutation", s.permutation, FieldUse::Required);
+  }
+};
+
 // ---- the op table: one line per op family ----
 // OP(OpKind enumerator, name (JSON, Python, messages), attribute struct, (input roles),
 //    (output roles)). Ports not listed are refused by validate(); which are required, and their
@@ -353,7 +374,9 @@ struct SliceAttrs {
      (Q, K, V, O, DO, STATS, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,  \
       DROPOUT_SCALE),                                                                              \
      (DQ, DK, DV, DBIAS))                                                                          \
-  OP(Slice, slice, SliceAttrs, (X), (Y))
+  OP(Slice, slice, SliceAttrs, (X), (Y))                                                           \
+  OP(Genstats, genstats, GenstatsAttrs, (X), (SUM, SQ_SUM))                                        \
+  OP(Transpose, transpose, TransposeAttrs, (X), (Y))
 
 enum class OpKind : int {
 #define DNNGRAPH_OP_KIND(kind, name, Attrs, in, out) kind,

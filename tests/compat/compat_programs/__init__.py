@@ -13,6 +13,7 @@ NAMES = [
     "reduction_sum",
     "sdpa_fwd",
     "sdpa_bwd",
+    "sdpa_bwd_dbias",
     "sdpa_stats_layout",
     "sdpa_sliding_window",
     "wrapper_graph",
