@@ -288,7 +288,7 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     last = r.value();
   }
 
-  // Key `col` is kept for query `row` when diag - left <= col <= diag + right, with
+  // Key `col` is kept for query `row` when diag - left < col <= diag + right, with
   // diag = row (top-left) or row + skv' - sq' (bottom-right, per batch with sequence lengths).
   // `causal` means a right bound of 0 (the smaller of 0 and right_bound when both are set).
   std::optional<int64_t> right = a.right_bound;
@@ -340,12 +340,12 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     last = sel.value();
   }
   if (left) {
-    // col >= diag - left  <=>  col + left + 1 > diag
+    // col > diag - left  <=>  col + left > diag (left: the frontend's window length)
     auto diag = diagonal("left", 0);
     if (!diag) return diag;
     auto col = m.index(last, "left_col", 3);
     if (!col) return col;
-    auto lo = m.add_const(col.value(), *left + 1, "left_col_shifted");
+    auto lo = m.add_const(col.value(), *left, "left_col_shifted");
     if (!lo) return lo;
     auto keep = m.compare(CUDNN_POINTWISE_CMP_GT, lo.value(), diag.value(), "left_keep");
     if (!keep) return keep;
