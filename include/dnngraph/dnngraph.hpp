@@ -1,11 +1,14 @@
 // Umbrella header.
 #pragma once
 
-#include "dnngraph/engine.hpp"
+#include "dnngraph/engines/cudnn.hpp"
+#include "dnngraph/engines/handle.hpp"
+#include "dnngraph/engines/interface.hpp"
 #include "dnngraph/graph.hpp"
-#include "dnngraph/handle.hpp"
+#include "dnngraph/ir/dot.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
 #include "dnngraph/ir/graph.hpp"
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "dnngraph/status.hpp"
 #include "dnngraph/storage.hpp"
 #include "dnngraph/system.hpp"

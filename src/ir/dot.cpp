@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/dot.hpp"
 #include "ir/serialize_index.hpp"
 
 namespace dnngraph::ir {

@@ -16,7 +16,7 @@
 #include <limits>
 #include <string>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
 #include "ir/serialize_index.hpp"
 
 namespace dnngraph::ir {

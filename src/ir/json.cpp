@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "ir/serialize_index.hpp"
 
 namespace dnngraph::ir {

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "dnngraph/graph.hpp"
+#include "engines/registry.hpp"
 #include "runtime/pipeline.hpp"
 
 namespace dnngraph {

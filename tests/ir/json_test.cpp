@@ -10,7 +10,9 @@
 #include <sstream>
 #include <string>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/dot.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "ir/test_util.hpp"
 
 namespace dnngraph::ir {

@@ -6,9 +6,10 @@
 #include <initializer_list>
 #include <set>
 
+#include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/storage.hpp"
-#include "dnngraph/system.hpp"
 #include "engines/cudnn/plan.hpp"
+#include "engines/registry.hpp"
 
 namespace dnngraph::cudnn {
 namespace {
@@ -142,8 +143,8 @@ bool has(const ir::Graph& g, std::initializer_list<ir::OpKind> kinds) {
 }
 
 // Engine configs (default knobs) of every engine cuDNN holds that accepts the graph, in global
-// index order. Used when a heuristics mode proposes nothing: cuDNN 9.19's heuristics give no
-// config for some graphs (reduction-only ones) that one of its engines may still run. The
+// index order. Used when a heuristics mode proposes nothing: cuDNN's heuristics may give no
+// config for a graph that one of its engines still runs (docs/cudnn-engine.md). The
 // engine descriptors are kept in `st` for as long as the configs that refer to them.
 // `count` receives how many engines were asked.
 Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st, int64_t& count) {
@@ -178,8 +179,9 @@ Status no_engine(const LoweredState& st, HeurMode mode, int64_t count) {
                ir::OpKind::ConvWgrad, ir::OpKind::SdpaFwd, ir::OpKind::SdpaBwd}))
     hint =
         ": cuDNN fuses reductions (and so softmax) only into the epilogue of a matmul or "
-        "convolution; a graph of reductions and pointwise ops alone has no engine (checked on "
-        "an H200 with cuDNN 9.19). The reference engine (a cpu handle) runs it";
+        "convolution, so a graph of reductions and pointwise ops alone has no engine; run it "
+        "on the reference engine (a cpu handle) or after a matmul or convolution "
+        "(docs/cudnn-engine.md)";
   return make_error(ErrorCode::NotSupported, st.what, ": cuDNN ", backend_version_string(),
                     " has no engine for this graph (heuristics ", heur_mode_name(mode),
                     " proposed none and none of its ", count, " engines accepts it)", hint);
@@ -300,13 +302,25 @@ class CudnnLoweredGraph final : public LoweredGraph {
   std::shared_ptr<LoweredState> st_;
 };
 
-// How many equivalent lowerings a graph has (tried in order until cuDNN proposes an engine):
-// SDPA has three (sdpa.cpp), everything else one.
-int lowering_variants(const ir::Graph& g) { return has(g, {ir::OpKind::SdpaFwd}) ? 3 : 1; }
+}  // namespace
+
+std::span<const LoweringVariant> lowering_variants(const ir::Graph& g) {
+  static constexpr LoweringVariant kDefault[] = {{"default"}};
+  // SDPA forward, in the order tried.
+  static constexpr LoweringVariant kSdpa[] = {
+      {"sdpa: P in V's type", false, false},
+      {"sdpa: P in V's type, softmax stats always kept", true, false},
+      {"sdpa: P in float", false, true},
+  };
+  if (has(g, {ir::OpKind::SdpaFwd})) return kSdpa;
+  return kDefault;
+}
+
+namespace {
 
 // Lowers every node and finalizes the operation graph.
 Result<std::shared_ptr<LoweredState>> lower_once(const ir::Graph& g, const ViewMap& views,
-                                                 HandleState& hs, int variant) {
+                                                 HandleState& hs, const LoweringVariant& variant) {
   auto st = std::make_shared<LoweredState>();
   st->what = describe_graph(g);
   st->device = hs.device;
@@ -397,25 +411,24 @@ class CudnnEngine final : public Engine {
     if (!views) return views.status();
     // Some graphs have several equivalent lowerings; keep the first cuDNN proposes an engine
     // for.
-    const int variants = lowering_variants(g);
-    Status last;
-    for (int v = 0; v < variants; ++v) {
+    const std::span<const LoweringVariant> variants = lowering_variants(g);
+    for (const LoweringVariant& v : variants) {
       auto st = lower_once(g, views.value(), *hs.value(), v);
       if (!st) return st.status();
-      if (v + 1 == variants) return st;
+      if (&v == &variants.back()) return st;
       auto cfgs = engine_configs(*st.value(), HeurMode::A);
       if (cfgs && !cfgs->empty()) return st;
     }
-    return make_error(ErrorCode::Internal, "unreachable");
+    return make_error(ErrorCode::Internal, describe_graph(g), ": no lowering variant to try");
   }
 };
 
+Engine& engine() {
+  static CudnnEngine e;
+  return e;
+}
+// Asked after the reference engine (rank 0); runs on CUDA handles.
+const EngineRegistrar kRegistrar(10, engine);
+
 }  // namespace
 }  // namespace dnngraph::cudnn
-
-namespace dnngraph {
-Engine* cudnn_engine() {
-  static cudnn::CudnnEngine engine;
-  return &engine;
-}
-}  // namespace dnngraph

@@ -16,30 +16,25 @@ HandleState::~HandleState() {
 }
 
 Result<HandleState*> handle_state(Handle& h) {
-  // Fast path without the lock: the slot is written once, when the graph is lowered (before
-  // any execute on this handle can see it).
-  auto& slot = h.engine_state(kHandleSlot);
-  if (slot) return static_cast<HandleState*>(slot.get());
-  static std::mutex create_mu;
-  std::lock_guard<std::mutex> lock(create_mu);
-  if (slot) return static_cast<HandleState*>(slot.get());
-  const Api* a = api();
-  if (!a) return make_error(ErrorCode::NotSupported, "cuDNN is not usable: ", load_info().error);
-  if (h.device().kind != Device::Kind::CUDA)
-    return make_error(ErrorCode::InvalidArgument, "the cuDNN engine needs a CUDA handle, got ",
-                      h.device().to_string());
-  int prev = 0;
-  if (cudaGetDevice(&prev) != cudaSuccess) prev = 0;
-  if (cudaError_t e = cudaSetDevice(h.device().index); e != cudaSuccess)
-    return make_error(ErrorCode::BackendError, "cannot use ", h.device().to_string(), ": ",
-                      cudaGetErrorString(e));
-  auto st = std::make_shared<HandleState>();
-  st->device = h.device().index;
-  Status s = check(a->cudnnCreate(&st->handle), h.device().to_string(), "cudnnCreate");
-  (void)cudaSetDevice(prev);
-  if (!s) return s;
-  slot = st;
-  return st.get();
+  // Made once per handle, under the handle's lock (Handle::engine_state).
+  return h.engine_state<HandleState>([&h]() -> Result<std::unique_ptr<HandleState>> {
+    const Api* a = api();
+    if (!a) return make_error(ErrorCode::NotSupported, "cuDNN is not usable: ", load_info().error);
+    if (h.device().kind != Device::Kind::CUDA)
+      return make_error(ErrorCode::InvalidArgument, "the cuDNN engine needs a CUDA handle, got ",
+                        h.device().to_string());
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess) prev = 0;
+    if (cudaError_t e = cudaSetDevice(h.device().index); e != cudaSuccess)
+      return make_error(ErrorCode::BackendError, "cannot use ", h.device().to_string(), ": ",
+                        cudaGetErrorString(e));
+    auto st = std::make_unique<HandleState>();
+    st->device = h.device().index;
+    Status s = check(a->cudnnCreate(&st->handle), h.device().to_string(), "cudnnCreate");
+    (void)cudaSetDevice(prev);
+    if (!s) return s;
+    return st;
+  });
 }
 
 namespace {

@@ -10,20 +10,20 @@
 #include <string>
 #include <vector>
 
-#include "dnngraph/engine.hpp"
+#include "dnngraph/engines/handle.hpp"
+#include "dnngraph/engines/interface.hpp"
 #include "engines/cudnn/lowering.hpp"
 
 namespace dnngraph::cudnn {
 
-// Per-handle state kept in Handle::engine_state(kHandleSlot).
-struct HandleState {
+// The cuDNN engine's per-handle state (Handle::engine_state<HandleState>).
+struct HandleState final : EngineState {
   cudnnHandle_t handle = nullptr;
   int device = 0;
   std::mutex mu;                   // one stream per handle: executes on it are serialised
   uint64_t applied_epoch = ~0ull;  // Handle::stream_epoch() last given to cudnnSetStream
-  ~HandleState();
+  ~HandleState() override;
 };
-constexpr int kHandleSlot = 1;
 Result<HandleState*> handle_state(Handle& handle);
 
 // A non-virtual tensor the variant pack must bind.

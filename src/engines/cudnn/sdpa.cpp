@@ -4,11 +4,11 @@
 // integer compares, BINARY_SELECT with the lowest float] -> softmax (stats = max + log(sum))
 // -> P.V. With sequence lengths the matmuls carry them as GEMM M/N/K overrides.
 // Padded query rows: cuDNN writes O = 0 there like the reference, but STATS = -inf where the
-// reference has +inf (seen on the H200, cuDNN 9.19).
+// reference has +inf (docs/cudnn-engine.md).
 // GQA/MQA: K and V keep their fewer heads; the engines broadcast them over the query heads.
-// Variants tried in order until cuDNN proposes an engine: 0 keeps P in V's data type (what
-// the fused kernels read); 1 also computes the stats into a virtual tensor in inference;
-// 2 keeps P in float.
+// Lowering variants (lowering_variants in engine.cpp, tried in order until cuDNN proposes an
+// engine): P in V's data type (what the fused kernels read); the same with the stats computed
+// into a virtual tensor in inference; P in float.
 // Dropout: P * MASK * SCALE after the softmax (sdpa_dropout; the RNG is cuDNN's Philox, so its
 // keep mask differs from the reference engine's: tests compare through RNG_DUMP and the mask
 // form). Not lowered (NotSupported, named): a left window bound with a padding mask or with a
@@ -66,14 +66,14 @@ Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std:
     if (!mask || !scale)
       return make_error(ErrorCode::InvalidGraph, what,
                         ": dropout with a mask needs both DROPOUT_MASK and DROPOUT_SCALE");
-    // Seen on the H200 (cuDNN 9.19, 2026-11-30): the fused backward with a DROPOUT_MASK tensor
-    // (lowered like the RNG form, D scaled by 1/SCALE) ran and returned wrong dQ (12% of the
-    // gradient elements off by up to 20%), while the same graph with the RNG mask was right.
+    // The fused backward with a DROPOUT_MASK tensor (lowered like the RNG form, D scaled by
+    // 1/SCALE) runs and returns wrong dQ, while the same graph with the RNG mask is right
+    // (docs/cudnn-engine.md, "What is lowered").
     if (backward)
       return sdpa_unsupported(what,
-                              "dropout with a DROPOUT_MASK tensor in the backward (cuDNN 9.19 "
-                              "returned wrong gradients for it; use dropout_probability with "
-                              "SEED / OFFSET)");
+                              "dropout with a DROPOUT_MASK tensor in the backward (cuDNN "
+                              "computes wrong gradients for it); use dropout_probability with "
+                              "SEED / OFFSET, or the reference engine");
     auto tm = cx.tensor(mask), ts = cx.tensor(scale);
     if (!tm) return tm.status();
     if (!ts) return ts.status();
@@ -305,9 +305,9 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(LowerContext& cx, const ir::
   if (!right && !left) return last;
   MaskBuilder m{cx, what, sdim};
   const bool br = a.diagonal_alignment == DiagonalAlignment::BottomRight;
-  // Seen on the H200 (cuDNN 9.19): a left bound whose diagonal is shifted by the sequence
-  // lengths (bottom-right alignment with a padding mask) ran and returned wrong O. Only the
-  // unshifted form was checked right (top-left, or s_q == s_kv, without a padding mask).
+  // A left bound whose diagonal is shifted by the sequence lengths (bottom-right alignment
+  // with a padding mask) runs and returns wrong O; only the unshifted form (top-left, or
+  // s_q == s_kv, without a padding mask) is right (docs/cudnn-engine.md, "What is lowered").
   if (left && (lens.any() || (br && s.sq != s.skv)))
     return sdpa_unsupported(what,
                             "a left window bound with a padding mask or with bottom-right "
@@ -394,14 +394,14 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
     auto r = cx.tensor(st);
     if (!r) return r.status();
     stats = r.value();
-  } else if (cx.variant == 1) {
+  } else if (cx.variant.sdpa_virtual_stats) {
     auto r = cx.virtual_tensor(what + "::stats", {s.b, s.hq, s.sq, 1}, f32);
     if (!r) return r.status();
     stats = r.value();
   }
   auto drop = sdpa_dropout(cx, n, what, a, s, /*backward=*/false);
   if (!drop) return drop.status();
-  const DataType p_type = cx.variant < 2 ? n.input("V")->data_type : f32;
+  const DataType p_type = cx.variant.sdpa_float_probabilities ? f32 : n.input("V")->data_type;
   // With dropout the softmax output stays float and the dropped-out P takes P's type.
   auto p = cx.virtual_tensor(what + "::P", s.sdim(), drop->any() ? f32 : p_type);
   if (!p) return p.status();

@@ -3,8 +3,9 @@
 // their own data type and strides, so the engine rounds exactly where the graph stores.
 #include <map>
 
-#include "dnngraph/engine.hpp"
+#include "dnngraph/engines/interface.hpp"
 #include "engines/reference/kernel.hpp"
+#include "engines/registry.hpp"
 
 namespace dnngraph::reference {
 namespace {
@@ -157,12 +158,12 @@ class ReferenceEngine final : public Engine {
   }
 };
 
-}  // namespace
-}  // namespace dnngraph::reference
-
-namespace dnngraph {
-Engine& reference_engine() {
-  static reference::ReferenceEngine e;
+Engine& engine() {
+  static ReferenceEngine e;
   return e;
 }
-}  // namespace dnngraph
+// Asked first; runs on CPU handles.
+const EngineRegistrar kRegistrar(0, engine);
+
+}  // namespace
+}  // namespace dnngraph::reference

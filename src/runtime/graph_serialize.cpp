@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dnngraph/graph.hpp"
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "runtime/pipeline.hpp"
 
 namespace dnngraph {
