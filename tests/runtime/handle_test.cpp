@@ -95,7 +95,7 @@ TEST(HandleThreaded, ExecutesShareAHandleWhileItsStreamChanges) {
   g.set_name("mul_tanh").set_io_data_type(DataType::Float);
   auto a = g.tensor(ir::TensorAttrs().set_name("A").set_dim({4, 8}).set_stride({8, 1}).set_uid(1));
   auto b = g.tensor(ir::TensorAttrs().set_name("B").set_dim({4, 8}).set_stride({8, 1}).set_uid(2));
-  auto y = g.tanh(g.mul(a, b));
+  auto y = g.unary(PointwiseMode::Tanh, g.mul(a, b));
   y->set_output(true).set_name("Y").set_uid(3);
   auto h = Handle::create(Device::cpu()).value();
   ASSERT_TRUE(g.build(h).is_ok());
