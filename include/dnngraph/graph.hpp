@@ -40,16 +40,20 @@ class Graph : public ir::Graph {
   Status build_operation_graph(const HandlePtr& handle);
   // Collects candidates from each mode in order, de-duplicated by name.
   Status create_execution_plans(const std::vector<HeurMode>& modes);
-  // Keeps the supported candidates; NotSupported (with every reason) when none is.
+  // Checks candidates in order and stops at the first supported one (cheap: no kernel is
+  // compiled where the engine can tell without); NotSupported (with every reason) when none
+  // is. The rest are checked when asked for (a later plan index, All, the plan count, the
+  // candidate reports).
   Status check_support();
-  // HeuristicsChoice builds the first supported candidate that builds; All builds them all.
+  // HeuristicsChoice builds the first supported candidate that builds (and nothing else);
+  // All builds them all.
   Status build_plans(BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
   // All five steps.
   Status build(const HandlePtr& handle,
                const std::vector<HeurMode>& modes = {HeurMode::A, HeurMode::Fallback},
                BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
 
-  // Supported candidates, in order (valid after check_support).
+  // Supported candidates, in order (valid after check_support; checks the unchecked ones).
   int64_t get_execution_plan_count() const;
   Status build_plan_at_index(int64_t index);
   Result<int64_t> get_workspace_size() const;  // of the plan execute() uses
@@ -76,6 +80,8 @@ class Graph : public ir::Graph {
   Status check_variant_pack(const VariantPack& pack) const;
 
  private:
+  bool check_next() const;                // checks the next unchecked candidate
+  bool check_until(int64_t index) const;  // until `index` supported ones are known
   std::unique_ptr<PipelineState> state_;
 };
 

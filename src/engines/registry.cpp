@@ -30,6 +30,19 @@ EngineRegistrar::EngineRegistrar(int rank, Engine& (*get)()) {
   r.engines.insert(at, {rank, &get()});
 }
 
+void register_engine(Engine* engine) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  const int rank = (r.engines.empty() ? 0 : r.engines.front().first) - 1;
+  r.engines.insert(r.engines.begin(), {rank, engine});
+}
+
+void unregister_engine(Engine* engine) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::erase_if(r.engines, [engine](const auto& e) { return e.second == engine; });
+}
+
 std::vector<Engine*> registered_engines() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);

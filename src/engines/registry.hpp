@@ -20,6 +20,10 @@ class EngineRegistrar {
 
 // Registered engines, lowest rank first.
 std::vector<Engine*> registered_engines();
+// Puts an engine (which must outlive its use) ahead of every registered one, the latest ahead
+// of earlier ones: tests, engines from outside the library. unregister_engine removes it.
+void register_engine(Engine* engine);
+void unregister_engine(Engine* engine);
 // The engine of that name, or nullptr when this build has none.
 Engine* find_engine(std::string_view name);
 

@@ -73,6 +73,7 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
   state_->statuses.clear();
   state_->supported.clear();
   state_->plans.clear();
+  state_->checked = 0;
   state_->selected = -1;
   std::unordered_set<std::string> seen;
   for (HeurMode m : modes) {
@@ -85,40 +86,55 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
   return Status::ok();
 }
 
+// Runs check_support on the next unchecked candidate (in order); false when none is left.
+bool Graph::check_next() const {
+  PipelineState& st = *state_;
+  if (st.checked >= st.candidates.size()) return false;
+  const size_t i = st.checked++;
+  Candidate& c = *st.candidates[i];
+  Status support = c.check_support();
+  CandidateStatus cs{c.info(), std::move(support)};
+  cs.workspace_size = cs.info.workspace_size;
+  if (cs.support.is_ok()) {
+    st.supported.push_back(i);
+    st.plans.emplace_back();
+  }
+  if (log_dispatch())
+    std::fprintf(stderr, "[dnngraph dispatch] graph '%s' %s candidate %zu '%s': %s\n",
+                 name().c_str(), std::string(st.engine->name()).c_str(), i, cs.info.name.c_str(),
+                 cs.support.is_ok() ? "supported" : cs.support.message().c_str());
+  st.statuses.push_back(std::move(cs));
+  return true;
+}
+
+bool Graph::check_until(int64_t index) const {
+  while (static_cast<int64_t>(state_->supported.size()) <= index)
+    if (!check_next()) return false;
+  return true;
+}
+
 Status Graph::check_support() {
   if (state_->stage < Stage::Planned)
     return stage_error(*this, "check_support", "create_execution_plans");
-  state_->statuses.clear();
-  state_->supported.clear();
-  std::string reasons;
-  for (size_t i = 0; i < state_->candidates.size(); ++i) {
-    CandidateStatus cs{state_->candidates[i]->info(), state_->candidates[i]->check_support()};
-    if (cs.support.is_ok()) {
-      state_->supported.push_back(i);
-    } else if (reasons.size() < 2000) {
-      reasons += detail::cat("\n  ", cs.info.name, ": ", cs.support.message());
-    }
-    if (log_dispatch())
-      std::fprintf(stderr, "[dnngraph dispatch] graph '%s' %s candidate %zu '%s': %s\n",
-                   name().c_str(), std::string(state_->engine->name()).c_str(), i,
-                   cs.info.name.c_str(),
-                   cs.support.is_ok() ? "supported" : cs.support.message().c_str());
-    state_->statuses.push_back(std::move(cs));
-  }
-  state_->plans.clear();
-  state_->plans.resize(state_->supported.size());
-  if (state_->supported.empty())
+  // Like the frontend: stop at the first supported candidate; the others are checked when
+  // something asks for them (a later index, ALL, the plan count, the candidate reports).
+  if (!check_until(0)) {
+    std::string reasons;
+    for (const auto& cs : state_->statuses)
+      if (reasons.size() < 2000)
+        reasons += detail::cat("\n  ", cs.info.name, ": ", cs.support.message());
     return make_error(ErrorCode::NotSupported, "graph '", name(), "': none of the ",
                       state_->candidates.size(), " candidate(s) of engine '",
                       state_->engine->name(), "' supports it", reasons);
-  state_->stage = Stage::Checked;
+  }
+  if (state_->stage < Stage::Checked) state_->stage = Stage::Checked;
   return Status::ok();
 }
 
 Status Graph::build_plan_at_index(int64_t index) {
   if (state_->stage < Stage::Checked)
     return stage_error(*this, "build_plan_at_index", "check_support");
-  if (index < 0 || index >= get_execution_plan_count())
+  if (index < 0 || !check_until(index))
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan index ", index,
                       " out of range [0, ", get_execution_plan_count(), ")");
   auto& slot = state_->plans[static_cast<size_t>(index)];
@@ -141,7 +157,9 @@ Status Graph::build_plan_at_index(int64_t index) {
 Status Graph::build_plans(BuildPlanPolicy policy) {
   if (state_->stage < Stage::Checked) return stage_error(*this, "build_plans", "check_support");
   std::string reasons;
-  for (int64_t i = 0; i < get_execution_plan_count(); ++i) {
+  // HEURISTICS_CHOICE: candidates are checked and built one at a time until one builds, so
+  // nothing is compiled that will not be used. ALL: every supported candidate.
+  for (int64_t i = 0; check_until(i); ++i) {
     Status s = build_plan_at_index(i);
     if (!s.is_ok()) {
       reasons +=
@@ -165,10 +183,18 @@ Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
 }
 
 int64_t Graph::get_execution_plan_count() const {
+  if (state_->stage >= Stage::Checked)
+    while (check_next()) {
+    }
   return static_cast<int64_t>(state_->supported.size());
 }
 
-const std::vector<CandidateStatus>& Graph::candidates() const { return state_->statuses; }
+const std::vector<CandidateStatus>& Graph::candidates() const {
+  if (state_->stage >= Stage::Checked)
+    while (check_next()) {
+    }
+  return state_->statuses;
+}
 int64_t Graph::selected_plan_index() const { return state_->selected; }
 
 Status Graph::select_plan(int64_t index) {

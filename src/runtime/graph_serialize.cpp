@@ -126,7 +126,7 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
   // No stored plan (or the engine could not load it): rebuild the named candidate.
   DNNGRAPH_TRY(create_execution_plans({HeurMode::A, HeurMode::B, HeurMode::Fallback}));
   DNNGRAPH_TRY(check_support());
-  for (int64_t i = 0; i < get_execution_plan_count(); ++i)
+  for (int64_t i = 0; check_until(i); ++i)
     if (state_->statuses[state_->supported[static_cast<size_t>(i)]].info.name == want)
       return select_plan(i);
   return make_error(ErrorCode::NotSupported, "deserialize: graph '", name(), "': candidate '", want,

@@ -16,7 +16,8 @@ struct PipelineState {
   Engine* engine = nullptr;
   std::unique_ptr<LoweredGraph> lowered;
   std::vector<std::unique_ptr<Candidate>> candidates;  // from create_execution_plans
-  std::vector<CandidateStatus> statuses;               // one per candidate
+  size_t checked = 0;                                  // candidates[0, checked) were checked
+  std::vector<CandidateStatus> statuses;               // one per checked candidate
   std::vector<size_t> supported;                       // indexes into candidates
   std::vector<std::unique_ptr<Plan>> plans;            // one slot per supported candidate
   int64_t selected = -1;                               // index into supported

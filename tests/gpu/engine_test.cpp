@@ -46,6 +46,38 @@ TEST(CudnnCanonicalize, TwoDPointwiseGetsRankThree) {
   EXPECT_EQ(vol, 64 * 64);
 }
 
+TEST(CudnnCanonicalize, RankThreePointwiseGoesAsIs) {
+  // Folding [1,64,64] to [1,1,4096] left an fp8 SiLU-and-mul without an engine; the frontend
+  // gives cuDNN the dims as they are.
+  Graph g;
+  g.set_io_data_type(DataType::Float);
+  auto x = input(g, "X", {1, 64, 64}, DataType::Float);
+  auto y = g.mul(g.unary(PointwiseMode::Silu, x), x);
+  y->set_output(true).set_name("Y");
+  ASSERT_TRUE(g.validate().is_ok());
+  auto views = cudnn::canonicalize(g);
+  ASSERT_TRUE(views.is_ok()) << views.status().to_string();
+  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{1, 64, 64}));
+  EXPECT_EQ(views->at(x.get()).stride, (std::vector<int64_t>{4096, 64, 1}));
+}
+
+TEST(CudnnCanonicalize, RankThreeBroadcastOverTheBatchFolds) {
+  // Unfolded, cuDNN 9.19 left every batch but the first of (X[2,128,256] + B[1,1,256]) * X
+  // unwritten on the H200 (SUCCESS returned): a graph whose inputs broadcast is folded.
+  Graph g;
+  g.set_io_data_type(DataType::Float);
+  auto x = input(g, "X", {2, 128, 256}, DataType::Float);
+  auto b = input(g, "B", {1, 1, 256}, DataType::Float);
+  auto y = g.mul(g.add(x, b), x);
+  y->set_output(true).set_name("Y");
+  ASSERT_TRUE(g.validate().is_ok());
+  auto views = cudnn::canonicalize(g);
+  ASSERT_TRUE(views.is_ok()) << views.status().to_string();
+  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{1, 256, 256}));
+  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{1, 1, 256}));
+  EXPECT_EQ(views->at(y.get()).dim, (std::vector<int64_t>{1, 256, 256}));
+}
+
 TEST(CudnnCanonicalize, FourDNhwcBiasFoldsToThreeD) {
   Graph g;
   g.set_io_data_type(DataType::Float);

@@ -33,6 +33,7 @@ struct CandidateInfo {
   HeurMode source = HeurMode::A;             // the heuristic mode that proposed it
   std::vector<std::string> numerical_notes;  // e.g. "TENSOR_CORE", "REDUCED_PRECISION_REDUCTION"
   std::vector<std::string> behavior_notes;   // e.g. "RUNTIME_COMPILATION"
+  int64_t workspace_size = -1;  // bytes, when the engine knows it before building (else -1)
 };
 
 class Plan {
@@ -54,7 +55,8 @@ class Candidate {
  public:
   virtual ~Candidate() = default;
   virtual const CandidateInfo& info() const = 0;
-  // Ok, or why this candidate cannot run the graph (NotSupported with the reason).
+  // Ok, or why this candidate cannot run the graph (NotSupported with the reason). Meant to be
+  // cheap (no kernel compiled where the engine can tell without); build() may still fail.
   virtual Status check_support() = 0;
   virtual Result<std::unique_ptr<Plan>> build() = 0;
 };

@@ -51,9 +51,10 @@ TensorView pad_trailing(TensorView v, size_t rank) {
 // everywhere are dropped and neighbours merged when every tensor either spans both
 // contiguously or has extent 1 in both. With `permute`, the dims are first ordered by the
 // strides of `layout_of` (pointwise and reduction do not care about dim order), so that NHWC
-// folds like NCHW. `consumed` are the graph inputs read by pointwise ops.
+// folds like NCHW. `consumed` are the graph inputs read by pointwise ops. With `apply` false the
+// views are left as they are and only the broadcast check below runs.
 Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool permute,
-            const std::vector<const ir::TensorAttrs*>& consumed) {
+            const std::vector<const ir::TensorAttrs*>& consumed, bool apply = true) {
   if (views.empty()) return Status::ok();
   const size_t rank = views.begin()->second.dim.size();
   std::vector<int64_t> space(rank, 1);
@@ -101,6 +102,7 @@ Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool p
                             "cuDNN computes wrongly in pointwise-only graphs; use a "
                             "channels-last layout, or run it on the reference engine (a cpu "
                             "handle)");
+  if (!apply) return Status::ok();
   for (auto& [t, v] : views) {
     TensorView out;
     for (const auto& g : groups) {
@@ -147,7 +149,17 @@ Result<ViewMap> canonicalize(const ir::Graph& graph) {
           if (std::find(produced.begin(), produced.end(), p.tensor.get()) == produced.end() &&
               !p.tensor->is_pass_by_value)
             consumed.push_back(p.tensor.get());
-    DNNGRAPH_TRY(fold(views, layout_of, rank, true, consumed));
+    // Graphs of rank 3 (2-D ones padded to 3) without broadcasting go to cuDNN as they are, as
+    // the frontend gives them (folding [1,64,64] to [1,1,4096] left an fp8 SiLU-and-mul without
+    // an engine). 4-D and 5-D ones are folded to 3-D, where cuDNN 9.19 has engines for them, and
+    // so are graphs whose inputs broadcast: unfolded, X[2,128,256] * B[1,1,256] left every batch
+    // but the first unwritten (SUCCESS returned); folded to [1,256,256] it is exact.
+    std::vector<int64_t> space(rank, 1);
+    for (const auto& [t, v] : views)
+      for (size_t i = 0; i < rank; ++i) space[i] = std::max(space[i], v.dim[i]);
+    const bool broadcasts = std::any_of(consumed.begin(), consumed.end(),
+                                        [&](const auto* t) { return views.at(t).dim != space; });
+    DNNGRAPH_TRY(fold(views, layout_of, rank, true, consumed, rank > 3 || broadcasts));
   } else if (only_matmul_pointwise_reduction(graph) && rank > 3) {
     // cuDNN matmuls take one batch dim: fold the leading batch dims where that is legal.
     DNNGRAPH_TRY(fold(views, nullptr, rank - 2, false, {}));

@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
+#include <map>
+#include <mutex>
 #include <set>
+
+#include <cuda_runtime_api.h>
 
 #include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/storage.hpp"
@@ -249,22 +253,72 @@ Result<Descriptor> finalize_plan(const LoweredState& st, cudnnBackendDescriptor_
 }
 
 // ---------------------------------------------------------------- candidates
+// The most shared memory one block may opt into on `device` (cached per device).
+int64_t max_shared_memory(int device) {
+  static std::mutex mu;
+  static std::map<int, int64_t> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(device);
+  if (it != known.end()) return it->second;
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    v = -1;  // unknown: the check is left to the plan's finalization
+  }
+  return known[device] = v;
+}
+
+// Whether the loaded cuDNN (and the headers dnngraph was built with) answer an engine config's
+// workspace and shared memory needs without finalizing a plan (cuDNN >= 9.2).
+bool config_queries_available() {
+#if CUDNN_VERSION >= 90200
+  return load_info().version >= 90200;
+#else
+  return false;
+#endif
+}
+
 class CudnnCandidate final : public Candidate {
  public:
   CudnnCandidate(std::shared_ptr<LoweredState> st, Descriptor cfg, CandidateInfo info)
       : st_(std::move(st)), cfg_(std::move(cfg)), info_(std::move(info)) {}
   const CandidateInfo& info() const override { return info_; }
 
+  // Cheap: reads the engine config's shared memory and workspace needs (no kernel is
+  // compiled). Only where cuDNN cannot answer that does it finalize the plan.
   Status check_support() override {
-    if (plan_) return Status::ok();
-    auto p = finalize_plan(*st_, cfg_.get(), info_.name);
-    if (!p) return p.status();
-    plan_ = std::move(p.value());
+    if (plan_ || checked_) return Status::ok();
+    if (!config_queries_available()) {
+      auto p = finalize_plan(*st_, cfg_.get(), info_.name);
+      if (!p) return p.status();
+      plan_ = std::move(p.value());
+      return Status::ok();
+    }
+#if CUDNN_VERSION >= 90200
+    int64_t n = 0;
+    int32_t smem = 0;
+    const int64_t limit = max_shared_memory(st_->device);
+    if (limit >= 0 &&
+        cfg_.get(CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED, CUDNN_TYPE_INT32, 1, &n, &smem) &&
+        smem > limit)
+      return make_error(ErrorCode::NotSupported, "cudnn candidate '", info_.name, "' for ",
+                        st_->what, " needs ", smem,
+                        " bytes of shared memory per block but cuda:", st_->device, " allows ",
+                        limit, "; another candidate may fit");
+    int64_t ws = 0;
+    if (cfg_.get(CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws))
+      info_.workspace_size = ws;
+#endif
+    checked_ = true;
     return Status::ok();
   }
 
   Result<std::unique_ptr<Plan>> build() override {
-    DNNGRAPH_TRY(check_support());
+    if (!plan_) {
+      auto p = finalize_plan(*st_, cfg_.get(), info_.name);
+      if (!p) return p.status();
+      plan_ = std::move(p.value());
+    }
     return make_plan(st_, std::move(plan_), info_.name);
   }
 
@@ -272,14 +326,21 @@ class CudnnCandidate final : public Candidate {
   std::shared_ptr<LoweredState> st_;
   Descriptor cfg_;
   CandidateInfo info_;
-  Descriptor plan_;  // finalized by check_support, handed to the plan by build
+  bool checked_ = false;
+  Descriptor plan_;  // finalized by build (or by check_support where cuDNN is older than 9.2)
 };
 
 class CudnnLoweredGraph final : public LoweredGraph {
  public:
   explicit CudnnLoweredGraph(std::shared_ptr<LoweredState> st) : st_(std::move(st)) {}
   Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode mode) override {
-    auto cfgs = engine_configs(*st_, mode);
+    Result<std::vector<Descriptor>> cfgs = std::vector<Descriptor>{};
+    if (mode == HeurMode::A && st_->has_configs_a) {
+      cfgs = std::move(st_->configs_a);  // asked once while lowering
+      st_->has_configs_a = false;
+    } else {
+      cfgs = engine_configs(*st_, mode);
+    }
     if (!cfgs) return cfgs.status();
     if (cfgs->empty()) {
       int64_t count = 0;
@@ -417,7 +478,11 @@ class CudnnEngine final : public Engine {
       if (!st) return st.status();
       if (&v == &variants.back()) return st;
       auto cfgs = engine_configs(*st.value(), HeurMode::A);
-      if (cfgs && !cfgs->empty()) return st;
+      if (cfgs && !cfgs->empty()) {
+        st.value()->configs_a = std::move(cfgs.value());
+        st.value()->has_configs_a = true;
+        return st;
+      }
     }
     return make_error(ErrorCode::Internal, describe_graph(g), ": no lowering variant to try");
   }

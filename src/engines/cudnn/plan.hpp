@@ -45,6 +45,9 @@ struct LoweredState {
   int device = 0;
   cudnnHandle_t build_handle = nullptr;
   std::vector<Descriptor> engines;  // engines behind enumerated configs (engine.cpp)
+  // Heuristics mode A's configs when lowering already asked for them (the SDPA variants).
+  std::vector<Descriptor> configs_a;
+  bool has_configs_a = false;
 };
 
 // Wraps a finalized execution plan.
