@@ -4,6 +4,7 @@
 #include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/engines/handle.hpp"
 #include "dnngraph/engines/interface.hpp"
+#include "dnngraph/engines/kernel_cache.hpp"
 #include "dnngraph/graph.hpp"
 #include "dnngraph/ir/dot.hpp"
 #include "dnngraph/ir/fingerprint.hpp"

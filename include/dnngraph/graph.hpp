@@ -11,6 +11,7 @@
 
 #include "dnngraph/engines/handle.hpp"
 #include "dnngraph/engines/interface.hpp"
+#include "dnngraph/engines/kernel_cache.hpp"
 #include "dnngraph/ir/graph.hpp"
 #include "dnngraph/status.hpp"
 
@@ -35,6 +36,11 @@ class Graph : public ir::Graph {
   ~Graph() override;
   Graph(Graph&&) noexcept;
   Graph& operator=(Graph&&) noexcept;
+
+  // A kernel cache shared with other graphs: graphs with dynamic shapes
+  // (set_dynamic_shape_enabled) reuse the kernels it holds (see kernel_cache.hpp).
+  Graph& set_kernel_cache(KernelCachePtr cache);
+  const KernelCachePtr& kernel_cache() const;
 
   // validate() then lower onto the first engine that runs on the handle's device.
   Status build_operation_graph(const HandlePtr& handle);

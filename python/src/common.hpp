@@ -45,15 +45,11 @@ struct PyHandle {
   HandlePtr handle;
   const HandlePtr& get() const;  // ValueError once destroyed
 };
-// Accepted by pygraph(kernel_cache=...). dnngraph's plan cache lives in the runtime, so this
-// object holds nothing yet (see docs/python.md).
-struct KernelCache {};
 
 // ---- graphs (graph.cpp) ----
 struct PyGraph {
   Graph graph;
   HandlePtr handle;  // from pygraph(handle=...), deserialize(handle, ...) or the default GPU one
-  std::shared_ptr<KernelCache> kernel_cache;
 
   // uid -> tensor, for variant packs keyed by int. Rebuilt when a lookup misses; cleared when
   // the graph is replaced (deserialize).

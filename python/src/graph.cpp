@@ -79,11 +79,10 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
   cls.def(
       "__init__",
       [](PyGraph* self, const PyHandle* handle, std::string name, DataType io,
-         DataType intermediate, DataType compute, std::shared_ptr<KernelCache> kernel_cache,
-         bool dynamic) {
+         DataType intermediate, DataType compute, KernelCachePtr kernel_cache, bool dynamic) {
         new (self) PyGraph();
         if (handle) self->handle = handle->get();
-        self->kernel_cache = std::move(kernel_cache);
+        self->graph.set_kernel_cache(std::move(kernel_cache));
         self->graph.set_name(std::move(name))
             .set_io_data_type(io)
             .set_intermediate_data_type(intermediate)

@@ -74,13 +74,41 @@ void bind_handle(nb::module_& m) {
   m.def(
       "version", []() { return std::string(version()); }, "dnngraph's version");
 
-  nb::class_<KernelCache>(m, "KernelCache",
-                          "Accepted by pygraph(kernel_cache=...). It holds nothing for now: "
-                          "dnngraph's plan cache is process-wide (see docs/python.md).")
-      .def("__repr__", [](const KernelCache&) { return "<dnngraph.KernelCache (empty)>"; });
+  nb::class_<KernelCache>(
+      m, "KernelCache",
+      "cuDNN's kernel cache, shared by the graphs given it with pygraph(kernel_cache=..., "
+      "is_dynamic_shape_enabled=True): a new shape reuses the kernels an earlier one compiled. "
+      "Thread-safe; serialize()/save() keep it for a new process.")
+      .def(
+          "serialize",
+          [](const KernelCache& kc) {
+            auto b = kc.serialize();
+            throw_if_error(b.status());
+            return nb::bytes(b->data(), b->size());
+          },
+          "The cache as bytes (cuDNN's JSON); from_bytes() restores it.")
+      .def(
+          "save",
+          [](const KernelCache& kc, const std::string& path) { throw_if_error(kc.save(path)); },
+          nb::arg("path"), "Writes serialize() to a file (atomically).")
+      .def_prop_ro("in_use", &KernelCache::in_use,
+                   "True once a dynamic-shape graph was built with the cache.")
+      .def_static(
+          "from_bytes",
+          [](nb::bytes b) {
+            return KernelCache::from_bytes(
+                std::string(static_cast<const char*>(b.data()), b.size()));
+          },
+          nb::arg("data"), "A cache that starts from the bytes of serialize().")
+      .def_static(
+          "load", [](const std::string& path) { return unwrap(KernelCache::load(path)); },
+          nb::arg("path"), "A cache that starts from a file written by save().")
+      .def("__repr__", [](const KernelCache& kc) {
+        return std::string("<dnngraph.KernelCache ") + (kc.in_use() ? "in use>" : "unused>");
+      });
   m.def(
-      "create_kernel_cache", []() { return std::make_shared<KernelCache>(); },
-      "A kernel cache object to share between graphs (currently holds nothing).");
+      "create_kernel_cache", []() { return KernelCache::create(); },
+      "A kernel cache to share between dynamic-shape graphs.");
 }
 
 }  // namespace dnngraph::py

@@ -84,6 +84,21 @@ def test_kernel_cache_is_accepted(handle, rng):
     y = poisoned((2, 3))
     g.execute({X: x, Y: y}, None)
     assert_close(y, np.exp(x.astype(np.float64)))
+    # The reference engine compiles nothing: the cache stays unused and has nothing to give.
+    assert not kc.in_use
+    with pytest.raises(ValueError, match="dynamic shapes"):
+        kc.serialize()
+
+
+def test_kernel_cache_bytes_and_files(tmp_path):
+    blob = b'{"kernels": []}\x00\x01'
+    kc = cudnn.KernelCache.from_bytes(blob)
+    assert kc.serialize() == blob
+    path = str(tmp_path / "kc.bin")
+    kc.save(path)
+    assert cudnn.KernelCache.load(path).serialize() == blob
+    with pytest.raises(ValueError, match="cannot open"):
+        cudnn.KernelCache.load(str(tmp_path / "missing.bin"))
 
 
 # ---------------------------------------------------------------- tensors

@@ -129,11 +129,15 @@ std::string to_dot(const Graph& g) {
     os << "\"];\n";
     for (const Port& p : n.inputs) {
       int64_t t = ti.of(p.tensor);
-      if (t >= 0) os << "  t" << t << " -> n" << i << " [label=\"" << escape(p.role) << "\"];\n";
+      if (t >= 0)
+        os << "  t" << t << " -> n" << i << " [label=\"" << escape(std::string(role_name(p.role)))
+           << "\"];\n";
     }
     for (const Port& p : n.outputs) {
       int64_t t = ti.of(p.tensor);
-      if (t >= 0) os << "  n" << i << " -> t" << t << " [label=\"" << escape(p.role) << "\"];\n";
+      if (t >= 0)
+        os << "  n" << i << " -> t" << t << " [label=\"" << escape(std::string(role_name(p.role)))
+           << "\"];\n";
     }
   }
   os << "}\n";

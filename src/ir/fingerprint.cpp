@@ -149,7 +149,7 @@ void encode_attrs(Encoder& e, const OpAttrs& attrs) {
 void encode_ports(Encoder& e, const std::vector<Port>& ports, const detail::TensorIndex& ti) {
   e.u64(ports.size());
   for (const Port& p : ports) {
-    e.str(p.role);
+    e.str(role_name(p.role));
     e.i64(ti.of(p.tensor));  // -1 for a null tensor
   }
 }

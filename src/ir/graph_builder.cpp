@@ -13,6 +13,8 @@
 //               DROPOUT_SCALE] -> O[, STATS, RNG_DUMP]
 //   sdpa_backward Q, K, V, O, DO, STATS, [same optional inputs] -> DQ, DK, DV[, DBIAS]
 #include <algorithm>
+#include <iterator>
+#include <ostream>
 
 #include "dnngraph/ir/graph.hpp"
 
@@ -36,12 +38,28 @@ std::string_view norm_kind_name(NormKind k) {
   return kNames[static_cast<int>(k)];
 }
 
-Tensor Node::input(std::string_view role) const {
+namespace {
+constexpr std::string_view kRoleNames[] = {
+#define DNNGRAPH_ROLE_NAME(r) #r,
+    DNNGRAPH_ROLES(DNNGRAPH_ROLE_NAME)
+#undef DNNGRAPH_ROLE_NAME
+};
+}  // namespace
+
+std::string_view role_name(Role r) { return kRoleNames[static_cast<size_t>(r)]; }
+std::optional<Role> role_from_name(std::string_view s) {
+  for (size_t i = 0; i < std::size(kRoleNames); ++i)
+    if (kRoleNames[i] == s) return static_cast<Role>(i);
+  return std::nullopt;
+}
+std::ostream& operator<<(std::ostream& os, Role r) { return os << role_name(r); }
+
+Tensor Node::input(Role role) const {
   for (const auto& p : inputs)
     if (p.role == role) return p.tensor;
   return nullptr;
 }
-Tensor Node::output(std::string_view role) const {
+Tensor Node::output(Role role) const {
   for (const auto& p : outputs)
     if (p.role == role) return p.tensor;
   return nullptr;
@@ -66,9 +84,9 @@ std::string Graph::next_name(std::string_view op) {
   return std::string(op) + std::to_string(op_counter_++);
 }
 
-Tensor Graph::make_output(const std::string& node_name, const char* role) {
+Tensor Graph::make_output(const std::string& node_name, Role role) {
   auto t = std::make_shared<TensorAttrs>();
-  t->name = node_name + "::" + role;
+  t->name = node_name + "::" + std::string(role_name(role));
   t->is_virtual = true;
   tensors_.push_back(t);
   return t;
@@ -96,44 +114,44 @@ void Graph::add_node(Node node) {
 }
 
 namespace {
-void bind(std::vector<Port>& ports, const char* role, const Tensor& t) {
+void bind(std::vector<Port>& ports, Role role, const Tensor& t) {
   if (t) ports.push_back({role, t});
 }
 }  // namespace
 
 Tensor Graph::conv_fprop(Tensor x, Tensor w, ConvFpropAttrs a, OpOptions o) {
   Node& n = push(std::move(a), o, "conv_fprop");
-  bind(n.inputs, "X", x);
-  bind(n.inputs, "W", w);
-  Tensor y = make_output(n.name, "Y");
-  bind(n.outputs, "Y", y);
+  bind(n.inputs, Role::X, x);
+  bind(n.inputs, Role::W, w);
+  Tensor y = make_output(n.name, Role::Y);
+  bind(n.outputs, Role::Y, y);
   return y;
 }
 
 Tensor Graph::conv_dgrad(Tensor dy, Tensor w, ConvDgradAttrs a, OpOptions o) {
   Node& n = push(std::move(a), o, "conv_dgrad");
-  bind(n.inputs, "DY", dy);
-  bind(n.inputs, "W", w);
-  Tensor dx = make_output(n.name, "DX");
-  bind(n.outputs, "DX", dx);
+  bind(n.inputs, Role::DY, dy);
+  bind(n.inputs, Role::W, w);
+  Tensor dx = make_output(n.name, Role::DX);
+  bind(n.outputs, Role::DX, dx);
   return dx;
 }
 
 Tensor Graph::conv_wgrad(Tensor dy, Tensor x, ConvWgradAttrs a, OpOptions o) {
   Node& n = push(std::move(a), o, "conv_wgrad");
-  bind(n.inputs, "DY", dy);
-  bind(n.inputs, "X", x);
-  Tensor dw = make_output(n.name, "DW");
-  bind(n.outputs, "DW", dw);
+  bind(n.inputs, Role::DY, dy);
+  bind(n.inputs, Role::X, x);
+  Tensor dw = make_output(n.name, Role::DW);
+  bind(n.outputs, Role::DW, dw);
   return dw;
 }
 
 Tensor Graph::matmul(Tensor a, Tensor b, MatmulAttrs attrs, OpOptions o) {
   Node& n = push(std::move(attrs), o, "matmul");
-  bind(n.inputs, "A", a);
-  bind(n.inputs, "B", b);
-  Tensor c = make_output(n.name, "C");
-  bind(n.outputs, "C", c);
+  bind(n.inputs, Role::A, a);
+  bind(n.inputs, Role::B, b);
+  Tensor c = make_output(n.name, Role::C);
+  bind(n.outputs, Role::C, c);
   return c;
 }
 
@@ -147,36 +165,36 @@ Tensor Graph::pointwise(Tensor in0, Tensor in1, Tensor in2, PointwiseAttrs a, Op
   std::string op = "pw_" + std::string(pointwise_mode_name(a.mode));
   std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return std::tolower(c); });
   Node& n = push(std::move(a), o, op);
-  bind(n.inputs, "IN_0", in0);
-  bind(n.inputs, "IN_1", in1);
-  bind(n.inputs, "IN_2", in2);
-  Tensor out = make_output(n.name, "OUT_0");
-  bind(n.outputs, "OUT_0", out);
+  bind(n.inputs, Role::IN_0, in0);
+  bind(n.inputs, Role::IN_1, in1);
+  bind(n.inputs, Role::IN_2, in2);
+  Tensor out = make_output(n.name, Role::OUT_0);
+  bind(n.outputs, Role::OUT_0, out);
   return out;
 }
 
 Tensor Graph::reduction(Tensor x, ReductionAttrs a, OpOptions o) {
   Node& n = push(std::move(a), o, "reduction");
-  bind(n.inputs, "X", x);
-  Tensor y = make_output(n.name, "Y");
-  bind(n.outputs, "Y", y);
+  bind(n.inputs, Role::X, x);
+  Tensor y = make_output(n.name, Role::Y);
+  bind(n.outputs, Role::Y, y);
   return y;
 }
 
 std::array<Tensor, 3> Graph::layernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
                                        NormForwardPhase phase, OpOptions o) {
   Node& n = push(NormFwdAttrs{NormKind::LayerNorm, phase}, o, "layernorm");
-  bind(n.inputs, "X", x);
-  bind(n.inputs, "SCALE", scale);
-  bind(n.inputs, "BIAS", bias);
-  bind(n.inputs, "EPSILON", epsilon);
-  std::array<Tensor, 3> out{make_output(n.name, "Y"), nullptr, nullptr};
-  bind(n.outputs, "Y", out[0]);
+  bind(n.inputs, Role::X, x);
+  bind(n.inputs, Role::SCALE, scale);
+  bind(n.inputs, Role::BIAS, bias);
+  bind(n.inputs, Role::EPSILON, epsilon);
+  std::array<Tensor, 3> out{make_output(n.name, Role::Y), nullptr, nullptr};
+  bind(n.outputs, Role::Y, out[0]);
   if (phase == NormForwardPhase::Training) {
-    out[1] = make_output(n.name, "MEAN");
-    out[2] = make_output(n.name, "INV_VARIANCE");
-    bind(n.outputs, "MEAN", out[1]);
-    bind(n.outputs, "INV_VARIANCE", out[2]);
+    out[1] = make_output(n.name, Role::MEAN);
+    out[2] = make_output(n.name, Role::INV_VARIANCE);
+    bind(n.outputs, Role::MEAN, out[1]);
+    bind(n.outputs, Role::INV_VARIANCE, out[2]);
   }
   return out;
 }
@@ -184,15 +202,15 @@ std::array<Tensor, 3> Graph::layernorm(Tensor x, Tensor scale, Tensor bias, Tens
 std::array<Tensor, 2> Graph::rmsnorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
                                      NormForwardPhase phase, OpOptions o) {
   Node& n = push(NormFwdAttrs{NormKind::RmsNorm, phase}, o, "rmsnorm");
-  bind(n.inputs, "X", x);
-  bind(n.inputs, "SCALE", scale);
-  bind(n.inputs, "BIAS", bias);
-  bind(n.inputs, "EPSILON", epsilon);
-  std::array<Tensor, 2> out{make_output(n.name, "Y"), nullptr};
-  bind(n.outputs, "Y", out[0]);
+  bind(n.inputs, Role::X, x);
+  bind(n.inputs, Role::SCALE, scale);
+  bind(n.inputs, Role::BIAS, bias);
+  bind(n.inputs, Role::EPSILON, epsilon);
+  std::array<Tensor, 2> out{make_output(n.name, Role::Y), nullptr};
+  bind(n.outputs, Role::Y, out[0]);
   if (phase == NormForwardPhase::Training) {
-    out[1] = make_output(n.name, "INV_VARIANCE");
-    bind(n.outputs, "INV_VARIANCE", out[1]);
+    out[1] = make_output(n.name, Role::INV_VARIANCE);
+    bind(n.outputs, Role::INV_VARIANCE, out[1]);
   }
   return out;
 }
@@ -201,23 +219,23 @@ std::array<Tensor, 5> Graph::batchnorm(Tensor x, Tensor scale, Tensor bias,
                                        Tensor prev_running_mean, Tensor prev_running_var,
                                        Tensor epsilon, Tensor momentum, OpOptions o) {
   Node& n = push(NormFwdAttrs{NormKind::BatchNorm, NormForwardPhase::Training}, o, "batchnorm");
-  bind(n.inputs, "X", x);
-  bind(n.inputs, "SCALE", scale);
-  bind(n.inputs, "BIAS", bias);
-  bind(n.inputs, "EPSILON", epsilon);
-  bind(n.inputs, "MOMENTUM", momentum);
-  bind(n.inputs, "PREV_RUNNING_MEAN", prev_running_mean);
-  bind(n.inputs, "PREV_RUNNING_VAR", prev_running_var);
-  std::array<Tensor, 5> out{make_output(n.name, "Y"), make_output(n.name, "MEAN"),
-                            make_output(n.name, "INV_VARIANCE"), nullptr, nullptr};
-  bind(n.outputs, "Y", out[0]);
-  bind(n.outputs, "MEAN", out[1]);
-  bind(n.outputs, "INV_VARIANCE", out[2]);
+  bind(n.inputs, Role::X, x);
+  bind(n.inputs, Role::SCALE, scale);
+  bind(n.inputs, Role::BIAS, bias);
+  bind(n.inputs, Role::EPSILON, epsilon);
+  bind(n.inputs, Role::MOMENTUM, momentum);
+  bind(n.inputs, Role::PREV_RUNNING_MEAN, prev_running_mean);
+  bind(n.inputs, Role::PREV_RUNNING_VAR, prev_running_var);
+  std::array<Tensor, 5> out{make_output(n.name, Role::Y), make_output(n.name, Role::MEAN),
+                            make_output(n.name, Role::INV_VARIANCE), nullptr, nullptr};
+  bind(n.outputs, Role::Y, out[0]);
+  bind(n.outputs, Role::MEAN, out[1]);
+  bind(n.outputs, Role::INV_VARIANCE, out[2]);
   if (prev_running_mean && prev_running_var) {
-    out[3] = make_output(n.name, "NEXT_RUNNING_MEAN");
-    out[4] = make_output(n.name, "NEXT_RUNNING_VAR");
-    bind(n.outputs, "NEXT_RUNNING_MEAN", out[3]);
-    bind(n.outputs, "NEXT_RUNNING_VAR", out[4]);
+    out[3] = make_output(n.name, Role::NEXT_RUNNING_MEAN);
+    out[4] = make_output(n.name, Role::NEXT_RUNNING_VAR);
+    bind(n.outputs, Role::NEXT_RUNNING_MEAN, out[3]);
+    bind(n.outputs, Role::NEXT_RUNNING_VAR, out[4]);
   }
   return out;
 }
@@ -226,45 +244,46 @@ Tensor Graph::batchnorm_inference(Tensor x, Tensor mean, Tensor inv_variance, Te
                                   Tensor bias, OpOptions o) {
   Node& n = push(NormFwdAttrs{NormKind::BatchNorm, NormForwardPhase::Inference}, o,
                  "batchnorm_inference");
-  bind(n.inputs, "X", x);
-  bind(n.inputs, "MEAN", mean);
-  bind(n.inputs, "INV_VARIANCE", inv_variance);
-  bind(n.inputs, "SCALE", scale);
-  bind(n.inputs, "BIAS", bias);
-  Tensor y = make_output(n.name, "Y");
-  bind(n.outputs, "Y", y);
+  bind(n.inputs, Role::X, x);
+  bind(n.inputs, Role::MEAN, mean);
+  bind(n.inputs, Role::INV_VARIANCE, inv_variance);
+  bind(n.inputs, Role::SCALE, scale);
+  bind(n.inputs, Role::BIAS, bias);
+  Tensor y = make_output(n.name, Role::Y);
+  bind(n.outputs, Role::Y, y);
   return y;
 }
 
 std::array<Tensor, 3> Graph::layernorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
                                                 Tensor inv_variance, OpOptions o) {
   Node& n = push(NormBwdAttrs{NormKind::LayerNorm}, o, "layernorm_backward");
-  bind(n.inputs, "DY", dy);
-  bind(n.inputs, "X", x);
-  bind(n.inputs, "SCALE", scale);
-  bind(n.inputs, "MEAN", mean);
-  bind(n.inputs, "INV_VARIANCE", inv_variance);
-  std::array<Tensor, 3> out{make_output(n.name, "DX"), make_output(n.name, "DSCALE"),
-                            make_output(n.name, "DBIAS")};
-  bind(n.outputs, "DX", out[0]);
-  bind(n.outputs, "DSCALE", out[1]);
-  bind(n.outputs, "DBIAS", out[2]);
+  bind(n.inputs, Role::DY, dy);
+  bind(n.inputs, Role::X, x);
+  bind(n.inputs, Role::SCALE, scale);
+  bind(n.inputs, Role::MEAN, mean);
+  bind(n.inputs, Role::INV_VARIANCE, inv_variance);
+  std::array<Tensor, 3> out{make_output(n.name, Role::DX), make_output(n.name, Role::DSCALE),
+                            make_output(n.name, Role::DBIAS)};
+  bind(n.outputs, Role::DX, out[0]);
+  bind(n.outputs, Role::DSCALE, out[1]);
+  bind(n.outputs, Role::DBIAS, out[2]);
   return out;
 }
 
 std::array<Tensor, 3> Graph::rmsnorm_backward(Tensor dy, Tensor x, Tensor scale,
                                               Tensor inv_variance, bool has_dbias, OpOptions o) {
   Node& n = push(NormBwdAttrs{NormKind::RmsNorm}, o, "rmsnorm_backward");
-  bind(n.inputs, "DY", dy);
-  bind(n.inputs, "X", x);
-  bind(n.inputs, "SCALE", scale);
-  bind(n.inputs, "INV_VARIANCE", inv_variance);
-  std::array<Tensor, 3> out{make_output(n.name, "DX"), make_output(n.name, "DSCALE"), nullptr};
-  bind(n.outputs, "DX", out[0]);
-  bind(n.outputs, "DSCALE", out[1]);
+  bind(n.inputs, Role::DY, dy);
+  bind(n.inputs, Role::X, x);
+  bind(n.inputs, Role::SCALE, scale);
+  bind(n.inputs, Role::INV_VARIANCE, inv_variance);
+  std::array<Tensor, 3> out{make_output(n.name, Role::DX), make_output(n.name, Role::DSCALE),
+                            nullptr};
+  bind(n.outputs, Role::DX, out[0]);
+  bind(n.outputs, Role::DSCALE, out[1]);
   if (has_dbias) {
-    out[2] = make_output(n.name, "DBIAS");
-    bind(n.outputs, "DBIAS", out[2]);
+    out[2] = make_output(n.name, Role::DBIAS);
+    bind(n.outputs, Role::DBIAS, out[2]);
   }
   return out;
 }
@@ -272,41 +291,41 @@ std::array<Tensor, 3> Graph::rmsnorm_backward(Tensor dy, Tensor x, Tensor scale,
 std::array<Tensor, 3> Graph::batchnorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
                                                 Tensor inv_variance, OpOptions o) {
   Node& n = push(NormBwdAttrs{NormKind::BatchNorm}, o, "batchnorm_backward");
-  bind(n.inputs, "DY", dy);
-  bind(n.inputs, "X", x);
-  bind(n.inputs, "SCALE", scale);
-  bind(n.inputs, "MEAN", mean);
-  bind(n.inputs, "INV_VARIANCE", inv_variance);
-  std::array<Tensor, 3> out{make_output(n.name, "DX"), make_output(n.name, "DSCALE"),
-                            make_output(n.name, "DBIAS")};
-  bind(n.outputs, "DX", out[0]);
-  bind(n.outputs, "DSCALE", out[1]);
-  bind(n.outputs, "DBIAS", out[2]);
+  bind(n.inputs, Role::DY, dy);
+  bind(n.inputs, Role::X, x);
+  bind(n.inputs, Role::SCALE, scale);
+  bind(n.inputs, Role::MEAN, mean);
+  bind(n.inputs, Role::INV_VARIANCE, inv_variance);
+  std::array<Tensor, 3> out{make_output(n.name, Role::DX), make_output(n.name, Role::DSCALE),
+                            make_output(n.name, Role::DBIAS)};
+  bind(n.outputs, Role::DX, out[0]);
+  bind(n.outputs, Role::DSCALE, out[1]);
+  bind(n.outputs, Role::DBIAS, out[2]);
   return out;
 }
 
 std::array<Tensor, 2> Graph::softmax(Tensor x, bool generate_stats, OpOptions o) {
   Node& n = push(SoftmaxAttrs{}, o, "softmax");
-  bind(n.inputs, "X", x);
-  std::array<Tensor, 2> out{make_output(n.name, "Y"), nullptr};
-  bind(n.outputs, "Y", out[0]);
+  bind(n.inputs, Role::X, x);
+  std::array<Tensor, 2> out{make_output(n.name, Role::Y), nullptr};
+  bind(n.outputs, Role::Y, out[0]);
   if (generate_stats) {
-    out[1] = make_output(n.name, "STATS");
-    bind(n.outputs, "STATS", out[1]);
+    out[1] = make_output(n.name, Role::STATS);
+    bind(n.outputs, Role::STATS, out[1]);
   }
   return out;
 }
 
 namespace {
 void bind_sdpa_extra(std::vector<Port>& in, const SdpaInputs& e) {
-  bind(in, "ATTN_SCALE", e.attn_scale);
-  bind(in, "BIAS", e.bias);
-  bind(in, "SEQ_LEN_Q", e.seq_len_q);
-  bind(in, "SEQ_LEN_KV", e.seq_len_kv);
-  bind(in, "SEED", e.seed);
-  bind(in, "OFFSET", e.offset);
-  bind(in, "DROPOUT_MASK", e.dropout_mask);
-  bind(in, "DROPOUT_SCALE", e.dropout_scale);
+  bind(in, Role::ATTN_SCALE, e.attn_scale);
+  bind(in, Role::BIAS, e.bias);
+  bind(in, Role::SEQ_LEN_Q, e.seq_len_q);
+  bind(in, Role::SEQ_LEN_KV, e.seq_len_kv);
+  bind(in, Role::SEED, e.seed);
+  bind(in, Role::OFFSET, e.offset);
+  bind(in, Role::DROPOUT_MASK, e.dropout_mask);
+  bind(in, Role::DROPOUT_SCALE, e.dropout_scale);
 }
 }  // namespace
 
@@ -315,17 +334,17 @@ std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
   if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
   const bool inference = attrs.is_inference;
   Node& n = push(std::move(attrs), o, "sdpa");
-  bind(n.inputs, "Q", q);
-  bind(n.inputs, "K", k);
-  bind(n.inputs, "V", v);
+  bind(n.inputs, Role::Q, q);
+  bind(n.inputs, Role::K, k);
+  bind(n.inputs, Role::V, v);
   bind_sdpa_extra(n.inputs, extra);
-  std::array<Tensor, 2> out{make_output(n.name, "O"), nullptr};
-  bind(n.outputs, "O", out[0]);
+  std::array<Tensor, 2> out{make_output(n.name, Role::O), nullptr};
+  bind(n.outputs, Role::O, out[0]);
   if (!inference) {
-    out[1] = make_output(n.name, "STATS");
-    bind(n.outputs, "STATS", out[1]);
+    out[1] = make_output(n.name, Role::STATS);
+    bind(n.outputs, Role::STATS, out[1]);
   }
-  if (extra.rng_dump) bind(n.outputs, "RNG_DUMP", extra.rng_dump);
+  if (extra.rng_dump) bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);
   return out;
 }
 
@@ -336,21 +355,21 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
   attrs.is_inference = false;
   const bool has_bias = static_cast<bool>(extra.bias);
   Node& n = push(std::move(attrs), opts, "sdpa_backward");
-  bind(n.inputs, "Q", q);
-  bind(n.inputs, "K", k);
-  bind(n.inputs, "V", v);
-  bind(n.inputs, "O", o);
-  bind(n.inputs, "DO", d_o);
-  bind(n.inputs, "STATS", stats);
+  bind(n.inputs, Role::Q, q);
+  bind(n.inputs, Role::K, k);
+  bind(n.inputs, Role::V, v);
+  bind(n.inputs, Role::O, o);
+  bind(n.inputs, Role::DO, d_o);
+  bind(n.inputs, Role::STATS, stats);
   bind_sdpa_extra(n.inputs, extra);
-  std::array<Tensor, 4> out{make_output(n.name, "DQ"), make_output(n.name, "DK"),
-                            make_output(n.name, "DV"), nullptr};
-  bind(n.outputs, "DQ", out[0]);
-  bind(n.outputs, "DK", out[1]);
-  bind(n.outputs, "DV", out[2]);
+  std::array<Tensor, 4> out{make_output(n.name, Role::DQ), make_output(n.name, Role::DK),
+                            make_output(n.name, Role::DV), nullptr};
+  bind(n.outputs, Role::DQ, out[0]);
+  bind(n.outputs, Role::DK, out[1]);
+  bind(n.outputs, Role::DV, out[2]);
   if (has_bias) {
-    out[3] = make_output(n.name, "DBIAS");
-    bind(n.outputs, "DBIAS", out[3]);
+    out[3] = make_output(n.name, Role::DBIAS);
+    bind(n.outputs, Role::DBIAS, out[3]);
   }
   return out;
 }

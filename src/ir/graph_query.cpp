@@ -56,7 +56,8 @@ std::string render(const std::vector<std::vector<std::string>>& rows) {
 std::string ports_str(const std::vector<Port>& ports) {
   std::string s;
   for (const Port& p : ports)
-    s += (s.empty() ? "" : " ") + p.role + "='" + (p.tensor ? p.tensor->name : "<null>") + "'";
+    s += (s.empty() ? "" : " ") + std::string(role_name(p.role)) + "='" +
+         (p.tensor ? p.tensor->name : "<null>") + "'";
   return s;
 }
 

@@ -123,7 +123,7 @@ Json ports_json(const std::vector<Port>& ports, const detail::TensorIndex& ti) {
   Json j = Json::object();
   for (const Port& p : ports) {
     int64_t idx = ti.of(p.tensor);
-    j[p.role] = idx < 0 ? Json(nullptr) : Json(idx);
+    j[std::string(role_name(p.role))] = idx < 0 ? Json(nullptr) : Json(idx);
   }
   return j;
 }
@@ -509,7 +509,12 @@ Status read_ports(const Fields& f, const char* key, const TensorRefs& refs,
   if (!v) return Status::ok();
   if (!v->is_object()) return f.wrong(key, "an object of role: tensor", *v);
   for (auto it = v->begin(); it != v->end(); ++it) {
-    Port p{it.key(), nullptr};
+    std::optional<Role> role = role_from_name(it.key());
+    if (!role)
+      return make_error(ErrorCode::InvalidGraph, f.where(), ": ", key, ": unknown port '", it.key(),
+                        "'; port names are upper case as in the op tables of ",
+                        "docs/json-format.md (e.g. X, W, Y, IN_0, INV_VARIANCE)");
+    Port p{*role, nullptr};
     DNNGRAPH_TRY(refs.resolve(*it, f.where() + ": " + key + " '" + it.key() + "'", p.tensor));
     out.push_back(std::move(p));
   }

@@ -45,7 +45,7 @@ using TensorKey = const TensorAttrs*;
 struct Wiring {
   std::unordered_map<TensorKey, size_t> producer;  // tensor -> index of the node writing it
   // tensor -> first (node index, role) reading it, to name an op in messages
-  std::unordered_map<TensorKey, std::pair<size_t, std::string>> first_use;
+  std::unordered_map<TensorKey, std::pair<size_t, Role>> first_use;
 };
 
 std::string use_of(const std::vector<Node>& nodes, const Wiring& w, const Tensor& t) {

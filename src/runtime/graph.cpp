@@ -33,12 +33,21 @@ Graph::~Graph() = default;
 Graph::Graph(Graph&&) noexcept = default;
 Graph& Graph::operator=(Graph&&) noexcept = default;
 
+Graph& Graph::set_kernel_cache(KernelCachePtr cache) {
+  state_->kernel_cache = std::move(cache);
+  return *this;
+}
+
+const KernelCachePtr& Graph::kernel_cache() const { return state_->kernel_cache; }
+
 Status Graph::build_operation_graph(const HandlePtr& handle) {
   if (!handle)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': build_operation_graph() needs a handle");
   DNNGRAPH_TRY(validate());
+  KernelCachePtr cache = std::move(state_->kernel_cache);
   *state_ = PipelineState{};
+  state_->kernel_cache = std::move(cache);
   std::string reasons;
   for (Engine* e : registered_engines()) {
     if (!e->runs_on(handle->device())) continue;
@@ -48,6 +57,7 @@ Status Graph::build_operation_graph(const HandlePtr& handle) {
           detail::cat(reasons.empty() ? "" : "; ", e->name(), ": ", lowered.status().message());
       continue;
     }
+    if (state_->kernel_cache) DNNGRAPH_TRY(lowered.value()->set_kernel_cache(state_->kernel_cache));
     state_->engine = e;
     state_->lowered = std::move(lowered).value();
     break;

@@ -23,6 +23,7 @@ struct PipelineState {
   int64_t selected = -1;                               // index into supported
   // Non-virtual tensors without a constant value: each needs a pointer in a variant pack.
   std::vector<ir::Tensor> required;
+  KernelCachePtr kernel_cache;  // kept when the rest is reset
 };
 
 }  // namespace dnngraph

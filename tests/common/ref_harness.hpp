@@ -56,6 +56,7 @@
 namespace ref_test {
 
 using dnngraph::DataType;
+using dnngraph::ir::Role;
 
 // ---------------------------------------------------------------- random numbers
 class Rng {
@@ -218,7 +219,7 @@ class Buffers {
   // the node's, or Float when unset.
   dnngraph::Status run_kernel(const dnngraph::ir::Node& n,
                               dnngraph::Status (*run)(dnngraph::reference::KernelContext&)) {
-    std::vector<std::pair<std::string_view, dnngraph::reference::Bound>> in, out;
+    std::vector<std::pair<dnngraph::ir::Role, dnngraph::reference::Bound>> in, out;
     for (const auto& p : n.inputs) {
       if (!p.tensor->value && !has(p.tensor))
         return dnngraph::make_error(dnngraph::ErrorCode::InvalidArgument, "test harness: input '",
@@ -346,10 +347,10 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>
 //     Case(ir::OpAttrs a) : KernelCase("norm0", std::move(a), check_norm, run_norm) {}
 //   };
 //   Case c(ir::NormFwdAttrs{...});
-//   auto x = c.input("X", make_buf("x", {2, 3}, DataType::Float)).fill(gen, -1, 1);
-//   c.output("Y", make_buf("y", {2, 3}, DataType::Float));  // poisoned
+//   auto x = c.input(Role::X, make_buf("x", {2, 3}, DataType::Float)).fill(gen, -1, 1);
+//   c.output(Role::Y, make_buf("y", {2, 3}, DataType::Float));  // poisoned
 //   ASSERT_OK(c.run());
-//   expect_close(c.result("Y"), want, tol_of(DataType::Float), "Y");
+//   expect_close(c.result(Role::Y), want, tol_of(DataType::Float), "Y");
 
 namespace hand_made {
 
@@ -385,7 +386,7 @@ struct KernelCase {
   using RunFn = dnngraph::Status (*)(dnngraph::reference::KernelContext&);
 
   dnngraph::ir::Node node;
-  std::map<std::string, Buf> in, out;
+  std::map<dnngraph::ir::Role, Buf> in, out;
 
   KernelCase(std::string name, dnngraph::ir::OpAttrs attrs, CheckFn check, RunFn run)
       : check_(check), run_(run) {
@@ -393,11 +394,11 @@ struct KernelCase {
     node.compute_data_type = DataType::Float;
     node.attrs = std::move(attrs);
   }
-  Buf& input(const std::string& role, Buf b) {
+  Buf& input(dnngraph::ir::Role role, Buf b) {
     node.inputs.push_back({role, b.attrs});
     return in.insert_or_assign(role, std::move(b)).first->second;
   }
-  Buf& output(const std::string& role, Buf b) {  // poisoned with NaN
+  Buf& output(dnngraph::ir::Role role, Buf b) {  // poisoned with NaN
     b.poison();
     node.outputs.push_back({role, b.attrs});
     return out.insert_or_assign(role, std::move(b)).first->second;
@@ -406,7 +407,7 @@ struct KernelCase {
   dnngraph::Status run() {
     DNNGRAPH_TRY(check_(node));
     using dnngraph::reference::Bound;
-    std::vector<std::pair<std::string_view, Bound>> i, o;
+    std::vector<std::pair<dnngraph::ir::Role, Bound>> i, o;
     for (const auto& p : node.inputs)
       i.emplace_back(p.role,
                      Bound{p.tensor.get(), p.tensor->value ? nullptr : in.at(p.role).data()});
@@ -416,7 +417,7 @@ struct KernelCase {
                                            node.compute_data_type);
     return run_(ctx);
   }
-  std::vector<double> result(const std::string& role) const { return out.at(role).get(); }
+  std::vector<double> result(dnngraph::ir::Role role) const { return out.at(role).get(); }
 
  private:
   CheckFn check_;

@@ -124,7 +124,7 @@ TEST(Fingerprint, EveryAttributeChangesTheHash) {
       {"softplus beta", [&](Graph& g) { pw(g).softplus_beta = 0.0; }},
       {"swish beta", [&](Graph& g) { pw(g).swish_beta = 0.0; }},
       {"axis", [&](Graph& g) { pw(g).axis = 0; }},
-      {"input role", [&](Graph& g) { node(g, 1).inputs[1].role = "IN_2"; }},
+      {"input role", [&](Graph& g) { node(g, 1).inputs[1].role = Role::IN_2; }},
       {"inputs swapped",
        [&](Graph& g) { std::swap(node(g, 1).inputs[0].tensor, node(g, 1).inputs[1].tensor); }},
       {"input rewired", [&](Graph& g) { node(g, 0).inputs[1].tensor = x(g); }},
@@ -172,7 +172,7 @@ TEST(Fingerprint, SdpaAndOtherAttributesChangeTheHash) {
   auto norm = [](NormKind k, NormForwardPhase p) {
     Graph g;
     auto x = g.tensor(TensorAttrs().set_name("x").set_dim({2, 3}));
-    g.add_node(Node{"n", DataType::NotSet, NormFwdAttrs{k, p}, {{"X", x}}, {}});
+    g.add_node(Node{"n", DataType::NotSet, NormFwdAttrs{k, p}, {{Role::X, x}}, {}});
     return fingerprint(g);
   };
   EXPECT_NE(norm(NormKind::LayerNorm, NormForwardPhase::Training),

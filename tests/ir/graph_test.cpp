@@ -15,9 +15,9 @@ Node pointwise_node(const std::string& name, PointwiseMode m, std::vector<Tensor
   PointwiseAttrs a;
   a.mode = m;
   n.attrs = a;
-  const char* roles[] = {"IN_0", "IN_1", "IN_2"};
+  const Role roles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
   for (size_t i = 0; i < in.size(); ++i) n.inputs.push_back({roles[i], in[i]});
-  n.outputs.push_back({"OUT_0", out});
+  n.outputs.push_back({Role::OUT_0, out});
   return n;
 }
 
@@ -281,10 +281,10 @@ TEST(GraphValidate, UnknownPortRole) {
   Tensor x = make_input(g, "x", {2, 2});
   Tensor y = virtual_tensor("y");
   Node n = pointwise_node("typo", PointwiseMode::Relu, {x}, y);
-  n.inputs[0].role = "IN0";
+  n.inputs[0].role = Role::X;  // a port of other families, not of pointwise
   g.add_node(n);
   y->set_output(true);
-  expect_invalid(g, {"pointwise 'typo'", "unknown input port 'IN0'", "'x'"});
+  expect_invalid(g, {"pointwise 'typo'", "unknown input port 'X'", "'x'"});
 }
 
 TEST(GraphValidate, ToTableListsNodesAndTensors) {

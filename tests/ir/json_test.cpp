@@ -311,12 +311,12 @@ TEST(Json, TensorsAreSharedAfterLoad) {
   ASSERT_EQ(loaded.nodes().size(), 3u);
   const Node &conv = loaded.nodes()[0], &bias = loaded.nodes()[1], &relu = loaded.nodes()[2];
   // The conv output is the very object the bias node reads, and so on down the chain.
-  EXPECT_EQ(conv.output("Y").get(), bias.input("IN_0").get());
-  EXPECT_EQ(bias.output("OUT_0").get(), relu.input("IN_0").get());
-  EXPECT_EQ(conv.input("X").get(), loaded.find_tensor_by_name("X").get());
+  EXPECT_EQ(conv.output(Role::Y).get(), bias.input(Role::IN_0).get());
+  EXPECT_EQ(bias.output(Role::OUT_0).get(), relu.input(Role::IN_0).get());
+  EXPECT_EQ(conv.input(Role::X).get(), loaded.find_tensor_by_name("X").get());
   // Editing through one reference is seen through the other.
-  conv.output("Y")->set_dim({8, 128, 56, 56});
-  EXPECT_EQ(bias.input("IN_0")->dim, (std::vector<int64_t>{8, 128, 56, 56}));
+  conv.output(Role::Y)->set_dim({8, 128, 56, 56});
+  EXPECT_EQ(bias.input(Role::IN_0)->dim, (std::vector<int64_t>{8, 128, 56, 56}));
   // No extra copies of tensors were made.
   EXPECT_EQ(loaded.tensors().size(), conv_bias_relu().tensors().size());
 }
@@ -370,17 +370,17 @@ TEST(Json, ShortHandWrittenForm) {
   const Node& n = g.nodes()[0];
   EXPECT_EQ(n.name, "pointwise0");
   EXPECT_EQ(n.as<PointwiseAttrs>().mode, PointwiseMode::Mul);
-  EXPECT_EQ(n.input("IN_1")->value->f, 2.5);
-  EXPECT_TRUE(n.input("IN_1")->is_pass_by_value);
-  EXPECT_EQ(n.input("IN_1")->dim, (std::vector<int64_t>{1}));
-  EXPECT_EQ(n.input("IN_1")->data_type, DataType::Float);
-  EXPECT_EQ(n.output("OUT_0")->uid, 42);
-  EXPECT_TRUE(n.output("OUT_0")->uid_assigned);
-  EXPECT_TRUE(n.output("OUT_0")->is_output);
+  EXPECT_EQ(n.input(Role::IN_1)->value->f, 2.5);
+  EXPECT_TRUE(n.input(Role::IN_1)->is_pass_by_value);
+  EXPECT_EQ(n.input(Role::IN_1)->dim, (std::vector<int64_t>{1}));
+  EXPECT_EQ(n.input(Role::IN_1)->data_type, DataType::Float);
+  EXPECT_EQ(n.output(Role::OUT_0)->uid, 42);
+  EXPECT_TRUE(n.output(Role::OUT_0)->uid_assigned);
+  EXPECT_TRUE(n.output(Role::OUT_0)->is_output);
   EXPECT_EQ(g.intermediate_data_type(), Graph().intermediate_data_type());
   // The input order is the written order.
-  EXPECT_EQ(n.inputs[0].role, "IN_0");
-  EXPECT_EQ(n.inputs[1].role, "IN_1");
+  EXPECT_EQ(n.inputs[0].role, Role::IN_0);
+  EXPECT_EQ(n.inputs[1].role, Role::IN_1);
 }
 
 // ----------------------------------------------------------------------------- DOT
@@ -441,9 +441,9 @@ TEST(Json, DocumentedExampleLoads) {
   Status s = from_json(md.substr(begin + 8, end - begin - 8), g);
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   ASSERT_EQ(g.nodes().size(), 2u);
-  EXPECT_EQ(g.nodes()[0].output("OUT_0"), g.nodes()[1].input("IN_0"));
+  EXPECT_EQ(g.nodes()[0].output(Role::OUT_0), g.nodes()[1].input(Role::IN_0));
   EXPECT_EQ(g.nodes()[1].as<PointwiseAttrs>().relu_upper_clip, 6.0);
-  EXPECT_EQ(g.nodes()[1].output("OUT_0")->uid, 2);
+  EXPECT_EQ(g.nodes()[1].output(Role::OUT_0)->uid, 2);
 }
 
 // ----------------------------------------------------------------------------- rejection
@@ -550,6 +550,8 @@ TEST(Json, RejectsMalformedDescriptions) {
        "node 0 'm' (matmul): outputs 'C': refers to unknown tensor 'c'"},
       {doc(kTwo, R"({"name": "m", "kind": "matmul", "outputs": {"C": true}})"), graph,
        "outputs 'C': expected a tensor index, a tensor name or null"},
+      {doc(kTwo, R"({"name": "m", "kind": "matmul", "inputs": {"a": 0}})"), graph,
+       "node 0 'm' (matmul): inputs: unknown port 'a'"},
       {doc(kTwo, R"({"name": "m", "kind": "matmul", "inputs": [0, 1]})"), graph,
        "field 'inputs': expected an object of role: tensor"},
       {doc(R"({"name": "a"}, {"name": "a"})",

@@ -208,7 +208,7 @@ TEST(SdpaDropoutInfer, RngDumpChecks) {
     // The builder binds RNG_DUMP on the forward only; a hand-wired one (e.g. from JSON) must
     // be refused.
     Node& n = b.mutable_nodes()[0];
-    n.outputs.push_back({"RNG_DUMP", b.tensor(TensorAttrs().set_name("bwd_dump"))});
+    n.outputs.push_back({Role::RNG_DUMP, b.tensor(TensorAttrs().set_name("bwd_dump"))});
     expect_invalid(b, {"sdpa_backward 'attn_bwd'", "RNG_DUMP 'bwd_dump'", "forward"});
   }
 }
@@ -249,12 +249,12 @@ TEST(SdpaDropoutInfer, JsonAndFingerprintRoundTrip) {
     ASSERT_TRUE(loaded.validate().is_ok()) << loaded.validate().to_string();
     const Node& n = loaded.nodes()[0];
     if (mask) {
-      ASSERT_TRUE(n.input("DROPOUT_MASK"));
-      EXPECT_EQ(n.input("DROPOUT_MASK")->name, "dmask");
-      EXPECT_EQ(n.input("DROPOUT_SCALE")->value->f, 1.25);
+      ASSERT_TRUE(n.input(Role::DROPOUT_MASK));
+      EXPECT_EQ(n.input(Role::DROPOUT_MASK)->name, "dmask");
+      EXPECT_EQ(n.input(Role::DROPOUT_SCALE)->value->f, 1.25);
     } else {
-      ASSERT_TRUE(n.output("RNG_DUMP"));
-      EXPECT_EQ(n.output("RNG_DUMP")->dim, (std::vector<int64_t>{2, 4, 5, 6}));
+      ASSERT_TRUE(n.output(Role::RNG_DUMP));
+      EXPECT_EQ(n.output(Role::RNG_DUMP)->dim, (std::vector<int64_t>{2, 4, 5, 6}));
     }
   }
   Graph m, p;

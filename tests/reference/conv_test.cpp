@@ -11,6 +11,7 @@ using dnngraph::DataType;
 using dnngraph::ir::ConvAttrs;
 using dnngraph::ir::Node;
 using dnngraph::ir::OpKind;
+using dnngraph::ir::Role;
 
 struct Problem {
   int64_t N, C, K, G;
@@ -95,18 +96,18 @@ Node conv_node(OpKind kind, const Problem& p, const Tensors& t) {
   switch (kind) {
     case OpKind::ConvFprop:
       n.attrs = dnngraph::ir::ConvFpropAttrs{a};
-      n.inputs = {{"X", t.x}, {"W", t.w}};
-      n.outputs = {{"Y", t.y}};
+      n.inputs = {{Role::X, t.x}, {Role::W, t.w}};
+      n.outputs = {{Role::Y, t.y}};
       break;
     case OpKind::ConvDgrad:
       n.attrs = dnngraph::ir::ConvDgradAttrs{a};
-      n.inputs = {{"DY", t.y}, {"W", t.w}};
-      n.outputs = {{"DX", t.x}};
+      n.inputs = {{Role::DY, t.y}, {Role::W, t.w}};
+      n.outputs = {{Role::DX, t.x}};
       break;
     default:
       n.attrs = dnngraph::ir::ConvWgradAttrs{a};
-      n.inputs = {{"DY", t.y}, {"X", t.x}};
-      n.outputs = {{"DW", t.w}};
+      n.inputs = {{Role::DY, t.y}, {Role::X, t.x}};
+      n.outputs = {{Role::DW, t.w}};
       break;
   }
   return n;

@@ -8,6 +8,7 @@ namespace {
 
 using dnngraph::DataType;
 using dnngraph::ir::Node;
+using dnngraph::ir::Role;
 using dnngraph::ir::Tensor;
 
 Node matmul_node(const Tensor& a, const Tensor& b, const Tensor& c,
@@ -16,8 +17,8 @@ Node matmul_node(const Tensor& a, const Tensor& b, const Tensor& c,
   n.name = "mm";
   n.compute_data_type = compute;
   n.attrs = dnngraph::ir::MatmulAttrs{};
-  n.inputs = {{"A", a}, {"B", b}};
-  n.outputs = {{"C", c}};
+  n.inputs = {{Role::A, a}, {Role::B, b}};
+  n.outputs = {{Role::C, c}};
   return n;
 }
 

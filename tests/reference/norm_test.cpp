@@ -138,34 +138,34 @@ std::vector<int64_t> param_dims(ir::NormKind kind, const Layout& l) {
 TEST(RefNorm, LayerNormHandWorked) {
   // One row [1, 2, 3, 4]: mean 2.5, biased variance 1.25.
   Case c(ir::NormFwdAttrs{ir::NormKind::LayerNorm, NormForwardPhase::Training});
-  c.input("X", make_buf("x", {1, 4}, DataType::Float)).set({1, 2, 3, 4});
-  c.input("SCALE", make_buf("scale", {1, 4}, DataType::Float)).set({1, 1, 2, 2});
-  c.input("BIAS", make_buf("bias", {1, 4}, DataType::Float)).set({0, 1, 0, -1});
-  c.input("EPSILON", make_scalar("eps", 0.0));
-  c.output("Y", make_buf("y", {1, 4}, DataType::Double));
-  c.output("MEAN", make_buf("mean", {1, 1}, DataType::Double));
-  c.output("INV_VARIANCE", make_buf("inv", {1, 1}, DataType::Double));
+  c.input(Role::X, make_buf("x", {1, 4}, DataType::Float)).set({1, 2, 3, 4});
+  c.input(Role::SCALE, make_buf("scale", {1, 4}, DataType::Float)).set({1, 1, 2, 2});
+  c.input(Role::BIAS, make_buf("bias", {1, 4}, DataType::Float)).set({0, 1, 0, -1});
+  c.input(Role::EPSILON, make_scalar("eps", 0.0));
+  c.output(Role::Y, make_buf("y", {1, 4}, DataType::Double));
+  c.output(Role::MEAN, make_buf("mean", {1, 1}, DataType::Double));
+  c.output(Role::INV_VARIANCE, make_buf("inv", {1, 1}, DataType::Double));
   Status s = c.run();
   ASSERT_TRUE(s.is_ok()) << s.message();
   const double r = 1.0 / std::sqrt(1.25);
-  expect_close(c.result("Y"), {-1.5 * r, -0.5 * r + 1.0, 2.0 * 0.5 * r, 2.0 * 1.5 * r - 1.0}, 1e-14,
-               "Y");
-  expect_close(c.result("MEAN"), {2.5}, 1e-14, "MEAN");
-  expect_close(c.result("INV_VARIANCE"), {r}, 1e-14, "INV_VARIANCE");
+  expect_close(c.result(Role::Y), {-1.5 * r, -0.5 * r + 1.0, 2.0 * 0.5 * r, 2.0 * 1.5 * r - 1.0},
+               1e-14, "Y");
+  expect_close(c.result(Role::MEAN), {2.5}, 1e-14, "MEAN");
+  expect_close(c.result(Role::INV_VARIANCE), {r}, 1e-14, "INV_VARIANCE");
 }
 
 TEST(RefNorm, RmsNormHandWorked) {
   // [3, 4]: mean square 12.5, eps 0.5 -> inv = 1/sqrt(13).
   Case c(ir::NormFwdAttrs{ir::NormKind::RmsNorm, NormForwardPhase::Training});
-  c.input("X", make_buf("x", {1, 2}, DataType::Float)).set({3, 4});
-  c.input("SCALE", make_buf("scale", {1, 2}, DataType::Float)).set({2, -1});
-  c.input("EPSILON", make_scalar("eps", 0.5));
-  c.output("Y", make_buf("y", {1, 2}, DataType::Double));
-  c.output("INV_VARIANCE", make_buf("inv", {1, 1}, DataType::Double));
+  c.input(Role::X, make_buf("x", {1, 2}, DataType::Float)).set({3, 4});
+  c.input(Role::SCALE, make_buf("scale", {1, 2}, DataType::Float)).set({2, -1});
+  c.input(Role::EPSILON, make_scalar("eps", 0.5));
+  c.output(Role::Y, make_buf("y", {1, 2}, DataType::Double));
+  c.output(Role::INV_VARIANCE, make_buf("inv", {1, 1}, DataType::Double));
   ASSERT_TRUE(c.run().is_ok());
   const double r = 1.0 / std::sqrt(13.0);
-  expect_close(c.result("Y"), {6 * r, -4 * r}, 1e-14, "Y");
-  expect_close(c.result("INV_VARIANCE"), {r}, 1e-14, "INV_VARIANCE");
+  expect_close(c.result(Role::Y), {6 * r, -4 * r}, 1e-14, "Y");
+  expect_close(c.result(Role::INV_VARIANCE), {r}, 1e-14, "INV_VARIANCE");
 }
 
 // Forward training of every kind against the naive loops, with a non-packed (NHWC) X.
@@ -176,32 +176,36 @@ void forward_case(ir::NormKind kind, DataType io, bool with_bias, uint32_t seed)
   const std::vector<int64_t> xd{l.n, l.c, l.h, l.w};
   const std::vector<int64_t> nhwc{l.h * l.w * l.c, 1, l.w * l.c, l.c};
   Case c(ir::NormFwdAttrs{kind, NormForwardPhase::Training});
-  const auto x = c.input("X", make_buf("x", xd, io, nhwc)).fill(gen, -2.0, 3.0);
-  const auto scale = c.input("SCALE", make_buf("scale", param_dims(kind, l), io)).fill(gen, 0.5, 2);
+  const auto x = c.input(Role::X, make_buf("x", xd, io, nhwc)).fill(gen, -2.0, 3.0);
+  const auto scale =
+      c.input(Role::SCALE, make_buf("scale", param_dims(kind, l), io)).fill(gen, 0.5, 2);
   std::vector<double> bias;
-  if (with_bias) bias = c.input("BIAS", make_buf("bias", param_dims(kind, l), io)).fill(gen, -1, 1);
+  if (with_bias)
+    bias = c.input(Role::BIAS, make_buf("bias", param_dims(kind, l), io)).fill(gen, -1, 1);
   const double eps = 1e-3, momentum = 0.25;
-  c.input("EPSILON", make_scalar("eps", eps));
+  c.input(Role::EPSILON, make_scalar("eps", eps));
   std::vector<double> prev_mean, prev_var;
   const auto sd = stats_dims(kind, l);
   if (kind == ir::NormKind::BatchNorm) {
-    c.input("MOMENTUM", make_scalar("momentum", momentum));
-    prev_mean = c.input("PREV_RUNNING_MEAN", make_buf("rm", sd, DataType::Float)).fill(gen, -1, 1);
-    prev_var = c.input("PREV_RUNNING_VAR", make_buf("rv", sd, DataType::Float)).fill(gen, 0.5, 2);
-    c.output("NEXT_RUNNING_MEAN", make_buf("nrm", sd, DataType::Float));
-    c.output("NEXT_RUNNING_VAR", make_buf("nrv", sd, DataType::Float));
+    c.input(Role::MOMENTUM, make_scalar("momentum", momentum));
+    prev_mean =
+        c.input(Role::PREV_RUNNING_MEAN, make_buf("rm", sd, DataType::Float)).fill(gen, -1, 1);
+    prev_var =
+        c.input(Role::PREV_RUNNING_VAR, make_buf("rv", sd, DataType::Float)).fill(gen, 0.5, 2);
+    c.output(Role::NEXT_RUNNING_MEAN, make_buf("nrm", sd, DataType::Float));
+    c.output(Role::NEXT_RUNNING_VAR, make_buf("nrv", sd, DataType::Float));
   }
-  c.output("Y", make_buf("y", xd, io, nhwc));
-  if (kind != ir::NormKind::RmsNorm) c.output("MEAN", make_buf("mean", sd, DataType::Float));
-  c.output("INV_VARIANCE", make_buf("inv", sd, DataType::Float));
+  c.output(Role::Y, make_buf("y", xd, io, nhwc));
+  if (kind != ir::NormKind::RmsNorm) c.output(Role::MEAN, make_buf("mean", sd, DataType::Float));
+  c.output(Role::INV_VARIANCE, make_buf("inv", sd, DataType::Float));
   Status s = c.run();
   ASSERT_TRUE(s.is_ok()) << s.message();
 
   const Grouping g = grouping(kind, l);
   const FwdRef r = naive_forward(kind, g, x, scale, bias, eps);
-  expect_close(c.result("Y"), r.y, tol_of(io), "Y");
-  if (kind != ir::NormKind::RmsNorm) expect_close(c.result("MEAN"), r.mean, 1e-5, "MEAN");
-  expect_close(c.result("INV_VARIANCE"), r.inv, 1e-5, "INV_VARIANCE");
+  expect_close(c.result(Role::Y), r.y, tol_of(io), "Y");
+  if (kind != ir::NormKind::RmsNorm) expect_close(c.result(Role::MEAN), r.mean, 1e-5, "MEAN");
+  expect_close(c.result(Role::INV_VARIANCE), r.inv, 1e-5, "INV_VARIANCE");
   if (kind == ir::NormKind::BatchNorm) {
     const double m = static_cast<double>(l.n * l.h * l.w);
     std::vector<double> nm, nv;
@@ -209,8 +213,8 @@ void forward_case(ir::NormKind kind, DataType io, bool with_bias, uint32_t seed)
       nm.push_back((1 - momentum) * prev_mean[i] + momentum * r.mean[i]);
       nv.push_back((1 - momentum) * prev_var[i] + momentum * r.var_biased[i] * m / (m - 1));
     }
-    expect_close(c.result("NEXT_RUNNING_MEAN"), nm, 1e-5, "NEXT_RUNNING_MEAN");
-    expect_close(c.result("NEXT_RUNNING_VAR"), nv, 1e-5, "NEXT_RUNNING_VAR");
+    expect_close(c.result(Role::NEXT_RUNNING_MEAN), nm, 1e-5, "NEXT_RUNNING_MEAN");
+    expect_close(c.result(Role::NEXT_RUNNING_VAR), nv, 1e-5, "NEXT_RUNNING_VAR");
   }
 }
 
@@ -231,14 +235,15 @@ TEST(RefNorm, LayerNormInferenceWritesOnlyY) {
   std::mt19937 gen(8);
   const Layout l{2, 3, 2, 2};
   Case c(ir::NormFwdAttrs{ir::NormKind::LayerNorm, NormForwardPhase::Inference});
-  const auto x = c.input("X", make_buf("x", {2, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
-  const auto s = c.input("SCALE", make_buf("s", {1, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
-  const auto b = c.input("BIAS", make_buf("b", {1, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
-  c.input("EPSILON", make_scalar("eps", 1e-5));
-  c.output("Y", make_buf("y", {2, 3, 2, 2}, DataType::Float));
+  const auto x = c.input(Role::X, make_buf("x", {2, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
+  const auto s =
+      c.input(Role::SCALE, make_buf("s", {1, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
+  const auto b = c.input(Role::BIAS, make_buf("b", {1, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
+  c.input(Role::EPSILON, make_scalar("eps", 1e-5));
+  c.output(Role::Y, make_buf("y", {2, 3, 2, 2}, DataType::Float));
   ASSERT_TRUE(c.run().is_ok());
   const Grouping g = grouping(ir::NormKind::LayerNorm, l);
-  expect_close(c.result("Y"), naive_forward(ir::NormKind::LayerNorm, g, x, s, b, 1e-5).y, 1e-5,
+  expect_close(c.result(Role::Y), naive_forward(ir::NormKind::LayerNorm, g, x, s, b, 1e-5).y, 1e-5,
                "Y");
 }
 
@@ -246,13 +251,15 @@ TEST(RefNorm, BatchNormInferenceUsesGivenStatistics) {
   std::mt19937 gen(9);
   const Layout l{2, 3, 2, 2};
   Case c(ir::NormFwdAttrs{ir::NormKind::BatchNorm, NormForwardPhase::Inference});
-  const auto x = c.input("X", make_buf("x", {2, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
-  const auto mean = c.input("MEAN", make_buf("m", {1, 3, 1, 1}, DataType::Float)).fill(gen, -1, 1);
+  const auto x = c.input(Role::X, make_buf("x", {2, 3, 2, 2}, DataType::Float)).fill(gen, -1, 1);
+  const auto mean =
+      c.input(Role::MEAN, make_buf("m", {1, 3, 1, 1}, DataType::Float)).fill(gen, -1, 1);
   const auto inv =
-      c.input("INV_VARIANCE", make_buf("iv", {1, 3, 1, 1}, DataType::Float)).fill(gen, 0.5, 2);
-  const auto s = c.input("SCALE", make_buf("s", {1, 3, 1, 1}, DataType::Float)).fill(gen, -1, 1);
-  const auto b = c.input("BIAS", make_buf("b", {1, 3, 1, 1}, DataType::Float)).fill(gen, -1, 1);
-  c.output("Y", make_buf("y", {2, 3, 2, 2}, DataType::Float));
+      c.input(Role::INV_VARIANCE, make_buf("iv", {1, 3, 1, 1}, DataType::Float)).fill(gen, 0.5, 2);
+  const auto s =
+      c.input(Role::SCALE, make_buf("s", {1, 3, 1, 1}, DataType::Float)).fill(gen, -1, 1);
+  const auto b = c.input(Role::BIAS, make_buf("b", {1, 3, 1, 1}, DataType::Float)).fill(gen, -1, 1);
+  c.output(Role::Y, make_buf("y", {2, 3, 2, 2}, DataType::Float));
   Status st = c.run();
   ASSERT_TRUE(st.is_ok()) << st.message();
   std::vector<double> want(x.size());
@@ -262,7 +269,7 @@ TEST(RefNorm, BatchNormInferenceUsesGivenStatistics) {
         const int64_t i = (a * l.c + ch) * l.h * l.w + e;
         want[i] = (x[i] - mean[ch]) * inv[ch] * s[ch] + b[ch];
       }
-  expect_close(c.result("Y"), want, 1e-5, "Y");
+  expect_close(c.result(Role::Y), want, 1e-5, "Y");
 }
 
 // Backward of every kind against the Jacobian loops.
@@ -273,31 +280,31 @@ void backward_case(ir::NormKind kind, DataType io, uint32_t seed) {
   const std::vector<int64_t> xd{l.n, l.c, l.h, l.w};
   const Grouping g = grouping(kind, l);
   Case c(ir::NormBwdAttrs{kind});
-  const auto dy = c.input("DY", make_buf("dy", xd, io)).fill(gen, -1, 1);
-  const auto x = c.input("X", make_buf("x", xd, io)).fill(gen, -2, 2);
+  const auto dy = c.input(Role::DY, make_buf("dy", xd, io)).fill(gen, -1, 1);
+  const auto x = c.input(Role::X, make_buf("x", xd, io)).fill(gen, -2, 2);
   const auto pd = param_dims(kind, l);
-  const auto scale = c.input("SCALE", make_buf("scale", pd, io)).fill(gen, 0.5, 2);
+  const auto scale = c.input(Role::SCALE, make_buf("scale", pd, io)).fill(gen, 0.5, 2);
   // Statistics as the forward would have produced them (stored in fp32).
   const FwdRef f = naive_forward(kind, g, x, scale, {}, 1e-3);
   const auto sd = stats_dims(kind, l);
   std::vector<double> mean;
   if (kind != ir::NormKind::RmsNorm) {
-    Buf& mb = c.input("MEAN", make_buf("mean", sd, DataType::Float));
+    Buf& mb = c.input(Role::MEAN, make_buf("mean", sd, DataType::Float));
     mb.set(f.mean);
     mean = mb.get();
   }
-  Buf& ib = c.input("INV_VARIANCE", make_buf("inv", sd, DataType::Float));
+  Buf& ib = c.input(Role::INV_VARIANCE, make_buf("inv", sd, DataType::Float));
   ib.set(f.inv);
   const auto inv = ib.get();
-  c.output("DX", make_buf("dx", xd, io));
-  c.output("DSCALE", make_buf("dscale", pd, io));
-  c.output("DBIAS", make_buf("dbias", pd, io));
+  c.output(Role::DX, make_buf("dx", xd, io));
+  c.output(Role::DSCALE, make_buf("dscale", pd, io));
+  c.output(Role::DBIAS, make_buf("dbias", pd, io));
   Status s = c.run();
   ASSERT_TRUE(s.is_ok()) << s.message();
   const BwdRef r = naive_backward(kind, g, dy, x, scale, mean, inv, scale.size());
-  expect_close(c.result("DX"), r.dx, tol_of(io), "DX");
-  expect_close(c.result("DSCALE"), r.dscale, tol_of(io), "DSCALE");
-  expect_close(c.result("DBIAS"), r.dbias, tol_of(io), "DBIAS");
+  expect_close(c.result(Role::DX), r.dx, tol_of(io), "DX");
+  expect_close(c.result(Role::DSCALE), r.dscale, tol_of(io), "DSCALE");
+  expect_close(c.result(Role::DBIAS), r.dbias, tol_of(io), "DBIAS");
 }
 
 TEST(RefNorm, BackwardMatchesJacobian) {
@@ -333,17 +340,17 @@ void finite_difference_case(ir::NormKind kind, uint32_t seed) {
   auto forward = [&](const std::vector<double>& xv, const std::vector<double>& sv,
                      const std::vector<double>& bv) {
     Case c(ir::NormFwdAttrs{kind, NormForwardPhase::Training});
-    c.input("X", make_buf("x", xd, DataType::Double)).set(xv);
-    c.input("SCALE", make_buf("scale", pd, DataType::Double)).set(sv);
-    c.input("BIAS", make_buf("bias", pd, DataType::Double)).set(bv);
-    c.input("EPSILON", make_scalar("eps", eps));
-    c.output("Y", make_buf("y", xd, DataType::Double));
-    if (kind != ir::NormKind::RmsNorm) c.output("MEAN", make_buf("m", sd, DataType::Double));
-    c.output("INV_VARIANCE", make_buf("iv", sd, DataType::Double));
+    c.input(Role::X, make_buf("x", xd, DataType::Double)).set(xv);
+    c.input(Role::SCALE, make_buf("scale", pd, DataType::Double)).set(sv);
+    c.input(Role::BIAS, make_buf("bias", pd, DataType::Double)).set(bv);
+    c.input(Role::EPSILON, make_scalar("eps", eps));
+    c.output(Role::Y, make_buf("y", xd, DataType::Double));
+    if (kind != ir::NormKind::RmsNorm) c.output(Role::MEAN, make_buf("m", sd, DataType::Double));
+    c.output(Role::INV_VARIANCE, make_buf("iv", sd, DataType::Double));
     EXPECT_TRUE(c.run().is_ok());
-    return Fwd{c.result("Y"),
-               kind != ir::NormKind::RmsNorm ? c.result("MEAN") : std::vector<double>{},
-               c.result("INV_VARIANCE")};
+    return Fwd{c.result(Role::Y),
+               kind != ir::NormKind::RmsNorm ? c.result(Role::MEAN) : std::vector<double>{},
+               c.result(Role::INV_VARIANCE)};
   };
   auto loss = [&](const std::vector<double>& xv, const std::vector<double>& sv,
                   const std::vector<double>& bv) {
@@ -370,22 +377,22 @@ void finite_difference_case(ir::NormKind kind, uint32_t seed) {
 
   const Fwd f = forward(x, scale, bias);
   Case c(ir::NormBwdAttrs{kind});
-  c.input("DY", make_buf("dy", xd, DataType::Double)).set(dy);
-  c.input("X", make_buf("x", xd, DataType::Double)).set(x);
-  c.input("SCALE", make_buf("scale", pd, DataType::Double)).set(scale);
+  c.input(Role::DY, make_buf("dy", xd, DataType::Double)).set(dy);
+  c.input(Role::X, make_buf("x", xd, DataType::Double)).set(x);
+  c.input(Role::SCALE, make_buf("scale", pd, DataType::Double)).set(scale);
   if (kind != ir::NormKind::RmsNorm)
-    c.input("MEAN", make_buf("m", sd, DataType::Double)).set(f.mean);
-  c.input("INV_VARIANCE", make_buf("iv", sd, DataType::Double)).set(f.inv);
-  c.output("DX", make_buf("dx", xd, DataType::Double));
-  c.output("DSCALE", make_buf("ds", pd, DataType::Double));
-  c.output("DBIAS", make_buf("db", pd, DataType::Double));
+    c.input(Role::MEAN, make_buf("m", sd, DataType::Double)).set(f.mean);
+  c.input(Role::INV_VARIANCE, make_buf("iv", sd, DataType::Double)).set(f.inv);
+  c.output(Role::DX, make_buf("dx", xd, DataType::Double));
+  c.output(Role::DSCALE, make_buf("ds", pd, DataType::Double));
+  c.output(Role::DBIAS, make_buf("db", pd, DataType::Double));
   ASSERT_TRUE(c.run().is_ok());
-  expect_close(c.result("DX"), numeric(x, [&](const auto& v) { return loss(v, scale, bias); }),
+  expect_close(c.result(Role::DX), numeric(x, [&](const auto& v) { return loss(v, scale, bias); }),
                1e-6, "DX");
-  expect_close(c.result("DSCALE"), numeric(scale, [&](const auto& v) { return loss(x, v, bias); }),
-               1e-6, "DSCALE");
-  expect_close(c.result("DBIAS"), numeric(bias, [&](const auto& v) { return loss(x, scale, v); }),
-               1e-6, "DBIAS");
+  expect_close(c.result(Role::DSCALE),
+               numeric(scale, [&](const auto& v) { return loss(x, v, bias); }), 1e-6, "DSCALE");
+  expect_close(c.result(Role::DBIAS),
+               numeric(bias, [&](const auto& v) { return loss(x, scale, v); }), 1e-6, "DBIAS");
 }
 
 TEST(RefNorm, BackwardMatchesFiniteDifferences) {
@@ -405,24 +412,24 @@ TEST(RefNorm, ThreadedPathMatchesNaive) {
     const std::vector<int64_t> xd{l.n, l.c, l.h, l.w}, pd = param_dims(kind, l);
     const Grouping g = grouping(kind, l);
     Case fwd(ir::NormFwdAttrs{kind, NormForwardPhase::Training});
-    const auto x = fwd.input("X", make_buf("x", xd, DataType::Float)).fill(gen, -2, 2);
-    const auto sc = fwd.input("SCALE", make_buf("s", pd, DataType::Float)).fill(gen, 0.5, 2);
-    fwd.input("EPSILON", make_scalar("eps", 1e-4));
-    fwd.output("Y", make_buf("y", xd, DataType::Float));
+    const auto x = fwd.input(Role::X, make_buf("x", xd, DataType::Float)).fill(gen, -2, 2);
+    const auto sc = fwd.input(Role::SCALE, make_buf("s", pd, DataType::Float)).fill(gen, 0.5, 2);
+    fwd.input(Role::EPSILON, make_scalar("eps", 1e-4));
+    fwd.output(Role::Y, make_buf("y", xd, DataType::Float));
     ASSERT_TRUE(fwd.run().is_ok());
     const FwdRef r = naive_forward(kind, g, x, sc, {}, 1e-4);
-    expect_close(fwd.result("Y"), r.y, 1e-5, "Y");
+    expect_close(fwd.result(Role::Y), r.y, 1e-5, "Y");
 
     Case bwd(ir::NormBwdAttrs{kind});
-    const auto dy = bwd.input("DY", make_buf("dy", xd, DataType::Float)).fill(gen, -1, 1);
-    bwd.input("X", make_buf("x", xd, DataType::Float)).set(x);
-    bwd.input("SCALE", make_buf("s", pd, DataType::Float)).set(sc);
+    const auto dy = bwd.input(Role::DY, make_buf("dy", xd, DataType::Float)).fill(gen, -1, 1);
+    bwd.input(Role::X, make_buf("x", xd, DataType::Float)).set(x);
+    bwd.input(Role::SCALE, make_buf("s", pd, DataType::Float)).set(sc);
     const auto sd = stats_dims(kind, l);
     if (kind != ir::NormKind::RmsNorm)
-      bwd.input("MEAN", make_buf("m", sd, DataType::Double)).set(r.mean);
-    bwd.input("INV_VARIANCE", make_buf("iv", sd, DataType::Double)).set(r.inv);
-    bwd.output("DX", make_buf("dx", xd, DataType::Float));
-    bwd.output("DSCALE", make_buf("ds", pd, DataType::Float));
+      bwd.input(Role::MEAN, make_buf("m", sd, DataType::Double)).set(r.mean);
+    bwd.input(Role::INV_VARIANCE, make_buf("iv", sd, DataType::Double)).set(r.inv);
+    bwd.output(Role::DX, make_buf("dx", xd, DataType::Float));
+    bwd.output(Role::DSCALE, make_buf("ds", pd, DataType::Float));
     ASSERT_TRUE(bwd.run().is_ok());
     std::vector<double> dx(x.size());
     for (size_t gi = 0; gi < g.groups.size(); ++gi) {
@@ -438,25 +445,25 @@ TEST(RefNorm, ThreadedPathMatchesNaive) {
         dx[i] = inv * (dy[i] * sc[g.pidx[i]] - (kind == ir::NormKind::RmsNorm ? 0.0 : sg / m) -
                        (x[i] - mu) * inv * sgx / m);
     }
-    expect_close(bwd.result("DX"), dx, 1e-5, "DX");
+    expect_close(bwd.result(Role::DX), dx, 1e-5, "DX");
   }
 }
 
 TEST(RefNorm, CheckNamesTheTensor) {
   Case c(ir::NormFwdAttrs{ir::NormKind::LayerNorm, NormForwardPhase::Training});
-  c.input("X", make_buf("x", {2, 3, 4}, DataType::Float));
-  c.input("SCALE", make_buf("gamma", {1, 3, 5}, DataType::Float));
-  c.input("EPSILON", make_scalar("eps", 1e-5));
-  c.output("Y", make_buf("y", {2, 3, 4}, DataType::Float));
+  c.input(Role::X, make_buf("x", {2, 3, 4}, DataType::Float));
+  c.input(Role::SCALE, make_buf("gamma", {1, 3, 5}, DataType::Float));
+  c.input(Role::EPSILON, make_scalar("eps", 1e-5));
+  c.output(Role::Y, make_buf("y", {2, 3, 4}, DataType::Float));
   Status s = check_norm(c.node);
   EXPECT_EQ(s.code(), ErrorCode::InvalidGraph);
   EXPECT_NE(s.message().find("'gamma'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("norm0"), std::string::npos) << s.message();
 
   Case b(ir::NormFwdAttrs{ir::NormKind::BatchNorm, NormForwardPhase::Inference});
-  b.input("X", make_buf("x", {2, 3, 4}, DataType::Float));
-  b.input("SCALE", make_buf("gamma", {1, 3, 1}, DataType::Float));
-  b.output("Y", make_buf("y", {2, 3, 4}, DataType::Float));
+  b.input(Role::X, make_buf("x", {2, 3, 4}, DataType::Float));
+  b.input(Role::SCALE, make_buf("gamma", {1, 3, 1}, DataType::Float));
+  b.output(Role::Y, make_buf("y", {2, 3, 4}, DataType::Float));
   s = check_norm(b.node);
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("MEAN"), std::string::npos) << s.message();

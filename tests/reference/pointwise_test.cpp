@@ -13,6 +13,7 @@ namespace {
 using dnngraph::DataType;
 using dnngraph::PointwiseMode;
 using dnngraph::ir::PointwiseAttrs;
+using dnngraph::ir::Role;
 using PM = PointwiseMode;
 using Fn = std::function<double(double, double, double)>;
 
@@ -124,12 +125,12 @@ PwRun run_pointwise(PointwiseAttrs attrs, ref_test::Rng& rng, double lo, double 
   for (auto& v : r.in) v.assign(24, 0.0);  // unused inputs read as 0
   for (int i = 0; i < arity; ++i) {
     auto t = ref_test::make_tensor("IN_" + std::to_string(i), kInDims[i], in_type);
-    n.inputs.push_back({"IN_" + std::to_string(i), t});
+    n.inputs.push_back({static_cast<Role>(static_cast<int>(Role::IN_0) + i), t});
     r.in[i] = broadcast(bufs.random(t, rng, lo, hi, integers), kInDims[i]);
   }
   auto out = ref_test::make_tensor(
       "OUT_0", kOut, out_type, nhwc_out ? std::vector<int64_t>{12, 1, 3} : std::vector<int64_t>{});
-  n.outputs.push_back({"OUT_0", out});
+  n.outputs.push_back({Role::OUT_0, out});
   const dnngraph::Status check = dnngraph::reference::check_pointwise(n);
   EXPECT_TRUE(check.is_ok()) << check.to_string();
   const dnngraph::Status s = bufs.run_kernel(n, dnngraph::reference::run_pointwise);
@@ -276,8 +277,8 @@ TEST(RefPointwise, HostScalarOfLowerRankBroadcasts) {
   dnngraph::ir::Node n;
   n.name = "scale";
   n.attrs = mk(PM::Sub);
-  n.inputs = {{"IN_0", x}, {"IN_1", s}};
-  n.outputs = {{"OUT_0", y}};
+  n.inputs = {{Role::IN_0, x}, {Role::IN_1, s}};
+  n.outputs = {{Role::OUT_0, y}};
   ASSERT_OK(dnngraph::reference::check_pointwise(n));
   ref_test::Rng rng(16);
   ref_test::Buffers bufs;
@@ -294,9 +295,9 @@ TEST(RefPointwise, CheckRejectsBadShapes) {
   dnngraph::ir::Node n;
   n.name = "bad_add";
   n.attrs = mk(PM::Add);
-  n.inputs = {{"IN_0", ref_test::make_tensor("a", {2, 3}, DataType::Float)},
-              {"IN_1", ref_test::make_tensor("b", {2, 2}, DataType::Float)}};
-  n.outputs = {{"OUT_0", ref_test::make_tensor("y", {2, 3}, DataType::Float)}};
+  n.inputs = {{Role::IN_0, ref_test::make_tensor("a", {2, 3}, DataType::Float)},
+              {Role::IN_1, ref_test::make_tensor("b", {2, 2}, DataType::Float)}};
+  n.outputs = {{Role::OUT_0, ref_test::make_tensor("y", {2, 3}, DataType::Float)}};
   dnngraph::Status s = dnngraph::reference::check_pointwise(n);
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("'b'"), std::string::npos) << s.message();

@@ -11,6 +11,7 @@ namespace {
 
 using dnngraph::DataType;
 using dnngraph::ReductionMode;
+using dnngraph::ir::Role;
 using RM = ReductionMode;
 
 dnngraph::ir::Node reduction_node(RM mode, const dnngraph::ir::Tensor& x,
@@ -21,8 +22,8 @@ dnngraph::ir::Node reduction_node(RM mode, const dnngraph::ir::Tensor& x,
   dnngraph::ir::ReductionAttrs a;
   a.mode = mode;
   n.attrs = a;
-  n.inputs = {{"X", x}};
-  n.outputs = {{"Y", y}};
+  n.inputs = {{Role::X, x}};
+  n.outputs = {{Role::Y, y}};
   return n;
 }
 

@@ -36,10 +36,10 @@ TEST(RefSdpaDropout, RngDumpIsTheDrawnKeepMask) {
     std::mt19937 gen(300);
     Inputs in;
     Case c = forward_node(s, false, gen, in);
-    c.output("RNG_DUMP", make_buf("dump", score_dims(s), dump_type));
+    c.output(Role::RNG_DUMP, make_buf("dump", score_dims(s), dump_type));
     Status st = c.run();
     ASSERT_TRUE(st.is_ok()) << st.message();
-    const auto dump = c.result("RNG_DUMP");
+    const auto dump = c.result(Role::RNG_DUMP);
     // Every element, masked by causality or not, is the hash's keep decision as 1 / 0.
     int kept = 0;
     for (int64_t e = 0; e < static_cast<int64_t>(dump.size()); ++e) {
@@ -50,7 +50,7 @@ TEST(RefSdpaDropout, RngDumpIsTheDrawnKeepMask) {
     }
     EXPECT_GT(kept, 0);
     EXPECT_LT(kept, static_cast<int>(dump.size()));
-    expect_close(c.result("O"), naive_forward(s, in).o, 1e-5, "O");
+    expect_close(c.result(Role::O), naive_forward(s, in).o, 1e-5, "O");
   }
 }
 
@@ -60,10 +60,10 @@ void replay_case(const Spec& s, uint32_t seed, const std::string& what) {
   std::mt19937 gen(seed);
   Inputs in;
   Case prob = forward_node(s, false, gen, in);
-  prob.output("RNG_DUMP", make_buf("dump", score_dims(s), DataType::Float));
+  prob.output(Role::RNG_DUMP, make_buf("dump", score_dims(s), DataType::Float));
   Status st = prob.run();
   ASSERT_TRUE(st.is_ok()) << st.message();
-  const auto dump = prob.result("RNG_DUMP");
+  const auto dump = prob.result(Role::RNG_DUMP);
 
   // Mask form on the same Q, K, V (same generator seed), fed the dump.
   const Spec m = replay_spec(s);
@@ -73,12 +73,12 @@ void replay_case(const Spec& s, uint32_t seed, const std::string& what) {
   ASSERT_EQ(in2.q, in.q);
   ASSERT_EQ(in2.v, in.v);
   ASSERT_EQ(in2.bias, in.bias);
-  mask.in.at("DROPOUT_MASK").set(dump);
+  mask.in.at(Role::DROPOUT_MASK).set(dump);
   st = mask.run();
   ASSERT_TRUE(st.is_ok()) << st.message();
-  const auto o = prob.result("O");
-  EXPECT_EQ(mask.result("O"), o);  // bitwise: z is the same double on both paths
-  EXPECT_EQ(mask.result("STATS"), prob.result("STATS"));
+  const auto o = prob.result(Role::O);
+  EXPECT_EQ(mask.result(Role::O), o);  // bitwise: z is the same double on both paths
+  EXPECT_EQ(mask.result(Role::STATS), prob.result(Role::STATS));
 
   // Backward, both forms, from the same O, dO and STATS.
   const Shapes sh(s);
@@ -91,21 +91,23 @@ void replay_case(const Spec& s, uint32_t seed, const std::string& what) {
     Case c(a);
     std::mt19937 unused(1);
     Inputs tmp;
-    c.input("Q", make_buf("q", sh.q, form.io)).set(in.q);
-    c.input("K", make_buf("k", sh.k, form.io)).set(in.k);
-    c.input("V", make_buf("v", sh.v, form.io)).set(in.v);
+    c.input(Role::Q, make_buf("q", sh.q, form.io)).set(in.q);
+    c.input(Role::K, make_buf("k", sh.k, form.io)).set(in.k);
+    c.input(Role::V, make_buf("v", sh.v, form.io)).set(in.v);
     add_optional(c, form, tmp, unused);
-    if (!form.bias_dims.empty()) c.in.at("BIAS").set(in.bias);
-    if (mask_values) c.in.at("DROPOUT_MASK").set(*mask_values);
-    c.input("O", make_buf("o", sh.o, form.io)).set(o);
-    c.input("DO", make_buf("do", sh.o, form.io)).set(d_o);
-    c.input("STATS", make_buf("stats", sh.stats, DataType::Float)).set(prob.result("STATS"));
-    c.output("DQ", make_buf("dq", sh.q, form.io));
-    c.output("DK", make_buf("dk", sh.k, form.io));
-    c.output("DV", make_buf("dv", sh.v, form.io));
+    if (!form.bias_dims.empty()) c.in.at(Role::BIAS).set(in.bias);
+    if (mask_values) c.in.at(Role::DROPOUT_MASK).set(*mask_values);
+    c.input(Role::O, make_buf("o", sh.o, form.io)).set(o);
+    c.input(Role::DO, make_buf("do", sh.o, form.io)).set(d_o);
+    c.input(Role::STATS, make_buf("stats", sh.stats, DataType::Float))
+        .set(prob.result(Role::STATS));
+    c.output(Role::DQ, make_buf("dq", sh.q, form.io));
+    c.output(Role::DK, make_buf("dk", sh.k, form.io));
+    c.output(Role::DV, make_buf("dv", sh.v, form.io));
     Status bs = c.run();
     EXPECT_TRUE(bs.is_ok()) << bs.message();
-    return std::vector<std::vector<double>>{c.result("DQ"), c.result("DK"), c.result("DV")};
+    return std::vector<std::vector<double>>{c.result(Role::DQ), c.result(Role::DK),
+                                            c.result(Role::DV)};
   };
   const auto gp = backward(s, nullptr), gm = backward(m, &dump);
   for (size_t t = 0; t < 3; ++t) {
@@ -227,7 +229,7 @@ TEST(RefSdpaDropout, Errors) {
   m.mask_dims = {2, 2, 5, 7};
   {  // mask without scale
     Case c = forward_node(m, false, gen, in);
-    std::erase_if(c.node.inputs, [](const ir::Port& p) { return p.role == "DROPOUT_SCALE"; });
+    std::erase_if(c.node.inputs, [](const ir::Port& p) { return p.role == Role::DROPOUT_SCALE; });
     expect_error(c.node, {"sdpa 'sdpa0'", "DROPOUT_MASK 'dmask'", "go together"});
   }
   {  // both forms
@@ -244,14 +246,14 @@ TEST(RefSdpaDropout, Errors) {
   }
   {  // RNG_DUMP without dropout by probability
     Case c = forward_node(m, false, gen, in);
-    c.output("RNG_DUMP", make_buf("dump", {2, 2, 5, 7}, DataType::Float));
+    c.output(Role::RNG_DUMP, make_buf("dump", {2, 2, 5, 7}, DataType::Float));
     expect_error(c.node, {"RNG_DUMP 'dump'", "dropout_probability"});
   }
   {  // RNG_DUMP dims
     Spec p;
     p.dropout = 0.1;
     Case c = forward_node(p, false, gen, in);
-    c.output("RNG_DUMP", make_buf("dump", {2, 2, 5, 1}, DataType::Float));
+    c.output(Role::RNG_DUMP, make_buf("dump", {2, 2, 5, 1}, DataType::Float));
     expect_error(c.node, {"RNG_DUMP 'dump'", "[2,2,5,1]", "[2,2,5,7]"});
   }
 }

@@ -217,22 +217,22 @@ inline Bwd naive_backward(const Spec& s, const Inputs& in, const std::vector<dou
 
 // Optional inputs shared by forward and backward nodes.
 inline void add_optional(Case& c, const Spec& s, Inputs& in, std::mt19937& gen) {
-  if (s.tensor_scale) c.input("ATTN_SCALE", make_scalar("attn_scale", *s.tensor_scale));
+  if (s.tensor_scale) c.input(Role::ATTN_SCALE, make_scalar("attn_scale", *s.tensor_scale));
   if (!s.bias_dims.empty())
-    in.bias = c.input("BIAS", make_buf("bias", s.bias_dims, s.io)).fill(gen, -1.5, 1.5);
-  auto lengths = [&](const char* role, const char* name, const std::vector<int64_t>& l) {
+    in.bias = c.input(Role::BIAS, make_buf("bias", s.bias_dims, s.io)).fill(gen, -1.5, 1.5);
+  auto lengths = [&](Role role, const char* name, const std::vector<int64_t>& l) {
     if (l.empty()) return;
     c.input(role, make_buf(name, {s.b, 1, 1, 1}, DataType::Int32))
         .set(std::vector<double>(l.begin(), l.end()));
   };
-  lengths("SEQ_LEN_Q", "seq_q", s.len_q);
-  lengths("SEQ_LEN_KV", "seq_kv", s.len_kv);
+  lengths(Role::SEQ_LEN_Q, "seq_q", s.len_q);
+  lengths(Role::SEQ_LEN_KV, "seq_kv", s.len_kv);
   if (s.dropout > 0.0) {
-    c.input("SEED", make_int_scalar("seed", s.seed));
-    c.input("OFFSET", make_int_scalar("offset", s.offset));
+    c.input(Role::SEED, make_int_scalar("seed", s.seed));
+    c.input(Role::OFFSET, make_int_scalar("offset", s.offset));
   }
   if (!s.mask_dims.empty()) {
-    Buf& m = c.input("DROPOUT_MASK", make_buf("dmask", s.mask_dims, s.io));
+    Buf& m = c.input(Role::DROPOUT_MASK, make_buf("dmask", s.mask_dims, s.io));
     if (s.mask_any_values) {
       in.mask = m.fill(gen, 0.0, 2.0);
     } else {
@@ -245,11 +245,11 @@ inline void add_optional(Case& c, const Spec& s, Inputs& in, std::mt19937& gen) 
       in.mask = m.get();
     }
     if (s.mask_scale_in_buffer) {
-      Buf& sc = c.input("DROPOUT_SCALE", make_buf("dscale", {1, 1, 1, 1}, s.io));
+      Buf& sc = c.input(Role::DROPOUT_SCALE, make_buf("dscale", {1, 1, 1, 1}, s.io));
       sc.set({s.mask_scale});
       in.mask_scale = sc.get()[0];
     } else {
-      c.input("DROPOUT_SCALE", make_scalar("dscale", s.mask_scale));
+      c.input(Role::DROPOUT_SCALE, make_scalar("dscale", s.mask_scale));
       in.mask_scale = s.mask_scale;
     }
   }
@@ -258,14 +258,14 @@ inline void add_optional(Case& c, const Spec& s, Inputs& in, std::mt19937& gen) 
 inline Case forward_node(const Spec& s, bool inference, std::mt19937& gen, Inputs& in) {
   const Shapes sh(s);
   Case c(s.attrs(inference));
-  in.q = c.input("Q", make_buf("q", sh.q, s.io, s.stride(s.hq, s.sq, s.d))).fill(gen, -1, 1);
-  in.k = c.input("K", make_buf("k", sh.k, s.io, s.stride(s.hk, s.skv, s.d))).fill(gen, -1, 1);
-  in.v = c.input("V", make_buf("v", sh.v, s.io, s.stride(s.hv, s.skv, s.dv))).fill(gen, -1, 1);
+  in.q = c.input(Role::Q, make_buf("q", sh.q, s.io, s.stride(s.hq, s.sq, s.d))).fill(gen, -1, 1);
+  in.k = c.input(Role::K, make_buf("k", sh.k, s.io, s.stride(s.hk, s.skv, s.d))).fill(gen, -1, 1);
+  in.v = c.input(Role::V, make_buf("v", sh.v, s.io, s.stride(s.hv, s.skv, s.dv))).fill(gen, -1, 1);
   add_optional(c, s, in, gen);
-  c.output("O", make_buf("o", sh.o, s.io, s.stride(s.hq, s.sq, s.dv)));
+  c.output(Role::O, make_buf("o", sh.o, s.io, s.stride(s.hq, s.sq, s.dv)));
   if (!inference)
-    c.output("STATS", make_buf("stats", sh.stats,
-                               s.io == DataType::Double ? DataType::Double : DataType::Float));
+    c.output(Role::STATS, make_buf("stats", sh.stats,
+                                   s.io == DataType::Double ? DataType::Double : DataType::Float));
   return c;
 }
 
@@ -277,8 +277,8 @@ inline void forward_case(const Spec& s, uint32_t seed, const std::string& what) 
   Status st = c.run();
   ASSERT_TRUE(st.is_ok()) << st.message();
   const Fwd f = naive_forward(s, in);
-  expect_close(c.result("O"), f.o, tol_of(s.io), "O");
-  expect_close(c.result("STATS"), f.lse, 1e-5, "STATS");
+  expect_close(c.result(Role::O), f.o, tol_of(s.io), "O");
+  expect_close(c.result(Role::STATS), f.lse, 1e-5, "STATS");
 }
 
 inline void backward_case(const Spec& s, uint32_t seed, const std::string& what) {
@@ -289,31 +289,31 @@ inline void backward_case(const Spec& s, uint32_t seed, const std::string& what)
   static_cast<ir::SdpaAttrs&>(a) = s.attrs(false);
   Case c(a);
   Inputs in;
-  in.q = c.input("Q", make_buf("q", sh.q, s.io, s.stride(s.hq, s.sq, s.d))).fill(gen, -1, 1);
-  in.k = c.input("K", make_buf("k", sh.k, s.io, s.stride(s.hk, s.skv, s.d))).fill(gen, -1, 1);
-  in.v = c.input("V", make_buf("v", sh.v, s.io, s.stride(s.hv, s.skv, s.dv))).fill(gen, -1, 1);
+  in.q = c.input(Role::Q, make_buf("q", sh.q, s.io, s.stride(s.hq, s.sq, s.d))).fill(gen, -1, 1);
+  in.k = c.input(Role::K, make_buf("k", sh.k, s.io, s.stride(s.hk, s.skv, s.d))).fill(gen, -1, 1);
+  in.v = c.input(Role::V, make_buf("v", sh.v, s.io, s.stride(s.hv, s.skv, s.dv))).fill(gen, -1, 1);
   add_optional(c, s, in, gen);
   // O and STATS as a forward would have stored them.
   const Fwd f = naive_forward(s, in);
-  Buf& ob = c.input("O", make_buf("o", sh.o, s.io, s.stride(s.hq, s.sq, s.dv)));
+  Buf& ob = c.input(Role::O, make_buf("o", sh.o, s.io, s.stride(s.hq, s.sq, s.dv)));
   ob.set(f.o);
   const auto o = ob.get();
   const auto d_o =
-      c.input("DO", make_buf("do", sh.o, s.io, s.stride(s.hq, s.sq, s.dv))).fill(gen, -1, 1);
-  Buf& sb = c.input("STATS", make_buf("stats", sh.stats, DataType::Float));
+      c.input(Role::DO, make_buf("do", sh.o, s.io, s.stride(s.hq, s.sq, s.dv))).fill(gen, -1, 1);
+  Buf& sb = c.input(Role::STATS, make_buf("stats", sh.stats, DataType::Float));
   sb.set(f.lse);
   const auto stats = sb.get();
-  c.output("DQ", make_buf("dq", sh.q, s.io, s.stride(s.hq, s.sq, s.d)));
-  c.output("DK", make_buf("dk", sh.k, s.io, s.stride(s.hk, s.skv, s.d)));
-  c.output("DV", make_buf("dv", sh.v, s.io, s.stride(s.hv, s.skv, s.dv)));
-  if (!s.bias_dims.empty()) c.output("DBIAS", make_buf("dbias", s.bias_dims, DataType::Float));
+  c.output(Role::DQ, make_buf("dq", sh.q, s.io, s.stride(s.hq, s.sq, s.d)));
+  c.output(Role::DK, make_buf("dk", sh.k, s.io, s.stride(s.hk, s.skv, s.d)));
+  c.output(Role::DV, make_buf("dv", sh.v, s.io, s.stride(s.hv, s.skv, s.dv)));
+  if (!s.bias_dims.empty()) c.output(Role::DBIAS, make_buf("dbias", s.bias_dims, DataType::Float));
   Status st = c.run();
   ASSERT_TRUE(st.is_ok()) << st.message();
   const Bwd g = naive_backward(s, in, o, d_o, stats);
-  expect_close(c.result("DQ"), g.dq, tol_of(s.io), "DQ");
-  expect_close(c.result("DK"), g.dk, tol_of(s.io), "DK");
-  expect_close(c.result("DV"), g.dv, tol_of(s.io), "DV");
-  if (!s.bias_dims.empty()) expect_close(c.result("DBIAS"), g.dbias, 1e-5, "DBIAS");
+  expect_close(c.result(Role::DQ), g.dq, tol_of(s.io), "DQ");
+  expect_close(c.result(Role::DK), g.dk, tol_of(s.io), "DK");
+  expect_close(c.result(Role::DV), g.dv, tol_of(s.io), "DV");
+  if (!s.bias_dims.empty()) expect_close(c.result(Role::DBIAS), g.dbias, 1e-5, "DBIAS");
 }
 
 // Backward against central differences of the forward kernel (fp64 storage):
@@ -333,14 +333,14 @@ inline void finite_difference_case(Spec s, uint32_t seed, const std::string& wha
     std::mt19937 unused(0);
     Inputs tmp;
     Case c = forward_node(s, false, unused, tmp);
-    c.in.at("Q").set(in.q);
-    c.in.at("K").set(in.k);
-    c.in.at("V").set(in.v);
-    if (!s.bias_dims.empty()) c.in.at("BIAS").set(in.bias);
-    if (!s.mask_dims.empty()) c.in.at("DROPOUT_MASK").set(in.mask);
+    c.in.at(Role::Q).set(in.q);
+    c.in.at(Role::K).set(in.k);
+    c.in.at(Role::V).set(in.v);
+    if (!s.bias_dims.empty()) c.in.at(Role::BIAS).set(in.bias);
+    if (!s.mask_dims.empty()) c.in.at(Role::DROPOUT_MASK).set(in.mask);
     EXPECT_TRUE(c.run().is_ok());
-    if (stats) *stats = c.result("STATS");
-    return c.result("O");
+    if (stats) *stats = c.result(Role::STATS);
+    return c.result(Role::O);
   };
   auto loss = [&](const Inputs& in) {
     const auto o = forward(in, nullptr);
@@ -370,25 +370,26 @@ inline void finite_difference_case(Spec s, uint32_t seed, const std::string& wha
   static_cast<ir::SdpaAttrs&>(a) = s.attrs(false);
   Case c(a);
   Inputs tmp;
-  c.input("Q", make_buf("q", sh.q, s.io)).set(base.q);
-  c.input("K", make_buf("k", sh.k, s.io)).set(base.k);
-  c.input("V", make_buf("v", sh.v, s.io)).set(base.v);
+  c.input(Role::Q, make_buf("q", sh.q, s.io)).set(base.q);
+  c.input(Role::K, make_buf("k", sh.k, s.io)).set(base.k);
+  c.input(Role::V, make_buf("v", sh.v, s.io)).set(base.v);
   add_optional(c, s, tmp, gen);
-  if (!s.bias_dims.empty()) c.in.at("BIAS").set(base.bias);
-  if (!s.mask_dims.empty()) c.in.at("DROPOUT_MASK").set(base.mask);
-  c.input("O", make_buf("o", sh.o, s.io)).set(o);
-  c.input("DO", make_buf("do", sh.o, s.io)).set(d_o);
-  c.input("STATS", make_buf("stats", sh.stats, s.io)).set(stats);
-  c.output("DQ", make_buf("dq", sh.q, s.io));
-  c.output("DK", make_buf("dk", sh.k, s.io));
-  c.output("DV", make_buf("dv", sh.v, s.io));
-  if (!s.bias_dims.empty()) c.output("DBIAS", make_buf("dbias", s.bias_dims, s.io));
+  if (!s.bias_dims.empty()) c.in.at(Role::BIAS).set(base.bias);
+  if (!s.mask_dims.empty()) c.in.at(Role::DROPOUT_MASK).set(base.mask);
+  c.input(Role::O, make_buf("o", sh.o, s.io)).set(o);
+  c.input(Role::DO, make_buf("do", sh.o, s.io)).set(d_o);
+  c.input(Role::STATS, make_buf("stats", sh.stats, s.io)).set(stats);
+  c.output(Role::DQ, make_buf("dq", sh.q, s.io));
+  c.output(Role::DK, make_buf("dk", sh.k, s.io));
+  c.output(Role::DV, make_buf("dv", sh.v, s.io));
+  if (!s.bias_dims.empty()) c.output(Role::DBIAS, make_buf("dbias", s.bias_dims, s.io));
   Status st = c.run();
   ASSERT_TRUE(st.is_ok()) << st.message();
-  expect_close(c.result("DQ"), numeric(&Inputs::q), 1e-6, "DQ");
-  expect_close(c.result("DK"), numeric(&Inputs::k), 1e-6, "DK");
-  expect_close(c.result("DV"), numeric(&Inputs::v), 1e-6, "DV");
-  if (!s.bias_dims.empty()) expect_close(c.result("DBIAS"), numeric(&Inputs::bias), 1e-6, "DBIAS");
+  expect_close(c.result(Role::DQ), numeric(&Inputs::q), 1e-6, "DQ");
+  expect_close(c.result(Role::DK), numeric(&Inputs::k), 1e-6, "DK");
+  expect_close(c.result(Role::DV), numeric(&Inputs::v), 1e-6, "DV");
+  if (!s.bias_dims.empty())
+    expect_close(c.result(Role::DBIAS), numeric(&Inputs::bias), 1e-6, "DBIAS");
 }
 
 }  // namespace sdpa_harness

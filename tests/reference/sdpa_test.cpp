@@ -27,15 +27,15 @@ TEST(RefSdpa, HandWorked) {
     a.attn_scale = 1.0;
     a.is_inference = false;
     Case c(a);
-    c.input("Q", make_buf("q", {1, 1, sq, 1}, DataType::Double)).set(q);
-    c.input("K", make_buf("k", {1, 1, 2, 1}, DataType::Double)).set({1, -1});
-    c.input("V", make_buf("v", {1, 1, 2, 1}, DataType::Double)).set({1, 3});
-    c.output("O", make_buf("o", {1, 1, sq, 1}, DataType::Double));
-    c.output("STATS", make_buf("stats", {1, 1, sq, 1}, DataType::Double));
+    c.input(Role::Q, make_buf("q", {1, 1, sq, 1}, DataType::Double)).set(q);
+    c.input(Role::K, make_buf("k", {1, 1, 2, 1}, DataType::Double)).set({1, -1});
+    c.input(Role::V, make_buf("v", {1, 1, 2, 1}, DataType::Double)).set({1, 3});
+    c.output(Role::O, make_buf("o", {1, 1, sq, 1}, DataType::Double));
+    c.output(Role::STATS, make_buf("stats", {1, 1, sq, 1}, DataType::Double));
     Status s = c.run();
     ASSERT_TRUE(s.is_ok()) << s.message();
-    o = c.result("O");
-    lse = c.result("STATS");
+    o = c.result(Role::O);
+    lse = c.result(Role::STATS);
   };
   const double e = std::exp(1.0), e2 = std::exp(2.0);
   std::vector<double> o, lse;
@@ -145,7 +145,7 @@ TEST(RefSdpa, FullyMaskedRowsGiveZeroAndInfiniteStats) {
   Inputs in;
   Case c = forward_node(s, false, gen, in);
   ASSERT_TRUE(c.run().is_ok());
-  const auto o = c.result("O"), lse = c.result("STATS");
+  const auto o = c.result(Role::O), lse = c.result(Role::STATS);
   for (int64_t row : {0, 3}) {
     EXPECT_EQ(lse[row], std::numeric_limits<double>::infinity()) << row;
     for (int64_t k = 0; k < s.dv; ++k) EXPECT_EQ(o[row * s.dv + k], 0.0) << row;
@@ -161,7 +161,7 @@ TEST(RefSdpa, InferenceWritesOnlyO) {
   Case c = forward_node(s, true, gen, in);
   ASSERT_EQ(c.node.outputs.size(), 1u);
   ASSERT_TRUE(c.run().is_ok());
-  expect_close(c.result("O"), naive_forward(s, in).o, 1e-5, "O");
+  expect_close(c.result(Role::O), naive_forward(s, in).o, 1e-5, "O");
 }
 
 TEST(RefSdpa, DropoutHashIsUniformAndKeyed) {
@@ -194,7 +194,7 @@ TEST(RefSdpa, ForwardDropout) {
     Inputs in;
     Case c = forward_node(t, true, gen, in);
     EXPECT_TRUE(c.run().is_ok());
-    return c.result("O");
+    return c.result(Role::O);
   };
   EXPECT_EQ(run_with(1), run_with(1));
   EXPECT_NE(run_with(1), run_with(2));
@@ -272,7 +272,7 @@ TEST(RefSdpa, Errors) {
   Spec q;
   q.dropout = 0.1;  // without SEED / OFFSET tensors
   Case e = forward_node(q, false, gen, in);
-  std::erase_if(e.node.inputs, [](const ir::Port& port) { return port.role == "SEED"; });
+  std::erase_if(e.node.inputs, [](const ir::Port& port) { return port.role == Role::SEED; });
   st = check_sdpa(e.node);
   EXPECT_EQ(st.code(), ErrorCode::InvalidGraph);
   EXPECT_NE(st.message().find("SEED"), std::string::npos) << st.message();

@@ -28,12 +28,12 @@ struct Case : KernelCase {
 Case softmax_case(const std::vector<int64_t>& dim, DataType io, bool stats,
                   std::vector<int64_t> x_stride = {}) {
   Case c(ir::SoftmaxAttrs{});
-  c.input("X", make_buf("x", dim, io, std::move(x_stride)));
-  c.output("Y", make_buf("y", dim, io));
+  c.input(Role::X, make_buf("x", dim, io, std::move(x_stride)));
+  c.output(Role::Y, make_buf("y", dim, io));
   if (stats) {
     std::vector<int64_t> sd = dim;
     sd.back() = 1;
-    c.output("STATS", make_buf("stats", sd, io == DataType::Double ? io : DataType::Float));
+    c.output(Role::STATS, make_buf("stats", sd, io == DataType::Double ? io : DataType::Float));
   }
   return c;
 }
@@ -53,24 +53,24 @@ void naive(const std::vector<double>& x, int64_t cols, std::vector<double>& y,
 
 TEST(RefSoftmax, HandWorked) {
   Case c = softmax_case({1, 3}, DataType::Double, true);
-  c.in.at("X").set({1, 2, 3});
+  c.in.at(Role::X).set({1, 2, 3});
   Status s = c.run();
   ASSERT_TRUE(s.is_ok()) << s.message();
   const double e1 = std::exp(1.0), e2 = std::exp(2.0), e3 = std::exp(3.0), sum = e1 + e2 + e3;
-  expect_close(c.result("Y"), {e1 / sum, e2 / sum, e3 / sum}, 1e-14, "Y");
-  expect_close(c.result("STATS"), {std::log(sum)}, 1e-14, "STATS");
+  expect_close(c.result(Role::Y), {e1 / sum, e2 / sum, e3 / sum}, 1e-14, "Y");
+  expect_close(c.result(Role::STATS), {std::log(sum)}, 1e-14, "STATS");
 }
 
 TEST(RefSoftmax, RandomMatchesNaiveWithStridedInput) {
   std::mt19937 gen(1);
   // X stored as [2,3,7] with its last two dims transposed in memory.
   Case c = softmax_case({2, 3, 7}, DataType::Float, true, {21, 1, 3});
-  const auto x = c.in.at("X").fill(gen, -4, 4);
+  const auto x = c.in.at(Role::X).fill(gen, -4, 4);
   ASSERT_TRUE(c.run().is_ok());
   std::vector<double> y, lse;
   naive(x, 7, y, lse);
-  expect_close(c.result("Y"), y, 1e-5, "Y");
-  expect_close(c.result("STATS"), lse, 1e-5, "STATS");
+  expect_close(c.result(Role::Y), y, 1e-5, "Y");
+  expect_close(c.result(Role::STATS), lse, 1e-5, "STATS");
 }
 
 TEST(RefSoftmax, StableForLargeInputs) {
@@ -80,23 +80,23 @@ TEST(RefSoftmax, StableForLargeInputs) {
   std::uniform_real_distribution<double> d(-3, 3);
   std::vector<double> x(20), shifted(20);
   for (size_t i = 0; i < x.size(); ++i) shifted[i] = (x[i] = d(gen)) + 1000.0;
-  c.in.at("X").set(shifted);
+  c.in.at(Role::X).set(shifted);
   ASSERT_TRUE(c.run().is_ok());
   std::vector<double> y, lse;
   naive(x, 5, y, lse);
   for (double& v : lse) v += 1000.0;
-  expect_close(c.result("Y"), y, 1e-12, "Y");
-  expect_close(c.result("STATS"), lse, 1e-12, "STATS");
+  expect_close(c.result(Role::Y), y, 1e-12, "Y");
+  expect_close(c.result(Role::STATS), lse, 1e-12, "STATS");
 }
 
 TEST(RefSoftmax, MinusInfinityGetsZeroProbability) {
   Case c = softmax_case({2, 3}, DataType::Float, true);
   const double ninf = -std::numeric_limits<double>::infinity();
-  c.in.at("X").set({0.5, ninf, -0.5, ninf, ninf, 2.0});
+  c.in.at(Role::X).set({0.5, ninf, -0.5, ninf, ninf, 2.0});
   ASSERT_TRUE(c.run().is_ok());
   const double a = std::exp(0.5), b = std::exp(-0.5);
-  expect_close(c.result("Y"), {a / (a + b), 0.0, b / (a + b), 0.0, 0.0, 1.0}, 1e-6, "Y");
-  expect_close(c.result("STATS"), {std::log(a + b), 2.0}, 1e-6, "STATS");
+  expect_close(c.result(Role::Y), {a / (a + b), 0.0, b / (a + b), 0.0, 0.0, 1.0}, 1e-6, "Y");
+  expect_close(c.result(Role::STATS), {std::log(a + b), 2.0}, 1e-6, "STATS");
 }
 
 TEST(RefSoftmax, LowPrecisionStorage) {
@@ -104,30 +104,30 @@ TEST(RefSoftmax, LowPrecisionStorage) {
     SCOPED_TRACE(std::string(data_type_name(t)));
     std::mt19937 gen(3);
     Case c = softmax_case({3, 2, 16}, t, true);
-    const auto x = c.in.at("X").fill(gen, -3, 3);
+    const auto x = c.in.at(Role::X).fill(gen, -3, 3);
     ASSERT_TRUE(c.run().is_ok());
     std::vector<double> y, lse;
     naive(x, 16, y, lse);
-    expect_close(c.result("Y"), y, tol_of(t), "Y");
-    expect_close(c.result("STATS"), lse, 1e-5, "STATS");
+    expect_close(c.result(Role::Y), y, tol_of(t), "Y");
+    expect_close(c.result(Role::STATS), lse, 1e-5, "STATS");
   }
 }
 
 TEST(RefSoftmax, WithoutStatsWritesY) {
   std::mt19937 gen(4);
   Case c = softmax_case({5, 9}, DataType::Float, false);
-  const auto x = c.in.at("X").fill(gen, -1, 1);
+  const auto x = c.in.at(Role::X).fill(gen, -1, 1);
   ASSERT_TRUE(c.run().is_ok());
   std::vector<double> y, lse;
   naive(x, 9, y, lse);
-  expect_close(c.result("Y"), y, 1e-5, "Y");
+  expect_close(c.result(Role::Y), y, 1e-5, "Y");
 }
 
 TEST(RefSoftmax, CheckRejectsBadStatsDims) {
   Case c(ir::SoftmaxAttrs{});
-  c.input("X", make_buf("logits", {2, 3, 7}, DataType::Float));
-  c.output("Y", make_buf("probs", {2, 3, 7}, DataType::Float));
-  c.output("STATS", make_buf("lse", {2, 3, 7}, DataType::Float));
+  c.input(Role::X, make_buf("logits", {2, 3, 7}, DataType::Float));
+  c.output(Role::Y, make_buf("probs", {2, 3, 7}, DataType::Float));
+  c.output(Role::STATS, make_buf("lse", {2, 3, 7}, DataType::Float));
   Status s = check_softmax(c.node);
   EXPECT_EQ(s.code(), ErrorCode::InvalidGraph);
   EXPECT_NE(s.message().find("'lse'"), std::string::npos) << s.message();

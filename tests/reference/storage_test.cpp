@@ -14,6 +14,7 @@
 namespace {
 
 using dnngraph::DataType;
+using dnngraph::ir::Role;
 using dnngraph::reference::load_element;
 using dnngraph::reference::round_to;
 using dnngraph::reference::store_element;
@@ -235,28 +236,28 @@ TEST(Storage, StridedLoadStoreAndBroadcast) {
   ir::Node n;
   n.name = "io";
   n.attrs = ir::PointwiseAttrs{};
-  n.inputs = {{"X", x}, {"B", b}, {"S", s}};
-  n.outputs = {{"Y", y}};
+  n.inputs = {{Role::X, x}, {Role::B, b}, {Role::SCALE, s}};
+  n.outputs = {{Role::Y, y}};
   ref_test::Buffers bufs;
   const auto xv = bufs.set(x, {1, 2, 3, 4, 5, 6});
   bufs.set(b, {10, 20, 30});
   reference::KernelContext ctx(n,
-                               {{"X", {x.get(), bufs[x].data()}},
-                                {"B", {b.get(), bufs[b].data()}},
-                                {"S", {s.get(), nullptr}}},
-                               {{"Y", {y.get(), bufs[y].data()}}}, DataType::Float);
-  const reference::Dense dx = ctx.load("X");
+                               {{Role::X, {x.get(), bufs[x].data()}},
+                                {Role::B, {b.get(), bufs[b].data()}},
+                                {Role::SCALE, {s.get(), nullptr}}},
+                               {{Role::Y, {y.get(), bufs[y].data()}}}, DataType::Float);
+  const reference::Dense dx = ctx.load(Role::X);
   EXPECT_EQ(dx.data, xv);
   EXPECT_EQ(dx.dim, (std::vector<int64_t>{2, 3}));
-  const reference::Dense db = ctx.load_broadcast("B", {2, 3});
+  const reference::Dense db = ctx.load_broadcast(Role::B, {2, 3});
   EXPECT_EQ(db.data, (std::vector<double>{10, 20, 30, 10, 20, 30}));
-  EXPECT_EQ(ctx.scalar("S"), 2.5);
+  EXPECT_EQ(ctx.scalar(Role::SCALE), 2.5);
   // Storage offsets of X: (i, j) -> 5i + 2j; the gaps hold the poison.
   EXPECT_EQ(load_element(bufs[x].data(), DataType::Half, 5 + 4), 6.0);
   EXPECT_TRUE(std::isnan(load_element(bufs[x].data(), DataType::Half, 1)));
   reference::Dense out({2, 3});
   for (int i = 0; i < 6; ++i) out[i] = 1.0 + i + 1.0 / 512;  // rounds in bf16
-  ctx.store("Y", out);
+  ctx.store(Role::Y, out);
   // Y (i, j) at offset i + 4j.
   EXPECT_EQ(load_element(bufs[y].data(), DataType::BFloat16, 1 + 4 * 2), 6.0);
   EXPECT_EQ(bufs.values(y), (std::vector<double>{1, 2, 3, 4, 5, 6}));

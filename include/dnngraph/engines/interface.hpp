@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dnngraph/engines/handle.hpp"
+#include "dnngraph/engines/kernel_cache.hpp"
 #include "dnngraph/ir/graph.hpp"
 #include "dnngraph/status.hpp"
 
@@ -67,6 +68,12 @@ class LoweredGraph {
   virtual ~LoweredGraph() = default;
   // The candidates that `mode` proposes, best first. An empty list is not an error.
   virtual Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode mode) = 0;
+  // The kernel cache the graph was given (before candidates() is asked); engines without one
+  // ignore it.
+  virtual Status set_kernel_cache(const KernelCachePtr& cache) {
+    (void)cache;
+    return Status::ok();
+  }
 };
 
 // What an engine's backend library is, for `dnngraph info` and backend_version().

@@ -160,7 +160,7 @@ class Graph {
   std::string to_table() const;
 
  protected:
-  Tensor make_output(const std::string& node_name, const char* role);
+  Tensor make_output(const std::string& node_name, Role role);
   std::string next_name(std::string_view op);
   Node& push(OpAttrs attrs, OpOptions& o, std::string_view op);
 

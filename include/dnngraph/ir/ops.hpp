@@ -1,6 +1,8 @@
 // One struct of attributes per op family, and the Node that carries it.
 #pragma once
 
+#include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +13,62 @@
 #include "dnngraph/ir/tensor.hpp"
 
 namespace dnngraph::ir {
+
+// Every port role any op knows, spelled as the cuDNN frontend spells them. Which roles an op
+// family accepts is declared in its op table entry; strings exist only at the user boundary
+// (JSON, Python keywords, messages, dot): role_name / role_from_name convert.
+#define DNNGRAPH_ROLES(R) \
+  R(X)                    \
+  R(W)                    \
+  R(Y)                    \
+  R(DY)                   \
+  R(DX)                   \
+  R(DW)                   \
+  R(A)                    \
+  R(B)                    \
+  R(C)                    \
+  R(IN_0)                 \
+  R(IN_1)                 \
+  R(IN_2)                 \
+  R(OUT_0)                \
+  R(SCALE)                \
+  R(BIAS)                 \
+  R(EPSILON)              \
+  R(MOMENTUM)             \
+  R(PREV_RUNNING_MEAN)    \
+  R(PREV_RUNNING_VAR)     \
+  R(MEAN)                 \
+  R(INV_VARIANCE)         \
+  R(NEXT_RUNNING_MEAN)    \
+  R(NEXT_RUNNING_VAR)     \
+  R(DSCALE)               \
+  R(DBIAS)                \
+  R(STATS)                \
+  R(Q)                    \
+  R(K)                    \
+  R(V)                    \
+  R(O)                    \
+  R(DO)                   \
+  R(DQ)                   \
+  R(DK)                   \
+  R(DV)                   \
+  R(ATTN_SCALE)           \
+  R(SEQ_LEN_Q)            \
+  R(SEQ_LEN_KV)           \
+  R(SEED)                 \
+  R(OFFSET)               \
+  R(DROPOUT_MASK)         \
+  R(DROPOUT_SCALE)        \
+  R(RNG_DUMP)
+
+enum class Role : uint8_t {
+#define DNNGRAPH_ROLE_ENUM(r) r,
+  DNNGRAPH_ROLES(DNNGRAPH_ROLE_ENUM)
+#undef DNNGRAPH_ROLE_ENUM
+};
+std::string_view role_name(Role r);  // "INV_VARIANCE"
+std::optional<Role> role_from_name(std::string_view name);
+std::ostream& operator<<(std::ostream& os, Role r);  // writes role_name(r), for messages
 
 // Convolution (2-D when 2 spatial dims, 3-D when 3). Padding is per side.
 struct ConvAttrs {
@@ -189,9 +247,9 @@ enum class OpKind : int {
 std::string_view op_kind_name(OpKind k);  // "conv_fprop", "matmul", ...
 std::optional<OpKind> op_kind_from_name(std::string_view name);
 
-// A named tensor slot of a node ("X", "W", "Y", "IN_0", ...).
+// A tensor slot of a node (Role::X, Role::W, Role::Y, Role::IN_0, ...).
 struct Port {
-  std::string role;
+  Role role;
   Tensor tensor;
 };
 
@@ -204,8 +262,8 @@ struct Node {
 
   OpKind kind() const { return static_cast<OpKind>(attrs.index()); }
   // The tensor bound to `role`, or nullptr.
-  Tensor input(std::string_view role) const;
-  Tensor output(std::string_view role) const;
+  Tensor input(Role role) const;
+  Tensor output(Role role) const;
   template <class A>
   const A& as() const {
     return std::get<A>(attrs);

@@ -11,9 +11,9 @@ std::vector<int64_t> or_fill(const std::vector<int64_t>& v, size_t n, int64_t fi
 // Which ports each direction reads and writes, and the attribute names they map to.
 struct ConvPorts {
   cudnnBackendDescriptorType_t op;
-  const char* in0;  // first input role
-  const char* in1;  // second input role
-  const char* out;  // output role
+  ir::Role in0;  // first input role
+  ir::Role in1;  // second input role
+  ir::Role out;  // output role
   cudnnBackendAttributeName_t a_in0, a_in1, a_out, a_conv, a_alpha, a_beta;
 };
 
@@ -27,9 +27,9 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
     case ir::OpKind::ConvFprop:
       attrs = &n.as<ir::ConvFpropAttrs>();
       p = {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-           "X",
-           "W",
-           "Y",
+           Role::X,
+           Role::W,
+           Role::Y,
            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
@@ -40,9 +40,9 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
     case ir::OpKind::ConvDgrad:
       attrs = &n.as<ir::ConvDgradAttrs>();
       p = {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
-           "DY",
-           "W",
-           "DX",
+           Role::DY,
+           Role::W,
+           Role::DX,
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
@@ -53,9 +53,9 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
     case ir::OpKind::ConvWgrad:
       attrs = &n.as<ir::ConvWgradAttrs>();
       p = {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
-           "DY",
-           "X",
-           "DW",
+           Role::DY,
+           Role::X,
+           Role::DW,
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
            CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,

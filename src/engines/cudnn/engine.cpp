@@ -248,6 +248,13 @@ Result<Descriptor> finalize_plan(const LoweredState& st, cudnnBackendDescriptor_
   if (!pd) return pd.status();
   DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.build_handle));
   DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg));
+  std::unique_lock<std::mutex> cache_lock;
+  if (st.kernel_cache) {
+    auto kc = lock_kernel_cache(st);
+    if (!kc) return kc.status();
+    cache_lock = std::move(kc->lock);
+    DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE, kc->desc));
+  }
   DNNGRAPH_TRY(pd->finalize(ErrorCode::NotSupported));
   return std::move(pd.value());
 }
@@ -333,6 +340,11 @@ class CudnnCandidate final : public Candidate {
 class CudnnLoweredGraph final : public LoweredGraph {
  public:
   explicit CudnnLoweredGraph(std::shared_ptr<LoweredState> st) : st_(std::move(st)) {}
+  // Used by dynamic-shape graphs only (as in the frontend); others compile their own kernels.
+  Status set_kernel_cache(const KernelCachePtr& cache) override {
+    if (st_->cx->graph().dynamic_shape_enabled()) st_->kernel_cache = cache;
+    return Status::ok();
+  }
   Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode mode) override {
     Result<std::vector<Descriptor>> cfgs = std::vector<Descriptor>{};
     if (mode == HeurMode::A && st_->has_configs_a) {
@@ -395,6 +407,16 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::Graph& g, const ViewM
   for (const auto& o : st->cx->ops()) ops.push_back(o.get());
   DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, hs.handle));
   DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops));
+  if (g.dynamic_shape_enabled()) {
+    if (load_info().version < 90400)
+      return make_error(ErrorCode::NotSupported, st->what,
+                        ": dynamic shapes need cuDNN 9.4 or "
+                        "later, this is ",
+                        backend_version_string());
+    const bool on = true;
+    DNNGRAPH_TRY(
+        od->set(CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED, CUDNN_TYPE_BOOLEAN, on));
+  }
   DNNGRAPH_TRY(od->finalize(ErrorCode::NotSupported));
   st->op_graph = std::move(od.value());
 

@@ -16,6 +16,8 @@
 
 namespace dnngraph::cudnn {
 
+using ir::Role;
+
 // A pass-by-value tensor whose value the plan supplies itself (graph constants and the
 // constants composite lowerings add, e.g. -inf for masks).
 struct ByValueConstant {

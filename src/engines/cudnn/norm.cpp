@@ -18,7 +18,7 @@ cudnnBackendNormMode_t mode_of(ir::NormKind k) {
 }
 
 struct PortAttr {
-  const char* role;
+  Role role;
   bool is_input;
   cudnnBackendAttributeName_t attr;
 };
@@ -56,35 +56,36 @@ Status lower_norm(LowerContext& cx, const ir::Node& n) {
     // Batchnorm inference reads MEAN / INV_VARIANCE; training writes them.
     DNNGRAPH_TRY(bind_ports(
         cx, n, op,
-        {{"X", true, CUDNN_ATTR_OPERATION_NORM_FWD_XDESC},
-         {"SCALE", true, CUDNN_ATTR_OPERATION_NORM_FWD_SCALE_DESC},
-         {"BIAS", true, CUDNN_ATTR_OPERATION_NORM_FWD_BIAS_DESC},
-         {"EPSILON", true, CUDNN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC},
-         {"MOMENTUM", true, CUDNN_ATTR_OPERATION_NORM_FWD_EXP_AVG_FACTOR_DESC},
-         {"PREV_RUNNING_MEAN", true, CUDNN_ATTR_OPERATION_NORM_FWD_INPUT_RUNNING_MEAN_DESC},
-         {"PREV_RUNNING_VAR", true, CUDNN_ATTR_OPERATION_NORM_FWD_INPUT_RUNNING_VAR_DESC},
-         {"MEAN", true, CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC},
-         {"INV_VARIANCE", true, CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC},
-         {"Y", false, CUDNN_ATTR_OPERATION_NORM_FWD_YDESC},
-         {"MEAN", false, CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC},
-         {"INV_VARIANCE", false, CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC},
-         {"NEXT_RUNNING_MEAN", false, CUDNN_ATTR_OPERATION_NORM_FWD_OUTPUT_RUNNING_MEAN_DESC},
-         {"NEXT_RUNNING_VAR", false, CUDNN_ATTR_OPERATION_NORM_FWD_OUTPUT_RUNNING_VAR_DESC}}));
+        {{Role::X, true, CUDNN_ATTR_OPERATION_NORM_FWD_XDESC},
+         {Role::SCALE, true, CUDNN_ATTR_OPERATION_NORM_FWD_SCALE_DESC},
+         {Role::BIAS, true, CUDNN_ATTR_OPERATION_NORM_FWD_BIAS_DESC},
+         {Role::EPSILON, true, CUDNN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC},
+         {Role::MOMENTUM, true, CUDNN_ATTR_OPERATION_NORM_FWD_EXP_AVG_FACTOR_DESC},
+         {Role::PREV_RUNNING_MEAN, true, CUDNN_ATTR_OPERATION_NORM_FWD_INPUT_RUNNING_MEAN_DESC},
+         {Role::PREV_RUNNING_VAR, true, CUDNN_ATTR_OPERATION_NORM_FWD_INPUT_RUNNING_VAR_DESC},
+         {Role::MEAN, true, CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC},
+         {Role::INV_VARIANCE, true, CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC},
+         {Role::Y, false, CUDNN_ATTR_OPERATION_NORM_FWD_YDESC},
+         {Role::MEAN, false, CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC},
+         {Role::INV_VARIANCE, false, CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC},
+         {Role::NEXT_RUNNING_MEAN, false, CUDNN_ATTR_OPERATION_NORM_FWD_OUTPUT_RUNNING_MEAN_DESC},
+         {Role::NEXT_RUNNING_VAR, false, CUDNN_ATTR_OPERATION_NORM_FWD_OUTPUT_RUNNING_VAR_DESC}}));
     return cx.add_op(std::move(op));
   }
   auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR, what);
   if (!od) return od.status();
   Descriptor& op = od.value();
   DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, mode));
-  DNNGRAPH_TRY(bind_ports(cx, n, op,
-                          {{"DY", true, CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC},
-                           {"X", true, CUDNN_ATTR_OPERATION_NORM_BWD_XDESC},
-                           {"SCALE", true, CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC},
-                           {"MEAN", true, CUDNN_ATTR_OPERATION_NORM_BWD_MEAN_DESC},
-                           {"INV_VARIANCE", true, CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC},
-                           {"DX", false, CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC},
-                           {"DSCALE", false, CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC},
-                           {"DBIAS", false, CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC}}));
+  DNNGRAPH_TRY(
+      bind_ports(cx, n, op,
+                 {{Role::DY, true, CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC},
+                  {Role::X, true, CUDNN_ATTR_OPERATION_NORM_BWD_XDESC},
+                  {Role::SCALE, true, CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC},
+                  {Role::MEAN, true, CUDNN_ATTR_OPERATION_NORM_BWD_MEAN_DESC},
+                  {Role::INV_VARIANCE, true, CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC},
+                  {Role::DX, false, CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC},
+                  {Role::DSCALE, false, CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC},
+                  {Role::DBIAS, false, CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC}}));
   return cx.add_op(std::move(op));
 }
 

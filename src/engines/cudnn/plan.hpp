@@ -12,6 +12,7 @@
 
 #include "dnngraph/engines/handle.hpp"
 #include "dnngraph/engines/interface.hpp"
+#include "dnngraph/engines/kernel_cache.hpp"
 #include "engines/cudnn/lowering.hpp"
 
 namespace dnngraph::cudnn {
@@ -48,7 +49,17 @@ struct LoweredState {
   // Heuristics mode A's configs when lowering already asked for them (the SDPA variants).
   std::vector<Descriptor> configs_a;
   bool has_configs_a = false;
+  // Shared by every plan of a dynamic-shape graph given one (kernel_cache.cpp).
+  KernelCachePtr kernel_cache;
 };
+
+// The kernel cache of `st` (set), locked and set up for its operation graph. Plans are
+// finalized with the lock held: builds that share a cache are serialised.
+struct KernelCacheLock {
+  std::unique_lock<std::mutex> lock;
+  cudnnBackendDescriptor_t desc;
+};
+Result<KernelCacheLock> lock_kernel_cache(const LoweredState& st);
 
 // Wraps a finalized execution plan.
 Result<std::unique_ptr<Plan>> make_plan(std::shared_ptr<LoweredState> state, Descriptor plan,

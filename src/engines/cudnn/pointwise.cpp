@@ -170,7 +170,7 @@ Status lower_pointwise(LowerContext& cx, const ir::Node& n) {
       detail::cat("pointwise ", pointwise_mode_name(a.mode), " '", n.name, "'");
   const int arity = pointwise_arity(a.mode);
   cudnnBackendDescriptor_t in[3] = {nullptr, nullptr, nullptr};
-  static constexpr const char* kRoles[] = {"IN_0", "IN_1", "IN_2"};
+  static constexpr Role kRoles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
   for (int i = 0; i < arity; ++i) {
     ir::Tensor t = n.input(kRoles[i]);
     if (!t)
@@ -180,7 +180,7 @@ Status lower_pointwise(LowerContext& cx, const ir::Node& n) {
     if (!d) return d.status();
     in[i] = d.value();
   }
-  ir::Tensor out = n.output("OUT_0");
+  ir::Tensor out = n.output(Role::OUT_0);
   if (!out) return make_error(ErrorCode::InvalidGraph, what, ": port OUT_0 is empty");
   auto y = cx.tensor(out);
   if (!y) return y.status();

@@ -29,7 +29,7 @@ Status sdpa_unsupported(const std::string& what, const std::string& feature) {
 
 Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,
                              const ir::SdpaAttrs& a) {
-  ir::Tensor q = n.input("Q"), k = n.input("K"), v = n.input("V");
+  ir::Tensor q = n.input(Role::Q), k = n.input(Role::K), v = n.input(Role::V);
   if (!q || !k || !v) return make_error(ErrorCode::InvalidGraph, what, ": needs ports Q, K and V");
   const TensorView &qv = cx.view(q), &kv = cx.view(k), &vv = cx.view(v);
   if (qv.dim.size() != 4 || kv.dim.size() != 4 || vv.dim.size() != 4)
@@ -45,12 +45,12 @@ Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::str
 
 Result<SdpaSeqLens> sdpa_seq_lens(LowerContext& cx, const ir::Node& n) {
   SdpaSeqLens l;
-  if (ir::Tensor t = n.input("SEQ_LEN_Q")) {
+  if (ir::Tensor t = n.input(Role::SEQ_LEN_Q)) {
     auto r = cx.tensor(t);
     if (!r) return r.status();
     l.q = r.value();
   }
-  if (ir::Tensor t = n.input("SEQ_LEN_KV")) {
+  if (ir::Tensor t = n.input(Role::SEQ_LEN_KV)) {
     auto r = cx.tensor(t);
     if (!r) return r.status();
     l.kv = r.value();
@@ -61,7 +61,7 @@ Result<SdpaSeqLens> sdpa_seq_lens(LowerContext& cx, const ir::Node& n) {
 Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std::string& what,
                                  const ir::SdpaAttrs& a, const SdpaShape& s, bool backward) {
   SdpaDropout d;
-  ir::Tensor mask = n.input("DROPOUT_MASK"), scale = n.input("DROPOUT_SCALE");
+  ir::Tensor mask = n.input(Role::DROPOUT_MASK), scale = n.input(Role::DROPOUT_SCALE);
   if (mask || scale) {
     if (!mask || !scale)
       return make_error(ErrorCode::InvalidGraph, what,
@@ -83,14 +83,14 @@ Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std:
   }
   if (!a.dropout_probability || *a.dropout_probability <= 0.0) return d;
   const double p = *a.dropout_probability;
-  ir::Tensor seed = n.input("SEED"), offset = n.input("OFFSET");
+  ir::Tensor seed = n.input(Role::SEED), offset = n.input(Role::OFFSET);
   if (!seed || !offset)
     return make_error(ErrorCode::InvalidGraph, what, ": dropout needs inputs SEED and OFFSET");
   auto tseed = cx.tensor(seed), toff = cx.tensor(offset);
   if (!tseed) return tseed.status();
   if (!toff) return toff.status();
   cudnnBackendDescriptor_t y = nullptr;
-  if (ir::Tensor dump = n.output("RNG_DUMP")) {
+  if (ir::Tensor dump = n.output(Role::RNG_DUMP)) {
     auto r = cx.tensor(dump);
     if (!r) return r.status();
     y = r.value();
@@ -168,7 +168,7 @@ Status sdpa_reshape(LowerContext& cx, const std::string& name, cudnnBackendDescr
 Result<cudnnBackendDescriptor_t> sdpa_scale(LowerContext& cx, const ir::Node& n,
                                             const std::string& what, const ir::SdpaAttrs& a,
                                             int64_t d) {
-  if (ir::Tensor st = n.input("ATTN_SCALE")) return cx.tensor(st);
+  if (ir::Tensor st = n.input(Role::ATTN_SCALE)) return cx.tensor(st);
   const double value = a.attn_scale ? *a.attn_scale : 1.0 / std::sqrt(static_cast<double>(d));
   return cx.constant(what + "::attn_scale", ir::Scalar::of_float(value), 4);
 }
@@ -281,7 +281,7 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(LowerContext& cx, const ir::
                              nullptr, scaled.value()));
   cudnnBackendDescriptor_t last = scaled.value();
 
-  if (ir::Tensor bias = n.input("BIAS")) {
+  if (ir::Tensor bias = n.input(Role::BIAS)) {
     auto tb = cx.tensor(bias);
     if (!tb) return tb;
     auto biased = cx.virtual_tensor(what + "::S_bias", sdim, f32);
@@ -367,7 +367,7 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(LowerContext& cx, const ir::
 Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat(op_kind_name(n.kind()), " '", n.name, "'");
   const auto& a = n.as<ir::SdpaAttrs>();
-  ir::Tensor k = n.input("K"), o = n.output("O");
+  ir::Tensor k = n.input(Role::K), o = n.output(Role::O);
   if (!o) return make_error(ErrorCode::InvalidGraph, what, ": needs port O");
   auto shape = sdpa_shape(cx, n, what, a);
   if (!shape) return shape.status();
@@ -375,9 +375,9 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   const DataType f32 = DataType::Float;
 
   // K described transposed (same memory).
-  auto tq = cx.tensor(n.input("Q"));
+  auto tq = cx.tensor(n.input(Role::Q));
   auto tk = cx.tensor_as(k, sdpa_transposed(cx.view(k)));
-  auto tv = cx.tensor(n.input("V"));
+  auto tv = cx.tensor(n.input(Role::V));
   auto to = cx.tensor(o);
   for (auto* r : {&tq, &tk, &tv, &to})
     if (!*r) return r->status();
@@ -390,7 +390,7 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   if (!last) return last.status();
 
   cudnnBackendDescriptor_t stats = nullptr;
-  if (ir::Tensor st = n.output("STATS")) {
+  if (ir::Tensor st = n.output(Role::STATS)) {
     auto r = cx.tensor(st);
     if (!r) return r.status();
     stats = r.value();
@@ -401,7 +401,7 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   }
   auto drop = sdpa_dropout(cx, n, what, a, s, /*backward=*/false);
   if (!drop) return drop.status();
-  const DataType p_type = cx.variant.sdpa_float_probabilities ? f32 : n.input("V")->data_type;
+  const DataType p_type = cx.variant.sdpa_float_probabilities ? f32 : n.input(Role::V)->data_type;
   // With dropout the softmax output stays float and the dropped-out P takes P's type.
   auto p = cx.virtual_tensor(what + "::P", s.sdim(), drop->any() ? f32 : p_type);
   if (!p) return p.status();

@@ -25,9 +25,9 @@ namespace dnngraph::cudnn {
 Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat(op_kind_name(n.kind()), " '", n.name, "'");
   const auto& a = n.as<ir::SdpaBwdAttrs>();
-  ir::Tensor q = n.input("Q"), k = n.input("K"), v = n.input("V"), o = n.input("O");
-  ir::Tensor d_o = n.input("DO"), stats = n.input("STATS");
-  ir::Tensor dq = n.output("DQ"), dk = n.output("DK"), dv = n.output("DV");
+  ir::Tensor q = n.input(Role::Q), k = n.input(Role::K), v = n.input(Role::V), o = n.input(Role::O);
+  ir::Tensor d_o = n.input(Role::DO), stats = n.input(Role::STATS);
+  ir::Tensor dq = n.output(Role::DQ), dk = n.output(Role::DK), dv = n.output(Role::DV);
   if (!o || !d_o || !stats || !dq || !dk || !dv)
     return make_error(ErrorCode::InvalidGraph, what,
                       ": needs ports O, DO, STATS and outputs DQ, DK, DV");
@@ -151,7 +151,7 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
     before_scale = r.value();
   }
   // DBIAS = dS before the attention scale, summed over the dims BIAS broadcasts (batch, heads).
-  if (ir::Tensor dbias = n.output("DBIAS")) {
+  if (ir::Tensor dbias = n.output(Role::DBIAS)) {
     auto tdb = cx.tensor(dbias);
     if (!tdb) return tdb.status();
     DNNGRAPH_TRY(add_reduction(cx, what + " dBias", CUDNN_REDUCE_TENSOR_ADD, f32, before_scale,

@@ -24,7 +24,8 @@ Status check_layout(const std::string& op, const std::string& what, const ir::Te
 Status check_port_layouts(const ir::Node& n, const std::string& op) {
   for (const auto* ports : {&n.inputs, &n.outputs})
     for (const ir::Port& p : *ports)
-      DNNGRAPH_TRY(check_layout(op, p.role + " '" + p.tensor->name + "'", *p.tensor));
+      DNNGRAPH_TRY(check_layout(
+          op, std::string(ir::role_name(p.role)) + " '" + p.tensor->name + "'", *p.tensor));
   return Status::ok();
 }
 

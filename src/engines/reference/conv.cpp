@@ -40,22 +40,22 @@ const ir::ConvAttrs& conv_attrs(const ir::Node& n) {
   }
 }
 
-// The activation-side ("X"), filter ("W") and output-side ("Y") roles of each direction.
+// The activation-side (X), filter (W) and output-side (Y) roles of each direction.
 struct Roles {
-  const char *x, *w, *y;
+  Role x, w, y;
 };
 Roles roles_of(const ir::Node& n) {
   switch (n.kind()) {
     case ir::OpKind::ConvDgrad:
-      return {"DX", "W", "DY"};
+      return {Role::DX, Role::W, Role::DY};
     case ir::OpKind::ConvWgrad:
-      return {"X", "DW", "DY"};
+      return {Role::X, Role::DW, Role::DY};
     default:
-      return {"X", "W", "Y"};
+      return {Role::X, Role::W, Role::Y};
   }
 }
 
-ir::Tensor port(const ir::Node& n, const char* role) {
+ir::Tensor port(const ir::Node& n, Role role) {
   ir::Tensor t = n.input(role);
   return t ? t : n.output(role);
 }
@@ -225,7 +225,7 @@ DNNGRAPH_FPROP_CLONES void fprop_tile(const Geometry& g, const double* const* xs
 }
 
 Status fprop(KernelContext& ctx, const Geometry& g) {
-  const Dense x = ctx.load("X"), w = ctx.load("W");
+  const Dense x = ctx.load(Role::X), w = ctx.load(Role::W);
   const std::vector<double> xp = pad_channels_last(g, x);
   // W [K, Cg, taps] -> wt [G][Kg blocks of kKb][taps][Cg][kKb] (taps in correlation order,
   // zero padded): one block is contiguous and stays in cache while a row of pixels sweeps.
@@ -243,7 +243,7 @@ Status fprop(KernelContext& ctx, const Geometry& g) {
             wt[static_cast<size_t>((gi * blocks + kk / kKb) * block_size + (t * g.Cg + c) * kKb +
                                    kk % kKb)] = w[(k * g.Cg + c) * taps + tap(g, kd, kh, kw)];
           }
-  Dense y(ctx.tensor("Y").dim);
+  Dense y(ctx.tensor(Role::Y).dim);
   const int64_t ov = g.out_volume();
   const int64_t rows = g.N * g.G * g.out[0] * g.out[1];
 #pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
@@ -270,14 +270,14 @@ Status fprop(KernelContext& ctx, const Geometry& g) {
       }
     }
   }
-  ctx.store("Y", y);
+  ctx.store(Role::Y, y);
   return Status::ok();
 }
 
 // ---------------------------------------------------------------- dgrad
 // Scatter form: each DY pixel adds dy[k] * w[k, :, tap] into the padded DX pixel it read.
 Status dgrad(KernelContext& ctx, const Geometry& g) {
-  const Dense dy = ctx.load("DY"), w = ctx.load("W");
+  const Dense dy = ctx.load(Role::DY), w = ctx.load(Role::W);
   const int64_t taps = g.ker_volume(), ov = g.out_volume();
   // wt [G][taps][Kg][Cg] in correlation order: the inner loop runs over channels.
   std::vector<double> wt(static_cast<size_t>(g.G * taps * g.Kg * g.Cg));
@@ -335,8 +335,8 @@ Status dgrad(KernelContext& ctx, const Geometry& g) {
             *dst++ = ctx.round_compute(dxp[static_cast<size_t>(
                 padded_pixel(g, n, d + g.pre[0], h + g.pre[1], w2 + g.pre[2]) * g.C + c)]);
     }
-  dx.dim = ctx.tensor("DX").dim;
-  ctx.store("DX", dx);
+  dx.dim = ctx.tensor(Role::DX).dim;
+  ctx.store(Role::DX, dx);
   return Status::ok();
 }
 
@@ -347,11 +347,11 @@ Status dgrad(KernelContext& ctx, const Geometry& g) {
 constexpr int64_t kWgradKb = 8;
 
 Status wgrad(KernelContext& ctx, const Geometry& g) {
-  const Dense dy = ctx.load("DY"), x = ctx.load("X");
+  const Dense dy = ctx.load(Role::DY), x = ctx.load(Role::X);
   const std::vector<double> xp = pad_channels_last(g, x);
   const int64_t taps = g.ker_volume(), ov = g.out_volume();
   const int64_t kblocks = (g.K + kWgradKb - 1) / kWgradKb;
-  Dense dw(ctx.tensor("DW").dim);
+  Dense dw(ctx.tensor(Role::DW).dim);
 #pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
   for (int64_t kb = 0; kb < kblocks; ++kb) {
     const int64_t k0 = kb * kWgradKb, k1 = std::min(g.K, k0 + kWgradKb);
@@ -389,7 +389,7 @@ Status wgrad(KernelContext& ctx, const Geometry& g) {
                   ctx.round_compute(acc[static_cast<size_t>(((k - k0) * taps + t) * g.Cg + c)]);
             }
   }
-  ctx.store("DW", dw);
+  ctx.store(Role::DW, dw);
   return Status::ok();
 }
 

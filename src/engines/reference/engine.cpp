@@ -100,7 +100,7 @@ class ReferencePlan final : public Plan {
                           "): no buffer in the variant pack");
     }
     for (const ir::Node& n : p_->nodes) {
-      std::vector<std::pair<std::string_view, Bound>> in, out;
+      std::vector<std::pair<Role, Bound>> in, out;
       for (const auto& port : n.inputs) in.emplace_back(port.role, bind(port.tensor));
       for (const auto& port : n.outputs) out.emplace_back(port.role, bind(port.tensor));
       KernelContext ctx(n, std::move(in), std::move(out), n.compute_data_type);

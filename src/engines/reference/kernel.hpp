@@ -14,6 +14,8 @@
 
 namespace dnngraph::reference {
 
+using ir::Role;
+
 // Dense row-major tensor in fp64 (the reference computes in fp64 and rounds where the graph
 // says a value is stored).
 struct Dense {
@@ -43,8 +45,8 @@ struct Bound {
 
 class KernelContext {
  public:
-  KernelContext(const ir::Node& node, std::vector<std::pair<std::string_view, Bound>> inputs,
-                std::vector<std::pair<std::string_view, Bound>> outputs, DataType compute);
+  KernelContext(const ir::Node& node, std::vector<std::pair<Role, Bound>> inputs,
+                std::vector<std::pair<Role, Bound>> outputs, DataType compute);
 
   const ir::Node& node() const { return node_; }
   const std::string& name() const { return node_.name; }
@@ -52,23 +54,23 @@ class KernelContext {
   DataType compute_type() const { return compute_; }
   double round_compute(double v) const { return round_to(compute_, v); }
 
-  bool has_input(std::string_view role) const { return find(inputs_, role) != nullptr; }
-  bool has_output(std::string_view role) const { return find(outputs_, role) != nullptr; }
+  bool has_input(Role role) const { return find(inputs_, role) != nullptr; }
+  bool has_output(Role role) const { return find(outputs_, role) != nullptr; }
   // Attributes of the tensor bound to role (input or output); role must exist.
-  const ir::TensorAttrs& tensor(std::string_view role) const;
+  const ir::TensorAttrs& tensor(Role role) const;
 
   // Reads an input in logical row-major order.
-  Dense load(std::string_view role) const;
+  Dense load(Role role) const;
   // Reads an input broadcast (dims of 1 repeated) to `dims` (same rank).
-  Dense load_broadcast(std::string_view role, const std::vector<int64_t>& dims) const;
+  Dense load_broadcast(Role role, const std::vector<int64_t>& dims) const;
   // The single value of a 1-element input (pass-by-value constant, host scalar or buffer).
-  double scalar(std::string_view role) const;
+  double scalar(Role role) const;
   // Writes an output (dims must equal the output's dims), rounding to its storage type.
-  void store(std::string_view role, const Dense& value) const;
+  void store(Role role, const Dense& value) const;
 
  private:
-  using Ports = std::vector<std::pair<std::string_view, Bound>>;
-  static const Bound* find(const Ports& ports, std::string_view role);
+  using Ports = std::vector<std::pair<Role, Bound>>;
+  static const Bound* find(const Ports& ports, Role role);
   const ir::Node& node_;
   Ports inputs_;
   Ports outputs_;

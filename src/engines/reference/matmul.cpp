@@ -41,7 +41,7 @@ std::vector<int64_t> batch_dims(const std::vector<int64_t>& d) { return {d.begin
 }  // namespace
 
 Status check_matmul(const ir::Node& n) {
-  const ir::Tensor a = n.input("A"), b = n.input("B"), c = n.output("C");
+  const ir::Tensor a = n.input(Role::A), b = n.input(Role::B), c = n.output(Role::C);
   if (!a || !b || !c)
     return make_error(ErrorCode::InvalidGraph, "matmul '", n.name, "': needs A, B and C");
   if (n.as<ir::MatmulAttrs>().padding_value)
@@ -78,8 +78,8 @@ Status check_matmul(const ir::Node& n) {
 }
 
 Status run_matmul(KernelContext& ctx) {
-  const Dense a = ctx.load("A"), b = ctx.load("B");
-  const std::vector<int64_t>& cdim = ctx.tensor("C").dim;
+  const Dense a = ctx.load(Role::A), b = ctx.load(Role::B);
+  const std::vector<int64_t>& cdim = ctx.tensor(Role::C).dim;
   const size_t rc = cdim.size();
   const int64_t M = cdim[rc - 2], N = cdim[rc - 1], K = a.dim.back();
   const std::vector<int64_t> cb = batch_dims(cdim);
@@ -107,7 +107,7 @@ Status run_matmul(KernelContext& ctx) {
       for (int64_t j = 0; j < N; ++j) crow[j] = ctx.round_compute(acc[static_cast<size_t>(j)]);
     }
   }
-  ctx.store("C", c);
+  ctx.store(Role::C, c);
   return Status::ok();
 }
 

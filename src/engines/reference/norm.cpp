@@ -103,23 +103,23 @@ class Checker {
     return n_.kind() == ir::OpKind::NormFwd ? n_.as<ir::NormFwdAttrs>().kind
                                             : n_.as<ir::NormBwdAttrs>().kind;
   }
-  ir::Tensor get(const char* role) const {
+  ir::Tensor get(Role role) const {
     ir::Tensor t = n_.input(role);
     return t ? t : n_.output(role);
   }
 
-  Status present(const char* role) const {
+  Status present(Role role) const {
     if (!get(role)) return make_error(ErrorCode::InvalidGraph, op(), ": no ", role, " tensor");
     return Status::ok();
   }
-  Status absent(const char* role, const char* why) const {
+  Status absent(Role role, const char* why) const {
     if (ir::Tensor t = get(role))
       return make_error(ErrorCode::NotSupported, op(), ": unexpected ", role, " '", t->name, "' (",
                         why, ")");
     return Status::ok();
   }
   // role, when present, has exactly `want` dims.
-  Status dims_equal(const char* role, const std::vector<int64_t>& want) const {
+  Status dims_equal(Role role, const std::vector<int64_t>& want) const {
     ir::Tensor t = get(role);
     if (t && t->dim != want)
       return make_error(ErrorCode::InvalidGraph, op(), ": ", role, " '", t->name, "' has dims ",
@@ -127,7 +127,7 @@ class Checker {
     return Status::ok();
   }
   // role, when present, broadcasts to `to` (same rank, each dim 1 or equal).
-  Status broadcasts(const char* role, const std::vector<int64_t>& to) const {
+  Status broadcasts(Role role, const std::vector<int64_t>& to) const {
     ir::Tensor t = get(role);
     if (!t) return Status::ok();
     bool ok = t->dim.size() == to.size();
@@ -138,7 +138,7 @@ class Checker {
                         " (expected the same rank, each dim 1 or equal)");
     return Status::ok();
   }
-  Status scalar(const char* role) const {
+  Status scalar(Role role) const {
     ir::Tensor t = get(role);
     if (t && t->volume() != 1)
       return make_error(ErrorCode::InvalidGraph, op(), ": ", role, " '", t->name, "' has dims ",
@@ -157,47 +157,47 @@ Status check_forward(const ir::Node& n) {
   Checker c(n);
   const auto& a = n.as<ir::NormFwdAttrs>();
   DNNGRAPH_TRY(c.layouts());
-  DNNGRAPH_TRY(c.present("X"));
-  DNNGRAPH_TRY(c.present("Y"));
-  DNNGRAPH_TRY(c.present("SCALE"));
-  const std::vector<int64_t>& x = n.input("X")->dim;
+  DNNGRAPH_TRY(c.present(Role::X));
+  DNNGRAPH_TRY(c.present(Role::Y));
+  DNNGRAPH_TRY(c.present(Role::SCALE));
+  const std::vector<int64_t>& x = n.input(Role::X)->dim;
   if (x.size() < 2)
-    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input("X")->name, "' has rank ",
-                      x.size(), ", expected at least 2");
+    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input(Role::X)->name,
+                      "' has rank ", x.size(), ", expected at least 2");
   const std::vector<int64_t> sd = stats_dims(a.kind, x);
-  DNNGRAPH_TRY(c.dims_equal("Y", x));
-  DNNGRAPH_TRY(c.broadcasts("SCALE", x));
-  DNNGRAPH_TRY(c.broadcasts("BIAS", x));
-  for (const char* r : {"MEAN", "INV_VARIANCE", "PREV_RUNNING_MEAN", "PREV_RUNNING_VAR",
-                        "NEXT_RUNNING_MEAN", "NEXT_RUNNING_VAR"})
+  DNNGRAPH_TRY(c.dims_equal(Role::Y, x));
+  DNNGRAPH_TRY(c.broadcasts(Role::SCALE, x));
+  DNNGRAPH_TRY(c.broadcasts(Role::BIAS, x));
+  for (Role r : {Role::MEAN, Role::INV_VARIANCE, Role::PREV_RUNNING_MEAN, Role::PREV_RUNNING_VAR,
+                 Role::NEXT_RUNNING_MEAN, Role::NEXT_RUNNING_VAR})
     DNNGRAPH_TRY(c.dims_equal(r, sd));
-  DNNGRAPH_TRY(c.scalar("EPSILON"));
-  DNNGRAPH_TRY(c.scalar("MOMENTUM"));
+  DNNGRAPH_TRY(c.scalar(Role::EPSILON));
+  DNNGRAPH_TRY(c.scalar(Role::MOMENTUM));
   const bool bn_inference =
       a.kind == ir::NormKind::BatchNorm && a.phase == NormForwardPhase::Inference;
   if (bn_inference) {
     // Statistics come in; nothing else is produced.
-    if (!n.input("MEAN") || !n.input("INV_VARIANCE"))
+    if (!n.input(Role::MEAN) || !n.input(Role::INV_VARIANCE))
       return make_error(ErrorCode::InvalidGraph, c.op(),
                         ": inference needs MEAN and INV_VARIANCE inputs");
-    for (const char* r : {"NEXT_RUNNING_MEAN", "NEXT_RUNNING_VAR"})
+    for (Role r : {Role::NEXT_RUNNING_MEAN, Role::NEXT_RUNNING_VAR})
       DNNGRAPH_TRY(c.absent(r, "batchnorm inference does not update running statistics"));
     return Status::ok();
   }
-  DNNGRAPH_TRY(c.present("EPSILON"));
-  if (n.input("MEAN") || n.input("INV_VARIANCE"))
+  DNNGRAPH_TRY(c.present(Role::EPSILON));
+  if (n.input(Role::MEAN) || n.input(Role::INV_VARIANCE))
     return make_error(ErrorCode::NotSupported, c.op(),
                       ": MEAN / INV_VARIANCE inputs are only read by batchnorm inference");
-  if (a.kind == ir::NormKind::RmsNorm) DNNGRAPH_TRY(c.absent("MEAN", "rmsnorm has no mean"));
+  if (a.kind == ir::NormKind::RmsNorm) DNNGRAPH_TRY(c.absent(Role::MEAN, "rmsnorm has no mean"));
   if (a.kind != ir::NormKind::BatchNorm) {
-    for (const char* r : {"MOMENTUM", "PREV_RUNNING_MEAN", "PREV_RUNNING_VAR", "NEXT_RUNNING_MEAN",
-                          "NEXT_RUNNING_VAR"})
+    for (Role r : {Role::MOMENTUM, Role::PREV_RUNNING_MEAN, Role::PREV_RUNNING_VAR,
+                   Role::NEXT_RUNNING_MEAN, Role::NEXT_RUNNING_VAR})
       DNNGRAPH_TRY(c.absent(r, "running statistics belong to batchnorm"));
     return Status::ok();
   }
-  const bool next = n.output("NEXT_RUNNING_MEAN") || n.output("NEXT_RUNNING_VAR");
-  if (next &&
-      (!n.input("MOMENTUM") || !n.input("PREV_RUNNING_MEAN") || !n.input("PREV_RUNNING_VAR")))
+  const bool next = n.output(Role::NEXT_RUNNING_MEAN) || n.output(Role::NEXT_RUNNING_VAR);
+  if (next && (!n.input(Role::MOMENTUM) || !n.input(Role::PREV_RUNNING_MEAN) ||
+               !n.input(Role::PREV_RUNNING_VAR)))
     return make_error(ErrorCode::InvalidGraph, c.op(),
                       ": NEXT_RUNNING_MEAN / NEXT_RUNNING_VAR need MOMENTUM, PREV_RUNNING_MEAN "
                       "and PREV_RUNNING_VAR inputs");
@@ -208,43 +208,45 @@ Status check_backward(const ir::Node& n) {
   Checker c(n);
   const auto& a = n.as<ir::NormBwdAttrs>();
   DNNGRAPH_TRY(c.layouts());
-  for (const char* r : {"DY", "X", "SCALE", "INV_VARIANCE", "DX"}) DNNGRAPH_TRY(c.present(r));
+  for (Role r : {Role::DY, Role::X, Role::SCALE, Role::INV_VARIANCE, Role::DX})
+    DNNGRAPH_TRY(c.present(r));
   if (a.kind == ir::NormKind::RmsNorm)
-    DNNGRAPH_TRY(c.absent("MEAN", "rmsnorm has no mean"));
+    DNNGRAPH_TRY(c.absent(Role::MEAN, "rmsnorm has no mean"));
   else
-    DNNGRAPH_TRY(c.present("MEAN"));
-  const std::vector<int64_t>& x = n.input("X")->dim;
+    DNNGRAPH_TRY(c.present(Role::MEAN));
+  const std::vector<int64_t>& x = n.input(Role::X)->dim;
   if (x.size() < 2)
-    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input("X")->name, "' has rank ",
-                      x.size(), ", expected at least 2");
-  DNNGRAPH_TRY(c.dims_equal("DY", x));
-  DNNGRAPH_TRY(c.dims_equal("DX", x));
-  DNNGRAPH_TRY(c.broadcasts("SCALE", x));
-  DNNGRAPH_TRY(c.dims_equal("DSCALE", n.input("SCALE")->dim));
-  DNNGRAPH_TRY(c.broadcasts("DBIAS", x));
+    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input(Role::X)->name,
+                      "' has rank ", x.size(), ", expected at least 2");
+  DNNGRAPH_TRY(c.dims_equal(Role::DY, x));
+  DNNGRAPH_TRY(c.dims_equal(Role::DX, x));
+  DNNGRAPH_TRY(c.broadcasts(Role::SCALE, x));
+  DNNGRAPH_TRY(c.dims_equal(Role::DSCALE, n.input(Role::SCALE)->dim));
+  DNNGRAPH_TRY(c.broadcasts(Role::DBIAS, x));
   const std::vector<int64_t> sd = stats_dims(a.kind, x);
-  DNNGRAPH_TRY(c.dims_equal("MEAN", sd));
-  DNNGRAPH_TRY(c.dims_equal("INV_VARIANCE", sd));
+  DNNGRAPH_TRY(c.dims_equal(Role::MEAN, sd));
+  DNNGRAPH_TRY(c.dims_equal(Role::INV_VARIANCE, sd));
   return Status::ok();
 }
 
 Status run_forward(KernelContext& ctx) {
   const auto& a = ctx.node().as<ir::NormFwdAttrs>();
   const bool rms = a.kind == ir::NormKind::RmsNorm;
-  const Dense x = ctx.load("X");
+  const Dense x = ctx.load(Role::X);
   const Groups gr = groups_of(a.kind, x.dim);
-  const Dense scale = ctx.load_broadcast("SCALE", x.dim);
-  const Dense bias = ctx.has_input("BIAS") ? ctx.load_broadcast("BIAS", x.dim) : Dense(x.dim);
+  const Dense scale = ctx.load_broadcast(Role::SCALE, x.dim);
+  const Dense bias =
+      ctx.has_input(Role::BIAS) ? ctx.load_broadcast(Role::BIAS, x.dim) : Dense(x.dim);
   const std::vector<int64_t> sd = stats_dims(a.kind, x.dim);
   Dense mean(sd), inv(sd), var(sd);
   const double m = static_cast<double>(gr.elements());
   const bool parallel = x.size() >= kParallelElements;
 
   if (a.kind == ir::NormKind::BatchNorm && a.phase == NormForwardPhase::Inference) {
-    mean = ctx.load("MEAN");
-    inv = ctx.load("INV_VARIANCE");
+    mean = ctx.load(Role::MEAN);
+    inv = ctx.load(Role::INV_VARIANCE);
   } else {
-    const double eps = ctx.scalar("EPSILON");
+    const double eps = ctx.scalar(Role::EPSILON);
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t g = 0; g < gr.count; ++g) {
       double sum = 0.0;
@@ -262,22 +264,22 @@ Status run_forward(KernelContext& ctx) {
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t g = 0; g < gr.count; ++g)
     gr.for_each(g, [&](int64_t i) { y[i] = (x[i] - mean[g]) * inv[g] * scale[i] + bias[i]; });
-  ctx.store("Y", y);
-  if (ctx.has_output("MEAN")) ctx.store("MEAN", mean);
-  if (ctx.has_output("INV_VARIANCE")) ctx.store("INV_VARIANCE", inv);
+  ctx.store(Role::Y, y);
+  if (ctx.has_output(Role::MEAN)) ctx.store(Role::MEAN, mean);
+  if (ctx.has_output(Role::INV_VARIANCE)) ctx.store(Role::INV_VARIANCE, inv);
 
-  if (ctx.has_output("NEXT_RUNNING_MEAN") || ctx.has_output("NEXT_RUNNING_VAR")) {
-    const double momentum = ctx.scalar("MOMENTUM");
-    const Dense prev_mean = ctx.load("PREV_RUNNING_MEAN");
-    const Dense prev_var = ctx.load("PREV_RUNNING_VAR");
+  if (ctx.has_output(Role::NEXT_RUNNING_MEAN) || ctx.has_output(Role::NEXT_RUNNING_VAR)) {
+    const double momentum = ctx.scalar(Role::MOMENTUM);
+    const Dense prev_mean = ctx.load(Role::PREV_RUNNING_MEAN);
+    const Dense prev_var = ctx.load(Role::PREV_RUNNING_VAR);
     const double unbias = m > 1.0 ? m / (m - 1.0) : 1.0;
     Dense next_mean(sd), next_var(sd);
     for (int64_t g = 0; g < gr.count; ++g) {
       next_mean[g] = (1.0 - momentum) * prev_mean[g] + momentum * mean[g];
       next_var[g] = (1.0 - momentum) * prev_var[g] + momentum * var[g] * unbias;
     }
-    if (ctx.has_output("NEXT_RUNNING_MEAN")) ctx.store("NEXT_RUNNING_MEAN", next_mean);
-    if (ctx.has_output("NEXT_RUNNING_VAR")) ctx.store("NEXT_RUNNING_VAR", next_var);
+    if (ctx.has_output(Role::NEXT_RUNNING_MEAN)) ctx.store(Role::NEXT_RUNNING_MEAN, next_mean);
+    if (ctx.has_output(Role::NEXT_RUNNING_VAR)) ctx.store(Role::NEXT_RUNNING_VAR, next_var);
   }
   return Status::ok();
 }
@@ -285,12 +287,12 @@ Status run_forward(KernelContext& ctx) {
 Status run_backward(KernelContext& ctx) {
   const auto& a = ctx.node().as<ir::NormBwdAttrs>();
   const bool rms = a.kind == ir::NormKind::RmsNorm;
-  const Dense dy = ctx.load("DY");
-  const Dense x = ctx.load("X");
+  const Dense dy = ctx.load(Role::DY);
+  const Dense x = ctx.load(Role::X);
   const Groups gr = groups_of(a.kind, x.dim);
-  const Dense scale = ctx.load_broadcast("SCALE", x.dim);
-  const Dense inv = ctx.load("INV_VARIANCE");
-  const Dense mean = rms ? Dense(stats_dims(a.kind, x.dim)) : ctx.load("MEAN");
+  const Dense scale = ctx.load_broadcast(Role::SCALE, x.dim);
+  const Dense inv = ctx.load(Role::INV_VARIANCE);
+  const Dense mean = rms ? Dense(stats_dims(a.kind, x.dim)) : ctx.load(Role::MEAN);
   const double m = static_cast<double>(gr.elements());
   const bool parallel = x.size() >= kParallelElements;
 
@@ -310,13 +312,14 @@ Status run_backward(KernelContext& ctx) {
     const double mean_gx = sum_gx / m;
     gr.for_each(g, [&](int64_t i) { dx[i] = r * (dy[i] * scale[i] - mean_g - xhat[i] * mean_gx); });
   }
-  ctx.store("DX", dx);
-  if (ctx.has_output("DSCALE")) {
+  ctx.store(Role::DX, dx);
+  if (ctx.has_output(Role::DSCALE)) {
     Dense dyx(x.dim);
     for (int64_t i = 0; i < x.size(); ++i) dyx[i] = dy[i] * xhat[i];
-    ctx.store("DSCALE", reduce_to(dyx, ctx.tensor("DSCALE").dim));
+    ctx.store(Role::DSCALE, reduce_to(dyx, ctx.tensor(Role::DSCALE).dim));
   }
-  if (ctx.has_output("DBIAS")) ctx.store("DBIAS", reduce_to(dy, ctx.tensor("DBIAS").dim));
+  if (ctx.has_output(Role::DBIAS))
+    ctx.store(Role::DBIAS, reduce_to(dy, ctx.tensor(Role::DBIAS).dim));
   return Status::ok();
 }
 

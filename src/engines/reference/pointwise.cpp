@@ -170,7 +170,7 @@ double apply(const Params& p, double a, double b, double c) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-constexpr const char* kInputRoles[] = {"IN_0", "IN_1", "IN_2"};
+constexpr Role kInputRoles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
 
 }  // namespace
 
@@ -179,7 +179,7 @@ Status check_pointwise(const ir::Node& n) {
   const int mode = static_cast<int>(a.mode);
   if (mode < 0 || mode >= kPointwiseModeCount)
     return make_error(ErrorCode::NotSupported, "pointwise '", n.name, "': unknown mode ", mode);
-  const ir::Tensor out = n.output("OUT_0");
+  const ir::Tensor out = n.output(Role::OUT_0);
   if (!out) return make_error(ErrorCode::InvalidGraph, "pointwise '", n.name, "': no OUT_0 tensor");
   const int arity = pointwise_arity(a.mode);
   for (int i = 0; i < arity; ++i) {
@@ -206,7 +206,7 @@ Status check_pointwise(const ir::Node& n) {
 
 Status run_pointwise(KernelContext& ctx) {
   const Params p = params_of(ctx.node().as<ir::PointwiseAttrs>());
-  const std::vector<int64_t>& dims = ctx.tensor("OUT_0").dim;
+  const std::vector<int64_t>& dims = ctx.tensor(Role::OUT_0).dim;
   const int arity = pointwise_arity(p.mode);
   Dense in[3];
   for (int i = 0; i < arity; ++i) in[i] = ctx.load_broadcast(kInputRoles[i], dims);
@@ -218,7 +218,7 @@ Status run_pointwise(KernelContext& ctx) {
 #pragma omp parallel for schedule(static) if (n > 16384)
   for (int64_t i = 0; i < n; ++i)
     out[i] = ctx.round_compute(apply(p, a[i], b ? b[i] : 0.0, c ? c[i] : 0.0));
-  ctx.store("OUT_0", out);
+  ctx.store(Role::OUT_0, out);
   return Status::ok();
 }
 

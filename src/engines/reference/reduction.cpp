@@ -59,8 +59,8 @@ double finish(RM m, double acc, int64_t count) {
 }  // namespace
 
 Status check_reduction(const ir::Node& n) {
-  const ir::Tensor x = n.input("X");
-  const ir::Tensor y = n.output("Y");
+  const ir::Tensor x = n.input(Role::X);
+  const ir::Tensor y = n.output(Role::Y);
   if (!x || !y)
     return make_error(ErrorCode::InvalidGraph, "reduction '", n.name, "': needs X and Y");
   if (x->dim.size() != y->dim.size())
@@ -77,8 +77,8 @@ Status check_reduction(const ir::Node& n) {
 
 Status run_reduction(KernelContext& ctx) {
   const RM mode = ctx.node().as<ir::ReductionAttrs>().mode;
-  const Dense x = ctx.load("X");
-  const std::vector<int64_t>& ydim = ctx.tensor("Y").dim;
+  const Dense x = ctx.load(Role::X);
+  const std::vector<int64_t>& ydim = ctx.tensor(Role::Y).dim;
   // Row-major strides of Y, zero on reduced dims: x's index maps to y's by a dot product.
   std::vector<int64_t> ystride = row_major_strides(ydim);
   int64_t count = 1;
@@ -103,7 +103,7 @@ Status run_reduction(KernelContext& ctx) {
     }
   }
   for (double& v : y.data) v = ctx.round_compute(finish(mode, v, count));
-  ctx.store("Y", y);
+  ctx.store(Role::Y, y);
   return Status::ok();
 }
 

@@ -121,7 +121,7 @@ struct Problem {
   }
 };
 
-uint64_t integer_input(const KernelContext& ctx, const char* role) {
+uint64_t integer_input(const KernelContext& ctx, Role role) {
   const ir::TensorAttrs& t = ctx.tensor(role);
   if (t.value && is_integral(t.value->type)) return static_cast<uint64_t>(t.value->i);
   return static_cast<uint64_t>(static_cast<int64_t>(ctx.scalar(role)));
@@ -130,13 +130,13 @@ uint64_t integer_input(const KernelContext& ctx, const char* role) {
 Result<Problem> read_problem(const KernelContext& ctx) {
   const ir::SdpaAttrs& a = attrs_of(ctx.node());
   Problem p;
-  const auto& q = ctx.tensor("Q").dim;
-  const auto& k = ctx.tensor("K").dim;
-  const auto& v = ctx.tensor("V").dim;
+  const auto& q = ctx.tensor(Role::Q).dim;
+  const auto& k = ctx.tensor(Role::K).dim;
+  const auto& v = ctx.tensor(Role::V).dim;
   p.b = q[0], p.hq = q[1], p.sq = q[2], p.d = q[3];
   p.hk = k[1], p.skv = k[2], p.hv = v[1], p.dv = v[3];
-  if (ctx.has_input("ATTN_SCALE"))
-    p.scale = ctx.scalar("ATTN_SCALE");
+  if (ctx.has_input(Role::ATTN_SCALE))
+    p.scale = ctx.scalar(Role::ATTN_SCALE);
   else if (a.attn_scale)
     p.scale = *a.attn_scale;
   else
@@ -153,7 +153,7 @@ Result<Problem> read_problem(const KernelContext& ctx) {
   p.right = clamp(a.right_bound);
   if (a.causal) p.right = p.right ? std::min<int64_t>(*p.right, 0) : 0;
 
-  auto lengths = [&](const char* role, int64_t full, std::vector<int64_t>& out) -> Status {
+  auto lengths = [&](Role role, int64_t full, std::vector<int64_t>& out) -> Status {
     out.assign(static_cast<size_t>(p.b), full);
     if (!ctx.has_input(role)) return Status::ok();
     const Dense l = ctx.load(role);
@@ -166,26 +166,26 @@ Result<Problem> read_problem(const KernelContext& ctx) {
     }
     return Status::ok();
   };
-  DNNGRAPH_TRY(lengths("SEQ_LEN_Q", p.sq, p.len_q));
-  DNNGRAPH_TRY(lengths("SEQ_LEN_KV", p.skv, p.len_kv));
+  DNNGRAPH_TRY(lengths(Role::SEQ_LEN_Q, p.sq, p.len_q));
+  DNNGRAPH_TRY(lengths(Role::SEQ_LEN_KV, p.skv, p.len_kv));
 
   if (a.dropout_probability && *a.dropout_probability > 0.0) {
     p.dropout = *a.dropout_probability;
-    p.seed = integer_input(ctx, "SEED");
-    p.offset = integer_input(ctx, "OFFSET");
+    p.seed = integer_input(ctx, Role::SEED);
+    p.offset = integer_input(ctx, Role::OFFSET);
   }
   // A [b|1, hq|1, sq|1, skv|1] input at its own dims, with strides over the full score matrix
   // (0 where broadcast).
-  auto broadcast = [&](const char* role, Dense& data, std::vector<int64_t>& step) {
+  auto broadcast = [&](Role role, Dense& data, std::vector<int64_t>& step) {
     data = ctx.load(role);
     step = row_major_strides(data.dim);
     for (size_t i = 0; i < 4; ++i)
       if (data.dim[i] == 1) step[i] = 0;
   };
-  if (ctx.has_input("BIAS")) broadcast("BIAS", p.bias, p.bias_step);
-  if (ctx.has_input("DROPOUT_MASK")) {
-    broadcast("DROPOUT_MASK", p.mask, p.mask_step);
-    p.mask_scale = ctx.scalar("DROPOUT_SCALE");
+  if (ctx.has_input(Role::BIAS)) broadcast(Role::BIAS, p.bias, p.bias_step);
+  if (ctx.has_input(Role::DROPOUT_MASK)) {
+    broadcast(Role::DROPOUT_MASK, p.mask, p.mask_step);
+    p.mask_scale = ctx.scalar(Role::DROPOUT_SCALE);
   }
   return p;
 }
@@ -221,7 +221,7 @@ Status run_forward(KernelContext& ctx) {
   Result<Problem> pr = read_problem(ctx);
   if (!pr) return pr.status();
   const Problem& p = *pr;
-  const Dense q = ctx.load("Q"), k = ctx.load("K"), v = ctx.load("V");
+  const Dense q = ctx.load(Role::Q), k = ctx.load(Role::K), v = ctx.load(Role::V);
   Dense o({p.b, p.hq, p.sq, p.dv});
   Dense stats({p.b, p.hq, p.sq, 1});
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
@@ -256,9 +256,9 @@ Status run_forward(KernelContext& ctx) {
         stats[row] = mx + std::log(sum);
       }
     }
-  ctx.store("O", o);
-  if (ctx.has_output("STATS")) ctx.store("STATS", stats);
-  if (ctx.has_output("RNG_DUMP")) ctx.store("RNG_DUMP", drawn_mask(p));
+  ctx.store(Role::O, o);
+  if (ctx.has_output(Role::STATS)) ctx.store(Role::STATS, stats);
+  if (ctx.has_output(Role::RNG_DUMP)) ctx.store(Role::RNG_DUMP, drawn_mask(p));
   return Status::ok();
 }
 
@@ -266,9 +266,9 @@ Status run_backward(KernelContext& ctx) {
   Result<Problem> pr = read_problem(ctx);
   if (!pr) return pr.status();
   const Problem& p = *pr;
-  const Dense q = ctx.load("Q"), k = ctx.load("K"), v = ctx.load("V");
-  const Dense o = ctx.load("O"), d_o = ctx.load("DO"), stats = ctx.load("STATS");
-  const bool want_dbias = ctx.has_output("DBIAS");
+  const Dense q = ctx.load(Role::Q), k = ctx.load(Role::K), v = ctx.load(Role::V);
+  const Dense o = ctx.load(Role::O), d_o = ctx.load(Role::DO), stats = ctx.load(Role::STATS);
+  const bool want_dbias = ctx.has_output(Role::DBIAS);
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
   // Per query head first (no two threads write the same element), then summed per K/V head.
   Dense dq({p.b, p.hq, p.sq, p.d});
@@ -322,10 +322,10 @@ Status run_backward(KernelContext& ctx) {
       for (int64_t e = 0; e < nk; ++e) dk[kdst * nk + e] += dk_h[src * nk + e];
       for (int64_t e = 0; e < nv; ++e) dv[vdst * nv + e] += dv_h[src * nv + e];
     }
-  ctx.store("DQ", dq);
-  ctx.store("DK", dk);
-  ctx.store("DV", dv);
-  if (want_dbias) ctx.store("DBIAS", reduce_to(ds_full, ctx.tensor("DBIAS").dim));
+  ctx.store(Role::DQ, dq);
+  ctx.store(Role::DK, dk);
+  ctx.store(Role::DV, dv);
+  if (want_dbias) ctx.store(Role::DBIAS, reduce_to(ds_full, ctx.tensor(Role::DBIAS).dim));
   return Status::ok();
 }
 
@@ -333,15 +333,15 @@ Status run_backward(KernelContext& ctx) {
 // DROPOUT_SCALE, both or neither, and not with the probability form.
 Status check_dropout_mask(const ir::Node& n, const std::string& op, const std::vector<int64_t>& qd,
                           const std::vector<int64_t>& kd) {
-  const ir::Tensor mask = n.input("DROPOUT_MASK"), scale = n.input("DROPOUT_SCALE");
+  const ir::Tensor mask = n.input(Role::DROPOUT_MASK), scale = n.input(Role::DROPOUT_SCALE);
   if (!mask && !scale) return Status::ok();
   if (!mask || !scale)
     return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_MASK and DROPOUT_SCALE go together",
                       " but only ", mask ? "DROPOUT_MASK '" : "DROPOUT_SCALE '",
                       (mask ? mask : scale)->name, "' is wired");
   const ir::SdpaAttrs& a = attrs_of(n);
-  if ((a.dropout_probability && *a.dropout_probability > 0.0) || n.input("SEED") ||
-      n.input("OFFSET"))
+  if ((a.dropout_probability && *a.dropout_probability > 0.0) || n.input(Role::SEED) ||
+      n.input(Role::OFFSET))
     return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_MASK '", mask->name,
                       "' (dropout by mask) cannot be combined with dropout_probability / SEED / "
                       "OFFSET (dropout by probability)");
@@ -360,7 +360,7 @@ Status check_dropout_mask(const ir::Node& n, const std::string& op, const std::v
 // Checks shared by forward and backward; `op` names the node for messages.
 Status check_common(const ir::Node& n, const std::string& op) {
   DNNGRAPH_TRY(check_port_layouts(n, op));
-  const ir::Tensor q = n.input("Q"), k = n.input("K"), v = n.input("V");
+  const ir::Tensor q = n.input(Role::Q), k = n.input(Role::K), v = n.input(Role::V);
   if (!q || !k || !v) return make_error(ErrorCode::InvalidGraph, op, ": needs Q, K and V");
   for (const ir::Tensor& t : {q, k, v})
     if (t->dim.size() != 4 || t->volume() == 0)
@@ -380,10 +380,10 @@ Status check_common(const ir::Node& n, const std::string& op) {
     return make_error(ErrorCode::InvalidGraph, op, ": Q '", q->name, "' has ", qd[1],
                       " heads, expected a multiple of K's ", kd[1], " and V's ", vd[1]);
   const ir::SdpaAttrs& a = attrs_of(n);
-  if (const ir::Tensor s = n.input("ATTN_SCALE"); s && s->volume() != 1)
+  if (const ir::Tensor s = n.input(Role::ATTN_SCALE); s && s->volume() != 1)
     return make_error(ErrorCode::InvalidGraph, op, ": ATTN_SCALE '", s->name, "' has dims ",
                       dims_str(s->dim), ", expected a single value");
-  if (const ir::Tensor bias = n.input("BIAS")) {
+  if (const ir::Tensor bias = n.input(Role::BIAS)) {
     const std::vector<int64_t> full{qd[0], qd[1], qd[2], kd[2]};
     bool ok = bias->dim.size() == 4;
     for (size_t i = 0; ok && i < 4; ++i) ok = bias->dim[i] == 1 || bias->dim[i] == full[i];
@@ -391,12 +391,12 @@ Status check_common(const ir::Node& n, const std::string& op) {
       return make_error(ErrorCode::InvalidGraph, op, ": BIAS '", bias->name, "' has dims ",
                         dims_str(bias->dim), ", expected each dim 1 or equal to ", dims_str(full));
   }
-  const bool lengths = n.input("SEQ_LEN_Q") || n.input("SEQ_LEN_KV");
+  const bool lengths = n.input(Role::SEQ_LEN_Q) || n.input(Role::SEQ_LEN_KV);
   if (a.padding_mask != lengths)
     return make_error(ErrorCode::InvalidGraph, op, ": padding_mask is ",
                       a.padding_mask ? "set" : "unset", " but SEQ_LEN_Q / SEQ_LEN_KV are ",
                       lengths ? "wired" : "missing");
-  for (const char* role : {"SEQ_LEN_Q", "SEQ_LEN_KV"})
+  for (Role role : {Role::SEQ_LEN_Q, Role::SEQ_LEN_KV})
     if (const ir::Tensor t = n.input(role); t && t->volume() != qd[0])
       return make_error(ErrorCode::InvalidGraph, op, ": ", role, " '", t->name, "' has dims ",
                         dims_str(t->dim), ", expected [", qd[0], ",1,1,1]");
@@ -405,13 +405,13 @@ Status check_common(const ir::Node& n, const std::string& op) {
     if (!(pd >= 0.0 && pd < 1.0))
       return make_error(ErrorCode::NotSupported, op, ": dropout probability ", pd,
                         ", expected in [0, 1)");
-    if (pd > 0.0 && (!n.input("SEED") || !n.input("OFFSET")))
+    if (pd > 0.0 && (!n.input(Role::SEED) || !n.input(Role::OFFSET)))
       return make_error(ErrorCode::InvalidGraph, op, ": dropout needs SEED and OFFSET tensors");
   }
   return check_dropout_mask(n, op, qd, kd);
 }
 
-Status dims_equal(const std::string& op, const ir::Tensor& t, const char* role,
+Status dims_equal(const std::string& op, const ir::Tensor& t, Role role,
                   const std::vector<int64_t>& want) {
   if (!t) return make_error(ErrorCode::InvalidGraph, op, ": no ", role, " tensor");
   if (t->dim != want)
@@ -428,34 +428,34 @@ Status check_sdpa(const ir::Node& n) {
     return make_error(ErrorCode::Internal, "reference sdpa kernel given node '", n.name, "'");
   const std::string op = std::string(bwd ? "sdpa_backward '" : "sdpa '") + n.name + "'";
   DNNGRAPH_TRY(check_common(n, op));
-  const auto &qd = n.input("Q")->dim, &kd = n.input("K")->dim, &vd = n.input("V")->dim;
+  const auto &qd = n.input(Role::Q)->dim, &kd = n.input(Role::K)->dim, &vd = n.input(Role::V)->dim;
   const std::vector<int64_t> od{qd[0], qd[1], qd[2], vd[3]}, sd{qd[0], qd[1], qd[2], 1};
   if (!bwd) {
-    DNNGRAPH_TRY(dims_equal(op, n.output("O"), "O", od));
-    if (n.output("STATS")) DNNGRAPH_TRY(dims_equal(op, n.output("STATS"), "STATS", sd));
-    if (const ir::Tensor dump = n.output("RNG_DUMP")) {
+    DNNGRAPH_TRY(dims_equal(op, n.output(Role::O), Role::O, od));
+    if (n.output(Role::STATS)) DNNGRAPH_TRY(dims_equal(op, n.output(Role::STATS), Role::STATS, sd));
+    if (const ir::Tensor dump = n.output(Role::RNG_DUMP)) {
       const ir::SdpaAttrs& a = attrs_of(n);
       if (!a.dropout_probability || *a.dropout_probability <= 0.0)
         return make_error(ErrorCode::InvalidGraph, op, ": RNG_DUMP '", dump->name,
                           "' needs dropout by probability (dropout_probability > 0)");
-      DNNGRAPH_TRY(dims_equal(op, dump, "RNG_DUMP", {qd[0], qd[1], qd[2], kd[2]}));
+      DNNGRAPH_TRY(dims_equal(op, dump, Role::RNG_DUMP, {qd[0], qd[1], qd[2], kd[2]}));
     }
     return Status::ok();
   }
-  if (const ir::Tensor dump = n.output("RNG_DUMP"))
+  if (const ir::Tensor dump = n.output(Role::RNG_DUMP))
     return make_error(ErrorCode::InvalidGraph, op, ": RNG_DUMP '", dump->name,
                       "' is an output of the forward sdpa only");
-  DNNGRAPH_TRY(dims_equal(op, n.input("O"), "O", od));
-  DNNGRAPH_TRY(dims_equal(op, n.input("DO"), "DO", od));
-  DNNGRAPH_TRY(dims_equal(op, n.input("STATS"), "STATS", sd));
-  DNNGRAPH_TRY(dims_equal(op, n.output("DQ"), "DQ", qd));
-  DNNGRAPH_TRY(dims_equal(op, n.output("DK"), "DK", kd));
-  DNNGRAPH_TRY(dims_equal(op, n.output("DV"), "DV", vd));
-  if (const ir::Tensor db = n.output("DBIAS")) {
-    const ir::Tensor bias = n.input("BIAS");
+  DNNGRAPH_TRY(dims_equal(op, n.input(Role::O), Role::O, od));
+  DNNGRAPH_TRY(dims_equal(op, n.input(Role::DO), Role::DO, od));
+  DNNGRAPH_TRY(dims_equal(op, n.input(Role::STATS), Role::STATS, sd));
+  DNNGRAPH_TRY(dims_equal(op, n.output(Role::DQ), Role::DQ, qd));
+  DNNGRAPH_TRY(dims_equal(op, n.output(Role::DK), Role::DK, kd));
+  DNNGRAPH_TRY(dims_equal(op, n.output(Role::DV), Role::DV, vd));
+  if (const ir::Tensor db = n.output(Role::DBIAS)) {
+    const ir::Tensor bias = n.input(Role::BIAS);
     if (!bias)
       return make_error(ErrorCode::InvalidGraph, op, ": DBIAS '", db->name, "' needs a BIAS");
-    DNNGRAPH_TRY(dims_equal(op, db, "DBIAS", bias->dim));
+    DNNGRAPH_TRY(dims_equal(op, db, Role::DBIAS, bias->dim));
   }
   return Status::ok();
 }

@@ -17,7 +17,7 @@ constexpr int64_t kParallelElements = 1 << 16;
 
 Status check_softmax(const ir::Node& n) {
   const std::string op = "softmax '" + n.name + "'";
-  const ir::Tensor x = n.input("X"), y = n.output("Y"), stats = n.output("STATS");
+  const ir::Tensor x = n.input(Role::X), y = n.output(Role::Y), stats = n.output(Role::STATS);
   if (!x || !y) return make_error(ErrorCode::InvalidGraph, op, ": needs an X input and a Y output");
   for (const ir::Tensor& t : {x, y, stats})
     if (t) DNNGRAPH_TRY(check_layout(op, "tensor '" + t->name + "'", *t));
@@ -37,7 +37,7 @@ Status check_softmax(const ir::Node& n) {
 }
 
 Status run_softmax(KernelContext& ctx) {
-  const Dense x = ctx.load("X");
+  const Dense x = ctx.load(Role::X);
   const int64_t cols = x.dim.back();
   const int64_t rows = cols == 0 ? 0 : x.size() / cols;
   Dense y(x.dim);
@@ -56,8 +56,8 @@ Status run_softmax(KernelContext& ctx) {
     for (int64_t j = 0; j < cols; ++j) out[j] /= sum;
     stats[r] = mx + std::log(sum);
   }
-  ctx.store("Y", y);
-  if (ctx.has_output("STATS")) ctx.store("STATS", stats);
+  ctx.store(Role::Y, y);
+  if (ctx.has_output(Role::STATS)) ctx.store(Role::STATS, stats);
   return Status::ok();
 }
 

@@ -50,23 +50,23 @@ double constant_of(const ir::TensorAttrs& t) { return t.value->as_double(); }
 KernelContext::KernelContext(const ir::Node& node, Ports inputs, Ports outputs, DataType compute)
     : node_(node), inputs_(std::move(inputs)), outputs_(std::move(outputs)), compute_(compute) {}
 
-const Bound* KernelContext::find(const Ports& ports, std::string_view role) {
+const Bound* KernelContext::find(const Ports& ports, Role role) {
   for (const auto& [r, b] : ports)
     if (r == role) return &b;
   return nullptr;
 }
 
-const ir::TensorAttrs& KernelContext::tensor(std::string_view role) const {
+const ir::TensorAttrs& KernelContext::tensor(Role role) const {
   const Bound* b = find(inputs_, role);
   if (!b) b = find(outputs_, role);
   return *b->attrs;
 }
 
-Dense KernelContext::load(std::string_view role) const {
+Dense KernelContext::load(Role role) const {
   return load_broadcast(role, find(inputs_, role)->attrs->dim);
 }
 
-Dense KernelContext::load_broadcast(std::string_view role, const std::vector<int64_t>& dims) const {
+Dense KernelContext::load_broadcast(Role role, const std::vector<int64_t>& dims) const {
   const Bound& b = *find(inputs_, role);
   const ir::TensorAttrs& t = *b.attrs;
   Dense out(dims);
@@ -84,13 +84,13 @@ Dense KernelContext::load_broadcast(std::string_view role, const std::vector<int
   return out;
 }
 
-double KernelContext::scalar(std::string_view role) const {
+double KernelContext::scalar(Role role) const {
   const Bound& b = *find(inputs_, role);
   if (b.attrs->value) return constant_of(*b.attrs);
   return load_element(b.data, b.attrs->data_type, 0);
 }
 
-void KernelContext::store(std::string_view role, const Dense& value) const {
+void KernelContext::store(Role role, const Dense& value) const {
   const Bound& b = *find(outputs_, role);
   const ir::TensorAttrs& t = *b.attrs;
   const DataType type = t.data_type;

@@ -8,7 +8,7 @@ std::string op_label(const Node& n) {
   return detail::cat(op_kind_name(n.kind()), " '", n.name, "'");
 }
 
-std::string port_label(std::string_view role, const Tensor& t) {
+std::string port_label(Role role, const Tensor& t) {
   return detail::cat(role, " '", t ? t->name : std::string("<null>"), "'");
 }
 
@@ -20,12 +20,12 @@ std::string dims_str(const std::vector<int64_t>& d) {
 
 namespace {
 Status check_role_list(const Node& n, const std::vector<Port>& ports,
-                       std::initializer_list<std::string_view> known, const char* what) {
+                       std::initializer_list<Role> known, const char* what) {
   for (size_t i = 0; i < ports.size(); ++i) {
-    const std::string& role = ports[i].role;
+    const Role role = ports[i].role;
     if (std::find(known.begin(), known.end(), role) == known.end()) {
       std::string list;
-      for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(role_name(k));
       return make_error(ErrorCode::InvalidGraph, op_label(n), ": unknown ", what, " port '", role,
                         "' (", port_label(role, ports[i].tensor), "); expected one of ", list);
     }
@@ -39,23 +39,23 @@ Status check_role_list(const Node& n, const std::vector<Port>& ports,
 }
 }  // namespace
 
-Status check_roles(const Node& n, std::initializer_list<std::string_view> inputs,
-                   std::initializer_list<std::string_view> outputs) {
+Status check_roles(const Node& n, std::initializer_list<Role> inputs,
+                   std::initializer_list<Role> outputs) {
   DNNGRAPH_TRY(check_role_list(n, n.inputs, inputs, "input"));
   return check_role_list(n, n.outputs, outputs, "output");
 }
 
-Result<Tensor> required_input(const Node& n, std::string_view role) {
+Result<Tensor> required_input(const Node& n, Role role) {
   if (Tensor t = n.input(role)) return t;
   return make_error(ErrorCode::InvalidGraph, op_label(n), ": missing input ", role);
 }
 
-Result<Tensor> required_output(const Node& n, std::string_view role) {
+Result<Tensor> required_output(const Node& n, Role role) {
   if (Tensor t = n.output(role)) return t;
   return make_error(ErrorCode::InvalidGraph, op_label(n), ": missing output ", role);
 }
 
-Status check_rank(const Node& n, std::string_view role, const Tensor& t, size_t lo, size_t hi) {
+Status check_rank(const Node& n, Role role, const Tensor& t, size_t lo, size_t hi) {
   const size_t r = t->dim.size();
   if (r >= lo && r <= hi) return Status::ok();
   std::string expected = lo == hi         ? std::to_string(lo)
@@ -66,8 +66,8 @@ Status check_rank(const Node& n, std::string_view role, const Tensor& t, size_t 
                     ")");
 }
 
-Status expect_dims(const Node& n, std::string_view role, const Tensor& t,
-                   const std::vector<int64_t>& expected, std::string_view why) {
+Status expect_dims(const Node& n, Role role, const Tensor& t, const std::vector<int64_t>& expected,
+                   std::string_view why) {
   if (t->dim == expected) return Status::ok();
   return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t), " has dims ",
                     dims_str(t->dim), " but expected ", dims_str(expected), " (", why, ")");
@@ -80,7 +80,7 @@ bool broadcastable(const std::vector<int64_t>& from, const std::vector<int64_t>&
   return true;
 }
 
-Status expect_broadcastable(const Node& n, std::string_view role, const Tensor& t,
+Status expect_broadcastable(const Node& n, Role role, const Tensor& t,
                             const std::vector<int64_t>& target, std::string_view why) {
   if (broadcastable(t->dim, target)) return Status::ok();
   return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t), " has dims ",
@@ -88,7 +88,7 @@ Status expect_broadcastable(const Node& n, std::string_view role, const Tensor& 
                     "; each dim must match or be 1)");
 }
 
-Status check_scalar(const Node& n, std::string_view role, const Tensor& t, bool pass_by_value) {
+Status check_scalar(const Node& n, Role role, const Tensor& t, bool pass_by_value) {
   if (pass_by_value && !t->is_pass_by_value)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
                       " must be a pass-by-value scalar (make it with Graph::scalar or "
@@ -108,9 +108,9 @@ std::vector<int64_t> order_like(const Tensor& like, size_t rank) {
   return order;
 }
 
-Status infer_output(const Node& n, std::string_view role, const Tensor& out,
-                    const std::vector<int64_t>& dims, const Tensor& layout_like,
-                    const InferContext& ctx, DataType fallback, DataType forced) {
+Status infer_output(const Node& n, Role role, const Tensor& out, const std::vector<int64_t>& dims,
+                    const Tensor& layout_like, const InferContext& ctx, DataType fallback,
+                    DataType forced) {
   if (out->dim.empty()) {
     out->dim = dims;
   } else if (out->dim != dims) {

@@ -28,30 +28,30 @@ namespace dnngraph::ir {
 // "matmul 'mm0'"
 std::string op_label(const Node& n);
 // "A 'x'"
-std::string port_label(std::string_view role, const Tensor& t);
+std::string port_label(Role role, const Tensor& t);
 // "[1,2,3]"
 std::string dims_str(const std::vector<int64_t>& d);
 
 // Rejects a port whose role the family does not know (hand-built nodes, JSON typos).
-Status check_roles(const Node& n, std::initializer_list<std::string_view> inputs,
-                   std::initializer_list<std::string_view> outputs);
+Status check_roles(const Node& n, std::initializer_list<Role> inputs,
+                   std::initializer_list<Role> outputs);
 // The tensor bound to `role`, or an error saying it is missing.
-Result<Tensor> required_input(const Node& n, std::string_view role);
-Result<Tensor> required_output(const Node& n, std::string_view role);
+Result<Tensor> required_input(const Node& n, Role role);
+Result<Tensor> required_output(const Node& n, Role role);
 
 // rank in [lo, hi]
-Status check_rank(const Node& n, std::string_view role, const Tensor& t, size_t lo, size_t hi);
+Status check_rank(const Node& n, Role role, const Tensor& t, size_t lo, size_t hi);
 // An input's dims must equal `expected`; `why` says where the expectation comes from.
-Status expect_dims(const Node& n, std::string_view role, const Tensor& t,
-                   const std::vector<int64_t>& expected, std::string_view why);
+Status expect_dims(const Node& n, Role role, const Tensor& t, const std::vector<int64_t>& expected,
+                   std::string_view why);
 // An input must be broadcastable to `target` (same rank, each dim equal or 1).
-Status expect_broadcastable(const Node& n, std::string_view role, const Tensor& t,
+Status expect_broadcastable(const Node& n, Role role, const Tensor& t,
                             const std::vector<int64_t>& target, std::string_view why);
 // Same rank and each dim of `from` equal to the one in `to` or 1.
 bool broadcastable(const std::vector<int64_t>& from, const std::vector<int64_t>& to);
 
 // A one-element tensor (volume 1); with `pass_by_value`, it must also be a host scalar.
-Status check_scalar(const Node& n, std::string_view role, const Tensor& t, bool pass_by_value);
+Status check_scalar(const Node& n, Role role, const Tensor& t, bool pass_by_value);
 
 // The dim order (outermost first) of `like` when it has `rank` dims and strides, else
 // row-major. Outputs follow the layout of the op's main input (NHWC in -> NHWC out).
@@ -61,8 +61,8 @@ std::vector<int64_t> order_like(const Tensor& like, size_t rank);
 // (packed, in the dim order of `layout_like`, row-major when null) and a missing data type:
 // `forced` when given (e.g. FLOAT statistics), else the graph's intermediate type for a
 // virtual tensor, the io type for a non-virtual one, and `fallback` when that is unset.
-Status infer_output(const Node& n, std::string_view role, const Tensor& out,
-                    const std::vector<int64_t>& dims, const Tensor& layout_like,
-                    const InferContext& ctx, DataType fallback, DataType forced = DataType::NotSet);
+Status infer_output(const Node& n, Role role, const Tensor& out, const std::vector<int64_t>& dims,
+                    const Tensor& layout_like, const InferContext& ctx, DataType fallback,
+                    DataType forced = DataType::NotSet);
 
 }  // namespace dnngraph::ir

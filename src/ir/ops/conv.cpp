@@ -35,9 +35,8 @@ Status normalize_attrs(const Node& n, ConvAttrs& a, size_t spatial) {
 }
 
 // Checks X (activation, role x_role) against W (filter, role w_role) and returns Y's dims.
-Result<std::vector<int64_t>> conv_output_dims(const Node& n, ConvAttrs& a, std::string_view x_role,
-                                              const Tensor& x, std::string_view w_role,
-                                              const Tensor& w) {
+Result<std::vector<int64_t>> conv_output_dims(const Node& n, ConvAttrs& a, Role x_role,
+                                              const Tensor& x, Role w_role, const Tensor& w) {
   DNNGRAPH_TRY(check_rank(n, x_role, x, 4, 5));
   if (w->dim.size() != x->dim.size())
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(w_role, w),
@@ -78,25 +77,25 @@ Result<std::vector<int64_t>> conv_output_dims(const Node& n, ConvAttrs& a, std::
 }
 
 Status infer_fprop(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {"X", "W"}, {"Y"}));
-  DNNGRAPH_PORT(x, required_input(n, "X"));
-  DNNGRAPH_PORT(w, required_input(n, "W"));
-  DNNGRAPH_PORT(y, required_output(n, "Y"));
-  auto dims = conv_output_dims(n, n.as<ConvFpropAttrs>(), "X", x, "W", w);
+  DNNGRAPH_TRY(check_roles(n, {Role::X, Role::W}, {Role::Y}));
+  DNNGRAPH_PORT(x, required_input(n, Role::X));
+  DNNGRAPH_PORT(w, required_input(n, Role::W));
+  DNNGRAPH_PORT(y, required_output(n, Role::Y));
+  auto dims = conv_output_dims(n, n.as<ConvFpropAttrs>(), Role::X, x, Role::W, w);
   DNNGRAPH_TRY(dims.status());
-  return infer_output(n, "Y", y, *dims, x, ctx, x->data_type);
+  return infer_output(n, Role::Y, y, *dims, x, ctx, x->data_type);
 }
 
 // dgrad/wgrad: the user-set output must exist and reproduce the given DY through the formula.
 Status check_dy(const Node& n, const Tensor& dy, const std::vector<int64_t>& expected,
                 std::string_view from) {
   if (dy->dim == expected) return Status::ok();
-  return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label("DY", dy), " has dims ",
-                    dims_str(dy->dim), " but ", from, " give ", dims_str(expected),
+  return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(Role::DY, dy),
+                    " has dims ", dims_str(dy->dim), " but ", from, " give ", dims_str(expected),
                     " through the convolution formula");
 }
 
-Status require_set_dims(const Node& n, std::string_view role, const Tensor& t, const char* hint) {
+Status require_set_dims(const Node& n, Role role, const Tensor& t, const char* hint) {
   if (!t->dim.empty()) return Status::ok();
   return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(role, t),
                     " has no dims; set them (", hint,
@@ -104,32 +103,32 @@ Status require_set_dims(const Node& n, std::string_view role, const Tensor& t, c
 }
 
 Status infer_dgrad(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {"DY", "W"}, {"DX"}));
-  DNNGRAPH_PORT(dy, required_input(n, "DY"));
-  DNNGRAPH_PORT(w, required_input(n, "W"));
-  DNNGRAPH_PORT(dx, required_output(n, "DX"));
-  DNNGRAPH_TRY(require_set_dims(n, "DX", dx, "the forward input's dims"));
-  DNNGRAPH_TRY(check_rank(n, "DY", dy, 4, 5));
-  auto dims = conv_output_dims(n, n.as<ConvDgradAttrs>(), "DX", dx, "W", w);
+  DNNGRAPH_TRY(check_roles(n, {Role::DY, Role::W}, {Role::DX}));
+  DNNGRAPH_PORT(dy, required_input(n, Role::DY));
+  DNNGRAPH_PORT(w, required_input(n, Role::W));
+  DNNGRAPH_PORT(dx, required_output(n, Role::DX));
+  DNNGRAPH_TRY(require_set_dims(n, Role::DX, dx, "the forward input's dims"));
+  DNNGRAPH_TRY(check_rank(n, Role::DY, dy, 4, 5));
+  auto dims = conv_output_dims(n, n.as<ConvDgradAttrs>(), Role::DX, dx, Role::W, w);
   DNNGRAPH_TRY(dims.status());
-  DNNGRAPH_TRY(
-      check_dy(n, dy, *dims, detail::cat(port_label("DX", dx), " and ", port_label("W", w))));
-  return infer_output(n, "DX", dx, dx->dim, dy, ctx, dy->data_type);
+  DNNGRAPH_TRY(check_dy(n, dy, *dims,
+                        detail::cat(port_label(Role::DX, dx), " and ", port_label(Role::W, w))));
+  return infer_output(n, Role::DX, dx, dx->dim, dy, ctx, dy->data_type);
 }
 
 Status infer_wgrad(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {"DY", "X"}, {"DW"}));
-  DNNGRAPH_PORT(dy, required_input(n, "DY"));
-  DNNGRAPH_PORT(x, required_input(n, "X"));
-  DNNGRAPH_PORT(dw, required_output(n, "DW"));
-  DNNGRAPH_TRY(require_set_dims(n, "DW", dw, "the filter's dims"));
-  DNNGRAPH_TRY(check_rank(n, "DY", dy, 4, 5));
-  auto dims = conv_output_dims(n, n.as<ConvWgradAttrs>(), "X", x, "DW", dw);
+  DNNGRAPH_TRY(check_roles(n, {Role::DY, Role::X}, {Role::DW}));
+  DNNGRAPH_PORT(dy, required_input(n, Role::DY));
+  DNNGRAPH_PORT(x, required_input(n, Role::X));
+  DNNGRAPH_PORT(dw, required_output(n, Role::DW));
+  DNNGRAPH_TRY(require_set_dims(n, Role::DW, dw, "the filter's dims"));
+  DNNGRAPH_TRY(check_rank(n, Role::DY, dy, 4, 5));
+  auto dims = conv_output_dims(n, n.as<ConvWgradAttrs>(), Role::X, x, Role::DW, dw);
   DNNGRAPH_TRY(dims.status());
-  DNNGRAPH_TRY(
-      check_dy(n, dy, *dims, detail::cat(port_label("X", x), " and ", port_label("DW", dw))));
+  DNNGRAPH_TRY(check_dy(n, dy, *dims,
+                        detail::cat(port_label(Role::X, x), " and ", port_label(Role::DW, dw))));
   // The filter follows the activation layout (NHWC activations -> KRSC filter).
-  return infer_output(n, "DW", dw, dw->dim, x, ctx, dy->data_type);
+  return infer_output(n, Role::DW, dw, dw->dim, x, ctx, dy->data_type);
 }
 
 }  // namespace

@@ -33,13 +33,13 @@ NormShapes shapes_for(NormKind kind, const std::vector<int64_t>& x) {
   return s;
 }
 
-Status forbid_input(const Node& n, std::string_view role, const char* why) {
+Status forbid_input(const Node& n, Role role, const char* why) {
   if (Tensor t = n.input(role))
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": unexpected input ",
                       port_label(role, t), " (", why, ")");
   return Status::ok();
 }
-Status forbid_output(const Node& n, std::string_view role, const char* why) {
+Status forbid_output(const Node& n, Role role, const char* why) {
   if (Tensor t = n.output(role))
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": unexpected output ",
                       port_label(role, t), " (", why, ")");
@@ -47,8 +47,8 @@ Status forbid_output(const Node& n, std::string_view role, const char* why) {
 }
 
 // Checks an optional/required input against expected dims.
-Status check_input(const Node& n, std::string_view role, bool required,
-                   const std::vector<int64_t>& dims, const char* why) {
+Status check_input(const Node& n, Role role, bool required, const std::vector<int64_t>& dims,
+                   const char* why) {
   Tensor t = n.input(role);
   if (!t) {
     if (!required) return Status::ok();
@@ -57,8 +57,7 @@ Status check_input(const Node& n, std::string_view role, bool required,
   return expect_dims(n, role, t, dims, why);
 }
 
-Status infer_stat_output(const Node& n, std::string_view role, const NormShapes& s,
-                         const InferContext& ctx) {
+Status infer_stat_output(const Node& n, Role role, const NormShapes& s, const InferContext& ctx) {
   DNNGRAPH_PORT(t, required_output(n, role));
   return infer_output(n, role, t, s.stats, nullptr, ctx, DataType::Float, DataType::Float);
 }
@@ -67,100 +66,103 @@ Status infer_stat_output(const Node& n, std::string_view role, const NormShapes&
 
 Status infer_norm_forward(Node& n, const InferContext& ctx) {
   const auto& a = n.as<NormFwdAttrs>();
-  DNNGRAPH_TRY(check_roles(n,
-                           {"X", "SCALE", "BIAS", "EPSILON", "MOMENTUM", "PREV_RUNNING_MEAN",
-                            "PREV_RUNNING_VAR", "MEAN", "INV_VARIANCE"},
-                           {"Y", "MEAN", "INV_VARIANCE", "NEXT_RUNNING_MEAN", "NEXT_RUNNING_VAR"}));
-  DNNGRAPH_PORT(x, required_input(n, "X"));
-  DNNGRAPH_PORT(y, required_output(n, "Y"));
-  DNNGRAPH_TRY(check_rank(n, "X", x, 2, SIZE_MAX));
+  DNNGRAPH_TRY(check_roles(
+      n,
+      {Role::X, Role::SCALE, Role::BIAS, Role::EPSILON, Role::MOMENTUM, Role::PREV_RUNNING_MEAN,
+       Role::PREV_RUNNING_VAR, Role::MEAN, Role::INV_VARIANCE},
+      {Role::Y, Role::MEAN, Role::INV_VARIANCE, Role::NEXT_RUNNING_MEAN, Role::NEXT_RUNNING_VAR}));
+  DNNGRAPH_PORT(x, required_input(n, Role::X));
+  DNNGRAPH_PORT(y, required_output(n, Role::Y));
+  DNNGRAPH_TRY(check_rank(n, Role::X, x, 2, SIZE_MAX));
   const NormShapes s = shapes_for(a.kind, x->dim);
   const bool training = a.phase == NormForwardPhase::Training;
   const bool is_bn = a.kind == NormKind::BatchNorm;
   const bool is_rms = a.kind == NormKind::RmsNorm;
 
-  DNNGRAPH_TRY(check_input(n, "SCALE", true, s.params, s.params_why));
-  DNNGRAPH_TRY(check_input(n, "BIAS", !is_rms, s.params, s.params_why));
+  DNNGRAPH_TRY(check_input(n, Role::SCALE, true, s.params, s.params_why));
+  DNNGRAPH_TRY(check_input(n, Role::BIAS, !is_rms, s.params, s.params_why));
   if (!is_bn) {
-    DNNGRAPH_TRY(forbid_input(n, "MOMENTUM", "only batchnorm keeps running statistics"));
-    DNNGRAPH_TRY(forbid_input(n, "PREV_RUNNING_MEAN", "only batchnorm keeps running statistics"));
-    DNNGRAPH_TRY(forbid_input(n, "PREV_RUNNING_VAR", "only batchnorm keeps running statistics"));
+    DNNGRAPH_TRY(forbid_input(n, Role::MOMENTUM, "only batchnorm keeps running statistics"));
+    DNNGRAPH_TRY(
+        forbid_input(n, Role::PREV_RUNNING_MEAN, "only batchnorm keeps running statistics"));
+    DNNGRAPH_TRY(
+        forbid_input(n, Role::PREV_RUNNING_VAR, "only batchnorm keeps running statistics"));
   }
 
   if (is_bn && !training) {
     // Inference batchnorm takes the statistics as inputs and needs no epsilon.
-    DNNGRAPH_TRY(check_input(n, "MEAN", true, s.stats, s.stats_why));
-    DNNGRAPH_TRY(check_input(n, "INV_VARIANCE", true, s.stats, s.stats_why));
-    for (const char* r : {"EPSILON", "MOMENTUM", "PREV_RUNNING_MEAN", "PREV_RUNNING_VAR"})
+    DNNGRAPH_TRY(check_input(n, Role::MEAN, true, s.stats, s.stats_why));
+    DNNGRAPH_TRY(check_input(n, Role::INV_VARIANCE, true, s.stats, s.stats_why));
+    for (Role r : {Role::EPSILON, Role::MOMENTUM, Role::PREV_RUNNING_MEAN, Role::PREV_RUNNING_VAR})
       DNNGRAPH_TRY(forbid_input(n, r, "inference batchnorm takes MEAN and INV_VARIANCE"));
   } else {
-    DNNGRAPH_TRY(forbid_input(n, "MEAN", "statistics are outputs of this op"));
-    DNNGRAPH_TRY(forbid_input(n, "INV_VARIANCE", "statistics are outputs of this op"));
-    DNNGRAPH_PORT(eps, required_input(n, "EPSILON"));
-    DNNGRAPH_TRY(check_scalar(n, "EPSILON", eps, true));
+    DNNGRAPH_TRY(forbid_input(n, Role::MEAN, "statistics are outputs of this op"));
+    DNNGRAPH_TRY(forbid_input(n, Role::INV_VARIANCE, "statistics are outputs of this op"));
+    DNNGRAPH_PORT(eps, required_input(n, Role::EPSILON));
+    DNNGRAPH_TRY(check_scalar(n, Role::EPSILON, eps, true));
   }
 
   if (is_bn && training) {
-    Tensor rm = n.input("PREV_RUNNING_MEAN"), rv = n.input("PREV_RUNNING_VAR");
+    Tensor rm = n.input(Role::PREV_RUNNING_MEAN), rv = n.input(Role::PREV_RUNNING_VAR);
     if (static_cast<bool>(rm) != static_cast<bool>(rv))
       return make_error(
           ErrorCode::InvalidGraph, op_label(n),
           ": PREV_RUNNING_MEAN and PREV_RUNNING_VAR go together; only ",
-          rm ? port_label("PREV_RUNNING_MEAN", rm) : port_label("PREV_RUNNING_VAR", rv),
+          rm ? port_label(Role::PREV_RUNNING_MEAN, rm) : port_label(Role::PREV_RUNNING_VAR, rv),
           " is given");
     if (rm) {
-      DNNGRAPH_TRY(expect_dims(n, "PREV_RUNNING_MEAN", rm, s.stats, s.stats_why));
-      DNNGRAPH_TRY(expect_dims(n, "PREV_RUNNING_VAR", rv, s.stats, s.stats_why));
-      DNNGRAPH_PORT(mom, required_input(n, "MOMENTUM"));
-      DNNGRAPH_TRY(check_scalar(n, "MOMENTUM", mom, true));
-      DNNGRAPH_TRY(infer_stat_output(n, "NEXT_RUNNING_MEAN", s, ctx));
-      DNNGRAPH_TRY(infer_stat_output(n, "NEXT_RUNNING_VAR", s, ctx));
+      DNNGRAPH_TRY(expect_dims(n, Role::PREV_RUNNING_MEAN, rm, s.stats, s.stats_why));
+      DNNGRAPH_TRY(expect_dims(n, Role::PREV_RUNNING_VAR, rv, s.stats, s.stats_why));
+      DNNGRAPH_PORT(mom, required_input(n, Role::MOMENTUM));
+      DNNGRAPH_TRY(check_scalar(n, Role::MOMENTUM, mom, true));
+      DNNGRAPH_TRY(infer_stat_output(n, Role::NEXT_RUNNING_MEAN, s, ctx));
+      DNNGRAPH_TRY(infer_stat_output(n, Role::NEXT_RUNNING_VAR, s, ctx));
     } else {
-      DNNGRAPH_TRY(forbid_input(n, "MOMENTUM", "no running statistics are given"));
-      DNNGRAPH_TRY(forbid_output(n, "NEXT_RUNNING_MEAN", "no running statistics are given"));
-      DNNGRAPH_TRY(forbid_output(n, "NEXT_RUNNING_VAR", "no running statistics are given"));
+      DNNGRAPH_TRY(forbid_input(n, Role::MOMENTUM, "no running statistics are given"));
+      DNNGRAPH_TRY(forbid_output(n, Role::NEXT_RUNNING_MEAN, "no running statistics are given"));
+      DNNGRAPH_TRY(forbid_output(n, Role::NEXT_RUNNING_VAR, "no running statistics are given"));
     }
   } else {
-    DNNGRAPH_TRY(forbid_output(n, "NEXT_RUNNING_MEAN", "only training batchnorm updates them"));
-    DNNGRAPH_TRY(forbid_output(n, "NEXT_RUNNING_VAR", "only training batchnorm updates them"));
+    DNNGRAPH_TRY(forbid_output(n, Role::NEXT_RUNNING_MEAN, "only training batchnorm updates them"));
+    DNNGRAPH_TRY(forbid_output(n, Role::NEXT_RUNNING_VAR, "only training batchnorm updates them"));
   }
 
   if (training) {
     if (is_rms)
-      DNNGRAPH_TRY(forbid_output(n, "MEAN", "rmsnorm has no mean"));
+      DNNGRAPH_TRY(forbid_output(n, Role::MEAN, "rmsnorm has no mean"));
     else
-      DNNGRAPH_TRY(infer_stat_output(n, "MEAN", s, ctx));
-    DNNGRAPH_TRY(infer_stat_output(n, "INV_VARIANCE", s, ctx));
+      DNNGRAPH_TRY(infer_stat_output(n, Role::MEAN, s, ctx));
+    DNNGRAPH_TRY(infer_stat_output(n, Role::INV_VARIANCE, s, ctx));
   } else {
-    DNNGRAPH_TRY(forbid_output(n, "MEAN", "inference produces no statistics"));
-    DNNGRAPH_TRY(forbid_output(n, "INV_VARIANCE", "inference produces no statistics"));
+    DNNGRAPH_TRY(forbid_output(n, Role::MEAN, "inference produces no statistics"));
+    DNNGRAPH_TRY(forbid_output(n, Role::INV_VARIANCE, "inference produces no statistics"));
   }
-  return infer_output(n, "Y", y, x->dim, x, ctx, x->data_type);
+  return infer_output(n, Role::Y, y, x->dim, x, ctx, x->data_type);
 }
 
 Status infer_norm_backward(Node& n, const InferContext& ctx) {
   const auto& a = n.as<NormBwdAttrs>();
-  DNNGRAPH_TRY(
-      check_roles(n, {"DY", "X", "SCALE", "MEAN", "INV_VARIANCE"}, {"DX", "DSCALE", "DBIAS"}));
-  DNNGRAPH_PORT(dy, required_input(n, "DY"));
-  DNNGRAPH_PORT(x, required_input(n, "X"));
-  DNNGRAPH_PORT(scale, required_input(n, "SCALE"));
-  DNNGRAPH_PORT(dx, required_output(n, "DX"));
-  DNNGRAPH_PORT(dscale, required_output(n, "DSCALE"));
-  DNNGRAPH_TRY(check_rank(n, "X", x, 2, SIZE_MAX));
+  DNNGRAPH_TRY(check_roles(n, {Role::DY, Role::X, Role::SCALE, Role::MEAN, Role::INV_VARIANCE},
+                           {Role::DX, Role::DSCALE, Role::DBIAS}));
+  DNNGRAPH_PORT(dy, required_input(n, Role::DY));
+  DNNGRAPH_PORT(x, required_input(n, Role::X));
+  DNNGRAPH_PORT(scale, required_input(n, Role::SCALE));
+  DNNGRAPH_PORT(dx, required_output(n, Role::DX));
+  DNNGRAPH_PORT(dscale, required_output(n, Role::DSCALE));
+  DNNGRAPH_TRY(check_rank(n, Role::X, x, 2, SIZE_MAX));
   const NormShapes s = shapes_for(a.kind, x->dim);
-  DNNGRAPH_TRY(expect_dims(n, "DY", dy, x->dim, "the gradient has X's dims"));
-  DNNGRAPH_TRY(expect_dims(n, "SCALE", scale, s.params, s.params_why));
+  DNNGRAPH_TRY(expect_dims(n, Role::DY, dy, x->dim, "the gradient has X's dims"));
+  DNNGRAPH_TRY(expect_dims(n, Role::SCALE, scale, s.params, s.params_why));
   if (a.kind == NormKind::RmsNorm)
-    DNNGRAPH_TRY(forbid_input(n, "MEAN", "rmsnorm has no mean"));
+    DNNGRAPH_TRY(forbid_input(n, Role::MEAN, "rmsnorm has no mean"));
   else
-    DNNGRAPH_TRY(check_input(n, "MEAN", true, s.stats, s.stats_why));
-  DNNGRAPH_TRY(check_input(n, "INV_VARIANCE", true, s.stats, s.stats_why));
+    DNNGRAPH_TRY(check_input(n, Role::MEAN, true, s.stats, s.stats_why));
+  DNNGRAPH_TRY(check_input(n, Role::INV_VARIANCE, true, s.stats, s.stats_why));
 
-  DNNGRAPH_TRY(infer_output(n, "DX", dx, x->dim, x, ctx, dy->data_type));
-  DNNGRAPH_TRY(infer_output(n, "DSCALE", dscale, s.params, scale, ctx, scale->data_type));
-  if (Tensor dbias = n.output("DBIAS"))
-    DNNGRAPH_TRY(infer_output(n, "DBIAS", dbias, s.params, scale, ctx, scale->data_type));
+  DNNGRAPH_TRY(infer_output(n, Role::DX, dx, x->dim, x, ctx, dy->data_type));
+  DNNGRAPH_TRY(infer_output(n, Role::DSCALE, dscale, s.params, scale, ctx, scale->data_type));
+  if (Tensor dbias = n.output(Role::DBIAS))
+    DNNGRAPH_TRY(infer_output(n, Role::DBIAS, dbias, s.params, scale, ctx, scale->data_type));
   return Status::ok();
 }
 

@@ -9,7 +9,7 @@
 namespace dnngraph::ir {
 namespace {
 
-constexpr std::string_view kInRoles[] = {"IN_0", "IN_1", "IN_2"};
+constexpr Role kInRoles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
 
 bool is_scalar_like(const Tensor& t) { return t->volume() == 1; }
 
@@ -28,7 +28,7 @@ Status check_attrs(const Node& n, const PointwiseAttrs& a) {
 
 Status infer_pointwise(Node& n, const InferContext& ctx) {
   const auto& attrs = n.as<PointwiseAttrs>();
-  DNNGRAPH_TRY(check_roles(n, {"IN_0", "IN_1", "IN_2"}, {"OUT_0"}));
+  DNNGRAPH_TRY(check_roles(n, {Role::IN_0, Role::IN_1, Role::IN_2}, {Role::OUT_0}));
   DNNGRAPH_TRY(check_attrs(n, attrs));
   const int arity = pointwise_arity(attrs.mode);
   std::vector<Tensor> in;
@@ -44,7 +44,7 @@ Status infer_pointwise(Node& n, const InferContext& ctx) {
                         " input(s) but got an extra ", port_label(kInRoles[i], t));
     if (t) in.push_back(t);
   }
-  DNNGRAPH_PORT(out, required_output(n, "OUT_0"));
+  DNNGRAPH_PORT(out, required_output(n, Role::OUT_0));
 
   // The broadcast shape of the inputs. Scalar-like inputs only join when ranks agree, so a
   // [1] scalar against a rank-4 tensor leaves the rank at 4.
@@ -79,9 +79,9 @@ Status infer_pointwise(Node& n, const InferContext& ctx) {
   // A user-set output may be larger than the inputs, but only where they broadcast.
   if (!out->dim.empty()) {
     if (out->dim.size() != dims.size() || !broadcastable(dims, out->dim))
-      return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label("OUT_0", out),
-                        " was set to dims ", dims_str(out->dim), " but the inputs broadcast to ",
-                        dims_str(dims));
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
+                        port_label(Role::OUT_0, out), " was set to dims ", dims_str(out->dim),
+                        " but the inputs broadcast to ", dims_str(dims));
     dims = out->dim;
   }
   // Follow the layout of an input that has the output's full shape (else the main one).
@@ -91,7 +91,7 @@ Status infer_pointwise(Node& n, const InferContext& ctx) {
       layout = t;
       break;
     }
-  return infer_output(n, "OUT_0", out, dims, layout, ctx, in[main]->data_type);
+  return infer_output(n, Role::OUT_0, out, dims, layout, ctx, in[main]->data_type);
 }
 
 }  // namespace dnngraph::ir

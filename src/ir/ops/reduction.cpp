@@ -5,24 +5,24 @@
 namespace dnngraph::ir {
 
 Status infer_reduction(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {"X"}, {"Y"}));
-  DNNGRAPH_PORT(x, required_input(n, "X"));
-  DNNGRAPH_PORT(y, required_output(n, "Y"));
+  DNNGRAPH_TRY(check_roles(n, {Role::X}, {Role::Y}));
+  DNNGRAPH_PORT(x, required_input(n, Role::X));
+  DNNGRAPH_PORT(y, required_output(n, Role::Y));
   std::vector<int64_t> dims(x->dim.size(), 1);
   if (!y->dim.empty()) {
     if (y->dim.size() != x->dim.size())
-      return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label("Y", y),
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::Y, y),
                         " has rank ", y->dim.size(), " (dims ", dims_str(y->dim), ") but ",
-                        port_label("X", x), " has rank ", x->dim.size(), " (dims ",
+                        port_label(Role::X, x), " has rank ", x->dim.size(), " (dims ",
                         dims_str(x->dim), ")");
     for (size_t d = 0; d < dims.size(); ++d)
       if (y->dim[d] != x->dim[d] && y->dim[d] != 1)
-        return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label("Y", y),
+        return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::Y, y),
                           " dim ", d, " is ", y->dim[d], " but must be ", x->dim[d],
-                          " (kept, as in ", port_label("X", x), ") or 1 (reduced)");
+                          " (kept, as in ", port_label(Role::X, x), ") or 1 (reduced)");
     dims = y->dim;
   }
-  return infer_output(n, "Y", y, dims, x, ctx, x->data_type);
+  return infer_output(n, Role::Y, y, dims, x, ctx, x->data_type);
 }
 
 }  // namespace dnngraph::ir

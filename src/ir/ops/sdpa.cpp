@@ -22,33 +22,33 @@ struct SdpaDims {
 };
 
 Result<SdpaDims> check_qkv(const Node& n, const Tensor& q, const Tensor& k, const Tensor& v) {
-  DNNGRAPH_TRY(check_rank(n, "Q", q, 4, 4));
-  DNNGRAPH_TRY(check_rank(n, "K", k, 4, 4));
-  DNNGRAPH_TRY(check_rank(n, "V", v, 4, 4));
+  DNNGRAPH_TRY(check_rank(n, Role::Q, q, 4, 4));
+  DNNGRAPH_TRY(check_rank(n, Role::K, k, 4, 4));
+  DNNGRAPH_TRY(check_rank(n, Role::V, v, 4, 4));
   SdpaDims s{q->dim[0], q->dim[1], q->dim[2], q->dim[3], k->dim[2], v->dim[3]};
-  for (auto [role, t] : {std::pair<const char*, const Tensor&>{"K", k}, {"V", v}}) {
+  for (auto [role, t] : {std::pair<Role, const Tensor&>{Role::K, k}, {Role::V, v}}) {
     if (t->dim[0] != s.b)
       return make_error(ErrorCode::InvalidGraph, op_label(n),
-                        ": batch differs: ", port_label("Q", q), " has b=", s.b, " but ",
+                        ": batch differs: ", port_label(Role::Q, q), " has b=", s.b, " but ",
                         port_label(role, t), " has b=", t->dim[0], " (dim 0)");
     if (s.hq % t->dim[1] != 0)
       return make_error(ErrorCode::InvalidGraph, op_label(n),
-                        ": head count mismatch: ", port_label("Q", q), " has ", s.hq,
+                        ": head count mismatch: ", port_label(Role::Q, q), " has ", s.hq,
                         " heads which is not a multiple of ", port_label(role, t), "'s ", t->dim[1],
                         " heads (dim 1)");
   }
   if (k->dim[3] != s.d)
     return make_error(ErrorCode::InvalidGraph, op_label(n),
-                      ": head dim differs: ", port_label("Q", q), " has d=", s.d, " but ",
-                      port_label("K", k), " has d=", k->dim[3], " (dim 3)");
+                      ": head dim differs: ", port_label(Role::Q, q), " has d=", s.d, " but ",
+                      port_label(Role::K, k), " has d=", k->dim[3], " (dim 3)");
   if (v->dim[2] != s.skv)
     return make_error(ErrorCode::InvalidGraph, op_label(n),
-                      ": key/value length differs: ", port_label("K", k), " has s_kv=", s.skv,
-                      " but ", port_label("V", v), " has ", v->dim[2], " (dim 2)");
+                      ": key/value length differs: ", port_label(Role::K, k), " has s_kv=", s.skv,
+                      " but ", port_label(Role::V, v), " has ", v->dim[2], " (dim 2)");
   return s;
 }
 
-Status check_integer_scalar(const Node& n, std::string_view role, const Tensor& t) {
+Status check_integer_scalar(const Node& n, Role role, const Tensor& t) {
   DNNGRAPH_TRY(check_scalar(n, role, t, false));
   if (!is_integral(t->data_type))
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
@@ -56,7 +56,7 @@ Status check_integer_scalar(const Node& n, std::string_view role, const Tensor& 
   return Status::ok();
 }
 
-Status check_floating(const Node& n, std::string_view role, const Tensor& t) {
+Status check_floating(const Node& n, Role role, const Tensor& t) {
   if (t->data_type != DataType::NotSet && !is_floating(t->data_type))
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
                       " must have a floating data type but is ", data_type_name(t->data_type));
@@ -66,48 +66,50 @@ Status check_floating(const Node& n, std::string_view role, const Tensor& t) {
 // The mask form of dropout: DROPOUT_MASK and DROPOUT_SCALE together, never with the
 // probability form.
 Status check_dropout_mask(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
-  Tensor mask = n.input("DROPOUT_MASK"), scale = n.input("DROPOUT_SCALE");
+  Tensor mask = n.input(Role::DROPOUT_MASK), scale = n.input(Role::DROPOUT_SCALE);
   if (!mask && !scale) return Status::ok();
   if (!mask || !scale)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": dropout with a mask needs both ",
-                      "DROPOUT_MASK and DROPOUT_SCALE but only ",
-                      mask ? port_label("DROPOUT_MASK", mask) : port_label("DROPOUT_SCALE", scale),
-                      " is given");
+    return make_error(
+        ErrorCode::InvalidGraph, op_label(n), ": dropout with a mask needs both ",
+        "DROPOUT_MASK and DROPOUT_SCALE but only ",
+        mask ? port_label(Role::DROPOUT_MASK, mask) : port_label(Role::DROPOUT_SCALE, scale),
+        " is given");
   if (a.dropout_probability && *a.dropout_probability > 0.0)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label("DROPOUT_MASK", mask),
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
+                      port_label(Role::DROPOUT_MASK, mask),
                       " (dropout by mask) cannot be combined ", "with dropout_probability ",
                       *a.dropout_probability, " (dropout by probability); expected one form only");
-  for (const char* role : {"SEED", "OFFSET"})
+  for (Role role : {Role::SEED, Role::OFFSET})
     if (Tensor t = n.input(role))
       return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
-                        port_label("DROPOUT_MASK", mask),
+                        port_label(Role::DROPOUT_MASK, mask),
                         " (dropout by mask) cannot be combined with ", port_label(role, t),
                         " (dropout by probability); expected one form only");
-  DNNGRAPH_TRY(check_rank(n, "DROPOUT_MASK", mask, 4, 4));
-  DNNGRAPH_TRY(expect_broadcastable(n, "DROPOUT_MASK", mask, {s.b, s.hq, s.sq, s.skv},
+  DNNGRAPH_TRY(check_rank(n, Role::DROPOUT_MASK, mask, 4, 4));
+  DNNGRAPH_TRY(expect_broadcastable(n, Role::DROPOUT_MASK, mask, {s.b, s.hq, s.sq, s.skv},
                                     "the score matrix [b, h_q, s_q, s_kv]"));
-  DNNGRAPH_TRY(check_floating(n, "DROPOUT_MASK", mask));
-  DNNGRAPH_TRY(check_scalar(n, "DROPOUT_SCALE", scale, false));
-  return check_floating(n, "DROPOUT_SCALE", scale);
+  DNNGRAPH_TRY(check_floating(n, Role::DROPOUT_MASK, mask));
+  DNNGRAPH_TRY(check_scalar(n, Role::DROPOUT_SCALE, scale, false));
+  return check_floating(n, Role::DROPOUT_SCALE, scale);
 }
 
 // Attributes and optional inputs shared by forward and backward.
 Status check_options(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
-  if (Tensor scale = n.input("ATTN_SCALE"))
-    DNNGRAPH_TRY(check_scalar(n, "ATTN_SCALE", scale, false));
+  if (Tensor scale = n.input(Role::ATTN_SCALE))
+    DNNGRAPH_TRY(check_scalar(n, Role::ATTN_SCALE, scale, false));
   if (a.attn_scale && !std::isfinite(*a.attn_scale))
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": attn_scale ", *a.attn_scale,
                       " is not finite");
-  if (Tensor bias = n.input("BIAS")) {
-    DNNGRAPH_TRY(check_rank(n, "BIAS", bias, 4, 4));
-    DNNGRAPH_TRY(expect_broadcastable(n, "BIAS", bias, {s.b, s.hq, s.sq, s.skv},
+  if (Tensor bias = n.input(Role::BIAS)) {
+    DNNGRAPH_TRY(check_rank(n, Role::BIAS, bias, 4, 4));
+    DNNGRAPH_TRY(expect_broadcastable(n, Role::BIAS, bias, {s.b, s.hq, s.sq, s.skv},
                                       "the score matrix [b, h_q, s_q, s_kv]"));
   }
 
-  Tensor slq = n.input("SEQ_LEN_Q"), slkv = n.input("SEQ_LEN_KV");
+  Tensor slq = n.input(Role::SEQ_LEN_Q), slkv = n.input(Role::SEQ_LEN_KV);
   if (a.padding_mask) {
     for (auto [role, t] :
-         {std::pair<const char*, const Tensor&>{"SEQ_LEN_Q", slq}, {"SEQ_LEN_KV", slkv}}) {
+         {std::pair<Role, const Tensor&>{Role::SEQ_LEN_Q, slq}, {Role::SEQ_LEN_KV, slkv}}) {
       if (!t)
         return make_error(ErrorCode::InvalidGraph, op_label(n), ": padding_mask needs input ",
                           role);
@@ -118,11 +120,11 @@ Status check_options(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
     }
   } else if (slq || slkv) {
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
-                      slq ? port_label("SEQ_LEN_Q", slq) : port_label("SEQ_LEN_KV", slkv),
+                      slq ? port_label(Role::SEQ_LEN_Q, slq) : port_label(Role::SEQ_LEN_KV, slkv),
                       " is given but padding_mask is off");
   }
 
-  Tensor seed = n.input("SEED"), offset = n.input("OFFSET");
+  Tensor seed = n.input(Role::SEED), offset = n.input(Role::OFFSET);
   if (a.dropout_probability) {
     const double p = *a.dropout_probability;
     if (!(p >= 0.0 && p < 1.0))
@@ -131,11 +133,11 @@ Status check_options(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
     if (p > 0.0) {
       if (!seed || !offset)
         return make_error(ErrorCode::InvalidGraph, op_label(n), ": dropout needs inputs SEED and ",
-                          "OFFSET; missing ", seed ? "OFFSET" : "SEED");
+                          "OFFSET; missing ", seed ? Role::OFFSET : Role::SEED);
     }
   }
-  if (seed) DNNGRAPH_TRY(check_integer_scalar(n, "SEED", seed));
-  if (offset) DNNGRAPH_TRY(check_integer_scalar(n, "OFFSET", offset));
+  if (seed) DNNGRAPH_TRY(check_integer_scalar(n, Role::SEED, seed));
+  if (offset) DNNGRAPH_TRY(check_integer_scalar(n, Role::OFFSET, offset));
   DNNGRAPH_TRY(check_dropout_mask(n, a, s));
 
   if (a.left_bound && *a.left_bound < 0)
@@ -156,81 +158,84 @@ Status check_options(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
 
 Status infer_sdpa(Node& n, const InferContext& ctx) {
   const auto& a = n.as<SdpaAttrs>();
-  DNNGRAPH_TRY(check_roles(n,
-                           {"Q", "K", "V", "ATTN_SCALE", "BIAS", "SEQ_LEN_Q", "SEQ_LEN_KV", "SEED",
-                            "OFFSET", "DROPOUT_MASK", "DROPOUT_SCALE"},
-                           {"O", "STATS", "RNG_DUMP"}));
-  DNNGRAPH_PORT(q, required_input(n, "Q"));
-  DNNGRAPH_PORT(k, required_input(n, "K"));
-  DNNGRAPH_PORT(v, required_input(n, "V"));
-  DNNGRAPH_PORT(o, required_output(n, "O"));
+  DNNGRAPH_TRY(check_roles(
+      n,
+      {Role::Q, Role::K, Role::V, Role::ATTN_SCALE, Role::BIAS, Role::SEQ_LEN_Q, Role::SEQ_LEN_KV,
+       Role::SEED, Role::OFFSET, Role::DROPOUT_MASK, Role::DROPOUT_SCALE},
+      {Role::O, Role::STATS, Role::RNG_DUMP}));
+  DNNGRAPH_PORT(q, required_input(n, Role::Q));
+  DNNGRAPH_PORT(k, required_input(n, Role::K));
+  DNNGRAPH_PORT(v, required_input(n, Role::V));
+  DNNGRAPH_PORT(o, required_output(n, Role::O));
   auto s = check_qkv(n, q, k, v);
   DNNGRAPH_TRY(s.status());
   DNNGRAPH_TRY(check_options(n, a, *s));
-  DNNGRAPH_TRY(infer_output(n, "O", o, {s->b, s->hq, s->sq, s->dv}, q, ctx, q->data_type));
-  Tensor stats = n.output("STATS");
+  DNNGRAPH_TRY(infer_output(n, Role::O, o, {s->b, s->hq, s->sq, s->dv}, q, ctx, q->data_type));
+  Tensor stats = n.output(Role::STATS);
   if (a.is_inference && stats)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label("STATS", stats),
-                      " is given but is_inference is set");
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
+                      port_label(Role::STATS, stats), " is given but is_inference is set");
   if (!a.is_inference) {
     if (!stats)
       return make_error(ErrorCode::InvalidGraph, op_label(n),
                         ": training (is_inference false) needs output STATS");
-    DNNGRAPH_TRY(infer_output(n, "STATS", stats, {s->b, s->hq, s->sq, 1}, q, ctx, DataType::Float,
-                              DataType::Float));
+    DNNGRAPH_TRY(infer_output(n, Role::STATS, stats, {s->b, s->hq, s->sq, 1}, q, ctx,
+                              DataType::Float, DataType::Float));
   }
-  if (Tensor dump = n.output("RNG_DUMP")) {
+  if (Tensor dump = n.output(Role::RNG_DUMP)) {
     if (!a.dropout_probability || *a.dropout_probability <= 0.0)
       return make_error(
-          ErrorCode::InvalidGraph, op_label(n), ": output ", port_label("RNG_DUMP", dump),
+          ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::RNG_DUMP, dump),
           " needs dropout by probability (dropout_probability > 0, SEED, OFFSET) "
           "but dropout_probability is ",
           a.dropout_probability ? detail::cat(*a.dropout_probability) : std::string("unset"));
     // Packed row-major whatever Q's layout: the mask is a plain [b, h, s_q, s_kv] matrix.
-    DNNGRAPH_TRY(infer_output(n, "RNG_DUMP", dump, {s->b, s->hq, s->sq, s->skv}, nullptr, ctx,
+    DNNGRAPH_TRY(infer_output(n, Role::RNG_DUMP, dump, {s->b, s->hq, s->sq, s->skv}, nullptr, ctx,
                               DataType::Float));
-    DNNGRAPH_TRY(check_floating(n, "RNG_DUMP", dump));
+    DNNGRAPH_TRY(check_floating(n, Role::RNG_DUMP, dump));
   }
   return Status::ok();
 }
 
 Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
   const auto& a = n.as<SdpaBwdAttrs>();
-  if (Tensor dump = n.output("RNG_DUMP"))
+  if (Tensor dump = n.output(Role::RNG_DUMP))
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
-                      port_label("RNG_DUMP", dump),
+                      port_label(Role::RNG_DUMP, dump),
                       " is only for the forward sdpa; the backward replays the forward's mask "
                       "from SEED / OFFSET or DROPOUT_MASK");
   DNNGRAPH_TRY(check_roles(n,
-                           {"Q", "K", "V", "O", "DO", "STATS", "ATTN_SCALE", "BIAS", "SEQ_LEN_Q",
-                            "SEQ_LEN_KV", "SEED", "OFFSET", "DROPOUT_MASK", "DROPOUT_SCALE"},
-                           {"DQ", "DK", "DV", "DBIAS"}));
-  DNNGRAPH_PORT(q, required_input(n, "Q"));
-  DNNGRAPH_PORT(k, required_input(n, "K"));
-  DNNGRAPH_PORT(v, required_input(n, "V"));
-  DNNGRAPH_PORT(o, required_input(n, "O"));
-  DNNGRAPH_PORT(d_o, required_input(n, "DO"));
-  DNNGRAPH_PORT(stats, required_input(n, "STATS"));
-  DNNGRAPH_PORT(dq, required_output(n, "DQ"));
-  DNNGRAPH_PORT(dk, required_output(n, "DK"));
-  DNNGRAPH_PORT(dv, required_output(n, "DV"));
+                           {Role::Q, Role::K, Role::V, Role::O, Role::DO, Role::STATS,
+                            Role::ATTN_SCALE, Role::BIAS, Role::SEQ_LEN_Q, Role::SEQ_LEN_KV,
+                            Role::SEED, Role::OFFSET, Role::DROPOUT_MASK, Role::DROPOUT_SCALE},
+                           {Role::DQ, Role::DK, Role::DV, Role::DBIAS}));
+  DNNGRAPH_PORT(q, required_input(n, Role::Q));
+  DNNGRAPH_PORT(k, required_input(n, Role::K));
+  DNNGRAPH_PORT(v, required_input(n, Role::V));
+  DNNGRAPH_PORT(o, required_input(n, Role::O));
+  DNNGRAPH_PORT(d_o, required_input(n, Role::DO));
+  DNNGRAPH_PORT(stats, required_input(n, Role::STATS));
+  DNNGRAPH_PORT(dq, required_output(n, Role::DQ));
+  DNNGRAPH_PORT(dk, required_output(n, Role::DK));
+  DNNGRAPH_PORT(dv, required_output(n, Role::DV));
   auto s = check_qkv(n, q, k, v);
   DNNGRAPH_TRY(s.status());
   DNNGRAPH_TRY(check_options(n, a, *s));
   const std::vector<int64_t> o_dims = {s->b, s->hq, s->sq, s->dv};
-  DNNGRAPH_TRY(expect_dims(n, "O", o, o_dims, "[b, h_q, s_q, d_v] from Q and V"));
-  DNNGRAPH_TRY(expect_dims(n, "DO", d_o, o_dims, "the gradient has O's dims"));
-  DNNGRAPH_TRY(expect_dims(n, "STATS", stats, {s->b, s->hq, s->sq, 1}, "[b, h_q, s_q, 1] from Q"));
+  DNNGRAPH_TRY(expect_dims(n, Role::O, o, o_dims, "[b, h_q, s_q, d_v] from Q and V"));
+  DNNGRAPH_TRY(expect_dims(n, Role::DO, d_o, o_dims, "the gradient has O's dims"));
+  DNNGRAPH_TRY(
+      expect_dims(n, Role::STATS, stats, {s->b, s->hq, s->sq, 1}, "[b, h_q, s_q, 1] from Q"));
 
-  DNNGRAPH_TRY(infer_output(n, "DQ", dq, q->dim, q, ctx, q->data_type));
-  DNNGRAPH_TRY(infer_output(n, "DK", dk, k->dim, k, ctx, k->data_type));
-  DNNGRAPH_TRY(infer_output(n, "DV", dv, v->dim, v, ctx, v->data_type));
-  Tensor bias = n.input("BIAS");
-  if (Tensor dbias = n.output("DBIAS")) {
+  DNNGRAPH_TRY(infer_output(n, Role::DQ, dq, q->dim, q, ctx, q->data_type));
+  DNNGRAPH_TRY(infer_output(n, Role::DK, dk, k->dim, k, ctx, k->data_type));
+  DNNGRAPH_TRY(infer_output(n, Role::DV, dv, v->dim, v, ctx, v->data_type));
+  Tensor bias = n.input(Role::BIAS);
+  if (Tensor dbias = n.output(Role::DBIAS)) {
     if (!bias)
       return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
-                        port_label("DBIAS", dbias), " needs input BIAS");
-    DNNGRAPH_TRY(infer_output(n, "DBIAS", dbias, bias->dim, bias, ctx, bias->data_type));
+                        port_label(Role::DBIAS, dbias), " needs input BIAS");
+    DNNGRAPH_TRY(infer_output(n, Role::DBIAS, dbias, bias->dim, bias, ctx, bias->data_type));
   }
   return Status::ok();
 }

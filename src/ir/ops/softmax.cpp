@@ -5,15 +5,16 @@
 namespace dnngraph::ir {
 
 Status infer_softmax(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {"X"}, {"Y", "STATS"}));
-  DNNGRAPH_PORT(x, required_input(n, "X"));
-  DNNGRAPH_PORT(y, required_output(n, "Y"));
-  DNNGRAPH_TRY(check_rank(n, "X", x, 1, SIZE_MAX));
-  DNNGRAPH_TRY(infer_output(n, "Y", y, x->dim, x, ctx, x->data_type));
-  if (Tensor stats = n.output("STATS")) {
+  DNNGRAPH_TRY(check_roles(n, {Role::X}, {Role::Y, Role::STATS}));
+  DNNGRAPH_PORT(x, required_input(n, Role::X));
+  DNNGRAPH_PORT(y, required_output(n, Role::Y));
+  DNNGRAPH_TRY(check_rank(n, Role::X, x, 1, SIZE_MAX));
+  DNNGRAPH_TRY(infer_output(n, Role::Y, y, x->dim, x, ctx, x->data_type));
+  if (Tensor stats = n.output(Role::STATS)) {
     std::vector<int64_t> dims = x->dim;
     dims.back() = 1;
-    DNNGRAPH_TRY(infer_output(n, "STATS", stats, dims, x, ctx, DataType::Float, DataType::Float));
+    DNNGRAPH_TRY(
+        infer_output(n, Role::STATS, stats, dims, x, ctx, DataType::Float, DataType::Float));
   }
   return Status::ok();
 }

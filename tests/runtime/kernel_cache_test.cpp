@@ -1,0 +1,87 @@
+// KernelCache without a GPU: bytes, files, errors, and the reference engine ignoring it.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "dnngraph/dnngraph.hpp"
+
+namespace dnngraph {
+namespace {
+
+std::string temp_path(const char* tag) {
+  return ::testing::TempDir() + "dnngraph_kc_" + tag + std::to_string(std::random_device{}());
+}
+
+TEST(KernelCache, EmptyCacheHasNothingToSerialize) {
+  auto kc = KernelCache::create();
+  EXPECT_FALSE(kc->in_use());
+  auto b = kc->serialize();
+  ASSERT_FALSE(b.is_ok());
+  EXPECT_NE(b.status().message().find("dynamic shapes"), std::string::npos);
+  EXPECT_FALSE(kc->save(temp_path("empty")).is_ok());
+}
+
+TEST(KernelCache, BytesAndFilesRoundTrip) {
+  const std::string bytes = "{\"cache\": [1, 2, 3]}\n\x01\x02";
+  auto kc = KernelCache::from_bytes(bytes);
+  EXPECT_EQ(kc->serialize().value(), bytes);
+  const std::string path = temp_path("file");
+  ASSERT_TRUE(kc->save(path).is_ok());
+  auto loaded = KernelCache::load(path);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded.value()->serialize().value(), bytes);
+  std::remove(path.c_str());
+}
+
+TEST(KernelCache, LoadErrorsNameTheFile) {
+  const std::string missing = temp_path("missing");
+  auto r = KernelCache::load(missing);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find(missing), std::string::npos);
+  const std::string empty = temp_path("emptyfile");
+  std::ofstream(empty).close();
+  r = KernelCache::load(empty);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("empty"), std::string::npos);
+  std::remove(empty.c_str());
+}
+
+TEST(KernelCache, ConcurrentSavesLeaveAWholeFile) {
+  const std::string bytes(1 << 16, 'k');
+  auto kc = KernelCache::from_bytes(bytes);
+  const std::string path = temp_path("race");
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 8; ++i) ts.emplace_back([&] { EXPECT_TRUE(kc->save(path).is_ok()); });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(KernelCache::load(path).value()->serialize().value(), bytes);
+  std::remove(path.c_str());
+}
+
+TEST(KernelCache, ReferenceEngineRunsDynamicGraphsAndLeavesTheCacheUnused) {
+  auto kc = KernelCache::create();
+  auto h = Handle::create(Device::cpu()).value();
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> d(-2.f, 2.f);
+  for (int64_t n : {2, 3}) {
+    Graph g;
+    g.set_name("dyn").set_io_data_type(DataType::Float).set_dynamic_shape_enabled(true);
+    g.set_kernel_cache(kc);
+    EXPECT_EQ(g.kernel_cache(), kc);
+    auto x = g.tensor(ir::TensorAttrs().set_name("X").set_dim({n, 4}).set_stride({4, 1}));
+    auto y = g.relu(x);
+    y->set_output(true).set_name("Y");
+    ASSERT_TRUE(g.build(h).is_ok());
+    std::vector<float> xs(static_cast<size_t>(n * 4)), ys(xs.size(), -1234.f);
+    for (float& v : xs) v = d(gen);
+    std::vector<char> ws(static_cast<size_t>(std::max<int64_t>(g.get_workspace_size().value(), 1)));
+    ASSERT_TRUE(g.execute(*h, {{x->uid, xs.data()}, {y->uid, ys.data()}}, ws.data()).is_ok());
+    for (size_t i = 0; i < xs.size(); ++i) EXPECT_FLOAT_EQ(ys[i], std::max(xs[i], 0.f));
+  }
+  EXPECT_FALSE(kc->in_use());
+}
+
+}  // namespace
+}  // namespace dnngraph
