@@ -51,7 +51,7 @@ test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN)/tests/dnngraph_tests
 
 test-python: build
-	PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q python/tests
+	PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q python/tests tests/compat
 
 # find_package(dnngraph) from an install tree, building the README's example against it.
 test-install: build

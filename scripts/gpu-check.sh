@@ -4,7 +4,8 @@
 # runs the GPU tests, the GPU samples and the GPU benchmarks, writes logs under $OUT and prints
 # a short table. Usage: bash scripts/gpu-check.sh [build-dir]
 # Knobs (environment): GTEST_FILTER (a subset of the GPU tests), PYTHON_CHECKS=0 (no pytest,
-# Python overhead bench or tutorial), TUTORIAL=0, BENCHES=0, GPU_TESTS_TIMEOUT, BENCH_TIMEOUT.
+# Python overhead bench or tutorial), TUTORIAL=0, BENCHES=0, GPU_TESTS_TIMEOUT, BENCH_TIMEOUT,
+# TORCH_CHECKS=0 (no dnngraph.torch build, tests and bench), TORCH_ONLY=1 (only those).
 set -uo pipefail
 root=$(pwd)
 out=${OUT:-$root/gpu-check-out}
@@ -29,6 +30,9 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 # Only the GPU targets (the CPU suite runs in CI); -k 0 keeps going past unrelated failures.
 targets="dnngraph_gpu_tests conv_bias_relu matmul_epilogue sdpa_causal demo _dnngraph dnngraph_python_files"
 for b in bench/gpu/*.cpp; do targets="$targets $(basename "$b" .cpp)"; done
+if [ "${TORCH_ONLY:-0}" = 1 ]; then targets="_dnngraph dnngraph_python_files"; fi
+# dnngraph.torch: the op library against the torch found at configure time.
+[ "${TORCH_CHECKS:-1}" = 1 ] && [ -d "$build/torch" ] && targets="$targets dnngraph_torch"
 cmake --build "$build" -j16 --target $targets -- -k 0 >>"$out/build.log" 2>&1
 result[build]=$?
 echo "build: rc=${result[build]} ($(( $(date +%s) - start )) s)"
@@ -49,6 +53,19 @@ for s in conv_bias_relu matmul_epilogue sdpa_causal; do
   [ -x "$build/samples/$s" ] && run "sample_$s" 30 "$build/samples/$s"
 done
 [ -x "$build/samples/demo" ] && run demo 120 "$build/samples/demo"
+# dnngraph.torch on the GPU: its tests (CUDA cases, CUDA graphs, streams, devices), the blocks
+# example with timings, and the op benchmark.
+if [ "${TORCH_CHECKS:-1}" = 1 ] && [ -f "$build/python/dnngraph/torch/libdnngraph_torch.so" ]; then
+  run torch_tests 300 env PYTHONPATH="$build/python" python3 -m pytest -q -p no:cacheprovider \
+    python/tests/test_torch_norm.py python/tests/test_torch_gemm.py python/tests/test_torch_conv.py \
+    python/tests/test_torch_sdpa.py python/tests/test_torch_runtime.py python/tests/test_torch_examples.py
+  tail -n 15 "$out/torch_tests.log"
+  run torch_blocks 240 env PYTHONPATH="$build/python" python3 examples/torch_blocks.py --bench
+  cat "$out/torch_blocks.log"
+  run torch_bench 300 env PYTHONPATH="$build/python" python3 bench/torch/bench_torch_ops.py ${TORCH_BENCH_ARGS:-}
+  cat "$out/torch_bench.log"
+fi
+[ "${TORCH_ONLY:-0}" = 1 ] && { for k in "${!result[@]}"; do printf "%-28s rc=%s\n" "$k" "${result[$k]}"; done; exit 0; }
 # Python on the GPU: the pytest suite (torch tests included) and the tutorial's code unchanged.
 if [ "${PYTHON_CHECKS:-1}" = 1 ] && ls "$build"/python/dnngraph/_dnngraph*.so >/dev/null 2>&1; then
   run pytest 180 env PYTHONPATH="$build/python" python3 -m pytest -q -x python/tests

@@ -16,3 +16,9 @@ $PY - <<'PYEOF' || $PY -m pip install -q "nanobind>=2.0" "scikit-build-core>=0.1
 import importlib.util, sys
 sys.exit(0 if all(importlib.util.find_spec(m) for m in ("nanobind", "scikit_build_core", "numpy", "pytest")) else 1)
 PYEOF
+# PyTorch, for the dnngraph.torch ops (torch/) and their tests; DNNGRAPH_SETUP_TORCH=0 skips it.
+# The PyPI wheel brings its CUDA libraries (~5 GB); the ops' CPU path needs none of them.
+if [ "${DNNGRAPH_SETUP_TORCH:-1}" = 1 ] && ! $PY -c "import torch" >/dev/null 2>&1; then
+  echo "setup: installing torch from PyPI for the dnngraph.torch ops (DNNGRAPH_SETUP_TORCH=0 skips it)"
+  $PY -m pip install -q torch
+fi

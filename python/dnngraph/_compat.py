@@ -1,0 +1,947 @@
+"""The cuDNN frontend's Python graph API on top of the native graph (docs/compatibility.md).
+
+``pygraph`` here subclasses the native graph class (``dnngraph._dnngraph.pygraph``): every
+frontend method name exists, with the frontend's keywords, positional order and defaults. It
+converts what the frontend accepts and the native layer does not (torch/numpy dtypes, framework
+tensors passed straight to an op, tensor names and uids as variant-pack keys, ``None`` entries)
+and then calls the native method. A frontend feature dnngraph lacks raises
+``cudnnGraphNotSupportedError`` (our ``NotSupportedError``) naming what is missing.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Any, Dict, List, Optional
+
+from . import _interop
+from ._dnngraph import (
+    Handle,
+    NotSupportedError,
+    Tensor,
+    build_plan_policy,
+    data_type,
+    heur_mode,
+    norm_forward_phase,
+    pointwise_mode,
+)
+from ._dnngraph import pygraph as _native
+
+_native_execute = _native.execute
+from .datatypes import _library_type, is_dtype_like
+
+cudnnGraphNotSupportedError = NotSupportedError
+
+
+def _missing(what: str, hint: str = "") -> NotSupportedError:
+    msg = f"{what} is not supported by dnngraph"
+    return NotSupportedError(msg + (f": {hint}" if hint else "") +
+                             " (see docs/compatibility.md for the differences from the frontend)")
+
+
+# ---- enumerations the frontend has and the native module does not ----------------------------
+class _Enum(enum.Enum):
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+def _make_enum(name: str, members: List[str], doc: str) -> type:
+    e = _Enum(name, [(m, i) for i, m in enumerate(members)])
+    e.__doc__ = doc
+    e.__module__ = "dnngraph"
+    return e
+
+
+behavior_note = _make_enum("behavior_note", [
+    "RUNTIME_COMPILATION", "REQUIRES_FILTER_INT8x32_REORDER", "REQUIRES_BIAS_INT8x32_REORDER",
+    "SUPPORTS_CUDA_GRAPH_NATIVE_API", "CUBLASLT_DEPENDENCY"], "Behaviour notes of engines")
+numerical_note = _make_enum("numerical_note", [
+    "TENSOR_CORE", "DOWN_CONVERT_INPUTS", "REDUCED_PRECISION_REDUCTION", "FFT",
+    "NONDETERMINISTIC", "WINOGRAD", "WINOGRAD_TILE_4x4", "WINOGRAD_TILE_6x6",
+    "WINOGRAD_TILE_13x13", "STRICT_NAN_PROP"], "Numerical notes of engines")
+tensor_reordering = _make_enum("tensor_reordering", ["NONE", "INT8x32", "F16x16", "F8_128x4"],
+                               "Tensor reordering (dnngraph supports NONE only)")
+attention_implementation = _make_enum("attention_implementation",
+                                      ["AUTO", "COMPOSITE", "UNIFIED"],
+                                      "SDPA implementation choice (dnngraph chooses itself)")
+moe_grouped_matmul_mode = _make_enum("moe_grouped_matmul_mode",
+                                     ["NONE", "GATHER", "SCATTER", "COMBINE"],
+                                     "MoE grouped matmul modes (the op is not supported)")
+scalar_type = _make_enum("scalar_type", ["COMPILE_TIME_CONST", "RUNTIME_PARAM"],
+                         "How a tensor_scalar's value is bound")
+reshape_mode = _make_enum("reshape_mode", ["VIEW_ONLY", "LOGICAL"], "Reshape modes")
+cuda_graph_retention = _make_enum("cuda_graph_retention", ["NONE", "PER_GRAPH"],
+                                  "CUDA graph retention")
+knob_type = _make_enum("knob_type", ["NOT_SET", "SPLIT_K", "SWIZZLE", "TILE_SIZE", "STAGES",
+                                     "KERNEL_CFG", "WORKSPACE", "BLOCK_SIZE", "SPLIT_KV"],
+                       "Engine knob types")
+FRONTEND_KNOB_TYPE_BASE = 1000
+
+
+def is_frontend_knob_type(k: Any) -> bool:
+    return isinstance(k, int) and k >= FRONTEND_KNOB_TYPE_BASE
+
+
+class knob:
+    """An engine knob (type, value); dnngraph's engines take none (create_execution_plan refuses
+    knobs)."""
+
+    def __init__(self, type: Any = None, value: int = 0, **kwargs: Any) -> None:
+        self.type, self.value = type, value
+
+
+_last_error = ""
+
+
+def get_last_error_string() -> str:
+    """The message of the last error a compatibility call raised ("" when none)."""
+    return _last_error
+
+
+def create_device_properties(*args: Any, **kwargs: Any) -> Any:
+    raise _missing("create_device_properties (deviceless / ahead-of-time planning)",
+                   "build on the target GPU, or build with create_handle(device=\"cpu\")")
+
+
+_LACKING_FUNCTIONS = [
+    "causal_conv1d_forward", "causal_conv1d_backward", "causal_conv1d_nwh_forward",
+    "causal_conv1d_nwh_backward", "b2b_causal_conv1d_forward", "b2b_causal_conv1d_backward",
+    "gnn_agg_op", "gnn_agg_simple_forward", "gnn_agg_simple_backward", "gnn_activation_op",
+    "gnn_mha_gat_forward", "gnn_mha_gat_backward", "gnn_mha_gat_v2_forward",
+    "gnn_mha_gat_v2_backward",
+]
+
+
+def _lacking_function(name: str) -> Any:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise _missing(f"{name} (a fused kernel outside the graph API)")
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = "Not supported by dnngraph: raises NotSupportedError."
+    return fn
+
+
+LACKING_FUNCTIONS = {n: _lacking_function(n) for n in _LACKING_FUNCTIONS}
+
+
+class DeviceInfo:
+    """The device of a handle: ordinal (None for the CPU) and kind."""
+
+    def __init__(self, device: str) -> None:
+        self.kind = "cpu" if device == "cpu" else "cuda"
+        self.ordinal = None if device == "cpu" else int(device.partition(":")[2] or 0)
+
+
+# ---- argument conversion ----------------------------------------------------------------------
+def _is_array(v: Any) -> bool:
+    if isinstance(v, (Tensor, int, float, bool, str, bytes, list, tuple, dict)) or v is None:
+        return False
+    return (hasattr(v, "__dlpack__") or hasattr(v, "__array_interface__") or
+            hasattr(v, "__cuda_array_interface__"))
+
+
+def _dtype(v: Any) -> Any:
+    return _library_type(v) if is_dtype_like(v) else v
+
+
+def _on_cpu(obj: Any) -> bool:
+    dev = getattr(obj, "device", None)
+    if dev is not None and getattr(dev, "type", None) is not None:
+        return dev.type == "cpu"
+    return hasattr(obj, "__array_interface__") and not hasattr(obj, "__cuda_array_interface__")
+
+
+class _Ptr:
+    """A raw device or host pointer seen by the native execute as an array of a tensor's
+    layout (for _execute_with_ptrs)."""
+
+    def __init__(self, ptr: int, t: Tensor, cuda: bool) -> None:
+        span = 1 + sum((d - 1) * s for d, s in zip(t.get_dim(), t.get_stride()) if d > 0)
+        itemsize = _ITEMSIZE.get(t.get_data_type(), 1)
+        iface = {"shape": (span,), "typestr": _TYPESTR.get(t.get_data_type(), f"<u{itemsize}"),
+                 "data": (int(ptr), False),
+                 "version": 3, "strides": None}
+        if cuda:
+            self.__cuda_array_interface__ = dict(iface, stream=None)
+        else:
+            self.__array_interface__ = iface
+
+
+_TYPESTR = {
+    data_type.HALF: "<f2", data_type.FLOAT: "<f4", data_type.DOUBLE: "<f8", data_type.INT8: "|i1",
+    data_type.UINT8: "|u1", data_type.INT32: "<i4", data_type.INT64: "<i8",
+    data_type.BOOLEAN: "|b1",
+}
+_ITEMSIZE = {
+    data_type.HALF: 2, data_type.BFLOAT16: 2, data_type.FLOAT: 4, data_type.DOUBLE: 8,
+    data_type.INT8: 1, data_type.UINT8: 1, data_type.INT32: 4, data_type.INT64: 8,
+    data_type.BOOLEAN: 1, data_type.FP8_E4M3: 1, data_type.FP8_E5M2: 1,
+}
+
+# ---- method tables ----------------------------------------------------------------------------
+# frontend method -> (native method, frontend positional names, {frontend kw: native kw},
+#                     fixed native kwargs)
+_UNARY = ["abs", "ceil", "cos", "elu", "erf", "exp", "floor", "gelu", "gelu_approx_tanh",
+          "identity", "log", "logical_not", "neg", "reciprocal", "rsqrt", "sigmoid", "sin",
+          "softplus", "sqrt", "tanh"]
+_OPS: Dict[str, tuple] = {}
+for _n in _UNARY:
+    _OPS[_n] = (_n, ("input",), {}, {})
+for _n in ("add", "div", "logical_and", "logical_or", "mul", "sub"):
+    _OPS[_n] = (_n, ("a", "b"), {}, {})
+for _n in ("max", "min", "pow"):
+    _OPS[_n] = (_n, ("input0", "input1"), {"input0": "a", "input1": "b"}, {})
+for _n in ("cmp_eq", "cmp_ge", "cmp_gt", "cmp_le", "cmp_lt", "cmp_neq"):
+    _OPS[_n] = (_n, ("input", "comparison"), {"input": "a", "comparison": "b"}, {})
+for _n in ("elu_backward", "gelu_approx_tanh_backward", "gelu_backward", "sigmoid_backward",
+           "softplus_backward", "tanh_backward"):
+    _OPS[_n] = (_n, ("loss", "input"), {}, {})
+_OPS.update({
+    "bias": ("bias", ("input", "bias"), {}, {}),
+    "scale": ("scale", ("input", "scale"), {}, {}),
+    "binary_select": ("binary_select", ("input0", "input1", "mask"), {}, {}),
+    "relu": ("relu", ("input", "negative_slope", "lower_clip", "upper_clip", "name",
+                      "compute_data_type"), {}, {}),
+    "leaky_relu": ("relu", ("input", "negative_slope", "name", "compute_data_type"), {}, {}),
+    "relu_backward": ("pointwise", ("loss", "input", "negative_slope", "lower_clip",
+                                    "upper_clip", "name", "compute_data_type"),
+                      {"loss": "input0", "input": "input1"},
+                      {"mode": pointwise_mode.RELU_BWD}),
+    "leaky_relu_backward": ("pointwise", ("loss", "input", "negative_slope", "name",
+                                          "compute_data_type"),
+                            {"loss": "input0", "input": "input1"},
+                            {"mode": pointwise_mode.RELU_BWD}),
+    "swish": ("swish", ("input", "swish_beta", "name", "compute_data_type"), {}, {}),
+    "swish_backward": ("silu_backward", ("loss", "input", "swish_beta", "name",
+                                         "compute_data_type"), {}, {}),
+    "matmul": ("matmul", ("A", "B", "compute_data_type", "padding", "name"), {}, {}),
+    "conv_fprop": ("conv_fprop", ("image", "weight"), {}, {}),
+    "conv_dgrad": ("conv_dgrad", ("loss", "filter"), {}, {}),
+    "conv_wgrad": ("conv_wgrad", ("image", "loss"), {}, {}),
+    "rmsnorm": ("rmsnorm", ("input", "scale", "bias", "epsilon"), {}, {}),
+    "rmsnorm_backward": ("rmsnorm_backward", ("grad", "input", "scale", "inv_variance"), {}, {}),
+    "layernorm": ("layernorm", ("input", "scale", "bias", "epsilon"), {}, {}),
+    "layernorm_backward": ("layernorm_backward", ("grad", "input", "scale", "mean",
+                                                  "inv_variance"), {}, {}),
+    "batchnorm": ("batchnorm", ("input", "scale", "bias", "in_running_mean", "in_running_var",
+                                "epsilon", "momentum"), {}, {}),
+    "batchnorm_inference": ("batchnorm_inference", ("input", "mean", "inv_variance", "scale",
+                                                    "bias"), {}, {}),
+    "batchnorm_backward": ("batchnorm_backward", ("grad", "input", "scale", "mean",
+                                                  "inv_variance"), {}, {}),
+    "reduction": ("reduction", ("input", "group_offset"), {}, {}),
+    "sdpa": ("sdpa", ("q", "k", "v"), {}, {}),
+    "sdpa_backward": ("sdpa_backward", ("q", "k", "v", "o", "dO", "stats"), {}, {}),
+})
+
+# Frontend methods for ops dnngraph does not have (yet): each raises NotSupported naming it.
+# Those another part of dnngraph implements (the native class has them) are not overridden.
+_LACKING_OPS = [
+    "add_square", "mod", "tan", "gen_index", "instancenorm", "instancenorm_backward",
+    "adalayernorm", "adalayernorm_backward", "genstats", "reshape", "transpose", "concatenate",
+    "slice", "rope", "rope_backward", "block_scale_quantize", "block_scale_dequantize",
+    "moe_grouped_matmul", "moe_grouped_matmul_bwd", "sdpa_fp8", "sdpa_fp8_backward",
+    "sdpa_mxfp8", "sdpa_mxfp8_backward", "gdn", "gdn_bwd", "gdn_summary", "gdn_summary_bwd",
+    "gdn2", "gdn2_bwd", "gdn2_summary", "gdn2_summary_bwd", "gdp", "gdp_bwd", "gdp_summary",
+    "gdp_summary_bwd", "kda", "kda_bwd", "kda_summary", "kda_summary_bwd", "mamba2",
+    "mamba2_bwd", "mamba2_summary", "mamba2_summary_bwd",
+]
+_LACKING_METHODS = {
+    "get_engine_and_knobs_at_index": "engine knobs",
+    "create_execution_plan": "plans from an engine id and knobs",
+    "populate_cuda_graph": "CUDA graph capture of a plan",
+    "update_cuda_graph": "CUDA graph capture of a plan",
+}
+
+# SDPA keywords: frontend name -> native name.
+_SDPA_RENAMES = {"diagonal_band_left_bound": "left_bound",
+                 "diagonal_band_right_bound": "right_bound"}
+# SDPA keywords accepted when unset (None/False/0), refused otherwise.
+_SDPA_UNSUPPORTED = ("block_mask", "use_alibi_mask", "paged_attention_k_table",
+                     "paged_attention_v_table", "paged_attention_max_seq_len_kv",
+                     "max_total_seq_len_q", "max_total_seq_len_kv", "score_max",
+                     "score_sum_exp", "sink_token", "dSink_token", "dBias",
+                     "softmax_precision", "attn_scale_prefolded", "kv_mask")
+
+
+def _sdpa_kwargs(op: str, kw: Dict[str, Any]) -> Dict[str, Any]:
+    for k in _SDPA_UNSUPPORTED:
+        v = kw.pop(k, None)
+        if v is not None and v is not False:
+            raise _missing(f"{op}({k}=...)")
+    for k, nk in _SDPA_RENAMES.items():
+        if k in kw:
+            kw[nk] = kw.pop(k)
+    w = kw.pop("sliding_window_length", None)
+    if w is not None:
+        kw.setdefault("left_bound", w)
+    gen = kw.pop("generate_stats", None)
+    if op == "sdpa":
+        inf = kw.get("is_inference")
+        if gen is not None:
+            if inf is not None and bool(inf) == bool(gen):
+                raise ValueError("sdpa: generate_stats and is_inference contradict each other "
+                                 "(generate_stats=True means is_inference=False)")
+            kw["is_inference"] = not gen
+        elif inf is None:
+            kw["is_inference"] = True  # the frontend default: no Stats
+    kw.pop("attention_implementation", None)  # dnngraph picks the implementation itself
+    kw.pop("use_deterministic_algorithm", None)  # dnngraph's SDPA backward is deterministic
+    return kw
+
+
+def _conv_kwargs(op: str, kw: Dict[str, Any]) -> Dict[str, Any]:
+    mode = kw.pop("convolution_mode", None)
+    if mode is not None and "CROSS" not in str(mode).upper():
+        raise _missing(f"{op}(convolution_mode={mode!r})", "only cross-correlation is supported")
+    return kw
+
+
+class pygraph(_native):
+    """A graph of tensors and operations (the frontend's ``cudnn.pygraph``) with its build
+    pipeline: validate -> build_operation_graph -> create_execution_plans -> check_support ->
+    build_plans -> execute. Handles from ``create_handle(device="cpu")`` run it on the CPU
+    reference engine."""
+
+    def __init__(self, name: Any = "test_graph", io_data_type: Any = None,
+                 intermediate_data_type: Any = None, compute_data_type: Any = None,
+                 handle: Any = None, sm_count: Any = None, sm_version: Any = None,
+                 kernel_cache: Any = None, device_property: Any = None,
+                 is_dynamic_shape_enabled: bool = False, is_override_shape_enabled: bool = False,
+                 cuda_graph_retention: Any = None, *, is_cuda_graph_replay_expected: bool = False,
+                 **kwargs: Any) -> None:
+        if isinstance(name, Handle):  # dnngraph's own order: pygraph(handle, name, ...)
+            handle, name = name, ("test_graph" if io_data_type is None else io_data_type)
+            io_data_type = None
+        if kwargs:
+            raise TypeError(f"pygraph(): unexpected keyword arguments {sorted(kwargs)}")
+        if device_property is not None:
+            raise _missing("pygraph(device_property=...) (deviceless planning)")
+        native_kw: Dict[str, Any] = {"name": name or "",
+                                     "is_dynamic_shape_enabled": is_dynamic_shape_enabled}
+        for k, v in (("io_data_type", io_data_type),
+                     ("intermediate_data_type", intermediate_data_type),
+                     ("compute_data_type", compute_data_type)):
+            if v is not None:
+                native_kw[k] = _library_type(v)
+        if handle is not None:
+            native_kw["handle"] = handle
+        if kernel_cache is not None:
+            native_kw["kernel_cache"] = kernel_cache
+        super().__init__(**native_kw)
+        self.sm_count, self.sm_version = sm_count, sm_version
+        self._override_shape_enabled = bool(is_override_shape_enabled)
+        self._bindings: Dict[int, Any] = {}  # uid-less: keyed by id(tensor) -> (tensor, data)
+
+    # ---- tensors ----
+    def tensor(self, dim: Any = None, stride: Any = None, data_type: Any = None,
+               is_virtual: bool = False, is_pass_by_value: bool = False,
+               ragged_offset: Any = None, reordering_type: Any = None, name: str = "",
+               uid: Any = None, ragged_offset_multiplier: int = 1, alignment_value: int = 1,
+               **kwargs: Any) -> Tensor:
+        if kwargs:
+            raise TypeError(f"tensor(): unexpected keyword arguments {sorted(kwargs)}")
+        if dim is None:
+            raise TypeError("tensor(): missing the dims (dim=[...])")
+        if ragged_offset is not None:
+            raise _missing("tensor(ragged_offset=...) (ragged tensors)")
+        if reordering_type is not None and getattr(reordering_type, "name", "NONE") != "NONE":
+            raise _missing(f"tensor(reordering_type={reordering_type!r})")
+        kw: Dict[str, Any] = {"name": name, "dim": [int(d) for d in dim],
+                              "is_virtual": is_virtual, "is_pass_by_value": is_pass_by_value}
+        if stride is not None:
+            kw["stride"] = [int(s) for s in stride]
+        if data_type is not None:
+            kw["data_type"] = _library_type(data_type)
+        if uid is not None and uid != -1:
+            kw["uid"] = int(uid)
+        t = _native.tensor(self, **kw)
+        self._track(t)
+        return t
+
+    def _track(self, t: Any) -> Any:
+        """Remembers graph tensors made through this class (for tensors/find_tensor/...)."""
+        made = self.__dict__.setdefault("_made", [])
+        for x in (t if isinstance(t, tuple) else (t,)):
+            if isinstance(x, Tensor):
+                made.append(x)
+        return t
+
+    # ---- introspection of the graph's tensors and nodes ----
+    @property
+    def tensors(self) -> Dict[str, Tensor]:
+        """{name: tensor} of the tensors made through this object's methods."""
+        return {t.get_name(): t for t in self.__dict__.get("_made", [])}
+
+    def find_tensor(self, name_or_uid: Any) -> Optional[Tensor]:
+        for t in self.__dict__.get("_made", []):
+            if (t.get_uid() == name_or_uid) if isinstance(name_or_uid, int) else (
+                    t.get_name() == name_or_uid):
+                return t
+        return None
+
+    def get_inputs(self) -> List[Tensor]:
+        """Non-virtual tensors no node produces."""
+        produced = {o for n in self._json()["nodes"] for o in n["outputs"].values()}
+        names = [t["name"] for i, t in enumerate(self._json()["tensors"])
+                 if i not in produced and not t["virtual"]]
+        return [t for t in (self.find_tensor(n) for n in names) if t is not None]
+
+    def get_outputs(self) -> List[Tensor]:
+        return [t for t in self.__dict__.get("_made", []) if t.get_is_output()]
+
+    @property
+    def nodes(self) -> List["Node"]:
+        doc = self._json()
+        names = [t["name"] for t in doc["tensors"]]
+        return [Node(n, names) for n in doc["nodes"]]
+
+    def get_node(self, name: str) -> Optional["Node"]:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def inspect(self) -> Dict[str, Any]:
+        """The graph's description (its JSON form) as a dict."""
+        return self._json()
+
+    @property
+    def context(self) -> "GraphContext":
+        doc = self._json()
+        return GraphContext(*(getattr(data_type, doc[k]) for k in (
+            "io_data_type", "intermediate_data_type", "compute_data_type")), name=doc["name"])
+
+    @property
+    def plans(self) -> List[dict]:
+        """The supported candidate plans, in plan-index order (see candidates())."""
+        return self._supported()
+
+    def backend_plan_entries(self) -> List[dict]:
+        return self._supported()
+
+    @property
+    def selected_engine(self) -> Optional[str]:
+        i = self.selected_plan_index()
+        plans = self._supported()
+        return str(plans[i]["name"]) if 0 <= i < len(plans) else None
+
+    def tensor_like(self, template: Any = None, name: str = "", is_virtual: bool = False,
+                    **kwargs: Any) -> Tensor:
+        if template is None:
+            template = kwargs.pop("obj", None)
+        if kwargs or template is None:
+            raise TypeError("tensor_like(template, name='', is_virtual=False)")
+        if isinstance(template, Tensor):  # the copy form: same dims, strides, type
+            return self.tensor(dim=template.get_dim(), stride=template.get_stride(),
+                               data_type=template.get_data_type(), is_virtual=is_virtual,
+                               is_pass_by_value=template.get_is_pass_by_value(), name=name)
+        dim, stride, dt = _interop.describe(template)
+        if not dim:  # a 0-d array: one element
+            dim, stride = [1], [1]
+        # The frontend makes host tensors pass-by-value; on a CPU handle that only matters for
+        # single values (a bigger host array is ordinary data there).
+        pbv = _on_cpu(template) and (self._device() != "cpu" or _numel(dim) == 1)
+        return self.tensor(dim=dim, stride=stride, data_type=dt, is_virtual=is_virtual,
+                           is_pass_by_value=pbv, name=name)
+
+    def tensor_scalar(self, value: Any, scalar_type: Any = None, name: str = "") -> Tensor:
+        """A pass-by-value scalar holding `value` (bound automatically at execute)."""
+        if isinstance(value, bool) or isinstance(value, int):
+            dt = data_type.INT64 if not isinstance(value, bool) else data_type.BOOLEAN
+        elif isinstance(value, float):
+            dt = data_type.FLOAT
+        elif _is_array(value):
+            t = self.tensor_like(value, name=name)
+            t.set_is_pass_by_value(True)
+            self._bind(t, value)
+            return t
+        else:
+            raise TypeError(f"tensor_scalar: expected a number or a one-element array, got "
+                            f"{type(value).__name__}")
+        t = self.tensor(dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=dt,
+                        is_pass_by_value=True, name=name)
+        self._bind(t, value)
+        return t
+
+    def _bind(self, t: Tensor, data: Any) -> None:
+        self._bindings[id(t)] = (t, data)
+
+    def _device(self) -> str:
+        h = _native.handle.__get__(self)
+        return "cuda" if h is None else str(h.device)
+
+    def _ensure_tensor(self, v: Any, name: str) -> Any:
+        if not _is_array(v):
+            return v
+        t = self.tensor_like(v, name=name)
+        self._bind(t, v)
+        return t
+
+    # ---- pipeline ----
+    def build(self, heuristics: Any = None, ctx: Any = None, *, heur_modes: Any = None,
+              policy: Any = None) -> None:
+        """All pipeline steps; with no arguments heuristics [A, FALLBACK]."""
+        modes = heuristics if heuristics is not None else heur_modes
+        if modes is None:
+            modes = [heur_mode.A, heur_mode.FALLBACK]
+        if not isinstance(modes, (list, tuple)):
+            modes = [modes]
+        if self.__dict__.get("_filters"):
+            _native.build_operation_graph(self)
+            _native.create_execution_plans(self, list(modes))
+            _native.check_support(self)
+            self._build_filtered(policy or build_plan_policy.HEURISTICS_CHOICE)
+            return
+        _native.build(self, list(modes), policy or build_plan_policy.HEURISTICS_CHOICE)
+
+    def create_execution_plans(self, heuristics: Any = None, *, heur_modes: Any = None) -> None:
+        modes = heuristics if heuristics is not None else heur_modes
+        if modes is None:
+            modes = [heur_mode.A, heur_mode.FALLBACK]
+        if not isinstance(modes, (list, tuple)):
+            modes = [modes]
+        _native.create_execution_plans(self, list(modes))
+
+    def build_plans(self, policy: Any = None, *args: Any, ctx: Any = None, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise TypeError("build_plans(policy=build_plan_policy.HEURISTICS_CHOICE)")
+        if self.__dict__.get("_filters"):
+            self._build_filtered(policy or build_plan_policy.HEURISTICS_CHOICE)
+            return
+        _native.build_plans(self, policy or build_plan_policy.HEURISTICS_CHOICE)
+
+    def build_plan_at_index(self, index: int) -> "pygraph":
+        _native.build_plan_at_index(self, index)
+        return self
+
+    def select_plan(self, index: int) -> "pygraph":
+        _native.select_plan(self, index)
+        return self
+
+    # ---- plan filters: applied by build_plans/build to the supported plans ----
+    def _filter(self, key: str, value: Any) -> "pygraph":
+        self.__dict__.setdefault("_filters", {})[key] = value
+        return self
+
+    def deselect_workspace_greater_than(self, workspace_limit: int) -> "pygraph":
+        """build_plans skips plans needing more than workspace_limit bytes."""
+        return self._filter("workspace", int(workspace_limit))
+
+    def deselect_engines(self, engine_names: List[str]) -> "pygraph":
+        """build_plans skips plans whose name (or engine) is listed."""
+        return self._filter("engines", {str(n) for n in engine_names})
+
+    def select_numeric_notes(self, notes: List[Any]) -> "pygraph":
+        """build_plans keeps only plans carrying every listed numerical note."""
+        return self._filter("numeric_select", {_note_key(n) for n in notes})
+
+    def deselect_numeric_notes(self, notes: List[Any]) -> "pygraph":
+        """build_plans skips plans carrying any listed numerical note."""
+        return self._filter("numeric_deselect", {_note_key(n) for n in notes})
+
+    def select_behavior_notes(self, notes: List[Any]) -> "pygraph":
+        """build_plans keeps only plans carrying every listed behaviour note."""
+        return self._filter("behavior_select", {_note_key(n) for n in notes})
+
+    def deselect_behavior_notes(self, notes: List[Any]) -> "pygraph":
+        """build_plans skips plans carrying any listed behaviour note."""
+        return self._filter("behavior_deselect", {_note_key(n) for n in notes})
+
+    def _allowed_plans(self) -> List[int]:
+        f = self.__dict__.get("_filters", {})
+        allowed, why = [], []
+        for i, p in enumerate(self._supported()):
+            numeric = {_note_key(n) for n in p["numerical_notes"] or []}
+            behavior = {_note_key(n) for n in p["behavior_notes"] or []}
+            reason = None
+            if "workspace" in f and p["workspace_size"] > f["workspace"]:
+                reason = f"needs {p['workspace_size']} bytes of workspace (limit {f['workspace']})"
+            elif {str(p["name"]), str(p["engine"])} & f.get("engines", set()):
+                reason = "its engine was deselected"
+            elif not f.get("numeric_select", set()) <= numeric or numeric & f.get(
+                    "numeric_deselect", set()):
+                reason = f"numerical notes {sorted(numeric)}"
+            elif not f.get("behavior_select", set()) <= behavior or behavior & f.get(
+                    "behavior_deselect", set()):
+                reason = f"behaviour notes {sorted(behavior)}"
+            if reason is None:
+                allowed.append(i)
+            else:
+                why.append(f"{p['name']}: {reason}")
+        if not allowed:
+            raise NotSupportedError(
+                f"graph '{_native.name.__get__(self)}': every supported plan was deselected by "
+                f"the plan filters (deselect_*/select_*): " + "; ".join(why))
+        return allowed
+
+    def _build_filtered(self, policy: Any) -> None:
+        allowed = self._allowed_plans()
+        built = []
+        errors = []
+        for i in allowed:
+            try:
+                _native.build_plan_at_index(self, i)
+            except (RuntimeError, ValueError) as e:
+                errors.append(str(e))
+                continue
+            limit = self.__dict__["_filters"].get("workspace")
+            ws = _native.get_workspace_size_plan_at_index(self, i)
+            if limit is not None and ws > limit:  # known exactly only once built
+                errors.append(f"{self.get_plan_name_at_index(i)}: deselected, it needs {ws} "
+                              f"bytes of workspace (limit {limit})")
+                continue
+            built.append(i)
+            if policy != build_plan_policy.ALL:
+                break
+        if not built:
+            raise NotSupportedError("no plan left by the plan filters (deselect_*/select_*) "
+                                    "could be built: " + "; ".join(errors))
+        _native.select_plan(self, built[0])
+
+    def get_workspace_size(self, handle: Any = None, override_uids: Any = None,
+                           override_shapes: Any = None, override_strides: Any = None) -> int:
+        self._no_overrides("get_workspace_size", override_uids, override_shapes,
+                           override_strides)
+        return _native.get_workspace_size(self)
+
+    def get_workspace_size_plan_at_index(self, index: int, handle: Any = None,
+                                         override_uids: Any = None, override_shapes: Any = None,
+                                         override_strides: Any = None) -> int:
+        self._no_overrides("get_workspace_size_plan_at_index", override_uids, override_shapes,
+                           override_strides)
+        return _native.get_workspace_size_plan_at_index(self, index)
+
+    def is_override_shape_enabled(self) -> bool:
+        return self._override_shape_enabled
+
+    def _no_overrides(self, op: str, uids: Any, shapes: Any, strides: Any) -> None:
+        if uids or shapes or strides:
+            raise _missing(f"{op}(override_uids/override_shapes/override_strides)",
+                           "build one graph per shape (dynamic-shape overrides are not "
+                           "implemented)")
+
+    # ---- plans and notes ----
+    def _supported(self) -> List[dict]:
+        return [c for c in _native.candidates(self) if c["supported"]]
+
+    def _plan(self, index: int) -> dict:
+        plans = self._supported()
+        if not 0 <= index < len(plans):
+            raise IndexError(f"plan index {index} out of range: the graph has {len(plans)} "
+                             "supported plans (get_execution_plan_count())")
+        return plans[index]
+
+    def get_plan_name_at_index(self, index: int) -> str:
+        return str(self._plan(index)["name"])
+
+    def get_behavior_notes_for_plan_at_index(self, index: int) -> List[Any]:
+        return _notes(self._plan(index)["behavior_notes"], behavior_note)
+
+    def get_numerical_notes_for_plan_at_index(self, index: int) -> List[Any]:
+        return _notes(self._plan(index)["numerical_notes"], numerical_note)
+
+    def get_behavior_notes(self) -> List[Any]:
+        return self.get_behavior_notes_for_plan_at_index(max(self.selected_plan_index(), 0))
+
+    def get_numerical_notes(self) -> List[Any]:
+        return self.get_numerical_notes_for_plan_at_index(max(self.selected_plan_index(), 0))
+
+    # ---- introspection ----
+    def key(self, *args: Any, **kwargs: Any) -> int:
+        """The graph's fingerprint as an int (the frontend's key() type)."""
+        return int(_native.key(self), 16)
+
+    def _json(self) -> dict:
+        return json.loads(_native.to_json(self))
+
+    def _get_variant_pack_uids_sorted(self) -> List[int]:
+        """Uids of the tensors execute() needs (non-virtual), ascending."""
+        _native.validate(self)
+        return sorted(t["uid"] for t in self._json()["tensors"] if not t["virtual"])
+
+    def query_tensor_attributes_of_uid(self, uid: int) -> dict:
+        for t in self._json()["tensors"]:
+            if t["uid"] == uid:
+                return t
+        raise ValueError(f"query_tensor_attributes_of_uid: the graph has no tensor with uid {uid}")
+
+    def get_cuda_graph_retention(self) -> Any:
+        return cuda_graph_retention.NONE
+
+    # ---- serialization ----
+    def serialize(self, *, as_bytes: bool = False, include_kernels: bool = True) -> bytes:
+        """The built graph as bytes (deserialize also takes the frontend's list of byte values)."""
+        return _native.serialize(self)
+
+    def deserialize(self, *args: Any, **kwargs: Any) -> None:
+        handle = kwargs.pop("handle_", kwargs.pop("handle", None))
+        data = kwargs.pop("data", kwargs.pop("blob", None))
+        kwargs.pop("enforce_precompiled", None)
+        if kwargs:
+            raise TypeError(f"deserialize(): unexpected keyword arguments {sorted(kwargs)}")
+        rest = list(args)
+        if rest and isinstance(rest[0], Handle):
+            handle = rest.pop(0)
+        if rest:
+            data = rest.pop(0)
+        if isinstance(data, str):
+            raise _missing("deserialize(JSON string)", "pass the bytes from serialize()")
+        if data is None:
+            raise TypeError("deserialize([handle,] data): missing the serialized data")
+        blob = bytes(data)
+        if handle is None:
+            _native.deserialize(self, blob)
+        else:
+            _native.deserialize(self, handle, blob)
+
+    # ---- execution ----
+    def _pack(self, tensor_dict: Any, tensor_uids: Any) -> Dict[Any, Any]:
+        if tensor_uids is not None:
+            if len(tensor_uids) != len(tensor_dict):
+                raise ValueError(f"execute: {len(tensor_uids)} tensor_uids for "
+                                 f"{len(tensor_dict)} buffers")
+            if len(set(tensor_uids)) != len(tensor_uids):
+                raise ValueError("execute: tensor_uids has duplicates")
+            tensor_dict = dict(zip((int(u) for u in tensor_uids), tensor_dict))
+        pack: Dict[Any, Any] = {}
+        names: Optional[Dict[str, int]] = None
+        for t, data in self._bindings.values():
+            pack[t] = data
+        for k, v in tensor_dict.items():
+            if v is None:
+                continue
+            if isinstance(k, str):
+                if names is None:
+                    names = {t["name"]: t["uid"] for t in self._json()["tensors"]}
+                if k not in names:
+                    raise KeyError(f"execute: the graph has no tensor named {k!r}")
+                k = names[k]
+            pack[k] = v
+        return pack
+
+    def execute(self, tensor_dict: Any, workspace: Any = None, handle: Any = None,
+                override_uids: Any = None, override_shapes: Any = None,
+                override_strides: Any = None, tensor_uids: Any = None) -> None:
+        if override_uids or override_shapes or override_strides:
+            self._no_overrides("execute", override_uids, override_shapes, override_strides)
+        d = self.__dict__
+        if tensor_uids is None and workspace is not None and d.get("_ready") and not d.get(
+                "_bindings"):
+            # The common call: a dict of tensors/uids -> arrays, nothing to convert.
+            for k, v in tensor_dict.items():
+                if v is None or type(k) is str:
+                    break
+            else:
+                return _native_execute(self, tensor_dict, workspace, handle)
+        if _native.get_execution_plan_count(self) <= 0:
+            self.build()
+        d["_ready"] = True
+        if workspace is None:
+            workspace = self._own_workspace(_native.get_workspace_size(self))
+        _native.execute(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
+
+    def _own_workspace(self, size: int) -> Any:
+        """A workspace the graph keeps, for execute(workspace=None) on a plan that needs one."""
+        if size <= 0:
+            return None
+        ws = self.__dict__.get("_workspace")
+        if ws is None or _numel(list(getattr(ws, "shape", [0]))) < size:
+            if self._device() == "cpu":
+                import numpy as np
+
+                ws = np.empty(size, dtype=np.uint8)
+            else:
+                import torch
+
+                ws = torch.empty(size, dtype=torch.uint8, device=self._device())
+            self._workspace = ws
+        return ws
+
+    def execute_plan_at_index(self, tensor_dict: Any, workspace: Any = None, index: int = 0,
+                              handle: Any = None, *args: Any, tensor_uids: Any = None,
+                              **kwargs: Any) -> None:
+        if workspace is None:
+            workspace = self._own_workspace(_native.get_workspace_size_plan_at_index(self, index))
+        _native.execute_plan_at_index(self, self._pack(tensor_dict, tensor_uids), workspace,
+                                      index, handle)
+
+    def _execute_with_ptrs(self, tensor_to_ptr_map: Dict[Any, int], workspace: int = 0,
+                           handle: Any = None, *args: Any, **kwargs: Any) -> None:
+        """execute() with raw pointers: {uid or tensor: address}, workspace address."""
+        cuda = self._device() != "cpu"
+        by_uid = {t["uid"]: t for t in self._json()["tensors"]}
+        pack: Dict[Any, Any] = {}
+        for k, ptr in tensor_to_ptr_map.items():
+            uid = k.get_uid() if isinstance(k, Tensor) else int(k)
+            if uid not in by_uid:
+                raise KeyError(f"_execute_with_ptrs: the graph has no tensor with uid {uid}")
+            pack[uid] = _Ptr(int(ptr), _Shape(by_uid[uid]), cuda)
+        ws_size = _native.get_workspace_size(self)
+        ws = None
+        if ws_size > 0:
+            ws = _Ptr(int(workspace), _Shape({"dim": [ws_size], "stride": [1],
+                                              "data_type": "UINT8"}), cuda)
+        _native.execute(self, pack, ws, handle)
+
+
+class GraphContext:
+    """A graph's data types and name (``pygraph.context``)."""
+
+    def __init__(self, io_data_type: Any = None, intermediate_data_type: Any = None,
+                 compute_data_type: Any = None, name: str = "") -> None:
+        self.io_data_type = io_data_type
+        self.intermediate_data_type = intermediate_data_type
+        self.compute_data_type = compute_data_type
+        self.name = name
+
+
+NodeType = _make_enum("NodeType", [
+    "POINTWISE", "MATMUL", "CONV_FPROP", "CONV_DGRAD", "CONV_WGRAD", "REDUCTION", "LAYERNORM",
+    "LAYERNORM_BWD", "RMSNORM", "RMSNORM_BWD", "BATCHNORM", "BATCHNORM_INFERENCE",
+    "BATCHNORM_BWD", "SOFTMAX", "SDPA", "SDPA_BWD", "SLICE", "OTHER"], "Kinds of graph nodes")
+
+
+class Node:
+    """A node of a graph (``pygraph.nodes``): name, node_type, compute_data_type, attributes and
+    {port: tensor name} for inputs and outputs."""
+
+    def __init__(self, doc: dict, tensor_names: List[str]) -> None:
+        self.name = doc["name"]
+        kind = str(doc.get("kind", "")).upper()
+        aliases = {"LAYERNORM_BACKWARD": "LAYERNORM_BWD", "RMSNORM_BACKWARD": "RMSNORM_BWD",
+                   "BATCHNORM_BACKWARD": "BATCHNORM_BWD", "SDPA_BACKWARD": "SDPA_BWD"}
+        kind = aliases.get(kind, kind)
+        self.node_type = NodeType.__members__.get(kind, NodeType.OTHER)
+        self.kind = doc.get("kind")
+        self.compute_data_type = getattr(data_type, doc.get("compute_data_type", "NOT_SET"),
+                                         data_type.NOT_SET)
+        self.params = dict(doc.get("attrs", {}))
+        self.inputs = {k: tensor_names[v] for k, v in doc.get("inputs", {}).items()}
+        self.outputs = {k: tensor_names[v] for k, v in doc.get("outputs", {}).items()}
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name} {self.kind} inputs={self.inputs} outputs={self.outputs}>"
+
+
+class _Shape:
+    """The layout of a tensor's JSON description, read like a Tensor by _Ptr."""
+
+    def __init__(self, t: dict) -> None:
+        self._t = t
+
+    def get_dim(self) -> List[int]:
+        return self._t["dim"]
+
+    def get_stride(self) -> List[int]:
+        return self._t["stride"]
+
+    def get_data_type(self) -> Any:
+        return getattr(data_type, self._t["data_type"], data_type.UINT8)
+
+
+def _numel(dim: List[int]) -> int:
+    n = 1
+    for d in dim:
+        n *= int(d)
+    return n
+
+
+def _note_key(n: Any) -> str:
+    """A note (enum member or string, with or without the CUDNN_*_NOTE_ prefix) as a name."""
+    name = getattr(n, "name", None) or str(n)
+    for prefix in ("CUDNN_BEHAVIOR_NOTE_", "CUDNN_NUMERICAL_NOTE_"):
+        name = name.replace(prefix, "")
+    return name.upper()
+
+
+def _notes(names: Any, enum_type: type) -> List[Any]:
+    out = []
+    for n in names or []:
+        key = str(n).upper().replace("CUDNN_BEHAVIOR_NOTE_", "").replace("CUDNN_NUMERICAL_NOTE_",
+                                                                         "")
+        out.append(enum_type.__members__.get(key, n))
+    return out
+
+
+def _make_op(fe_name: str, native_name: str, pos: tuple, renames: dict, fixed: dict) -> Any:
+    def op(self: pygraph, *args: Any, **kwargs: Any) -> Any:
+        pos_names = pos
+        if args and isinstance(args[0], norm_forward_phase):  # dnngraph's order: phase first
+            pos_names = ("norm_forward_phase",) + pos
+        if len(args) > len(pos_names):
+            raise TypeError(f"{fe_name}() takes at most {len(pos)} positional arguments "
+                            f"({', '.join(pos)}), got {len(args)}")
+        kw = dict(zip(pos_names, args))
+        for k, v in kwargs.items():
+            if k in kw:
+                raise TypeError(f"{fe_name}() got multiple values for argument {k!r}")
+            kw[k] = v
+        if fe_name.startswith("sdpa"):
+            kw = _sdpa_kwargs(fe_name, kw)
+        elif fe_name.startswith("conv"):
+            kw = _conv_kwargs(fe_name, kw)
+        elif fe_name == "matmul" and kw.pop("padding", 0.0) not in (0, 0.0, None):
+            raise _missing("matmul(padding=...)")
+        elif fe_name == "reduction" and kw.get("group_offset") is not None:
+            raise _missing("reduction(group_offset=...)")
+        kw.pop("group_offset", None)
+        name = kw.get("name") or fe_name
+        out: Dict[str, Any] = dict(fixed)
+        for k, v in kw.items():
+            if v is None:
+                continue
+            k = renames.get(k, k)
+            if isinstance(v, tuple):  # dropout=(p, seed, offset) may hold arrays
+                v = tuple(self._ensure_tensor(_dtype(e), f"{name}::{k}") for e in v)
+            else:
+                v = self._ensure_tensor(_dtype(v), f"{name}::{k}")
+            out[k] = v
+        return self._track(getattr(_native, native_name)(self, **out))
+
+    op.__name__ = op.__qualname__ = fe_name
+    doc = getattr(getattr(_native, native_name, None), "__doc__", "") or ""
+    op.__doc__ = (f"{fe_name}({', '.join(pos)}, ...): the frontend's call form of "
+                  f"{native_name}.\n\n{doc}")
+    return op
+
+
+def _make_lacking(fe_name: str, what: str) -> Any:
+    def op(self: pygraph, *args: Any, **kwargs: Any) -> Any:
+        raise _missing(what)
+
+    op.__name__ = op.__qualname__ = fe_name
+    op.__doc__ = f"Not supported by dnngraph ({what}); raises NotSupportedError."
+    return op
+
+
+for _fe, (_nat, _pos, _ren, _fix) in _OPS.items():
+    setattr(pygraph, _fe, _make_op(_fe, _nat, _pos, _ren, _fix))
+for _fe in _LACKING_OPS:
+    if not hasattr(_native, _fe):
+        setattr(pygraph, _fe, _make_lacking(_fe, f"the {_fe} operation"))
+for _fe, _what in _LACKING_METHODS.items():
+    if not hasattr(_native, _fe):
+        setattr(pygraph, _fe, _make_lacking(_fe, f"{_fe} ({_what})"))
+
+
+# ---- Tensor: the frontend's setters and getters ------------------------------------------------
+_native_set_data_type = Tensor.set_data_type
+
+
+def _set_data_type(self: Tensor, data_type: Any = None) -> Tensor:
+    return _native_set_data_type(self, _library_type(data_type))
+
+
+def _set_ragged_offset(self: Tensor, ragged_offset: Any) -> Tensor:
+    raise _missing("Tensor.set_ragged_offset (ragged tensors)")
+
+
+def _set_reordering_type(self: Tensor, reordering_type: Any) -> Tensor:
+    if getattr(reordering_type, "name", "NONE") != "NONE":
+        raise _missing(f"Tensor.set_reordering_type({reordering_type!r})")
+    return self
+
+
+Tensor.set_data_type = _set_data_type
+Tensor.set_ragged_offset = _set_ragged_offset
+Tensor.set_reordering_type = _set_reordering_type
+Tensor.get_ragged_offset = lambda self: None
+Tensor.get_reordering_type = lambda self: tensor_reordering.NONE

@@ -1,0 +1,61 @@
+"""PyTorch ops of dnngraph, registered in C++ (``torch.ops.dnngraph.*``).
+
+``import dnngraph.torch`` loads ``libdnngraph_torch.so`` (built when torch was found at build
+time) and registers the ops: CPU tensors run on the reference engine, CUDA tensors on cuDNN.
+
+* ``dnngraph.torch.functional``: ``layer_norm``, ``rms_norm``, ``linear``,
+  ``matmul_epilogue``, ``conv2d_bias_act``, ``scaled_dot_product_attention`` with
+  ``torch.nn.functional`` signatures.
+* modules ``LayerNorm``, ``RMSNorm``, ``Linear``, ``Conv2dBiasAct``, ``MultiheadAttention``:
+  drop-in subclasses of their torch counterparts (same parameters, same state dicts).
+* ``cache_info()`` / ``clear_cache()`` / ``set_cache_capacity(n)``: the graph cache.
+"""
+
+import os as _os
+
+import torch as _torch
+
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_lib_path = _os.path.join(_here, "libdnngraph_torch.so")
+if not _os.path.exists(_lib_path):
+    raise ImportError(
+        f"dnngraph.torch: {_lib_path} is missing: dnngraph was built without torch. Install torch, "
+        "then rebuild (`pip install --no-build-isolation .`, or CMake with "
+        "-DDNNGRAPH_BUILD_TORCH=ON)"
+    )
+# libdnngraph_torch links libdnngraph, which `import dnngraph` has loaded (or RPATH finds).
+import dnngraph as _dnngraph  # noqa: E402,F401
+
+_torch.ops.load_library(_lib_path)
+
+from . import functional  # noqa: E402
+from .modules import Conv2dBiasAct, LayerNorm, Linear, MultiheadAttention, RMSNorm  # noqa: E402
+
+
+def cache_info():
+    """The graph cache shared by every op: dict(size, capacity, hits, misses)."""
+    size, capacity, hits, misses = _torch.ops.dnngraph.cache_info()
+    return {"size": size, "capacity": capacity, "hits": hits, "misses": misses}
+
+
+def clear_cache():
+    """Drops every cached graph (and resets the hit/miss counters)."""
+    _torch.ops.dnngraph.clear_cache()
+
+
+def set_cache_capacity(capacity: int):
+    """Bounds the cache to `capacity` graphs (least recently used go first)."""
+    _torch.ops.dnngraph.set_cache_capacity(capacity)
+
+
+__all__ = [
+    "functional",
+    "LayerNorm",
+    "RMSNorm",
+    "Linear",
+    "Conv2dBiasAct",
+    "MultiheadAttention",
+    "cache_info",
+    "clear_cache",
+    "set_cache_capacity",
+]

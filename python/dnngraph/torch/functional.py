@@ -1,0 +1,122 @@
+"""dnngraph ops with ``torch.nn.functional`` signatures (plus an ``activation`` where the op
+fuses one). Each is one call of a C++ op (``torch.ops.dnngraph.*``): autograd, Meta kernels
+for ``torch.compile`` and the graph cache live in C++.
+
+Activations: ``"none"``, ``"relu"``, ``"gelu"``, ``"gelu_tanh"``, ``"silu"``, ``"tanh"``,
+``"sigmoid"``.
+"""
+
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+
+_ops = torch.ops.dnngraph
+
+__all__ = [
+    "layer_norm",
+    "rms_norm",
+    "linear",
+    "matmul_epilogue",
+    "conv2d_bias_act",
+    "scaled_dot_product_attention",
+]
+
+
+def _shape(normalized_shape: Union[int, Sequence[int]]) -> List[int]:
+    if isinstance(normalized_shape, int):
+        return [normalized_shape]
+    return list(normalized_shape)
+
+
+def layer_norm(
+    input: torch.Tensor,
+    normalized_shape: Union[int, Sequence[int]],
+    weight: Optional[torch.Tensor] = None,
+    bias: Optional[torch.Tensor] = None,
+    eps: float = 1e-5,
+) -> torch.Tensor:
+    """Like ``torch.nn.functional.layer_norm``."""
+    return _ops.layer_norm(input, _shape(normalized_shape), weight, bias, eps)[0]
+
+
+def rms_norm(
+    input: torch.Tensor,
+    normalized_shape: Union[int, Sequence[int]],
+    weight: Optional[torch.Tensor] = None,
+    eps: Optional[float] = None,
+) -> torch.Tensor:
+    """Like ``torch.nn.functional.rms_norm`` (eps None: ``torch.finfo(input.dtype).eps``)."""
+    return _ops.rms_norm(input, _shape(normalized_shape), weight, eps)[0]
+
+
+def linear(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    activation: str = "none",
+) -> torch.Tensor:
+    """``activation(input @ weight.T + bias)``, like ``torch.nn.functional.linear`` then the
+    activation, fused into one graph."""
+    return _ops.linear_act(input, weight, bias, activation)
+
+
+def matmul_epilogue(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    alpha: float = 1.0,
+    activation: str = "none",
+    amax: bool = False,
+) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    """``y = activation(alpha * (a @ b) + bias)`` for a ``[B,M,K]`` or ``[M,K]`` and b ``[B|1,K,N]``
+    or ``[K,N]``, bias broadcastable to y. With ``amax=True`` returns ``(y, max(|y|))``, the
+    FP8-recipe epilogue (amax is a 0-dim float32 tensor)."""
+    y, m = _ops.matmul_epilogue(a, b, bias, alpha, activation, amax)
+    return (y, m) if amax else y
+
+
+def _pair(v: Union[int, Sequence[int]]) -> List[int]:
+    return [v, v] if isinstance(v, int) else list(v)
+
+
+def conv2d_bias_act(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    stride: Union[int, Sequence[int]] = 1,
+    padding: Union[int, Sequence[int]] = 0,
+    dilation: Union[int, Sequence[int]] = 1,
+    groups: int = 1,
+    activation: str = "none",
+) -> torch.Tensor:
+    """``activation(conv2d(input, weight, bias, ...))``, like ``torch.nn.functional.conv2d``
+    (numeric padding only), fused. NCHW and channels_last inputs; the output keeps the input's
+    memory format."""
+    if isinstance(padding, str):
+        raise ValueError(
+            f"dnngraph conv2d_bias_act: padding='{padding}' is not supported; give the padding "
+            "as an int or a pair of ints"
+        )
+    return _ops.conv2d_bias_act(
+        input, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups, activation
+    )
+
+
+def scaled_dot_product_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: Optional[torch.Tensor] = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: Optional[float] = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """Like ``torch.nn.functional.scaled_dot_product_attention`` on ``[B, H, S, D]`` tensors.
+    A boolean ``attn_mask`` (True = attend) becomes an additive bias; a float one is added.
+    ``dropout_p`` must be 0 (dropout with torch's RNG is not offered yet)."""
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, dtype=query.dtype, device=query.device).masked_fill(
+            ~attn_mask, float("-inf")
+        )
+    return _ops.sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)[0]

@@ -1,0 +1,265 @@
+"""The frontend's Python names and call forms (docs/compatibility.md), on the CPU engine."""
+
+import numpy as np
+import pytest
+
+import dnngraph as cudnn
+
+
+@pytest.fixture
+def handle():
+    return cudnn.create_handle(device="cpu")
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
+
+
+def graph(handle, **kw):
+    kw.setdefault("io_data_type", cudnn.data_type.FLOAT)
+    kw.setdefault("compute_data_type", cudnn.data_type.FLOAT)
+    return cudnn.pygraph(handle=handle, **kw)
+
+
+def test_native_graph_is_the_base_class():
+    assert issubclass(cudnn.pygraph, cudnn.NativeGraph) and cudnn.pygraph is not cudnn.NativeGraph
+    assert cudnn.Graph is cudnn.wrapper.Graph
+
+
+def test_exception_names():
+    assert cudnn.cudnnGraphNotSupportedError is cudnn.NotSupportedError
+    assert issubclass(cudnn.cudnnGraphNotSupportedError, Exception)
+    with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="no dnngraph data_type"):
+        cudnn.datatypes._library_type("float17")
+
+
+def test_module_names_exist():
+    for name in ("jit", "graph", "graph_cache", "Graph", "datatypes", "experimental",
+                 "tensor_reordering", "behavior_note", "numerical_note", "knob_type",
+                 "attention_implementation", "create_device_properties", "sdpa_capabilities",
+                 "get_last_error_string", "tensor", "Node", "NodeType", "GraphContext"):
+        assert hasattr(cudnn, name), name
+    assert cudnn.tensor_reordering.NONE.name == "NONE"
+    assert cudnn.sdpa_capabilities() == frozenset()
+    with pytest.raises(cudnn.NotSupportedError, match="create_device_properties"):
+        cudnn.create_device_properties(sm_version=90)
+    with pytest.raises(cudnn.NotSupportedError, match="causal_conv1d_forward"):
+        cudnn.causal_conv1d_forward()
+    import dnngraph.experimental.ops as ops
+
+    assert ops is cudnn.experimental.ops
+    with pytest.raises(cudnn.NotSupportedError, match="moe_grouped_matmul"):
+        ops.moe_grouped_matmul()
+
+
+def test_numpy_and_torch_dtypes_convert(handle):
+    assert cudnn.datatypes._library_type(np.dtype("float16")) == cudnn.data_type.HALF
+    assert cudnn.datatypes._library_type(np.float32) == cudnn.data_type.FLOAT
+    torch = pytest.importorskip("torch")
+    assert cudnn.datatypes.torch_to_cudnn_data_type(torch.bfloat16) == cudnn.data_type.BFLOAT16
+    assert cudnn.datatypes._cudnn_to_torch_data_type(cudnn.data_type.HALF) is torch.float16
+    g = cudnn.pygraph(handle=handle, io_data_type=torch.float16,
+                      compute_data_type=torch.float32)
+    t = g.tensor(dim=[2, 3], data_type=torch.bfloat16)
+    assert t.get_data_type() == cudnn.data_type.BFLOAT16
+    assert t.set_data_type(torch.float32) is t and t.get_data_type() == cudnn.data_type.FLOAT
+    assert cudnn.datatypes.torch_to_cudnn_data_type(torch.complex64) is None
+
+
+def test_tensor_like_copy_form_and_host_scalars(handle):
+    g = graph(handle)
+    a = np.zeros((2, 3, 4), np.float32)[:, :, ::2]
+    A = g.tensor_like(a, name="A")
+    B = g.tensor_like(A, name="B")  # the copy form
+    assert (B.get_dim(), B.get_stride(), B.get_data_type()) == (
+        A.get_dim(), A.get_stride(), A.get_data_type())
+    assert not A.get_is_pass_by_value()  # a host array on a CPU handle is ordinary data
+    s = g.tensor_like(np.array(2.0, np.float32))  # a single host value: pass-by-value
+    assert s.get_is_pass_by_value() and s.get_dim() == [1]
+
+
+def test_frontend_keywords_and_leaky_relu_backward(handle, rng):
+    x = rng.standard_normal((2, 5)).astype(np.float32)
+    dy = rng.standard_normal((2, 5)).astype(np.float32)
+    g = graph(handle)
+    X, DY = g.tensor_like(x), g.tensor_like(dy)
+    mask = g.cmp_lt(input=X, comparison=0.5)
+    mx = g.max(input0=X, input1=DY)
+    dx = g.leaky_relu_backward(DY, X, 0.3)
+    Y = g.binary_select(input0=mx, input1=dx, mask=mask)
+    Y.set_output(True)
+    g.build()  # no arguments: the whole pipeline
+    y = np.full((2, 5), np.nan, np.float32)
+    g.execute({X: x, DY: dy, Y: y})  # workspace=None: the graph allocates one
+    dx_ref = np.where(x > 0, dy, 0.3 * dy)
+    np.testing.assert_allclose(y, np.where(x < 0.5, np.maximum(x, dy), dx_ref), rtol=1e-6)
+
+
+def test_positional_frontend_order_for_norms(handle, rng):
+    x = rng.standard_normal((4, 8, 1, 1)).astype(np.float32)
+    s = rng.standard_normal((1, 8, 1, 1)).astype(np.float32)
+    g = graph(handle)
+    X, S = g.tensor_like(x), g.tensor_like(s)
+    # The frontend's positional order (input, scale, bias, epsilon), phase by keyword.
+    Y, inv = g.rmsnorm(X, S, None, 1e-5, norm_forward_phase=cudnn.norm_forward_phase.INFERENCE)
+    assert inv is None
+    Y.set_output(True)
+    y = np.full(x.shape, np.nan, np.float32)
+    g.execute({X: x, S: s, Y: y})
+    ref = x / np.sqrt((x.astype(np.float64) ** 2).mean(axis=1, keepdims=True) + 1e-5) * s
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_lacking_ops_raise_not_supported(handle):
+    g = graph(handle)
+    X = g.tensor(dim=[2, 3])
+    for op in ("genstats", "instancenorm", "rope", "block_scale_quantize", "mamba2", "gen_index",
+               "sdpa_fp8"):
+        with pytest.raises(cudnn.cudnnGraphNotSupportedError, match=op):
+            getattr(g, op)(X)
+    with pytest.raises(cudnn.NotSupportedError, match="ragged"):
+        g.tensor(dim=[2, 3], ragged_offset=X)
+    with pytest.raises(cudnn.NotSupportedError, match="matmul\\(padding"):
+        g.matmul(X, X, padding=1.0)
+    with pytest.raises(cudnn.NotSupportedError, match="paged_attention_k_table"):
+        g.sdpa(X, X, X, paged_attention_k_table=X)
+    with pytest.raises(ValueError, match="contradict"):
+        g.sdpa(X, X, X, generate_stats=True, is_inference=True)
+
+
+def test_execute_forms_serialize_and_key(handle, rng):
+    a = rng.standard_normal((1, 3, 4)).astype(np.float32)
+    g = graph(handle, name="forms")
+    A = g.tensor_like(a, name="A")
+    Y = g.exp(input=A, name="e")
+    Y.set_output(True)
+    g.build([cudnn.heur_mode.A])
+    assert isinstance(g.key(), int)
+    assert g._get_variant_pack_uids_sorted() == sorted([A.get_uid(), Y.get_uid()])
+    y1, y2, y3 = (np.full((1, 3, 4), np.nan, np.float32) for _ in range(3))
+    g.execute({"A": a, Y.get_uid(): y1, 12345: None})  # names, uids; None entries ignored
+    g.execute((a, y2), tensor_uids=[A.get_uid(), Y.get_uid()])
+    g._execute_with_ptrs({A.get_uid(): a.ctypes.data, Y.get_uid(): y3.ctypes.data}, 0)
+    for y in (y1, y2, y3):
+        np.testing.assert_allclose(y, np.exp(a), rtol=1e-6)
+    blob = g.serialize(as_bytes=True)
+    g2 = cudnn.pygraph(handle=handle)
+    g2.deserialize(list(blob))  # the frontend's list-of-byte-values form
+    y4 = np.full((1, 3, 4), np.nan, np.float32)
+    g2.execute({A.get_uid(): a, Y.get_uid(): y4})
+    np.testing.assert_allclose(y4, np.exp(a), rtol=1e-6)
+    with pytest.raises(KeyError, match="no tensor named 'nope'"):
+        g.execute({"nope": a})
+    with pytest.raises(cudnn.NotSupportedError, match="override"):
+        g.execute({A: a, Y: y1}, override_uids=[A.get_uid()], override_shapes=[[1, 3, 4]])
+
+
+def test_introspection(handle):
+    g = graph(handle)
+    A = g.tensor(name="A", dim=[1, 4, 4])
+    C = g.matmul(A, A, name="mm")
+    Y = g.relu(input=C, name="r")
+    Y.set_output(True)
+    g.build()
+    assert g.find_tensor("A") is A and g.find_tensor(Y.get_uid()) is Y
+    assert g.get_inputs() == [A] and g.get_outputs() == [Y]
+    assert [n.name for n in g.nodes] == ["mm", "r"]
+    assert g.get_node("mm").node_type == cudnn.NodeType.MATMUL
+    assert g.get_node("r").inputs == {"IN_0": C.get_name()}
+    assert g.context.io_data_type == cudnn.data_type.FLOAT
+    assert g.selected_engine == g.get_plan_name_at_index(0)
+    assert isinstance(g.get_behavior_notes_for_plan_at_index(0), list)
+    with pytest.raises(IndexError, match="out of range"):
+        g.get_plan_name_at_index(99)
+
+
+def test_graph_helpers(handle, rng):
+    calls = []
+
+    @cudnn.graph_cache(key_fn=lambda n: n, maxsize=2)
+    @cudnn.jit(heur_modes=cudnn.heur_mode.A)
+    def make(n):
+        calls.append(n)
+        with cudnn.graph(handle, io_data_type=cudnn.data_type.FLOAT) as (g, extra):
+            assert extra == []
+            X = g.tensor(name="X", dim=[n])
+            Y = g.neg(input=X)
+            Y.set_output(True)
+            return g, [X, Y]
+
+    g, (xu, yu) = make(3)
+    assert make(3)[0] is g and calls == [3]
+    make(4), make(5), make(3)  # maxsize 2: the oldest entry (3) was dropped
+    assert calls == [3, 4, 5, 3]
+    x = rng.standard_normal(3).astype(np.float32)
+    y = np.full(3, np.nan, np.float32)
+    g.execute({xu: x, yu: y})
+    np.testing.assert_allclose(y, -x)
+
+
+def test_wrapper_graph_numpy(handle, rng):
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    w = rng.standard_normal((1, 4, 5)).astype(np.float32)
+    with cudnn.Graph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
+                     compute_data_type=cudnn.data_type.FLOAT) as g:
+        y = g.matmul(A=x, B=w, name="mm")
+        y.set_output(True)
+        with pytest.raises(RuntimeError, match="not allowed"):
+            g.build
+    g.set_io_tuples(["mm::A", "mm::B"], [y])
+    np.testing.assert_allclose(g(x, w), x @ w, rtol=1e-5)
+    out = g({"mm::A": x, "mm::B": w})
+    np.testing.assert_allclose(out["mm::C"], x @ w, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="not found in variant pack"):
+        g({"mm::A": x})
+    with pytest.raises(ValueError, match="not found in tensor map"):
+        g.set_io_tuples(["nope"], [y])
+
+
+def test_experimental_norm_ops_cpu():
+    torch = pytest.importorskip("torch")
+    ops = cudnn.experimental.ops
+    x, w, b = torch.randn(3, 5, 32), torch.randn(32), torch.randn(32)
+    ref = torch.nn.functional.rms_norm(x.double(), (32,), w.double(), 1e-5) + b.double()
+    torch.testing.assert_close(ops.rms_norm(x, w, b, eps=1e-5).double(), ref, rtol=1e-5,
+                               atol=1e-5)
+    ref = torch.nn.functional.layer_norm(x.double(), (32,), w.double(), b.double(), 1e-5)
+    torch.testing.assert_close(ops.layer_norm(x, (32,), w, b, 1e-5).double(), ref, rtol=1e-5,
+                               atol=1e-5)
+    with pytest.raises(ValueError, match="normalized_shape"):
+        ops.layer_norm(x, (5, 32), w, b)
+
+
+def test_plan_filters(handle, rng):
+    def make():
+        g = graph(handle)
+        A = g.tensor(name="A", dim=[1, 4, 4])
+        Y = g.relu(input=g.matmul(A, A))  # a virtual intermediate: the plan needs workspace
+        Y.set_output(True)
+        return g, A, Y
+
+    g, A, Y = make()
+    g.build()
+    need = g.get_workspace_size()
+    assert need > 0
+    name = g.get_plan_name_at_index(0)
+    for deselect in (lambda g: g.deselect_workspace_greater_than(need - 1),
+                     lambda g: g.deselect_engines([name]),
+                     lambda g: g.select_numeric_notes([cudnn.numerical_note.FFT]),
+                     lambda g: g.select_behavior_notes(["RUNTIME_COMPILATION"])):
+        g, A, Y = make()
+        assert deselect(g) is g
+        with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="deselected"):
+            g.build()
+    g, A, Y = make()
+    g.deselect_workspace_greater_than(need).deselect_numeric_notes([cudnn.numerical_note.FFT])
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A])
+    g.check_support()
+    g.build_plans(cudnn.build_plan_policy.ALL)
+    a = rng.standard_normal((1, 4, 4)).astype(np.float32)
+    y = np.full((1, 4, 4), np.nan, np.float32)
+    g.execute({A: a, Y: y})
+    np.testing.assert_allclose(y, np.maximum(a @ a, 0), rtol=1e-5, atol=1e-6)

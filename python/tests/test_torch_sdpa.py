@@ -1,0 +1,125 @@
+"""dnngraph.torch sdpa: forward/backward vs torch's scaled_dot_product_attention (causal,
+additive and boolean masks with bias grads, GQA, custom scale, BSHD strides), gradcheck,
+opcheck, torch.compile, the attention module, errors."""
+
+import pytest
+
+from torch_util import DEVICES, assert_close, rand, ref_dtype, torch
+
+import dnngraph.torch as dt
+from dnngraph.torch import functional as F
+
+TF = torch.nn.functional
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("gqa", [False, True])
+def test_sdpa_forward_backward(device, dtype, causal, gqa):
+    hk = 2 if gqa else 4
+    q = rand(2, 4, 9, 16, dtype=dtype, device=device, grad=True)
+    k = rand(2, hk, 11, 16, dtype=dtype, device=device, grad=True)
+    v = rand(2, hk, 11, 8, dtype=dtype, device=device, grad=True)
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+    rt = ref_dtype(dtype)
+    qr, kr, vr = (t.detach().to(rt).requires_grad_() for t in (q, k, v))
+    orf = TF.scaled_dot_product_attention(qr, kr, vr, is_causal=causal, enable_gqa=gqa)
+    assert_close(o, orf, dtype, device)
+    do = rand(*o.shape, dtype=dtype, device=device)
+    o.backward(do)
+    orf.backward(do.to(rt))
+    for g, gr in ((q.grad, qr.grad), (k.grad, kr.grad), (v.grad, vr.grad)):
+        assert_close(g, gr, dtype, device, scale=4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sdpa_bias_grad_and_scale(device):
+    q, k, v = (rand(2, 3, 7, 8, device=device, grad=True) for _ in range(3))
+    bias = rand(1, 3, 7, 7, device=device, grad=True)
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.2)
+    qr, kr, vr, br = (t.detach().clone().requires_grad_() for t in (q, k, v, bias))
+    orf = TF.scaled_dot_product_attention(qr, kr, vr, attn_mask=br, scale=0.2)
+    assert_close(o, orf, torch.float32, device)
+    do = rand(*o.shape, device=device)
+    o.backward(do)
+    orf.backward(do)
+    for g, gr in ((q.grad, qr.grad), (k.grad, kr.grad), (v.grad, vr.grad), (bias.grad, br.grad)):
+        assert_close(g, gr, torch.float32, device, scale=4)
+
+
+def test_bool_mask_and_bshd_strides():
+    # [B, S, H, D] storage seen as [B, H, S, D]: the usual projection layout.
+    q, k, v = (rand(2, 6, 4, 8).transpose(1, 2) for _ in range(3))
+    assert not q.is_contiguous()
+    mask = torch.rand(6, 6) > 0.3
+    mask[:, 0] = True  # no fully masked row
+    assert_close(
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+        TF.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+        torch.float32,
+    )
+
+
+def test_logsumexp_output():
+    q, k, v = (rand(1, 2, 5, 4, dtype=torch.float64) for _ in range(3))
+    out, lse = torch.ops.dnngraph.sdpa(q, k, v, None, 0.0, False, None, False)
+    s = q @ k.transpose(-2, -1) / 2.0
+    torch.testing.assert_close(lse, torch.logsumexp(s, -1))
+    torch.testing.assert_close(out, torch.softmax(s, -1) @ v)
+
+
+def test_gradcheck_fp64():
+    d = torch.float64
+    q = rand(1, 4, 5, 6, dtype=d, grad=True)
+    k, v = rand(1, 2, 7, 6, dtype=d, grad=True), rand(1, 2, 7, 3, dtype=d, grad=True)
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), (q, k, v)
+    )
+    bias = rand(1, 1, 5, 7, dtype=d, grad=True)
+    assert torch.autograd.gradcheck(
+        lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v, attn_mask=b, enable_gqa=True),
+        (q, k, v, bias),
+    )
+
+
+def test_opcheck_every_sdpa_op():
+    d = torch.float64
+    q, k, v = (rand(1, 2, 5, 4, dtype=d, grad=True) for _ in range(3))
+    bias = rand(1, 2, 5, 5, dtype=d, grad=True)
+    torch.library.opcheck(torch.ops.dnngraph.sdpa.default, (q, k, v, None, 0.0, True, None, False))
+    torch.library.opcheck(torch.ops.dnngraph.sdpa.default, (q, k, v, bias, 0.0, False, 0.3, False))
+    qd, kd, vd = q.detach(), k.detach(), v.detach()
+    out, lse = torch.ops.dnngraph.sdpa(qd, kd, vd, None, 0.0, True, None, False)
+    torch.library.opcheck(
+        torch.ops.dnngraph.sdpa_backward.default,
+        (rand(1, 2, 5, 4, dtype=d), qd, kd, vd, out, lse, None, 0.0, True, None, False),
+    )
+
+
+def test_compile_fullgraph_attention_module():
+    ref = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+    ours = dt.MultiheadAttention(16, 4)
+    ours.load_state_dict(ref.state_dict())
+    x = rand(2, 5, 16, grad=True)
+    f = torch.compile(lambda x: ours(x, x, x, is_causal=True)[0].sum(), fullgraph=True)
+    loss = f(x)
+    loss.backward()
+    xr = x.detach().clone().requires_grad_()
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(5)
+    ref_loss = ref(xr, xr, xr, attn_mask=mask, is_causal=True, need_weights=False)[0].sum()
+    ref_loss.backward()
+    assert_close(loss, ref_loss, torch.float32, scale=4)
+    assert_close(x.grad, xr.grad, torch.float32, scale=4)
+
+
+def test_errors():
+    q = rand(1, 2, 3, 4)
+    with pytest.raises(NotImplementedError, match="dropout_p"):
+        F.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
+    with pytest.raises(ValueError, match="enable_gqa"):
+        F.scaled_dot_product_attention(rand(1, 4, 3, 4), q, q)
+    with pytest.raises(ValueError, match="4-D"):
+        F.scaled_dot_product_attention(rand(2, 3, 4), rand(2, 3, 4), rand(2, 3, 4))
+    with pytest.raises(ValueError, match="attn_bias of shape"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=rand(3, 5))

@@ -1,0 +1,59 @@
+"""Helpers of the dnngraph.torch tests: skip without torch or the op library, devices to run
+on, dtype-fit tolerances."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import dnngraph.torch as dt  # noqa: F401
+except ImportError as e:  # built without torch
+    pytest.skip(f"dnngraph.torch not built: {e}", allow_module_level=True)
+
+
+def _cuda_usable():
+    if not torch.cuda.is_available():
+        return False
+    import dnngraph
+
+    try:
+        dnngraph.create_handle(device="cuda")
+        return True
+    except Exception:
+        return False
+
+
+CUDA = _cuda_usable()
+DEVICES = ["cpu"] + (["cuda"] if CUDA else [])
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU and dnngraph's cuDNN engine")
+needs_2gpus = pytest.mark.skipif(
+    not CUDA or torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs"
+)
+
+TOL = {
+    torch.float64: dict(atol=1e-10, rtol=1e-10),
+    torch.float32: dict(atol=1e-5, rtol=1e-5),
+    torch.bfloat16: dict(atol=2e-2, rtol=2e-2),
+    torch.float16: dict(atol=1e-2, rtol=1e-2),
+}
+
+
+def tol(dtype, device="cpu", scale=1.0):
+    t = dict(TOL[dtype])
+    if device != "cpu" and dtype == torch.float32:
+        # cuDNN may use TF32 tensor cores and other summation orders.
+        t = dict(atol=5e-3, rtol=5e-3)
+    return {k: v * scale for k, v in t.items()}
+
+
+def rand(*shape, dtype=torch.float32, device="cpu", grad=False, scale=1.0):
+    t = (torch.randn(*shape, dtype=torch.float32) * scale).to(dtype=dtype, device=device)
+    return t.requires_grad_(grad)
+
+
+def assert_close(actual, expected, dtype, device="cpu", scale=1.0):
+    torch.testing.assert_close(actual, expected.to(actual.dtype), **tol(dtype, device, scale))
+
+
+def ref_dtype(dtype):
+    """Reference computations of low-precision cases run in fp32 on the same inputs."""
+    return torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype

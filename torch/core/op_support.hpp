@@ -1,0 +1,42 @@
+// Helpers the op families share: numerics of the graph per input dtype, output dtypes of
+// statistics, calling a registered op below autograd, symbolic shapes for Meta kernels.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include "core/runtime.hpp"
+
+namespace dnngraph::torch_ops {
+
+using at::Tensor;
+using OptTensor = std::optional<at::Tensor>;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// fp64 inputs compute and keep intermediates in fp64 (gradcheck); others in fp32.
+inline void set_numerics(Graph& g, const at::Tensor& x) {
+  const DataType t = x.scalar_type() == at::kDouble ? DataType::Double : DataType::Float;
+  g.set_compute_data_type(t).set_intermediate_data_type(t);
+}
+// Statistics (mean, rstd, logsumexp) are fp32, or fp64 for fp64 inputs.
+inline at::ScalarType stat_dtype(at::ScalarType x) {
+  return x == at::kDouble ? at::kDouble : at::kFloat;
+}
+
+// The op `dnngraph::<name>` as a typed handle, looked up once.
+template <class Sig>
+c10::TypedOperatorHandle<Sig> op_handle(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").template typed<Sig>();
+}
+
+inline const at::Tensor& value_or_undefined(const OptTensor& t) {
+  static const at::Tensor undefined;
+  return t ? *t : undefined;
+}
+inline bool has(const OptTensor& t) { return t && t->defined(); }
+inline OptTensor opt(const Tensor& t) { return t.defined() ? OptTensor(t) : std::nullopt; }
+
+}  // namespace dnngraph::torch_ops

@@ -1,0 +1,417 @@
+#include "core/runtime.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/gelu_backward.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/silu_backward.h>
+#include <ATen/ops/tanh.h>
+#include <ATen/ops/threshold_backward.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <list>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace dnngraph::torch_ops {
+
+// ---------------------------------------------------------------- checks
+
+DataType data_type_of(at::ScalarType t, const char* op, const char* name) {
+  switch (t) {
+    case at::kFloat:
+      return DataType::Float;
+    case at::kDouble:
+      return DataType::Double;
+    case at::kHalf:
+      return DataType::Half;
+    case at::kBFloat16:
+      return DataType::BFloat16;
+    default:
+      TORCH_CHECK_TYPE(false, "dnngraph::", op, ": tensor '", name, "' has dtype ", t,
+                       "; expected float32, float64, float16 or bfloat16 (convert it with .to())");
+  }
+}
+
+void check_device(const char* op, const at::Tensor& x, const char* x_name,
+                  std::initializer_list<std::pair<const at::Tensor*, const char*>> others) {
+  const at::Device d = x.device();
+  TORCH_CHECK_NOT_IMPLEMENTED(d.is_cpu() || d.is_cuda(), "dnngraph::", op, ": tensor '", x_name,
+                              "' is on ", d, "; dnngraph runs on cpu (reference engine) and cuda",
+                              " (cuDNN) tensors only");
+  for (const auto& [t, name] : others) {
+    if (t && t->defined())
+      TORCH_CHECK_VALUE(t->device() == d, "dnngraph::", op, ": tensor '", name, "' is on ",
+                        t->device(), " but '", x_name, "' is on ", d, "; move them to one device");
+  }
+}
+
+void check_same_dtype(const char* op, const at::Tensor& x, const char* x_name, const at::Tensor& t,
+                      const char* t_name) {
+  TORCH_CHECK_TYPE(t.scalar_type() == x.scalar_type(), "dnngraph::", op, ": tensor '", t_name,
+                   "' has dtype ", t.scalar_type(), " but '", x_name, "' has ", x.scalar_type(),
+                   "; give both the same dtype");
+}
+
+std::vector<int64_t> dims_of(const at::Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
+std::vector<int64_t> strides_of(const at::Tensor& t) {
+  return {t.strides().begin(), t.strides().end()};
+}
+
+void throw_status(const char* op, const Status& s) {
+  switch (s.code()) {
+    case ErrorCode::InvalidGraph:
+    case ErrorCode::InvalidArgument:
+      TORCH_CHECK_VALUE(false, "dnngraph::", op, ": ", s.message());
+    case ErrorCode::NotSupported:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "dnngraph::", op, ": ", s.message());
+    default:
+      TORCH_CHECK(false, "dnngraph::", op, ": ", s.to_string());
+  }
+}
+
+// ---------------------------------------------------------------- activations
+
+Act parse_act(const char* op, std::string_view n) {
+  static const std::array<std::pair<std::string_view, Act>, 8> names{{
+      {"none", Act::None},
+      {"relu", Act::Relu},
+      {"gelu", Act::Gelu},
+      {"gelu_tanh", Act::GeluTanh},
+      {"silu", Act::Silu},
+      {"swish", Act::Silu},
+      {"tanh", Act::Tanh},
+      {"sigmoid", Act::Sigmoid},
+  }};
+  for (const auto& [name, a] : names)
+    if (name == n) return a;
+  TORCH_CHECK_VALUE(false, "dnngraph::", op, ": unknown activation '", std::string(n),
+                    "'; expected none, relu, gelu, gelu_tanh, silu, tanh or sigmoid");
+}
+
+ir::Tensor apply_act(ir::Graph& g, Act act, ir::Tensor x) {
+  switch (act) {
+    case Act::None:
+      return x;
+    case Act::Relu:
+      return g.relu(x);
+    case Act::Gelu:
+      return g.gelu(x);
+    case Act::GeluTanh:
+      return g.unary(PointwiseMode::GeluApproxTanh, x);
+    case Act::Silu:
+      return g.unary(PointwiseMode::Silu, x);
+    case Act::Tanh:
+      return g.unary(PointwiseMode::Tanh, x);
+    case Act::Sigmoid:
+      return g.unary(PointwiseMode::Sigmoid, x);
+  }
+  return x;
+}
+
+at::Tensor aten_act(Act act, const at::Tensor& x) {
+  switch (act) {
+    case Act::None:
+      return x;
+    case Act::Relu:
+      return at::relu(x);
+    case Act::Gelu:
+      return at::gelu(x);
+    case Act::GeluTanh:
+      return at::gelu(x, "tanh");
+    case Act::Silu:
+      return at::silu(x);
+    case Act::Tanh:
+      return at::tanh(x);
+    case Act::Sigmoid:
+      return at::sigmoid(x);
+  }
+  return x;
+}
+
+at::Tensor aten_act_backward(Act act, const at::Tensor& dy, const at::Tensor& z) {
+  switch (act) {
+    case Act::None:
+      return dy;
+    case Act::Relu:
+      return at::threshold_backward(dy, z, 0);
+    case Act::Gelu:
+      return at::gelu_backward(dy, z);
+    case Act::GeluTanh:
+      return at::gelu_backward(dy, z, "tanh");
+    case Act::Silu:
+      return at::silu_backward(dy, z);
+    case Act::Tanh: {
+      at::Tensor t = at::tanh(z);
+      return dy * (1 - t * t);
+    }
+    case Act::Sigmoid: {
+      at::Tensor s = at::sigmoid(z);
+      return dy * s * (1 - s);
+    }
+  }
+  return dy;
+}
+
+// ---------------------------------------------------------------- key
+
+Key& Key::add_str(std::string_view s) {
+  add(static_cast<int64_t>(s.size()));
+  int64_t w = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    w = (w << 8) | static_cast<unsigned char>(s[i]);
+    if (i % 8 == 7) words_.push_back(w), w = 0;
+  }
+  return add(w);
+}
+
+Key& Key::add(const at::Tensor& t) {
+  if (!t.defined()) return add(int64_t{-7});
+  add(static_cast<int64_t>(t.dim()));
+  add(static_cast<int64_t>(t.scalar_type()));
+  for (int64_t s : t.sizes()) add(s);
+  for (int64_t s : t.strides()) add(s);
+  // cuDNN picks kernels by alignment: keep the pointer's 16-byte alignment in the key.
+  return add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0));
+}
+
+Key& Key::add(at::IntArrayRef v) {
+  add(static_cast<int64_t>(v.size()));
+  for (int64_t x : v) add(x);
+  return *this;
+}
+
+Key& Key::add_device(const at::Device& d) {
+  return add(static_cast<int64_t>(d.type()) * 1024 + d.index());
+}
+
+size_t Key::hash() const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
+  for (int64_t w : words_) {
+    h ^= static_cast<uint64_t>(w);
+    h *= 1099511628211ull;
+  }
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+// ---------------------------------------------------------------- handles
+
+namespace {
+
+constexpr int kMaxCudaDevices = 64;
+
+struct DeviceSlot {
+  std::once_flag once;
+  HandlePtr handle;
+  Status error;
+  // set_stream + execute under one lock: two threads on two streams of one device must not
+  // see each other's stream on the shared handle.
+  std::mutex exec;
+};
+
+DeviceSlot& slot_for(const at::Device& d) {
+  static DeviceSlot cpu;
+  static std::array<DeviceSlot, kMaxCudaDevices> cuda;
+  if (d.is_cpu()) return cpu;
+  const int i = d.has_index() ? d.index() : 0;
+  TORCH_CHECK(i >= 0 && i < kMaxCudaDevices, "dnngraph: CUDA device index ", i, " out of range");
+  return cuda[i];
+}
+
+Device dnngraph_device(const at::Device& d) {
+  return d.is_cpu() ? Device::cpu() : Device::cuda(d.has_index() ? d.index() : 0);
+}
+
+HandlePtr handle_for(const at::Device& d, const char* op) {
+  DeviceSlot& s = slot_for(d);
+  std::call_once(s.once, [&] {
+    std::optional<c10::DeviceGuard> guard;
+    if (d.is_cuda()) guard.emplace(d);
+    auto h = Handle::create(dnngraph_device(d));
+    if (h.is_ok())
+      s.handle = std::move(h).value();
+    else
+      s.error = h.status();
+  });
+  if (!s.handle) throw_status(op, s.error);
+  return s.handle;
+}
+
+// ---------------------------------------------------------------- cache
+
+struct KeyHash {
+  size_t operator()(const Key& k) const { return k.hash(); }
+};
+
+int64_t default_capacity() {
+  if (const char* e = std::getenv("DNNGRAPH_TORCH_CACHE_SIZE")) {
+    const long long v = std::atoll(e);
+    if (v > 0) return v;
+  }
+  return 1024;
+}
+
+class GraphCache {
+ public:
+  std::shared_ptr<const BuiltGraph> find(const Key& k) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(k);
+    if (it == map_.end()) {
+      ++misses_;
+      return nullptr;
+    }
+    ++hits_;
+    lru_.splice(lru_.begin(), lru_, it->second.second);
+    return it->second.first;
+  }
+  std::shared_ptr<const BuiltGraph> insert(const Key& k, std::shared_ptr<const BuiltGraph> g) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(k);
+    if (it != map_.end()) return it->second.first;  // another thread built it first
+    lru_.push_front(k);
+    map_.emplace(k, std::make_pair(g, lru_.begin()));
+    evict_locked();
+    return g;
+  }
+  std::vector<int64_t> stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {static_cast<int64_t>(map_.size()), capacity_, hits_, misses_};
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_.clear(), lru_.clear();
+    hits_ = misses_ = 0;
+  }
+  void set_capacity(int64_t c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    capacity_ = c;
+    evict_locked();
+  }
+
+ private:
+  void evict_locked() {
+    while (static_cast<int64_t>(map_.size()) > capacity_) {
+      map_.erase(lru_.back());
+      lru_.pop_back();
+    }
+  }
+  std::mutex mu_;
+  std::list<Key> lru_;
+  std::unordered_map<Key, std::pair<std::shared_ptr<const BuiltGraph>, std::list<Key>::iterator>,
+                     KeyHash>
+      map_;
+  int64_t capacity_ = default_capacity();
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+GraphCache& cache() {
+  static GraphCache* c = new GraphCache();  // never destroyed: no teardown-order issues at exit
+  return *c;
+}
+
+}  // namespace
+
+std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device& device,
+                                               const char* op, const GraphBuilder& build) {
+  if (auto g = cache().find(key)) return g;
+  HandlePtr h = handle_for(device, op);
+  auto built = std::make_shared<BuiltGraph>();
+  auto g = std::make_unique<Graph>();
+  g->set_name(op);
+  build(*g);
+  if (Status s = g->validate(); !s.is_ok()) throw_status(op, s);
+  {
+    std::optional<c10::DeviceGuard> guard;
+    if (device.is_cuda()) guard.emplace(device);
+    Status s = g->build(h, {HeurMode::A, HeurMode::Fallback});
+    if (!s.is_ok() && s.code() != ErrorCode::NotSupported) throw_status(op, s);
+    if (s.is_ok()) {
+      auto ws = g->get_workspace_size();
+      if (!ws.is_ok()) throw_status(op, ws.status());
+      built->workspace_bytes = ws.value();
+      for (const auto& t : g->io_tensors())
+        if (!t->value) built->io_uids.push_back(t->uid);
+      built->graph = std::move(g);
+    } else {
+      built->unsupported = s;
+    }
+  }
+  return cache().insert(key, std::move(built));
+}
+
+void execute(const BuiltGraph& g, const at::Device& device, const char* op,
+             std::initializer_list<std::pair<int64_t, const at::Tensor*>> pack) {
+  VariantPack vp;
+  vp.reserve(pack.size());
+  for (const auto& [uid, t] : pack)
+    if (t && t->defined() && std::find(g.io_uids.begin(), g.io_uids.end(), uid) != g.io_uids.end())
+      vp.emplace(uid, t->data_ptr());
+  at::Tensor ws;
+  if (g.workspace_bytes > 0)
+    ws = at::empty({g.workspace_bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+  HandlePtr h = handle_for(device, op);
+  DeviceSlot& slot = slot_for(device);
+  Status s;
+  if (device.is_cuda()) {
+    c10::DeviceGuard guard(device);
+    const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+    void* stream = impl->getStream(device).native_handle();
+    std::lock_guard<std::mutex> lock(slot.exec);
+    h->set_stream(stream);  // a no-op unless the stream changed
+    s = g.graph->execute(*h, vp, ws.defined() ? ws.data_ptr() : nullptr, g.workspace_bytes);
+  } else {
+    std::lock_guard<std::mutex> lock(slot.exec);
+    s = g.graph->execute(*h, vp, ws.defined() ? ws.data_ptr() : nullptr, g.workspace_bytes);
+  }
+  if (!s.is_ok()) throw_status(op, s);
+}
+
+void warn_fallback(const char* op, const Status& why) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!warned.insert(op).second) return;
+  TORCH_WARN("dnngraph::", op, ": the engine has no plan for these inputs, so the op runs on ",
+             "ATen instead (warned once per op). Why: ", why.message());
+}
+
+std::vector<int64_t> cache_stats() { return cache().stats(); }
+void cache_clear() { cache().clear(); }
+void cache_set_capacity(int64_t capacity) {
+  TORCH_CHECK_VALUE(capacity >= 1, "dnngraph: cache capacity must be >= 1, got ", capacity);
+  cache().set_capacity(capacity);
+}
+
+// ---------------------------------------------------------------- graph tensors
+
+ir::Tensor tensor_like(Graph& g, int64_t uid, const char* name, std::vector<int64_t> dims,
+                       std::vector<int64_t> strides, DataType type) {
+  return g.tensor(ir::TensorAttrs()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim(std::move(dims))
+                      .set_stride(std::move(strides))
+                      .set_data_type(type));
+}
+
+ir::Tensor tensor_like(Graph& g, int64_t uid, const char* name, const at::Tensor& t) {
+  return tensor_like(g, uid, name, dims_of(t), strides_of(t),
+                     data_type_of(t, g.name().c_str(), name));
+}
+
+void output_like(const ir::Tensor& out, int64_t uid, const char* name, const at::Tensor& t) {
+  out->set_output(true).set_name(name).set_uid(uid).set_dim(dims_of(t)).set_stride(strides_of(t));
+  out->set_data_type(data_type_of(t, "output", name));
+}
+
+}  // namespace dnngraph::torch_ops

@@ -1,0 +1,122 @@
+// What every dnngraph torch op shares: dtype mapping and checks, the graph cache, one handle
+// per device, execution with the current stream and a workspace from torch's allocator, and
+// the one-time warning of the ATen fallback.
+//
+// Hot path of a call (no Python): build the key (shapes, strides, dtypes, attributes, device)
+// -> look it up in the bounded LRU cache -> make the variant pack -> take the device's lock,
+// set the stream if it changed, execute.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dnngraph/graph.hpp"
+
+namespace dnngraph::torch_ops {
+
+// ---------------------------------------------------------------- checks
+// dnngraph's data type of a torch tensor; TypeError naming the op and the tensor otherwise.
+DataType data_type_of(at::ScalarType t, const char* op, const char* name);
+inline DataType data_type_of(const at::Tensor& t, const char* op, const char* name) {
+  return data_type_of(t.scalar_type(), op, name);
+}
+// CPU or CUDA, else an error; every given tensor on x's device.
+void check_device(const char* op, const at::Tensor& x, const char* x_name,
+                  std::initializer_list<std::pair<const at::Tensor*, const char*>> others);
+void check_same_dtype(const char* op, const at::Tensor& x, const char* x_name, const at::Tensor& t,
+                      const char* t_name);
+// The dims/strides of a torch tensor as dnngraph wants them.
+std::vector<int64_t> dims_of(const at::Tensor& t);
+std::vector<int64_t> strides_of(const at::Tensor& t);
+
+// Throws the error of a failed Status as the matching Python exception (ValueError for bad
+// input, NotImplementedError for NotSupported, RuntimeError for the rest), prefixed by op.
+[[noreturn]] void throw_status(const char* op, const Status& s);
+
+// ---------------------------------------------------------------- activation names
+enum class Act : int { None, Relu, Gelu, GeluTanh, Silu, Tanh, Sigmoid };
+Act parse_act(const char* op, std::string_view name);
+// Applies the activation to a graph tensor (None returns x).
+ir::Tensor apply_act(ir::Graph& g, Act act, ir::Tensor x);
+// The ATen form (for fallbacks and backward).
+at::Tensor aten_act(Act act, const at::Tensor& x);
+// d act(z) / dz * dy, through ATen.
+at::Tensor aten_act_backward(Act act, const at::Tensor& dy, const at::Tensor& z);
+
+// ---------------------------------------------------------------- cache key
+class Key {
+ public:
+  explicit Key(const char* op) { words_.reserve(48), add_str(op); }
+  Key& add(int64_t v) {
+    words_.push_back(v);
+    return *this;
+  }
+  Key& add(double v) {
+    int64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return add(bits);
+  }
+  Key& add(bool v) { return add(static_cast<int64_t>(v)); }
+  Key& add_str(std::string_view s);
+  Key& add(const at::Tensor& t);  // rank, sizes, strides, dtype (undefined: one marker)
+  Key& add(const std::optional<at::Tensor>& t) {
+    return t && t->defined() ? add(*t) : add(int64_t{-7});
+  }
+  Key& add(at::IntArrayRef v);
+  Key& add_device(const at::Device& d);
+
+  bool operator==(const Key& o) const { return words_ == o.words_; }
+  size_t hash() const;
+
+ private:
+  std::vector<int64_t> words_;
+};
+
+// ---------------------------------------------------------------- built graphs
+// One built graph (or the reason the device's engine could not build one).
+struct BuiltGraph {
+  std::unique_ptr<Graph> graph;  // null when unsupported
+  int64_t workspace_bytes = 0;
+  std::vector<int64_t> io_uids;  // the graph's non-virtual tensors: what a variant pack holds
+  Status unsupported;            // why the engine has no plan (the op then falls back to ATen)
+};
+using GraphBuilder = std::function<void(Graph& g)>;  // adds tensors (explicit uids) and ops
+
+// Returns the cached graph for `key`, building it on the tensors' device with `build`
+// (validate + build with heuristics A then FALLBACK) on a miss. Invalid graphs throw (bad
+// input); NotSupported is cached as `unsupported` so that the caller falls back to ATen.
+std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device& device,
+                                               const char* op, const GraphBuilder& build);
+
+// Runs a built graph: uid -> tensor pointers (entries whose uid the graph does not hold, e.g.
+// an optional input it was built without, are skipped), the device's current stream (set on the
+// handle only when it changed), a workspace from torch's caching allocator for this call.
+void execute(const BuiltGraph& g, const at::Device& device, const char* op,
+             std::initializer_list<std::pair<int64_t, const at::Tensor*>> pack);
+
+// Warns once per op that it runs on ATen because the engine had no plan, and why.
+void warn_fallback(const char* op, const Status& why);
+
+// Cache statistics and control (for tests and users): {size, capacity, hits, misses}.
+std::vector<int64_t> cache_stats();
+void cache_clear();
+void cache_set_capacity(int64_t capacity);
+
+// Makes a graph tensor with explicit uid, dims and strides of a torch tensor.
+ir::Tensor tensor_like(Graph& g, int64_t uid, const char* name, const at::Tensor& t);
+ir::Tensor tensor_like(Graph& g, int64_t uid, const char* name, std::vector<int64_t> dims,
+                       std::vector<int64_t> strides, DataType type);
+// Marks an op output as a graph output with the torch tensor's uid, dims, strides and type.
+void output_like(const ir::Tensor& out, int64_t uid, const char* name, const at::Tensor& t);
+
+}  // namespace dnngraph::torch_ops

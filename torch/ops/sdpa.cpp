@@ -1,0 +1,325 @@
+// dnngraph::sdpa and sdpa_backward: scaled dot-product attention on [B, H, S, D] tensors (any
+// strides), optional additive bias [B|1, H|1, S_q, S_kv] (differentiable), causal masking
+// (top-left aligned, as torch's is_causal), grouped-query attention (enable_gqa).
+// The forward returns (out, logsumexp [B, H, S_q] fp32); the backward takes them back.
+#include <cmath>
+
+#include "core/op_support.hpp"
+
+namespace dnngraph::torch_ops {
+namespace {
+
+enum Uid : int64_t { Q = 1, K = 2, V = 3, BIAS = 4, O = 5, DO = 6, STATS = 7 };
+enum OutUid : int64_t { OUT_O = 100, OUT_STATS, DQ, DK, DV, DBIAS };
+
+struct Attn {
+  int64_t b = 0, hq = 0, hk = 0, sq = 0, skv = 0, d = 0, dv = 0;
+  double scale = 1.0;
+  Tensor bias;  // 4-D or undefined
+};
+
+Attn check_attn(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                const OptTensor& bias, double dropout_p, bool causal, std::optional<double> scale,
+                bool gqa) {
+  check_device(op, q, "q", {{&k, "k"}, {&v, "v"}, {has(bias) ? &*bias : nullptr, "attn_bias"}});
+  data_type_of(q, op, "q");
+  check_same_dtype(op, q, "q", k, "k");
+  check_same_dtype(op, q, "q", v, "v");
+  TORCH_CHECK_NOT_IMPLEMENTED(dropout_p == 0.0, "dnngraph::", op, ": dropout_p=", dropout_p,
+                              " is not supported (dropout with torch's generator is not offered "
+                              "yet); pass dropout_p=0");
+  TORCH_CHECK_VALUE(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "dnngraph::", op,
+                    ": q, k, v must be 4-D [B, H, S, D]; got ", q.sizes(), ", ", k.sizes(), ", ",
+                    v.sizes());
+  Attn a{q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3), v.size(3), 1.0, {}};
+  TORCH_CHECK_VALUE(k.size(0) == a.b && v.size(0) == a.b && k.size(3) == a.d &&
+                        v.size(2) == a.skv && v.size(1) == a.hk,
+                    "dnngraph::", op, ": shapes q ", q.sizes(), ", k ", k.sizes(), ", v ",
+                    v.sizes(), " do not agree (k: [B, H_kv, S_kv, D], v: [B, H_kv, S_kv, D_v])");
+  TORCH_CHECK_VALUE(a.hq == a.hk || (gqa && a.hq % a.hk == 0), "dnngraph::", op, ": q has ", a.hq,
+                    " heads and k/v ", a.hk,
+                    (gqa ? "; q's heads must be a multiple of k's"
+                         : "; pass enable_gqa=True for "
+                           "grouped-query attention"));
+  TORCH_CHECK_VALUE(!(causal && has(bias)), "dnngraph::", op,
+                    ": give either attn_bias or is_causal, not both (as torch)");
+  a.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(a.d));
+  if (has(bias)) {
+    check_same_dtype(op, q, "q", *bias, "attn_bias");
+    TORCH_CHECK_VALUE(bias->dim() <= 4, "dnngraph::", op, ": attn_bias has ", bias->dim(),
+                      " dims; expected at most 4");
+    std::vector<int64_t> s(4 - bias->dim(), 1);
+    s.insert(s.end(), bias->sizes().begin(), bias->sizes().end());
+    TORCH_CHECK_VALUE(
+        (s[0] == 1 || s[0] == a.b) && (s[1] == 1 || s[1] == a.hq) && s[2] == a.sq && s[3] == a.skv,
+        "dnngraph::", op, ": attn_bias of shape ", bias->sizes(),
+        " must be [B|1, H|1, S_q, S_kv] = [", a.b, "|1, ", a.hq, "|1, ", a.sq, ", ", a.skv, "]");
+    a.bias = bias->reshape(s).contiguous();
+  }
+  return a;
+}
+
+ir::SdpaAttrs sdpa_attrs(const Attn& a, bool causal) {
+  ir::SdpaAttrs s;
+  s.is_inference = false;
+  s.attn_scale = a.scale;
+  s.causal = causal;
+  return s;
+}
+
+// STATS as the graph sees it: [B, H, S_q, 1] over a torch [B, H, S_q] tensor.
+void stats_port(const ir::Tensor& t, const Tensor& lse) {
+  t->set_dim({lse.size(0), lse.size(1), lse.size(2), 1})
+      .set_stride({lse.stride(0), lse.stride(1), lse.stride(2), 1})
+      .set_data_type(data_type_of(lse, "sdpa", "logsumexp"));
+}
+
+// ---------------------------------------------------------------- ATen fallback (math)
+
+Tensor repeat_heads(const Tensor& t, int64_t hq) {
+  return t.size(1) == hq ? t : t.repeat_interleave(hq / t.size(1), 1);
+}
+Tensor fold_heads(const Tensor& t, int64_t hk) {  // sum of the q-heads that share a k-head
+  if (t.size(1) == hk) return t;
+  return t.unflatten(1, {hk, t.size(1) / hk}).sum(2);
+}
+Tensor scores_of(const Tensor& q, const Tensor& k, const Attn& a, bool causal) {
+  Tensor s = at::matmul(q, repeat_heads(k, a.hq).transpose(-2, -1)) * a.scale;
+  if (a.bias.defined()) s = s + a.bias.to(s.scalar_type());
+  if (causal)
+    s = s.masked_fill(at::ones({a.sq, a.skv}, q.options().dtype(at::kBool)).triu(1),
+                      -std::numeric_limits<double>::infinity());
+  return s;
+}
+
+std::tuple<Tensor, Tensor> sdpa_math(const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const Attn& a, bool causal) {
+  const at::ScalarType st = stat_dtype(q.scalar_type());
+  Tensor s = scores_of(q.to(st), k.to(st), a, causal);
+  Tensor lse = at::logsumexp(s, -1);
+  Tensor out = at::matmul(at::exp(s - lse.unsqueeze(-1)), repeat_heads(v.to(st), a.hq));
+  return {out.to(q.scalar_type()).contiguous(), lse.contiguous()};
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_math(const Tensor& dout, const Tensor& q,
+                                                              const Tensor& k, const Tensor& v,
+                                                              const Tensor& out, const Tensor& lse,
+                                                              const Attn& a, bool causal) {
+  const at::ScalarType st = lse.scalar_type();
+  const Tensor qf = q.to(st), kf = repeat_heads(k.to(st), a.hq), vf = repeat_heads(v.to(st), a.hq);
+  const Tensor go = dout.to(st), of = out.to(st);
+  const Tensor p = at::exp(scores_of(qf, k.to(st), a, causal) - lse.unsqueeze(-1));
+  const Tensor dp = at::matmul(go, vf.transpose(-2, -1));
+  const Tensor ds = p * (dp - (go * of).sum(-1, true));
+  const Tensor dq = at::matmul(ds, kf) * a.scale;
+  const Tensor dk = fold_heads(at::matmul(ds.transpose(-2, -1), qf) * a.scale, a.hk);
+  const Tensor dv = fold_heads(at::matmul(p.transpose(-2, -1), go), a.hk);
+  Tensor dbias;
+  if (a.bias.defined()) dbias = ds.sum_to_size(a.bias.sizes()).to(a.bias.scalar_type());
+  const auto t = q.scalar_type();
+  return {dq.to(t), dk.to(t), dv.to(t), dbias};
+}
+
+// ---------------------------------------------------------------- kernels
+
+std::tuple<Tensor, Tensor> sdpa(const Tensor& q, const Tensor& k, const Tensor& v,
+                                const OptTensor& bias, double dropout_p, bool causal,
+                                std::optional<double> scale, bool gqa) {
+  const char* op = "sdpa";
+  const Attn a = check_attn(op, q, k, v, bias, dropout_p, causal, scale, gqa);
+  if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return sdpa_math(q, k, v, a, causal);
+  Tensor out = at::empty({a.b, a.hq, a.sq, a.dv}, q.options());
+  Tensor lse = at::empty({a.b, a.hq, a.sq}, q.options().dtype(stat_dtype(q.scalar_type())));
+  Key key(op);
+  key.add(q).add(k).add(v).add(a.bias).add(a.scale).add(causal).add_device(q.device());
+  auto g = cached_graph(key, q.device(), op, [&](Graph& gr) {
+    set_numerics(gr, q);
+    ir::SdpaInputs extra;
+    if (a.bias.defined()) extra.bias = tensor_like(gr, BIAS, "attn_bias", a.bias);
+    auto r = gr.sdpa(tensor_like(gr, Q, "q", q), tensor_like(gr, K, "k", k),
+                     tensor_like(gr, V, "v", v), sdpa_attrs(a, causal), extra);
+    output_like(r[0], OUT_O, "out", out);
+    r[1]->set_output(true).set_name("logsumexp").set_uid(OUT_STATS);
+    stats_port(r[1], lse);
+  });
+  if (!g->graph) {
+    warn_fallback(op, g->unsupported);
+    return sdpa_math(q, k, v, a, causal);
+  }
+  execute(*g, q.device(), op,
+          {{Q, &q}, {K, &k}, {V, &v}, {BIAS, &a.bias}, {OUT_O, &out}, {OUT_STATS, &lse}});
+  return {out, lse};
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout, const Tensor& q,
+                                                         const Tensor& k, const Tensor& v,
+                                                         const Tensor& out, const Tensor& lse_in,
+                                                         const OptTensor& bias, double dropout_p,
+                                                         bool causal, std::optional<double> scale,
+                                                         bool gqa) {
+  const char* op = "sdpa_backward";
+  const Attn a = check_attn(op, q, k, v, bias, dropout_p, causal, scale, gqa);
+  check_device(op, q, "q", {{&dout, "dout"}, {&out, "out"}, {&lse_in, "logsumexp"}});
+  check_same_dtype(op, q, "q", dout, "dout");
+  const std::vector<int64_t> o_shape{a.b, a.hq, a.sq, a.dv};
+  TORCH_CHECK_VALUE(dout.sizes() == at::IntArrayRef(o_shape) && out.sizes() == dout.sizes(),
+                    "dnngraph::", op, ": 'dout' ", dout.sizes(), " and 'out' ", out.sizes(),
+                    " must be ", at::IntArrayRef(o_shape));
+  TORCH_CHECK_VALUE(lse_in.dim() == 3 && lse_in.size(0) == a.b && lse_in.size(1) == a.hq &&
+                        lse_in.size(2) == a.sq,
+                    "dnngraph::", op, ": 'logsumexp' has shape ", lse_in.sizes(), "; expected [",
+                    a.b, ", ", a.hq, ", ", a.sq, "]");
+  const Tensor lse = lse_in.contiguous();
+  auto finish = [&](Tensor dq, Tensor dk, Tensor dv, Tensor db) {
+    if (db.defined()) db = db.view(bias->sizes());
+    return std::tuple<Tensor, Tensor, Tensor, Tensor>{dq, dk, dv, db};
+  };
+  auto math = [&] {
+    auto [dq, dk, dv, db] = sdpa_backward_math(dout, q, k, v, out, lse, a, causal);
+    return finish(dq, dk, dv, db);
+  };
+  if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return math();
+  // Contiguous gradients whatever the inputs' strides (as the Meta kernel says).
+  Tensor dq = at::empty(q.sizes(), q.options()), dk = at::empty(k.sizes(), k.options());
+  Tensor dv = at::empty(v.sizes(), v.options());
+  Tensor db = a.bias.defined() ? at::empty_like(a.bias) : Tensor();
+  Key key(op);
+  key.add(dout).add(q).add(k).add(v).add(out).add(lse).add(a.bias).add(a.scale).add(causal);
+  key.add(dq).add(dk).add(dv).add_device(q.device());
+  auto g = cached_graph(key, q.device(), op, [&](Graph& gr) {
+    set_numerics(gr, q);
+    ir::SdpaInputs extra;
+    if (a.bias.defined()) extra.bias = tensor_like(gr, BIAS, "attn_bias", a.bias);
+    ir::Tensor S = tensor_like(gr, STATS, "logsumexp", lse);
+    stats_port(S, lse);
+    ir::SdpaBwdAttrs attrs;
+    static_cast<ir::SdpaAttrs&>(attrs) = sdpa_attrs(a, causal);
+    auto r = gr.sdpa_backward(tensor_like(gr, Q, "q", q), tensor_like(gr, K, "k", k),
+                              tensor_like(gr, V, "v", v), tensor_like(gr, O, "out", out),
+                              tensor_like(gr, DO, "dout", dout), S, attrs, extra);
+    output_like(r[0], DQ, "dq", dq);
+    output_like(r[1], DK, "dk", dk);
+    output_like(r[2], DV, "dv", dv);
+    if (a.bias.defined()) output_like(r[3], DBIAS, "dbias", db);
+  });
+  if (!g->graph) {
+    warn_fallback(op, g->unsupported);
+    return math();
+  }
+  execute(*g, q.device(), op,
+          {{Q, &q},
+           {K, &k},
+           {V, &v},
+           {O, &out},
+           {DO, &dout},
+           {STATS, &lse},
+           {BIAS, &a.bias},
+           {DQ, &dq},
+           {DK, &dk},
+           {DV, &dv},
+           {DBIAS, &db}});
+  return finish(dq, dk, dv, db);
+}
+
+// ---------------------------------------------------------------- Meta
+
+std::tuple<Tensor, Tensor> sdpa_meta(const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const OptTensor&, double, bool, std::optional<double>, bool) {
+  TORCH_CHECK_VALUE(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
+                    "dnngraph::sdpa: q, k, v must be 4-D [B, H, S, D]");
+  return {
+      at::empty_symint({q.sym_size(0), q.sym_size(1), q.sym_size(2), v.sym_size(3)}, q.options()),
+      at::empty_symint({q.sym_size(0), q.sym_size(1), q.sym_size(2)},
+                       q.options().dtype(stat_dtype(q.scalar_type())))};
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_meta(const Tensor&, const Tensor& q,
+                                                              const Tensor& k, const Tensor& v,
+                                                              const Tensor&, const Tensor&,
+                                                              const OptTensor& bias, double, bool,
+                                                              std::optional<double>, bool) {
+  return {at::empty_symint(q.sym_sizes(), q.options()),
+          at::empty_symint(k.sym_sizes(), k.options()),
+          at::empty_symint(v.sym_sizes(), v.options()),
+          has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};
+}
+
+// ---------------------------------------------------------------- autograd
+
+using SdpaSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
+                                           const OptTensor&, double, bool, std::optional<double>,
+                                           bool);
+using SdpaBwdSig = std::tuple<Tensor, Tensor, Tensor, Tensor>(const Tensor&, const Tensor&,
+                                                              const Tensor&, const Tensor&,
+                                                              const Tensor&, const Tensor&,
+                                                              const OptTensor&, double, bool,
+                                                              std::optional<double>, bool);
+
+class SdpaFn : public torch::autograd::Function<SdpaFn> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const Tensor& q, const Tensor& k,
+                               const Tensor& v, const OptTensor& bias, double dropout_p,
+                               bool causal, std::optional<double> scale, bool gqa) {
+    static auto op = op_handle<SdpaSig>("dnngraph::sdpa");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [out, lse] = op.call(q, k, v, bias, dropout_p, causal, scale, gqa);
+    ctx->save_for_backward({q, k, v, out, lse, value_or_undefined(bias)});
+    ctx->saved_data["dropout_p"] = dropout_p;
+    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["scale"] = scale ? c10::IValue(*scale) : c10::IValue();
+    ctx->saved_data["gqa"] = gqa;
+    ctx->mark_non_differentiable({lse});
+    return {out, lse};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    static auto op = op_handle<SdpaBwdSig>("dnngraph::sdpa_backward");
+    const variable_list none(8);
+    if (!grads[0].defined()) return none;
+    auto s = ctx->get_saved_variables();
+    auto& d = ctx->saved_data;
+    std::optional<double> scale;
+    if (!d["scale"].isNone()) scale = d["scale"].toDouble();
+    auto [dq, dk, dv, db] =
+        op.call(grads[0].contiguous(), s[0], s[1], s[2], s[3], s[4], opt(s[5]),
+                d["dropout_p"].toDouble(), d["causal"].toBool(), scale, d["gqa"].toBool());
+    variable_list r = none;
+    r[0] = dq, r[1] = dk, r[2] = dv;
+    if (s[5].defined() && ctx->needs_input_grad(3)) r[3] = db;
+    return r;
+  }
+};
+
+std::tuple<Tensor, Tensor> sdpa_autograd(const Tensor& q, const Tensor& k, const Tensor& v,
+                                         const OptTensor& bias, double dropout_p, bool causal,
+                                         std::optional<double> scale, bool gqa) {
+  auto r = SdpaFn::apply(q, k, v, bias, dropout_p, causal, scale, gqa);
+  return {r[0], r[1]};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
+  m.def(
+      "sdpa(Tensor q, Tensor k, Tensor v, Tensor? attn_bias=None, float dropout_p=0.0, "
+      "bool is_causal=False, float? scale=None, bool enable_gqa=False) -> (Tensor, Tensor)");
+  m.def(
+      "sdpa_backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor logsumexp, "
+      "Tensor? attn_bias, float dropout_p, bool is_causal, float? scale, bool enable_gqa) -> "
+      "(Tensor, Tensor, Tensor, Tensor)");
+}
+
+TORCH_LIBRARY_IMPL(dnngraph, CPU, m) {
+  m.impl("sdpa", &sdpa);
+  m.impl("sdpa_backward", &sdpa_backward);
+}
+TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) {
+  m.impl("sdpa", &sdpa);
+  m.impl("sdpa_backward", &sdpa_backward);
+}
+TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
+  m.impl("sdpa", &sdpa_meta);
+  m.impl("sdpa_backward", &sdpa_backward_meta);
+}
+TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) { m.impl("sdpa", &sdpa_autograd); }
+
+}  // namespace dnngraph::torch_ops
