@@ -94,8 +94,28 @@ _last_error = ""
 
 
 def get_last_error_string() -> str:
-    """The message of the last error a compatibility call raised ("" when none)."""
+    """The message of the last error raised by a pygraph op, build, build_plans or execute call
+    ("" when none)."""
     return _last_error
+
+
+def _remember(e: BaseException) -> None:
+    global _last_error
+    _last_error = str(e)
+
+
+def _recording(fn: Any) -> Any:
+    """Wraps a pygraph method so that get_last_error_string() sees its errors."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            _remember(e)
+            raise
+
+    call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return call
 
 
 def create_device_properties(*args: Any, **kwargs: Any) -> Any:
@@ -657,7 +677,12 @@ class pygraph(_native):
         _native.validate(self)
         return sorted(t["uid"] for t in self._json()["tensors"] if not t["virtual"])
 
-    def query_tensor_attributes_of_uid(self, uid: int) -> dict:
+    def query_tensor_attributes_of_uid(self, uid: int) -> Any:
+        """The graph tensor with this uid (its JSON description when it was not made through this
+        object)."""
+        t = self.find_tensor(int(uid))
+        if t is not None:
+            return t
         for t in self._json()["tensors"]:
             if t["uid"] == uid:
                 return t
@@ -731,12 +756,16 @@ class pygraph(_native):
                     break
             else:
                 return _native_execute(self, tensor_dict, workspace, handle)
-        if _native.get_execution_plan_count(self) <= 0:
-            self.build()
-        d["_ready"] = True
-        if workspace is None:
-            workspace = self._own_workspace(_native.get_workspace_size(self))
-        _native.execute(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
+        try:
+            if _native.get_execution_plan_count(self) <= 0:
+                self.build()
+            d["_ready"] = True
+            if workspace is None:
+                workspace = self._own_workspace(_native.get_workspace_size(self))
+            _native.execute(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
+        except Exception as e:
+            _remember(e)
+            raise
 
     def _own_workspace(self, size: int) -> Any:
         """A workspace the graph keeps, for execute(workspace=None) on a plan that needs one."""
@@ -913,7 +942,10 @@ def _make_lacking(fe_name: str, what: str) -> Any:
 
 
 for _fe, (_nat, _pos, _ren, _fix) in _OPS.items():
-    setattr(pygraph, _fe, _make_op(_fe, _nat, _pos, _ren, _fix))
+    setattr(pygraph, _fe, _recording(_make_op(_fe, _nat, _pos, _ren, _fix)))
+for _fe in ("build", "build_plans", "execute_plan_at_index", "_execute_with_ptrs", "tensor",
+            "tensor_like", "deserialize"):
+    setattr(pygraph, _fe, _recording(getattr(pygraph, _fe)))
 for _fe in _LACKING_OPS:
     if not hasattr(_native, _fe):
         setattr(pygraph, _fe, _make_lacking(_fe, f"the {_fe} operation"))

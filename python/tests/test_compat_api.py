@@ -263,3 +263,17 @@ def test_plan_filters(handle, rng):
     y = np.full((1, 4, 4), np.nan, np.float32)
     g.execute({A: a, Y: y})
     np.testing.assert_allclose(y, np.maximum(a @ a, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_last_error_string_and_query_by_uid(handle):
+    g = graph(handle)
+    X = g.tensor(name="X", dim=[2, 2])
+    with pytest.raises(cudnn.NotSupportedError):
+        g.genstats(X)  # a refusing stub: not recorded (no native call)
+    with pytest.raises(TypeError):
+        g.relu(X, nonsense=1)
+    assert "nonsense" in cudnn.get_last_error_string()
+    Y = g.relu(input=X)
+    Y.set_output(True)
+    g.build()
+    assert g.query_tensor_attributes_of_uid(X.get_uid()) is X

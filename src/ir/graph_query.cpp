@@ -8,9 +8,11 @@
 
 namespace dnngraph::ir {
 
-std::vector<Tensor> Graph::io_tensors() const {
+namespace {
+
+std::vector<Tensor> io_of(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> out;
-  for (const Tensor& t : tensors_)
+  for (const Tensor& t : tensors)
     if (!t->is_virtual) out.push_back(t);
   std::stable_sort(out.begin(), out.end(), [](const Tensor& a, const Tensor& b) {
     if (a->uid_assigned != b->uid_assigned) return a->uid_assigned;  // assigned first
@@ -19,16 +21,27 @@ std::vector<Tensor> Graph::io_tensors() const {
   return out;
 }
 
-Tensor Graph::find_tensor_by_uid(int64_t uid) const {
-  for (const Tensor& t : tensors_)
+Tensor by_uid(const std::vector<Tensor>& tensors, int64_t uid) {
+  for (const Tensor& t : tensors)
     if (t->uid_assigned && t->uid == uid) return t;
   return nullptr;
 }
 
-Tensor Graph::find_tensor_by_name(std::string_view name) const {
-  for (const Tensor& t : tensors_)
+Tensor by_name(const std::vector<Tensor>& tensors, std::string_view name) {
+  for (const Tensor& t : tensors)
     if (t->name == name) return t;
   return nullptr;
+}
+
+}  // namespace
+
+std::vector<Tensor> Graph::io_tensors() const { return io_of(tensors_); }
+Tensor Graph::find_tensor_by_uid(int64_t uid) const { return by_uid(tensors_, uid); }
+Tensor Graph::find_tensor_by_name(std::string_view name) const { return by_name(tensors_, name); }
+std::vector<Tensor> ValidatedGraph::io_tensors() const { return io_of(tensors_); }
+Tensor ValidatedGraph::find_tensor_by_uid(int64_t uid) const { return by_uid(tensors_, uid); }
+Tensor ValidatedGraph::find_tensor_by_name(std::string_view name) const {
+  return by_name(tensors_, name);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // src/ir/ops/*.cpp) and uid assignment. Failure leaves the graph as it was before the call,
 // so fixing the reported problem and validating again starts from what the user wrote.
 #include <algorithm>
+#include <limits>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -187,6 +188,16 @@ Status check_layout(const Tensor& t, const std::string& where) {
   if (t->data_type == DataType::NotSet)
     return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where,
                       " has no data type; set it or the graph's io data type");
+  // Every engine computes element counts and byte extents in int64: they must not wrap.
+  if (!checked_volume(t->dim))
+    return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where, " has dims ",
+                      dims_str(t->dim), " whose element count overflows int64 (more than ",
+                      std::numeric_limits<int64_t>::max(), "); use smaller dims");
+  if (!t->storage_bytes())
+    return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where, " has dims ",
+                      dims_str(t->dim), " and strides ", dims_str(t->stride), ": its extent of ",
+                      data_type_name(t->data_type), " elements overflows int64 bytes (more than ",
+                      std::numeric_limits<int64_t>::max(), "); use smaller dims or strides");
   return Status::ok();
 }
 
@@ -258,7 +269,28 @@ Status Graph::validate() {
     return s;
   }
   validated_ = true;
+  snapshot_ = take_snapshot();
   return s;
+}
+
+ValidatedGraphPtr Graph::take_snapshot() const {
+  std::shared_ptr<ValidatedGraph> v(new ValidatedGraph());
+  v->name_ = name_;
+  v->io_ = io_;
+  v->intermediate_ = intermediate_;
+  v->compute_ = compute_;
+  v->dynamic_shape_ = dynamic_shape_;
+  std::unordered_map<TensorKey, Tensor> copy;
+  for (const Tensor& t : tensors_) {
+    auto c = std::make_shared<TensorAttrs>(*t);
+    copy.emplace(t.get(), c);
+    v->tensors_.push_back(std::move(c));
+  }
+  v->nodes_ = nodes_;
+  for (Node& n : v->nodes_)
+    for (auto* ports : {&n.inputs, &n.outputs})
+      for (Port& p : *ports) p.tensor = copy.at(p.tensor.get());
+  return v;
 }
 
 }  // namespace dnngraph::ir

@@ -47,11 +47,12 @@ Status Graph::build_operation_graph(const HandlePtr& handle) {
   DNNGRAPH_TRY(validate());
   KernelCachePtr cache = std::move(state_->kernel_cache);
   *state_ = PipelineState{};
+  state_->validated = validated();
   state_->kernel_cache = std::move(cache);
   std::string reasons;
   for (Engine* e : registered_engines()) {
     if (!e->runs_on(handle->device())) continue;
-    auto lowered = e->lower(*this, *handle);
+    auto lowered = e->lower(state_->validated, *handle);
     if (!lowered) {
       reasons +=
           detail::cat(reasons.empty() ? "" : "; ", e->name(), ": ", lowered.status().message());
@@ -68,7 +69,7 @@ Status Graph::build_operation_graph(const HandlePtr& handle) {
     return make_error(ErrorCode::NotSupported, "graph '", name(), "': ", reasons);
   }
   state_->handle = handle;
-  for (const ir::Tensor& t : tensors())
+  for (const ir::Tensor& t : state_->validated->tensors())
     if (!t->is_virtual && !t->value) state_->required.push_back(t);
   std::sort(state_->required.begin(), state_->required.end(),
             [](const ir::Tensor& a, const ir::Tensor& b) { return a->uid < b->uid; });
@@ -241,7 +242,7 @@ Status Graph::check_variant_pack(const VariantPack& pack) const {
   }
   if (pack.size() > state_->required.size()) {
     for (const auto& [uid, ptr] : pack) {
-      ir::Tensor t = find_tensor_by_uid(uid);
+      ir::Tensor t = state_->validated->find_tensor_by_uid(uid);
       if (!t)
         return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                           "': the variant pack has uid ", uid,

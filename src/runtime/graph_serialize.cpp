@@ -108,7 +108,7 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
   if (env.contains("plan") && env["plan"].is_string()) {
     auto raw = base64_decode(env["plan"].get<std::string>());
     if (!raw) return raw.status();
-    auto plan = state_->engine->deserialize_plan(*this, *handle, *raw);
+    auto plan = state_->engine->deserialize_plan(state_->validated, *handle, *raw);
     if (plan) {
       // A restored plan stands alone: no heuristics, no compilation.
       state_->candidates.clear();

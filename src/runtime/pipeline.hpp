@@ -14,6 +14,7 @@ struct PipelineState {
   Stage stage = Stage::None;
   HandlePtr handle;
   Engine* engine = nullptr;
+  ir::ValidatedGraphPtr validated;  // what the engine lowered
   std::unique_ptr<LoweredGraph> lowered;
   std::vector<std::unique_ptr<Candidate>> candidates;  // from create_execution_plans
   size_t checked = 0;                                  // candidates[0, checked) were checked

@@ -8,7 +8,7 @@
 //   ...build an ir::Node with ports X, W -> Y...
 //   ref_test::Buffers bufs;
 //   bufs.random(x, rng);                     // allocates and fills (values rounded to dtype)
-//   ASSERT_OK(bufs.run_kernel(node, dnngraph::reference::run_conv));  // outputs poisoned
+//   ASSERT_OK(bufs.run_kernel(node));  // validated, built, run; outputs poisoned
 //   EXPECT_TRUE(ref_test::all_close(bufs.values(y), want, ref_test::tol(DataType::Float)));
 //
 // Typical graph test:
@@ -214,26 +214,18 @@ class Buffers {
     return p;
   }
 
-  // Runs one kernel on n directly (no validation): every input of n must have been
-  // allocated; outputs are allocated and poisoned here when missing. The compute type is
-  // the node's, or Float when unset.
-  dnngraph::Status run_kernel(const dnngraph::ir::Node& n,
-                              dnngraph::Status (*run)(dnngraph::reference::KernelContext&)) {
-    std::vector<std::pair<dnngraph::ir::Role, dnngraph::reference::Bound>> in, out;
-    for (const auto& p : n.inputs) {
+  // Runs the one-node graph made of n (through Graph::add_node, validate, the reference
+  // engine's build and execute: a kernel only ever sees what validation let through). Every
+  // input of n must have been allocated; outputs are allocated and poisoned here when missing.
+  dnngraph::Status run_kernel(const dnngraph::ir::Node& n) {
+    for (const auto& p : n.inputs)
       if (!p.tensor->value && !has(p.tensor))
         return dnngraph::make_error(dnngraph::ErrorCode::InvalidArgument, "test harness: input '",
                                     p.tensor->name, "' of '", n.name, "' has no data");
-      in.emplace_back(p.role,
-                      dnngraph::reference::Bound{p.tensor.get(),
-                                                 p.tensor->value ? nullptr : add(p.tensor).data()});
-    }
-    for (const auto& p : n.outputs)
-      out.emplace_back(p.role, dnngraph::reference::Bound{p.tensor.get(), add(p.tensor).data()});
-    const DataType compute =
-        n.compute_data_type == DataType::NotSet ? DataType::Float : n.compute_data_type;
-    dnngraph::reference::KernelContext ctx(n, std::move(in), std::move(out), compute);
-    return run(ctx);
+    for (const auto& p : n.outputs) add(p.tensor);
+    dnngraph::Graph g;
+    g.add_node(n);
+    return run_graph(g);
   }
 
   // Builds g on a CPU handle (reference engine) and executes it. Inputs must have been
@@ -245,7 +237,7 @@ class Buffers {
     DNNGRAPH_TRY(g.build(handle.value()));
     for (const auto& t : g.io_tensors()) {
       if (t->value || has(t)) continue;
-      if (!t->is_output)
+      if (!t->is_output && !produced(g, t))
         return dnngraph::make_error(dnngraph::ErrorCode::InvalidArgument,
                                     "test harness: graph input '", t->name, "' has no data");
       add(t);
@@ -259,8 +251,21 @@ class Buffers {
   }
 
  private:
+  static bool produced(const dnngraph::Graph& g, const dnngraph::ir::Tensor& t) {
+    for (const auto& n : g.nodes())
+      for (const auto& p : n.outputs)
+        if (p.tensor == t) return true;
+    return false;
+  }
   std::map<const dnngraph::ir::TensorAttrs*, std::unique_ptr<HostTensor>> map_;
 };
+
+// Validates the one-node graph made of n (what build and run_kernel do first).
+inline dnngraph::Status validate_node(const dnngraph::ir::Node& n) {
+  dnngraph::Graph g;
+  g.add_node(n);
+  return g.validate();
+}
 
 // ---------------------------------------------------------------- comparing
 struct Tol {
@@ -344,7 +349,7 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>
 // test file takes them all with `using namespace ref_test::hand_made;`.
 //
 //   struct Case : KernelCase {
-//     Case(ir::OpAttrs a) : KernelCase("norm0", std::move(a), check_norm, run_norm) {}
+//     Case(ir::OpAttrs a) : KernelCase("norm0", std::move(a)) {}
 //   };
 //   Case c(ir::NormFwdAttrs{...});
 //   auto x = c.input(Role::X, make_buf("x", {2, 3}, DataType::Float)).fill(gen, -1, 1);
@@ -379,17 +384,16 @@ inline Buf make_scalar(const std::string& name, double v) {
   return Buf(t);
 }
 
-// A hand-made node of one family, with the storage of each port by role, run through the
-// family's check and run functions.
-struct KernelCase {
-  using CheckFn = dnngraph::Status (*)(const dnngraph::ir::Node&);
-  using RunFn = dnngraph::Status (*)(dnngraph::reference::KernelContext&);
+inline dnngraph::Status build_and_run(dnngraph::Graph& g, const dnngraph::VariantPack& pack);
 
+// A node of one family written port by port, with the storage of each port by role. run()
+// puts it in a graph (Graph::add_node) that is validated, built on the reference engine and
+// executed: what a user could not build, the kernel never sees.
+struct KernelCase {
   dnngraph::ir::Node node;
   std::map<dnngraph::ir::Role, Buf> in, out;
 
-  KernelCase(std::string name, dnngraph::ir::OpAttrs attrs, CheckFn check, RunFn run)
-      : check_(check), run_(run) {
+  KernelCase(std::string name, dnngraph::ir::OpAttrs attrs) {
     node.name = std::move(name);
     node.compute_data_type = DataType::Float;
     node.attrs = std::move(attrs);
@@ -403,25 +407,18 @@ struct KernelCase {
     node.outputs.push_back({role, b.attrs});
     return out.insert_or_assign(role, std::move(b)).first->second;
   }
-  // check_<family> then run_<family>, as the engine does at lower and execute time.
+  // validate, build and execute the one-node graph.
   dnngraph::Status run() {
-    DNNGRAPH_TRY(check_(node));
-    using dnngraph::reference::Bound;
-    std::vector<std::pair<dnngraph::ir::Role, Bound>> i, o;
+    dnngraph::Graph g;
+    g.add_node(node);
+    DNNGRAPH_TRY(g.validate());
+    dnngraph::VariantPack pack;
     for (const auto& p : node.inputs)
-      i.emplace_back(p.role,
-                     Bound{p.tensor.get(), p.tensor->value ? nullptr : in.at(p.role).data()});
-    for (const auto& p : node.outputs)
-      o.emplace_back(p.role, Bound{p.tensor.get(), out.at(p.role).data()});
-    dnngraph::reference::KernelContext ctx(node, std::move(i), std::move(o),
-                                           node.compute_data_type);
-    return run_(ctx);
+      if (!p.tensor->value) pack[p.tensor->uid] = in.at(p.role).data();
+    for (const auto& p : node.outputs) pack[p.tensor->uid] = out.at(p.role).data();
+    return build_and_run(g, pack);
   }
   std::vector<double> result(dnngraph::ir::Role role) const { return out.at(role).get(); }
-
- private:
-  CheckFn check_;
-  RunFn run_;
 };
 
 inline double tol_of(DataType t) { return tol(t).rtol; }

@@ -18,6 +18,11 @@ cudaError_t dmalloc(T** p, size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(p), bytes);
 }
 
+// The validated snapshot's copy of a builder tensor (the one an engine sees).
+const ir::TensorAttrs* in_snapshot(const ir::ValidatedGraph& vg, const ir::Tensor& t) {
+  return vg.find_tensor_by_uid(t->uid).get();
+}
+
 TEST(CudnnLoader, ReportsVersionOrReason) {
   const auto& info = cudnn::load_info();
   if (info.loaded) {
@@ -37,9 +42,10 @@ TEST(CudnnCanonicalize, TwoDPointwiseGetsRankThree) {
   auto y = g.relu(x);
   y->set_output(true).set_name("Y");
   ASSERT_TRUE(g.validate().is_ok());
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_TRUE(views.is_ok()) << views.status().to_string();
-  const auto& vx = views->at(x.get());
+  const auto& vx = views->at(in_snapshot(*vg, x));
   EXPECT_EQ(vx.dim.size(), 3u);
   int64_t vol = 1;
   for (int64_t d : vx.dim) vol *= d;
@@ -55,10 +61,11 @@ TEST(CudnnCanonicalize, RankThreePointwiseGoesAsIs) {
   auto y = g.mul(g.unary(PointwiseMode::Silu, x), x);
   y->set_output(true).set_name("Y");
   ASSERT_TRUE(g.validate().is_ok());
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_TRUE(views.is_ok()) << views.status().to_string();
-  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{1, 64, 64}));
-  EXPECT_EQ(views->at(x.get()).stride, (std::vector<int64_t>{4096, 64, 1}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, x)).dim, (std::vector<int64_t>{1, 64, 64}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, x)).stride, (std::vector<int64_t>{4096, 64, 1}));
 }
 
 TEST(CudnnCanonicalize, RankThreeBroadcastOverTheBatchFolds) {
@@ -71,11 +78,12 @@ TEST(CudnnCanonicalize, RankThreeBroadcastOverTheBatchFolds) {
   auto y = g.mul(g.add(x, b), x);
   y->set_output(true).set_name("Y");
   ASSERT_TRUE(g.validate().is_ok());
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_TRUE(views.is_ok()) << views.status().to_string();
-  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{1, 256, 256}));
-  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{1, 1, 256}));
-  EXPECT_EQ(views->at(y.get()).dim, (std::vector<int64_t>{1, 256, 256}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, x)).dim, (std::vector<int64_t>{1, 256, 256}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, b)).dim, (std::vector<int64_t>{1, 1, 256}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, y)).dim, (std::vector<int64_t>{1, 256, 256}));
 }
 
 TEST(CudnnCanonicalize, FourDNhwcBiasFoldsToThreeD) {
@@ -89,10 +97,11 @@ TEST(CudnnCanonicalize, FourDNhwcBiasFoldsToThreeD) {
       .set_dim({2, 16, 5, 7})
       .set_stride(strides_for({2, 16, 5, 7}, true));
   ASSERT_TRUE(g.validate().is_ok());
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_TRUE(views.is_ok());
-  const auto& vx = views->at(x.get());
-  const auto& vb = views->at(b.get());
+  const auto& vx = views->at(in_snapshot(*vg, x));
+  const auto& vb = views->at(in_snapshot(*vg, b));
   // N*H*W folded, channels innermost: [1, 70, 16] with the bias [1, 1, 16].
   EXPECT_EQ(vx.dim, (std::vector<int64_t>{1, 70, 16}));
   EXPECT_EQ(vx.stride, (std::vector<int64_t>{1120, 16, 1}));
@@ -107,12 +116,13 @@ TEST(CudnnCanonicalize, MergesOnlyDimsWithTheSameBroadcastPattern) {
   auto y = g.add(x, b);
   y->set_output(true).set_name("Y");
   ASSERT_TRUE(g.validate().is_ok());
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_TRUE(views.is_ok()) << views.status().to_string();
   // H and W merge (B broadcasts over both); N, C and the innermost dim cannot.
-  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{4, 6, 80, 3}));
-  EXPECT_EQ(views->at(x.get()).stride, (std::vector<int64_t>{1440, 240, 3, 1}));
-  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{1, 6, 1, 3}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, x)).dim, (std::vector<int64_t>{4, 6, 80, 3}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, x)).stride, (std::vector<int64_t>{1440, 240, 3, 1}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, b)).dim, (std::vector<int64_t>{1, 6, 1, 3}));
 }
 
 TEST(CudnnCanonicalize, InnermostBroadcastIsRejected) {
@@ -124,7 +134,8 @@ TEST(CudnnCanonicalize, InnermostBroadcastIsRejected) {
   auto y = g.add(x, b);
   y->set_output(true).set_name("Y");
   ASSERT_TRUE(g.validate().is_ok());
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_FALSE(views.is_ok());
   EXPECT_EQ(views.status().code(), ErrorCode::NotSupported);
   EXPECT_NE(views.status().message().find("'B'"), std::string::npos) << views.status().message();
@@ -140,11 +151,12 @@ TEST(CudnnCanonicalize, ScalarsAndOuterBroadcastsAreKept) {
   auto y = g.mul(g.add(x, b), alpha);
   y->set_output(true).set_name("Y");
   ASSERT_TRUE(g.validate().is_ok());
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_TRUE(views.is_ok()) << views.status().to_string();
-  EXPECT_EQ(views->at(x.get()).dim, (std::vector<int64_t>{4, 33, 40}));
-  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{4, 1, 40}));
-  EXPECT_EQ(views->at(alpha.get()).dim, (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, x)).dim, (std::vector<int64_t>{4, 33, 40}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, b)).dim, (std::vector<int64_t>{4, 1, 40}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, alpha)).dim, (std::vector<int64_t>{1, 1, 1}));
 }
 
 TEST(CudnnCanonicalize, EveryDimBroadcastIsRejected) {
@@ -156,7 +168,8 @@ TEST(CudnnCanonicalize, EveryDimBroadcastIsRejected) {
   auto y = g.add(g.add(a, b), c);
   y->set_output(true).set_name("Y");
   ASSERT_TRUE(g.validate().is_ok()) << g.validate().to_string();
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_FALSE(views.is_ok());
   EXPECT_EQ(views.status().code(), ErrorCode::NotSupported);
   EXPECT_NE(views.status().message().find("broadcast"), std::string::npos);
@@ -170,11 +183,12 @@ TEST(CudnnCanonicalize, MatmulBatchDimsFold) {
   auto y = g.matmul(a, b);
   y->set_output(true).set_name("C");
   ASSERT_TRUE(g.validate().is_ok());
-  auto views = cudnn::canonicalize(g);
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
   ASSERT_TRUE(views.is_ok());
-  EXPECT_EQ(views->at(a.get()).dim, (std::vector<int64_t>{6, 16, 32}));
-  EXPECT_EQ(views->at(b.get()).dim, (std::vector<int64_t>{6, 32, 8}));
-  EXPECT_EQ(views->at(y.get()).dim, (std::vector<int64_t>{6, 16, 8}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, a)).dim, (std::vector<int64_t>{6, 16, 32}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, b)).dim, (std::vector<int64_t>{6, 32, 8}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, y)).dim, (std::vector<int64_t>{6, 16, 8}));
 }
 
 struct ReluGraph {

@@ -115,10 +115,10 @@ TEST(ConvInfer, WrongAttributeLengthAndRank) {
   }
   {
     Graph g;
-    Tensor x = make_input(g, "img", {4, 8, 8});
-    Tensor w = make_input(g, "filt", {4, 4, 3});
+    Tensor x = make_input(g, "img", {4, 8, 8, 8, 8, 8});
+    Tensor w = make_input(g, "filt", {4, 4, 3, 3, 3, 3});
     g.conv_fprop(x, w, {}, {"conv"})->set_output(true);
-    expect_invalid(g, {"conv_fprop 'conv'", "X 'img'", "rank 4 to 5", "rank 3"});
+    expect_invalid(g, {"conv_fprop 'conv'", "X 'img'", "rank 3 to 5", "rank 6"});
   }
   {
     Graph g;

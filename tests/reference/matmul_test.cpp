@@ -77,11 +77,11 @@ void check_case(const Case& c, uint64_t seed) {
   auto b = ref_test::make_tensor("B", c.bd, c.in, bstride);
   auto out = ref_test::make_tensor("C", c.cd, c.out);
   const Node n = matmul_node(a, b, out);
-  ASSERT_OK(dnngraph::reference::check_matmul(n));
+  ASSERT_OK(ref_test::validate_node(n));
   ref_test::Rng rng(seed);
   ref_test::Buffers bufs;
   const auto av = bufs.random(a, rng), bv = bufs.random(b, rng);
-  ASSERT_OK(bufs.run_kernel(n, dnngraph::reference::run_matmul));
+  ASSERT_OK(bufs.run_kernel(n));
   EXPECT_TRUE(
       ref_test::all_close(bufs.values(out), naive(av, c.ad, bv, c.bd, c.cd), ref_test::tol(c.out)));
 }
@@ -93,7 +93,7 @@ TEST(RefMatmul, HandWorked) {
   ref_test::Buffers bufs;
   bufs.set(a, {1, 2, 3, 4, 5, 6});
   bufs.set(b, {7, 8, 9, 10, 11, 12});
-  ASSERT_OK(bufs.run_kernel(matmul_node(a, b, c), dnngraph::reference::run_matmul));
+  ASSERT_OK(bufs.run_kernel(matmul_node(a, b, c)));
   // [1 2 3; 4 5 6] x [7 8; 9 10; 11 12] = [58 64; 139 154]
   EXPECT_EQ(bufs.values(c), (std::vector<double>{58, 64, 139, 154}));
 }
@@ -101,7 +101,24 @@ TEST(RefMatmul, HandWorked) {
 TEST(RefMatmul, Plain2D) { check_case({{5, 7}, {7, 3}, {5, 3}}, 1); }
 TEST(RefMatmul, Batched) { check_case({{3, 4, 5}, {3, 5, 6}, {3, 4, 6}}, 2); }
 TEST(RefMatmul, BroadcastBatchDims) { check_case({{2, 1, 4, 5}, {1, 3, 5, 6}, {2, 3, 4, 6}}, 3); }
-TEST(RefMatmul, LowerRankOperandBroadcasts) { check_case({{4, 5}, {3, 5, 6}, {3, 4, 6}}, 4); }
+// One broadcasting rule for every engine (src/ir/ops/matmul.cpp): A and B have the same rank,
+// and a batch dim of 1 broadcasts. A lower-rank operand is refused at validate, naming it.
+TEST(RefMatmul, BroadcastSingletonBatchAgainstBatched) {
+  check_case({{1, 4, 5}, {3, 5, 6}, {3, 4, 6}}, 4);
+}
+TEST(RefMatmul, LowerRankOperandIsRefused) {
+  auto a = ref_test::make_tensor("A", {4, 5}, DataType::Float);
+  auto b = ref_test::make_tensor("B", {3, 5, 6}, DataType::Float);
+  auto c = ref_test::make_tensor("C", {3, 4, 6}, DataType::Float);
+  ref_test::Buffers bufs;
+  ref_test::Rng rng(4);
+  bufs.random(a, rng), bufs.random(b, rng);
+  const dnngraph::Status s = bufs.run_kernel(matmul_node(a, b, c));
+  EXPECT_EQ(s.code(), dnngraph::ErrorCode::InvalidGraph);
+  EXPECT_NE(s.message().find("A 'A' has rank 2"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("B 'B' has rank 3"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("same rank"), std::string::npos) << s.message();
+}
 // Large enough (> 2^18 multiply-adds) that the kernel runs multi-threaded.
 TEST(RefMatmul, ThreadedSize) { check_case({{2, 3, 40, 50}, {1, 3, 50, 30}, {2, 3, 40, 30}}, 10); }
 TEST(RefMatmul, TransposedB) {
@@ -129,8 +146,7 @@ TEST(RefMatmul, ComputeTypeRoundsTheFinalSum) {
   ref_test::Rng rng(8);
   ref_test::Buffers bufs;
   const auto av = bufs.random(a, rng, -9, 9, true), bv = bufs.random(b, rng, -9, 9, true);
-  ASSERT_OK(
-      bufs.run_kernel(matmul_node(a, b, c, DataType::BFloat16), dnngraph::reference::run_matmul));
+  ASSERT_OK(bufs.run_kernel(matmul_node(a, b, c, DataType::BFloat16)));
   const auto exact = naive(av, {3, 16}, bv, {16, 4}, {3, 4});
   EXPECT_TRUE(
       ref_test::all_close(bufs.values(c), ref_test::rounded(DataType::BFloat16, exact), {0, 0}));
@@ -140,12 +156,12 @@ TEST(RefMatmul, CheckNamesTheBadTensor) {
   auto a = ref_test::make_tensor("A", {2, 4, 64}, DataType::Float);
   auto b = ref_test::make_tensor("B", {2, 32, 8}, DataType::Float);
   auto c = ref_test::make_tensor("C", {2, 4, 8}, DataType::Float);
-  dnngraph::Status s = dnngraph::reference::check_matmul(matmul_node(a, b, c));
+  dnngraph::Status s = ref_test::validate_node(matmul_node(a, b, c));
   EXPECT_EQ(s.code(), dnngraph::ErrorCode::InvalidGraph);
   EXPECT_NE(s.message().find("A 'A' has K=64"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("B 'B' has K=32"), std::string::npos) << s.message();
   auto b2 = ref_test::make_tensor("B2", {3, 64, 8}, DataType::Float);
-  s = dnngraph::reference::check_matmul(matmul_node(a, b2, c));
+  s = ref_test::validate_node(matmul_node(a, b2, c));
   EXPECT_EQ(s.code(), dnngraph::ErrorCode::InvalidGraph);
   EXPECT_NE(s.message().find("'B2'"), std::string::npos) << s.message();
 }

@@ -23,7 +23,7 @@ using namespace ref_test::hand_made;  // NOLINT(build/namespaces)
 
 struct Case : KernelCase {
   Case(ir::OpAttrs attrs)  // NOLINT
-      : KernelCase("norm0", std::move(attrs), check_norm, run_norm) {}
+      : KernelCase("norm0", std::move(attrs)) {}
 };
 
 // ------------------------------------------------------------------ naive norms
@@ -414,10 +414,17 @@ TEST(RefNorm, ThreadedPathMatchesNaive) {
     Case fwd(ir::NormFwdAttrs{kind, NormForwardPhase::Training});
     const auto x = fwd.input(Role::X, make_buf("x", xd, DataType::Float)).fill(gen, -2, 2);
     const auto sc = fwd.input(Role::SCALE, make_buf("s", pd, DataType::Float)).fill(gen, 0.5, 2);
+    // Layer and batch norm take a BIAS; training outputs the statistics (the IR's rules).
+    std::vector<double> bias;
+    if (kind != ir::NormKind::RmsNorm)
+      bias = fwd.input(Role::BIAS, make_buf("b", pd, DataType::Float)).fill(gen, -1, 1);
     fwd.input(Role::EPSILON, make_scalar("eps", 1e-4));
     fwd.output(Role::Y, make_buf("y", xd, DataType::Float));
-    ASSERT_TRUE(fwd.run().is_ok());
-    const FwdRef r = naive_forward(kind, g, x, sc, {}, 1e-4);
+    if (kind != ir::NormKind::RmsNorm)
+      fwd.output(Role::MEAN, make_buf("m", stats_dims(kind, l), DataType::Float));
+    fwd.output(Role::INV_VARIANCE, make_buf("iv", stats_dims(kind, l), DataType::Float));
+    ASSERT_OK(fwd.run());
+    const FwdRef r = naive_forward(kind, g, x, sc, bias, 1e-4);
     expect_close(fwd.result(Role::Y), r.y, 1e-5, "Y");
 
     Case bwd(ir::NormBwdAttrs{kind});
@@ -455,7 +462,7 @@ TEST(RefNorm, CheckNamesTheTensor) {
   c.input(Role::SCALE, make_buf("gamma", {1, 3, 5}, DataType::Float));
   c.input(Role::EPSILON, make_scalar("eps", 1e-5));
   c.output(Role::Y, make_buf("y", {2, 3, 4}, DataType::Float));
-  Status s = check_norm(c.node);
+  Status s = ref_test::validate_node(c.node);
   EXPECT_EQ(s.code(), ErrorCode::InvalidGraph);
   EXPECT_NE(s.message().find("'gamma'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("norm0"), std::string::npos) << s.message();
@@ -463,8 +470,9 @@ TEST(RefNorm, CheckNamesTheTensor) {
   Case b(ir::NormFwdAttrs{ir::NormKind::BatchNorm, NormForwardPhase::Inference});
   b.input(Role::X, make_buf("x", {2, 3, 4}, DataType::Float));
   b.input(Role::SCALE, make_buf("gamma", {1, 3, 1}, DataType::Float));
+  b.input(Role::BIAS, make_buf("beta", {1, 3, 1}, DataType::Float));
   b.output(Role::Y, make_buf("y", {2, 3, 4}, DataType::Float));
-  s = check_norm(b.node);
+  s = ref_test::validate_node(b.node);
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("MEAN"), std::string::npos) << s.message();
 }

@@ -131,9 +131,9 @@ PwRun run_pointwise(PointwiseAttrs attrs, ref_test::Rng& rng, double lo, double 
   auto out = ref_test::make_tensor(
       "OUT_0", kOut, out_type, nhwc_out ? std::vector<int64_t>{12, 1, 3} : std::vector<int64_t>{});
   n.outputs.push_back({Role::OUT_0, out});
-  const dnngraph::Status check = dnngraph::reference::check_pointwise(n);
+  const dnngraph::Status check = ref_test::validate_node(n);
   EXPECT_TRUE(check.is_ok()) << check.to_string();
-  const dnngraph::Status s = bufs.run_kernel(n, dnngraph::reference::run_pointwise);
+  const dnngraph::Status s = bufs.run_kernel(n);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   r.out = bufs.values(out);
   return r;
@@ -279,12 +279,12 @@ TEST(RefPointwise, HostScalarOfLowerRankBroadcasts) {
   n.attrs = mk(PM::Sub);
   n.inputs = {{Role::IN_0, x}, {Role::IN_1, s}};
   n.outputs = {{Role::OUT_0, y}};
-  ASSERT_OK(dnngraph::reference::check_pointwise(n));
+  ASSERT_OK(ref_test::validate_node(n));
   ref_test::Rng rng(16);
   ref_test::Buffers bufs;
   const auto xv = bufs.random(x, rng);
   bufs.set(s, {0.75});
-  ASSERT_OK(bufs.run_kernel(n, dnngraph::reference::run_pointwise));
+  ASSERT_OK(bufs.run_kernel(n));
   std::vector<double> want(24);
   for (size_t i = 0; i < 24; ++i) want[i] = xv[i] - 0.75;
   EXPECT_TRUE(ref_test::all_close(bufs.values(y), ref_test::rounded(DataType::Float, want),
@@ -298,11 +298,11 @@ TEST(RefPointwise, CheckRejectsBadShapes) {
   n.inputs = {{Role::IN_0, ref_test::make_tensor("a", {2, 3}, DataType::Float)},
               {Role::IN_1, ref_test::make_tensor("b", {2, 2}, DataType::Float)}};
   n.outputs = {{Role::OUT_0, ref_test::make_tensor("y", {2, 3}, DataType::Float)}};
-  dnngraph::Status s = dnngraph::reference::check_pointwise(n);
+  dnngraph::Status s = ref_test::validate_node(n);
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("'b'"), std::string::npos) << s.message();
   n.inputs.pop_back();  // ADD without IN_1
-  s = dnngraph::reference::check_pointwise(n);
+  s = ref_test::validate_node(n);
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("IN_1"), std::string::npos) << s.message();
 }

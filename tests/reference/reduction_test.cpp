@@ -84,12 +84,12 @@ void check(RM mode, const std::vector<int64_t>& xd, const std::vector<int64_t>& 
   auto x = ref_test::make_tensor("X", xd, io, xstride);
   auto y = ref_test::make_tensor("Y", yd, io);
   const auto n = reduction_node(mode, x, y);
-  ASSERT_OK(dnngraph::reference::check_reduction(n));
+  ASSERT_OK(ref_test::validate_node(n));
   ref_test::Rng rng(seed);
   ref_test::Buffers b;
   // Products stay in range with factors near 1 in magnitude.
   const auto xv = mode == RM::Mul ? b.random(x, rng, 0.5, 1.5) : b.random(x, rng, -2, 2);
-  ASSERT_OK(b.run_kernel(n, dnngraph::reference::run_reduction));
+  ASSERT_OK(b.run_kernel(n));
   EXPECT_TRUE(ref_test::all_close(b.values(y), naive(mode, xv, xd, yd), ref_test::tol(io)));
 }
 
@@ -106,7 +106,7 @@ TEST(RefReduction, HandWorked) {
     SCOPED_TRACE(std::string(dnngraph::reduction_mode_name(mode)));
     ref_test::Buffers b;
     b.set(x, {1, -2, 3, -5, 2, -6});
-    ASSERT_OK(b.run_kernel(reduction_node(mode, x, y), dnngraph::reference::run_reduction));
+    ASSERT_OK(b.run_kernel(reduction_node(mode, x, y)));
     EXPECT_TRUE(ref_test::all_close(b.values(y), ref_test::rounded(DataType::Float, want),
                                     ref_test::tol(DataType::Float)));
   }
@@ -140,7 +140,7 @@ TEST(RefReduction, NaNPropagatesThroughMinAndMax) {
   for (RM mode : {RM::Min, RM::Max, RM::Amax, RM::Add}) {
     ref_test::Buffers b;
     b.set(x, {1, std::nan(""), -3, 2});
-    ASSERT_OK(b.run_kernel(reduction_node(mode, x, y), dnngraph::reference::run_reduction));
+    ASSERT_OK(b.run_kernel(reduction_node(mode, x, y)));
     EXPECT_TRUE(std::isnan(b.values(y)[0])) << dnngraph::reduction_mode_name(mode);
   }
 }
@@ -148,7 +148,7 @@ TEST(RefReduction, NaNPropagatesThroughMinAndMax) {
 TEST(RefReduction, CheckNamesTheBadTensor) {
   auto x = ref_test::make_tensor("X", {3, 4}, DataType::Float);
   auto y = ref_test::make_tensor("Ybad", {3, 2}, DataType::Float);
-  dnngraph::Status s = dnngraph::reference::check_reduction(reduction_node(RM::Add, x, y));
+  dnngraph::Status s = ref_test::validate_node(reduction_node(RM::Add, x, y));
   EXPECT_EQ(s.code(), dnngraph::ErrorCode::InvalidGraph);
   EXPECT_NE(s.message().find("'Ybad'"), std::string::npos) << s.message();
 }

@@ -218,7 +218,7 @@ TEST(RefSdpaDropout, MaskFormBackwardMatchesFiniteDifferences) {
 // ------------------------------------------------------------------ checks
 TEST(RefSdpaDropout, Errors) {
   auto expect_error = [](ir::Node& n, std::vector<std::string> parts) {
-    Status st = check_sdpa(n);
+    Status st = ref_test::validate_node(n);
     EXPECT_EQ(st.code(), ErrorCode::InvalidGraph) << st.message();
     for (const auto& part : parts)
       EXPECT_NE(st.message().find(part), std::string::npos) << part << " | " << st.message();
@@ -230,7 +230,7 @@ TEST(RefSdpaDropout, Errors) {
   {  // mask without scale
     Case c = forward_node(m, false, gen, in);
     std::erase_if(c.node.inputs, [](const ir::Port& p) { return p.role == Role::DROPOUT_SCALE; });
-    expect_error(c.node, {"sdpa 'sdpa0'", "DROPOUT_MASK 'dmask'", "go together"});
+    expect_error(c.node, {"sdpa 'sdpa0'", "DROPOUT_MASK 'dmask'", "needs both"});
   }
   {  // both forms
     Spec both = m;

@@ -32,7 +32,7 @@ using namespace ref_test::hand_made;  // NOLINT(build/namespaces)
 
 struct Case : KernelCase {
   Case(ir::OpAttrs attrs)  // NOLINT
-      : KernelCase("sdpa0", std::move(attrs), check_sdpa, run_sdpa) {}
+      : KernelCase("sdpa0", std::move(attrs)) {}
 };
 
 // ------------------------------------------------------------------ problem description

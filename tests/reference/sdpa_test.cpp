@@ -78,10 +78,11 @@ TEST(RefSdpa, ForwardMasks) {
       forward_case(s, 10, "causal " + tag);
       s.causal = false, s.left = 2, s.right = 1;
       forward_case(s, 11, "window [-2, +1] " + tag);
-      s.left.reset(), s.right = -1;  // strictly below the diagonal: the first row sees nothing
-      forward_case(s, 12, "right bound -1 " + tag);
-      s.causal = true, s.right = 2, s.left = 0;  // causal wins over a looser right bound
-      forward_case(s, 13, "causal + bounds " + tag);
+      // (The IR refuses a negative right_bound, and causal with a right_bound other than 0.)
+      s.left = 0, s.right = 0;  // the diagonal only
+      forward_case(s, 12, "diagonal band " + tag);
+      s.causal = true, s.right = 0, s.left = 1;  // causal with a sliding window
+      forward_case(s, 13, "causal + left bound " + tag);
     }
 }
 
@@ -95,7 +96,7 @@ TEST(RefSdpa, ForwardPaddingMask) {
   s.len_q = {5, 0};  // an empty batch entry
   s.len_kv = {2, 0};
   forward_case(s, 22, "padding with empty sequences");
-  s.len_q.clear();
+  s.len_q = {s.sq, s.sq};  // the IR wants both lengths with padding_mask: full query rows
   s.len_kv = {1, 5};
   s.bottom_right = false;
   forward_case(s, 23, "kv padding only, causal top-left");
@@ -138,9 +139,9 @@ TEST(RefSdpa, ForwardStridedAndLowPrecision) {
 TEST(RefSdpa, FullyMaskedRowsGiveZeroAndInfiniteStats) {
   Spec s;
   s.b = 1, s.hq = 1, s.hk = 1, s.hv = 1, s.sq = 4, s.skv = 4;
-  s.right = -1;   // row 0 has no key
-  s.len_q = {3};  // row 3 is padding
-  s.len_kv = {4};
+  s.bottom_right = true, s.right = 0;  // diagonal i + (2 - 3): row 0 has no key
+  s.len_q = {3};                       // row 3 is padding
+  s.len_kv = {2};
   std::mt19937 gen(60);
   Inputs in;
   Case c = forward_node(s, false, gen, in);
@@ -210,7 +211,7 @@ TEST(RefSdpa, BackwardMatchesNaive) {
   s.hk = 2, s.hv = 2, s.causal = false, s.bottom_right = true, s.left = 1, s.right = 0;
   s.len_q = {4, 5}, s.len_kv = {6, 3}, s.bias_dims = {2, 1, 5, 7};
   backward_case(s, 83, "padding, window bottom-right, bias [b,1,sq,skv]");
-  s.bshd = true, s.right = -1, s.bias_dims = {1, 1, 5, 1};
+  s.bshd = true, s.right = 0, s.bias_dims = {1, 1, 5, 1};  // batch 1's rows 0, 1 see no key
   backward_case(s, 84, "BSHD, empty rows, bias [1,1,sq,1]");
   s.bshd = false, s.dropout = 0.2, s.seed = 99, s.offset = 1;
   backward_case(s, 85, "dropout");
@@ -255,7 +256,7 @@ TEST(RefSdpa, Errors) {
   std::mt19937 gen(110);
   Inputs in;
   Case c = forward_node(s, false, gen, in);
-  Status st = check_sdpa(c.node);
+  Status st = ref_test::validate_node(c.node);
   EXPECT_EQ(st.code(), ErrorCode::InvalidGraph);
   EXPECT_NE(st.message().find("sdpa0"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("'q'"), std::string::npos) << st.message();
@@ -273,7 +274,7 @@ TEST(RefSdpa, Errors) {
   q.dropout = 0.1;  // without SEED / OFFSET tensors
   Case e = forward_node(q, false, gen, in);
   std::erase_if(e.node.inputs, [](const ir::Port& port) { return port.role == Role::SEED; });
-  st = check_sdpa(e.node);
+  st = ref_test::validate_node(e.node);
   EXPECT_EQ(st.code(), ErrorCode::InvalidGraph);
   EXPECT_NE(st.message().find("SEED"), std::string::npos) << st.message();
 }

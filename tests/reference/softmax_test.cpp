@@ -21,7 +21,7 @@ using namespace ref_test::hand_made;  // NOLINT(build/namespaces)
 
 struct Case : KernelCase {
   Case(ir::OpAttrs attrs)  // NOLINT
-      : KernelCase("softmax0", std::move(attrs), check_softmax, run_softmax) {}
+      : KernelCase("softmax0", std::move(attrs)) {}
 };
 
 // ------------------------------------------------------------------ tests
@@ -128,7 +128,7 @@ TEST(RefSoftmax, CheckRejectsBadStatsDims) {
   c.input(Role::X, make_buf("logits", {2, 3, 7}, DataType::Float));
   c.output(Role::Y, make_buf("probs", {2, 3, 7}, DataType::Float));
   c.output(Role::STATS, make_buf("lse", {2, 3, 7}, DataType::Float));
-  Status s = check_softmax(c.node);
+  Status s = ref_test::validate_node(c.node);
   EXPECT_EQ(s.code(), ErrorCode::InvalidGraph);
   EXPECT_NE(s.message().find("'lse'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("[2,3,1]"), std::string::npos) << s.message();

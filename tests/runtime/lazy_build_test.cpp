@@ -74,7 +74,7 @@ class CountingEngine final : public Engine {
   Counters c;
   std::string_view name() const override { return "counting"; }
   bool runs_on(const Device& d) const override { return d.kind == Device::Kind::CPU; }
-  Result<std::unique_ptr<LoweredGraph>> lower(const ir::Graph&, Handle&) override {
+  Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr&, Handle&) override {
     return std::unique_ptr<LoweredGraph>(std::make_unique<CountingLowered>(c));
   }
 };

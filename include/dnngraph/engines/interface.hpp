@@ -91,10 +91,13 @@ class Engine {
   // Loads the backend library if needed; never fails (errors are reported in the result).
   virtual BackendInfo backend_info() const { return {}; }
   virtual bool runs_on(const Device& device) const = 0;
-  // NotSupported (with the op and the reason) when the engine cannot express the graph.
-  virtual Result<std::unique_ptr<LoweredGraph>> lower(const ir::Graph& graph, Handle& handle) = 0;
-  virtual Result<std::unique_ptr<Plan>> deserialize_plan(const ir::Graph& graph, Handle& handle,
-                                                         std::string_view bytes) {
+  // Engines take only a validated graph (made by ir::Graph::validate()): every validity rule
+  // has passed, so an engine checks support alone. NotSupported (with the op and the reason)
+  // when the engine cannot run the graph.
+  virtual Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& graph,
+                                                      Handle& handle) = 0;
+  virtual Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& graph,
+                                                         Handle& handle, std::string_view bytes) {
     (void)graph, (void)handle, (void)bytes;
     return make_error(ErrorCode::NotSupported, "engine '", name(), "' cannot load plans");
   }

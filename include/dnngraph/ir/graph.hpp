@@ -8,6 +8,7 @@
 
 #include "dnngraph/ir/ops.hpp"
 #include "dnngraph/ir/tensor.hpp"
+#include "dnngraph/ir/validated_graph.hpp"
 #include "dnngraph/status.hpp"
 
 namespace dnngraph::ir {
@@ -140,10 +141,15 @@ class Graph {
 
   // ---- inference and validation ----
   // Infers missing dims/strides/data types, assigns missing uids, sorts nodes
-  // topologically, and checks the whole graph. Idempotent. On failure the message names the
-  // op and tensor, what was expected and what was found.
+  // topologically, and checks the whole graph: every shape, data type, attribute and extent
+  // rule lives here (src/ir/), none in the engines. Idempotent. On failure the message names
+  // the op and tensor, what was expected and what was found, and the graph is left as it was.
+  // On success it also takes the immutable snapshot that engines accept (validated()).
   Status validate();
   bool is_validated() const { return validated_; }
+  // The snapshot of the last successful validate(); null before it or after a builder call
+  // changed the graph. Later edits of tensors do not reach it.
+  ValidatedGraphPtr validated() const { return validated_ ? snapshot_ : nullptr; }
   // Marks the graph as changed (e.g. after a tensor was edited) so validate() runs again.
   void invalidate() { validated_ = false; }
 
@@ -162,6 +168,7 @@ class Graph {
  protected:
   Tensor make_output(const std::string& node_name, Role role);
   std::string next_name(std::string_view op);
+  ValidatedGraphPtr take_snapshot() const;
   Node& push(OpAttrs attrs, OpOptions& o, std::string_view op);
 
   std::string name_;
@@ -172,6 +179,7 @@ class Graph {
   std::vector<Tensor> tensors_;
   std::vector<Node> nodes_;
   bool validated_ = false;
+  ValidatedGraphPtr snapshot_;
   int64_t op_counter_ = 0;
 };
 

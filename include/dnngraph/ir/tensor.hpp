@@ -77,10 +77,16 @@ class TensorAttrs {
     return *this;
   }
 
-  int64_t volume() const;            // product of dims (1 for rank 0)
-  int64_t storage_elements() const;  // 1 + sum((dim-1)*stride): span in elements
-  bool is_packed() const;            // strides describe a dense, non-overlapping layout
-  std::string describe() const;      // "'X' [32,128,56,56]:[401408,1,7168,128] BFLOAT16"
+  // Product of dims (1 for rank 0); INT64_MAX when it does not fit in int64 or a dim is
+  // negative (validate() rejects such a tensor, naming it).
+  int64_t volume() const;
+  // 1 + sum((dim-1)*stride): span in elements; INT64_MAX when it does not fit in int64 or a
+  // dim or stride is negative.
+  int64_t storage_elements() const;
+  // storage_elements() * the data type's size, or nullopt when that leaves int64.
+  std::optional<int64_t> storage_bytes() const;
+  bool is_packed() const;        // strides describe a dense, non-overlapping layout
+  std::string describe() const;  // "'X' [32,128,56,56]:[401408,1,7168,128] BFLOAT16"
 
   std::string name;
   std::vector<int64_t> dim;
@@ -95,6 +101,11 @@ class TensorAttrs {
 };
 
 using Tensor = std::shared_ptr<TensorAttrs>;
+
+// Checked extent arithmetic: nullopt when a product or sum leaves int64 or a value is negative.
+std::optional<int64_t> checked_volume(const std::vector<int64_t>& dim);
+std::optional<int64_t> checked_span(const std::vector<int64_t>& dim,
+                                    const std::vector<int64_t>& stride);
 
 // Packed strides for `dim` whose dims are ordered from slowest to fastest by `order`
 // (order[0] = outermost dim index). Empty order means row-major.

@@ -8,13 +8,13 @@
 namespace dnngraph::cudnn {
 namespace {
 
-bool only_pointwise_and_reduction(const ir::Graph& g) {
+bool only_pointwise_and_reduction(const ir::ValidatedGraph& g) {
   for (const auto& n : g.nodes())
     if (n.kind() != ir::OpKind::Pointwise && n.kind() != ir::OpKind::Reduction) return false;
   return !g.nodes().empty();
 }
 
-bool only_matmul_pointwise_reduction(const ir::Graph& g) {
+bool only_matmul_pointwise_reduction(const ir::ValidatedGraph& g) {
   for (const auto& n : g.nodes())
     if (n.kind() != ir::OpKind::Pointwise && n.kind() != ir::OpKind::Reduction &&
         n.kind() != ir::OpKind::Matmul)
@@ -22,7 +22,7 @@ bool only_matmul_pointwise_reduction(const ir::Graph& g) {
   return true;
 }
 
-bool has_kind(const ir::Graph& g, ir::OpKind k) {
+bool has_kind(const ir::ValidatedGraph& g, ir::OpKind k) {
   for (const auto& n : g.nodes())
     if (n.kind() == k) return true;
   return false;
@@ -122,15 +122,10 @@ Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool p
 
 }  // namespace
 
-Result<ViewMap> canonicalize(const ir::Graph& graph) {
+Result<ViewMap> canonicalize(const ir::ValidatedGraph& graph) {
   ViewMap views;
   size_t rank = 0;
-  for (const auto& t : graph.tensors()) {
-    if (t->dim.size() != t->stride.size())
-      return make_error(ErrorCode::InvalidGraph, "tensor ", t->describe(),
-                        ": dims and strides differ in length (was the graph validated?)");
-    rank = std::max(rank, t->dim.size());
-  }
+  for (const auto& t : graph.tensors()) rank = std::max(rank, t->dim.size());
   rank = std::max<size_t>(rank, 3);
   for (const auto& t : graph.tensors()) views[t.get()] = pad_leading({t->dim, t->stride}, rank);
 

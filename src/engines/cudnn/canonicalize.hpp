@@ -25,6 +25,6 @@ using ViewMap = std::unordered_map<const ir::TensorAttrs*, TensorView>;
 // when an input broadcasts along the innermost dim: cuDNN miscomputes it); matmul graphs fold
 // their batch dims into one; graphs with a norm get trailing 1s up to rank 4 (norms reduce
 // over trailing dims, so trailing 1s keep the meaning).
-Result<ViewMap> canonicalize(const ir::Graph& graph);
+Result<ViewMap> canonicalize(const ir::ValidatedGraph& graph);
 
 }  // namespace dnngraph::cudnn

@@ -1,4 +1,4 @@
-// The cuDNN engine: lowers a validated ir::Graph into one cuDNN operation graph, proposes the
+// The cuDNN engine: lowers an ir::ValidatedGraph into one cuDNN operation graph, proposes the
 // engine configs of heuristics modes A / B / FALLBACK as candidates, checks support by
 // finalizing an execution plan, and builds plans (plan.cpp runs them).
 #include <algorithm>
@@ -84,7 +84,7 @@ Status lower_node(LowerContext& cx, const ir::Node& n) {
   return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
 }
 
-std::string describe_graph(const ir::Graph& g) {
+std::string describe_graph(const ir::ValidatedGraph& g) {
   std::string s = "graph '" + g.name() + "' (";
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     if (i == 3) {
@@ -140,7 +140,7 @@ Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode 
 }
 
 // Whether the graph has a node of one of `kinds`.
-bool has(const ir::Graph& g, std::initializer_list<ir::OpKind> kinds) {
+bool has(const ir::ValidatedGraph& g, std::initializer_list<ir::OpKind> kinds) {
   return std::any_of(g.nodes().begin(), g.nodes().end(), [&](const ir::Node& n) {
     return std::find(kinds.begin(), kinds.end(), n.kind()) != kinds.end();
   });
@@ -176,7 +176,7 @@ Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st, int64_t& co
 // Why nothing can run the graph: neither heuristics nor any of the `count` engines of the
 // library took it.
 Status no_engine(const LoweredState& st, HeurMode mode, int64_t count) {
-  const ir::Graph& g = st.cx->graph();
+  const ir::ValidatedGraph& g = st.cx->graph();
   std::string hint;
   if (has(g, {ir::OpKind::Reduction, ir::OpKind::Softmax}) &&
       !has(g, {ir::OpKind::Matmul, ir::OpKind::ConvFprop, ir::OpKind::ConvDgrad,
@@ -377,7 +377,7 @@ class CudnnLoweredGraph final : public LoweredGraph {
 
 }  // namespace
 
-std::span<const LoweringVariant> lowering_variants(const ir::Graph& g) {
+std::span<const LoweringVariant> lowering_variants(const ir::ValidatedGraph& g) {
   static constexpr LoweringVariant kDefault[] = {{"default"}};
   // SDPA forward, in the order tried.
   static constexpr LoweringVariant kSdpa[] = {
@@ -392,13 +392,15 @@ std::span<const LoweringVariant> lowering_variants(const ir::Graph& g) {
 namespace {
 
 // Lowers every node and finalizes the operation graph.
-Result<std::shared_ptr<LoweredState>> lower_once(const ir::Graph& g, const ViewMap& views,
-                                                 HandleState& hs, const LoweringVariant& variant) {
+Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp,
+                                                 const ViewMap& views, HandleState& hs,
+                                                 const LoweringVariant& variant) {
+  const ir::ValidatedGraph& g = *gp;
   auto st = std::make_shared<LoweredState>();
   st->what = describe_graph(g);
   st->device = hs.device;
   st->build_handle = hs.handle;
-  st->cx = std::make_unique<LowerContext>(g, views);
+  st->cx = std::make_unique<LowerContext>(gp, views);
   st->cx->variant = variant;
   for (const auto& n : g.nodes()) DNNGRAPH_TRY(lower_node(*st->cx, n));
   auto od = Descriptor::create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, st->what);
@@ -459,13 +461,14 @@ class CudnnEngine final : public Engine {
     return {l.loaded, l.version, l.path, l.error};
   }
 
-  Result<std::unique_ptr<LoweredGraph>> lower(const ir::Graph& g, Handle& handle) override {
+  Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& g,
+                                              Handle& handle) override {
     auto st = lower_state(g, handle);
     if (!st) return st.status();
     return std::unique_ptr<LoweredGraph>(std::make_unique<CudnnLoweredGraph>(st.value()));
   }
 
-  Result<std::unique_ptr<Plan>> deserialize_plan(const ir::Graph& g, Handle& handle,
+  Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& g, Handle& handle,
                                                  std::string_view bytes) override {
     auto st = lower_state(g, handle);
     if (!st) return st.status();
@@ -481,13 +484,12 @@ class CudnnEngine final : public Engine {
   }
 
  private:
-  Result<std::shared_ptr<LoweredState>> lower_state(const ir::Graph& g, Handle& handle) {
+  Result<std::shared_ptr<LoweredState>> lower_state(const ir::ValidatedGraphPtr& gp,
+                                                    Handle& handle) {
     if (!api())
       return make_error(ErrorCode::NotSupported,
                         "the cuDNN engine is unavailable: ", load_info().error);
-    if (!g.is_validated())
-      return make_error(ErrorCode::InvalidGraph, describe_graph(g),
-                        ": validate the graph before lowering it to cuDNN");
+    const ir::ValidatedGraph& g = *gp;
     auto hs = handle_state(handle);
     if (!hs) return hs.status();
     auto views = canonicalize(g);
@@ -496,7 +498,7 @@ class CudnnEngine final : public Engine {
     // for.
     const std::span<const LoweringVariant> variants = lowering_variants(g);
     for (const LoweringVariant& v : variants) {
-      auto st = lower_once(g, views.value(), *hs.value(), v);
+      auto st = lower_once(gp, views.value(), *hs.value(), v);
       if (!st) return st.status();
       if (&v == &variants.back()) return st;
       auto cfgs = engine_configs(*st.value(), HeurMode::A);

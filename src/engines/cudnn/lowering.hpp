@@ -1,5 +1,6 @@
-// Shared state while one ir::Graph is turned into cuDNN backend descriptors. Each op family
-// has one lowering function (conv.cpp, matmul.cpp, ...) that adds operation descriptors here.
+// Shared state while one ir::ValidatedGraph is turned into cuDNN backend descriptors. Each op
+// family has one lowering function (conv.cpp, matmul.cpp, ...) that adds operation descriptors
+// here.
 #pragma once
 
 #include <cstdint>
@@ -40,13 +41,13 @@ struct LoweringVariant {
 };
 
 // The variants to try for `g`, in order (one, the default, for graphs without alternatives).
-std::span<const LoweringVariant> lowering_variants(const ir::Graph& g);
+std::span<const LoweringVariant> lowering_variants(const ir::ValidatedGraph& g);
 
 class LowerContext {
  public:
-  LowerContext(const ir::Graph& graph, ViewMap views);
+  LowerContext(ir::ValidatedGraphPtr graph, ViewMap views);
 
-  const ir::Graph& graph() const { return graph_; }
+  const ir::ValidatedGraph& graph() const { return *graph_; }
   // The descriptor of a graph tensor, created on first use from its canonical view.
   Result<cudnnBackendDescriptor_t> tensor(const ir::Tensor& t);
   // A graph tensor described with another view of the same memory (e.g. K as K^T). Each graph
@@ -80,7 +81,7 @@ class LowerContext {
                                                DataType type, int64_t uid, bool is_virtual,
                                                bool by_value);
 
-  const ir::Graph& graph_;
+  ir::ValidatedGraphPtr graph_;  // kept alive: plans lowered from it outlive lower()
   ViewMap views_;
   std::unordered_map<const ir::TensorAttrs*, cudnnBackendDescriptor_t> by_tensor_;
   std::vector<Descriptor> owned_;  // tensors and helper descriptors

@@ -35,14 +35,14 @@ cudnnDataType_t to_cudnn(DataType t) {
   return CUDNN_DATA_FLOAT;
 }
 
-LowerContext::LowerContext(const ir::Graph& graph, ViewMap views)
-    : graph_(graph), views_(std::move(views)) {
-  for (const auto& t : graph.tensors()) next_uid_ = std::max(next_uid_, t->uid + 1);
+LowerContext::LowerContext(ir::ValidatedGraphPtr graph, ViewMap views)
+    : graph_(std::move(graph)), views_(std::move(views)) {
+  for (const auto& t : graph_->tensors()) next_uid_ = std::max(next_uid_, t->uid + 1);
 }
 
 DataType LowerContext::compute_type(const ir::Node& n) const {
   if (n.compute_data_type != DataType::NotSet) return n.compute_data_type;
-  if (graph_.compute_data_type() != DataType::NotSet) return graph_.compute_data_type();
+  if (graph_->compute_data_type() != DataType::NotSet) return graph_->compute_data_type();
   return DataType::Float;
 }
 
@@ -73,9 +73,6 @@ Result<cudnnBackendDescriptor_t> LowerContext::tensor(const ir::Tensor& t) {
   auto vit = views_.find(t.get());
   if (vit == views_.end())
     return make_error(ErrorCode::Internal, "tensor ", t->describe(), " is not in the graph");
-  if (t->data_type == DataType::NotSet || !t->uid_assigned)
-    return make_error(ErrorCode::InvalidGraph, "tensor ", t->describe(),
-                      ": data type and uid must be set (validate the graph first)");
   auto d =
       make_tensor(t->name, vit->second, t->data_type, t->uid, t->is_virtual, t->is_pass_by_value);
   if (!d) return d.status();

@@ -60,78 +60,31 @@ ir::Tensor port(const ir::Node& n, Role role) {
   return t ? t : n.output(role);
 }
 
-Result<Geometry> geometry(const ir::Node& n) {
-  const std::string op = std::string(ir::op_kind_name(n.kind())) + " '" + n.name + "'";
+// The problem of a validated node (src/ir/ops/conv.cpp checked every shape and filled every
+// attribute, one value per spatial dim), as a 3-D problem.
+Geometry geometry(const ir::Node& n) {
   const Roles r = roles_of(n);
   const ir::Tensor x = port(n, r.x), w = port(n, r.w), y = port(n, r.y);
-  if (!x || !w || !y)
-    return make_error(ErrorCode::InvalidGraph, op, ": needs ", r.x, ", ", r.w, " and ", r.y);
-  const size_t rank = x->dim.size();
-  if (rank < 3 || rank > 2 + kMaxSpatial)
-    return make_error(ErrorCode::NotSupported, op, ": ", r.x, " '", x->name, "' has rank ", rank,
-                      ", the reference engine supports 1 to 3 spatial dims (rank 3 to 5)");
-  for (const ir::Tensor& t : {w, y})
-    if (t->dim.size() != rank)
-      return make_error(ErrorCode::InvalidGraph, op, ": '", t->name, "' has rank ", t->dim.size(),
-                        " but '", x->name, "' has rank ", rank);
-  const size_t ns = rank - 2, lead = kMaxSpatial - ns;
+  const size_t ns = x->dim.size() - 2, lead = kMaxSpatial - ns;
   const ir::ConvAttrs& a = conv_attrs(n);
-  auto attr = [&](const std::vector<int64_t>& v, const char* what, int64_t dflt, int64_t minv,
-                  Spatial& dst) -> Status {
-    if (v.empty()) {
-      for (size_t i = 0; i < ns; ++i) dst[lead + i] = dflt;
-      return Status::ok();
-    }
-    if (v.size() != ns)
-      return make_error(ErrorCode::InvalidGraph, op, ": ", what, " has ", v.size(),
-                        " values, expected one per spatial dim (", ns, ")");
-    for (size_t i = 0; i < ns; ++i) {
-      if (v[i] < minv)
-        return make_error(ErrorCode::NotSupported, op, ": ", what, "[", i, "] is ", v[i],
-                          ", expected >= ", minv);
-      dst[lead + i] = v[i];
-    }
-    return Status::ok();
-  };
   Geometry g;
-  DNNGRAPH_TRY(attr(a.pre_padding, "pre_padding", 0, 0, g.pre));
-  DNNGRAPH_TRY(attr(a.post_padding, "post_padding", 0, 0, g.post));
-  DNNGRAPH_TRY(attr(a.stride, "stride", 1, 1, g.str));
-  DNNGRAPH_TRY(attr(a.dilation, "dilation", 1, 1, g.dil));
+  for (size_t i = 0; i < ns; ++i) {
+    g.pre[lead + i] = a.pre_padding[i];
+    g.post[lead + i] = a.post_padding[i];
+    g.str[lead + i] = a.stride[i];
+    g.dil[lead + i] = a.dilation[i];
+    g.in[lead + i] = x->dim[2 + i];
+    g.ker[lead + i] = w->dim[2 + i];
+    g.out[lead + i] = y->dim[2 + i];
+  }
   g.flip = !a.cross_correlation;
   g.N = x->dim[0];
   g.C = x->dim[1];
   g.K = w->dim[0];
   g.Cg = w->dim[1];
-  for (size_t i = 0; i < ns; ++i) {
-    g.in[lead + i] = x->dim[2 + i];
-    g.ker[lead + i] = w->dim[2 + i];
-    g.out[lead + i] = y->dim[2 + i];
-  }
-  if (g.Cg <= 0 || g.C % g.Cg != 0)
-    return make_error(ErrorCode::InvalidGraph, op, ": '", x->name, "' has C=", g.C, " but '",
-                      w->name, "' has ", g.Cg, " channels per group, which does not divide it");
   g.G = g.C / g.Cg;
-  if (a.group_count && *a.group_count != g.G)
-    return make_error(ErrorCode::InvalidGraph, op, ": group_count is ", *a.group_count,
-                      " but the shapes give ", g.G, " (C=", g.C, " / filter C=", g.Cg, ")");
-  if (g.K % g.G != 0)
-    return make_error(ErrorCode::InvalidGraph, op, ": '", w->name, "' has K=", g.K,
-                      ", not a multiple of the ", g.G, " groups");
   g.Kg = g.K / g.G;
-  if (y->dim[0] != g.N || y->dim[1] != g.K)
-    return make_error(ErrorCode::InvalidGraph, op, ": '", y->name, "' is ", y->describe(),
-                      ", expected N=", g.N, " and K=", g.K, " in dims 0 and 1");
-  for (int i = 0; i < kMaxSpatial; ++i) {
-    g.padded[i] = g.in[i] + g.pre[i] + g.post[i];
-    const int64_t span = g.dil[i] * (g.ker[i] - 1) + 1;
-    const int64_t expect = g.padded[i] >= span ? (g.padded[i] - span) / g.str[i] + 1 : 0;
-    if (g.out[i] != expect || expect <= 0)
-      return make_error(ErrorCode::InvalidGraph, op, ": '", y->name, "' spatial dim ",
-                        i - static_cast<int>(lead), " is ", g.out[i], ", expected ", expect,
-                        " from input ", g.in[i], ", padding ", g.pre[i], "+", g.post[i],
-                        ", filter ", g.ker[i], ", stride ", g.str[i], ", dilation ", g.dil[i]);
-  }
+  for (int i = 0; i < kMaxSpatial; ++i) g.padded[i] = g.in[i] + g.pre[i] + g.post[i];
   return g;
 }
 
@@ -395,18 +348,15 @@ Status wgrad(KernelContext& ctx, const Geometry& g) {
 
 }  // namespace
 
-Status check_conv(const ir::Node& n) { return geometry(n).status(); }
-
 Status run_conv(KernelContext& ctx) {
-  auto g = geometry(ctx.node());
-  if (!g) return g.status();
+  const Geometry g = geometry(ctx.node());
   switch (ctx.node().kind()) {
     case ir::OpKind::ConvDgrad:
-      return dgrad(ctx, g.value());
+      return dgrad(ctx, g);
     case ir::OpKind::ConvWgrad:
-      return wgrad(ctx, g.value());
+      return wgrad(ctx, g);
     default:
-      return fprop(ctx, g.value());
+      return fprop(ctx, g);
   }
 }
 

@@ -1,6 +1,7 @@
 // The CPU reference engine: runs every op of the IR, node by node, in fp64, reading and
 // writing each tensor in its storage type. Virtual intermediates live in the workspace, in
 // their own data type and strides, so the engine rounds exactly where the graph stores.
+#include <cstdint>
 #include <map>
 
 #include "dnngraph/engines/interface.hpp"
@@ -12,67 +13,57 @@ namespace {
 
 constexpr int64_t kAlign = 64;
 
-struct Family {
-  Status (*check)(const ir::Node&);
-  Status (*run)(KernelContext&);
-};
+using RunFn = Status (*)(KernelContext&);
 
-Family family_of(ir::OpKind k) {
+RunFn kernel_of(ir::OpKind k) {
   switch (k) {
     case ir::OpKind::ConvFprop:
     case ir::OpKind::ConvDgrad:
     case ir::OpKind::ConvWgrad:
-      return {check_conv, run_conv};
+      return run_conv;
     case ir::OpKind::Matmul:
-      return {check_matmul, run_matmul};
+      return run_matmul;
     case ir::OpKind::Pointwise:
-      return {check_pointwise, run_pointwise};
+      return run_pointwise;
     case ir::OpKind::Reduction:
-      return {check_reduction, run_reduction};
+      return run_reduction;
     case ir::OpKind::NormFwd:
     case ir::OpKind::NormBwd:
-      return {check_norm, run_norm};
+      return run_norm;
     case ir::OpKind::Softmax:
-      return {check_softmax, run_softmax};
+      return run_softmax;
     case ir::OpKind::SdpaFwd:
     case ir::OpKind::SdpaBwd:
-      return {check_sdpa, run_sdpa};
+      return run_sdpa;
   }
-  return {nullptr, nullptr};
+  return nullptr;
 }
 
-// A snapshot of the validated graph: later edits of the user's graph do not reach a plan.
+// The validated graph (immutable: later edits of the user's graph do not reach a plan) and
+// where each virtual tensor lives in the workspace.
 struct Program {
-  std::vector<ir::Node> nodes;                          // tensors re-pointed at `tensors`
-  std::vector<ir::Tensor> tensors;                      // private copies
+  ir::ValidatedGraphPtr graph;
   std::map<const ir::TensorAttrs*, int64_t> ws_offset;  // virtual tensor -> workspace offset
   int64_t workspace = 0;
 };
 
-std::shared_ptr<const Program> snapshot(const ir::Graph& g) {
+// Validation bounded every tensor's byte extent by INT64_MAX; the sum of a graph's virtual
+// tensors can still exceed it.
+Result<std::shared_ptr<const Program>> plan_memory(const ir::ValidatedGraphPtr& g) {
   auto p = std::make_shared<Program>();
-  std::map<const ir::TensorAttrs*, ir::Tensor> copy;
-  auto clone = [&](const ir::Tensor& t) -> ir::Tensor {
-    if (!t) return nullptr;
-    auto it = copy.find(t.get());
-    if (it != copy.end()) return it->second;
-    auto c = std::make_shared<ir::TensorAttrs>(*t);
-    copy.emplace(t.get(), c);
-    p->tensors.push_back(c);
-    if (c->is_virtual) {
-      p->ws_offset[c.get()] = p->workspace;
-      const int64_t bytes = c->storage_elements() * data_type_size(c->data_type);
-      p->workspace += (bytes + kAlign - 1) / kAlign * kAlign;
-    }
-    return c;
-  };
-  for (const ir::Node& n : g.nodes()) {
-    ir::Node c = n;
-    for (auto& port : c.inputs) port.tensor = clone(port.tensor);
-    for (auto& port : c.outputs) port.tensor = clone(port.tensor);
-    p->nodes.push_back(std::move(c));
+  p->graph = g;
+  for (const ir::Tensor& t : g->tensors()) {
+    if (!t->is_virtual) continue;
+    p->ws_offset[t.get()] = p->workspace;
+    const int64_t bytes = t->storage_bytes().value_or(INT64_MAX);
+    const int64_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+    if (rounded < bytes || p->workspace > INT64_MAX - rounded)
+      return make_error(ErrorCode::NotSupported, "reference engine: graph '", g->name(),
+                        "': the virtual tensors need more than ", INT64_MAX,
+                        " bytes of workspace (at tensor '", t->name, "')");
+    p->workspace += rounded;
   }
-  return p;
+  return std::shared_ptr<const Program>(std::move(p));
 }
 
 class ReferencePlan final : public Plan {
@@ -93,18 +84,18 @@ class ReferencePlan final : public Plan {
       return {t.get(), it == pack.end() ? nullptr : it->second};
     };
     // The runtime checked the pack; re-check what a kernel would dereference.
-    for (const ir::Tensor& t : p_->tensors) {
+    for (const ir::Tensor& t : p_->graph->tensors()) {
       Bound b = bind(t);
       if (!b.data && !t->value)
         return make_error(ErrorCode::InvalidArgument, "tensor '", t->name, "' (uid ", t->uid,
                           "): no buffer in the variant pack");
     }
-    for (const ir::Node& n : p_->nodes) {
+    for (const ir::Node& n : p_->graph->nodes()) {
       std::vector<std::pair<Role, Bound>> in, out;
       for (const auto& port : n.inputs) in.emplace_back(port.role, bind(port.tensor));
       for (const auto& port : n.outputs) out.emplace_back(port.role, bind(port.tensor));
       KernelContext ctx(n, std::move(in), std::move(out), n.compute_data_type);
-      DNNGRAPH_TRY(family_of(n.kind()).run(ctx));
+      DNNGRAPH_TRY(kernel_of(n.kind())(ctx));
     }
     return Status::ok();
   }
@@ -149,12 +140,11 @@ class ReferenceEngine final : public Engine {
  public:
   std::string_view name() const override { return "reference"; }
   bool runs_on(const Device& d) const override { return d.kind == Device::Kind::CPU; }
-  Result<std::unique_ptr<LoweredGraph>> lower(const ir::Graph& g, Handle&) override {
-    if (!g.is_validated())
-      return make_error(ErrorCode::Internal, "reference engine: graph '", g.name(),
-                        "' must be validated before lowering");
-    for (const ir::Node& n : g.nodes()) DNNGRAPH_TRY(family_of(n.kind()).check(n));
-    return std::unique_ptr<LoweredGraph>(std::make_unique<ReferenceLowered>(snapshot(g)));
+  // Every op of the IR runs here; the only support limit is the workspace's size.
+  Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& g, Handle&) override {
+    auto program = plan_memory(g);
+    if (!program) return program.status();
+    return std::unique_ptr<LoweredGraph>(std::make_unique<ReferenceLowered>(*program));
   }
 };
 

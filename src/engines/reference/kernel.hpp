@@ -77,22 +77,16 @@ class KernelContext {
   DataType compute_;
 };
 
-// One entry per op family, in src/engines/reference/<family>.cpp.
-// check_*: can this engine run the node? (called at lower time; NotSupported with the reason)
-// run_*: compute; errors only for data-dependent problems (e.g. sequence length > s_kv).
-Status check_conv(const ir::Node& n);
+// One entry per op family, in src/engines/reference/<family>.cpp. Each runs a node of a
+// validated graph (ir::ValidatedGraph): every shape, data type and attribute rule has been
+// checked in src/ir/, so a kernel checks nothing about the graph; it fails only for
+// data-dependent problems (e.g. a sequence length above s_kv).
 Status run_conv(KernelContext& ctx);  // conv_fprop, conv_dgrad, conv_wgrad
-Status check_matmul(const ir::Node& n);
 Status run_matmul(KernelContext& ctx);
-Status check_pointwise(const ir::Node& n);
 Status run_pointwise(KernelContext& ctx);
-Status check_reduction(const ir::Node& n);
 Status run_reduction(KernelContext& ctx);
-Status check_norm(const ir::Node& n);
 Status run_norm(KernelContext& ctx);  // norm_forward and norm_backward
-Status check_softmax(const ir::Node& n);
 Status run_softmax(KernelContext& ctx);
-Status check_sdpa(const ir::Node& n);
 Status run_sdpa(KernelContext& ctx);  // sdpa and sdpa_backward
 
 }  // namespace dnngraph::reference

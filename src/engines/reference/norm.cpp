@@ -24,7 +24,6 @@
 //   dscale = sum of dy * xhat, dbias = sum of dy, each over the dims where DSCALE / DBIAS is 1.
 #include <cmath>
 
-#include "engines/reference/checks.hpp"
 #include "engines/reference/kernel.hpp"
 
 namespace dnngraph::reference {
@@ -89,144 +88,6 @@ Dense reduce_to(const Dense& full, const std::vector<int64_t>& dims) {
     }
   }
   return out;
-}
-
-class Checker {
- public:
-  explicit Checker(const ir::Node& n) : n_(n) {}
-
-  std::string op() const {
-    return std::string(ir::op_kind_name(n_.kind())) + " '" + n_.name + "' (" +
-           std::string(ir::norm_kind_name(kind())) + ")";
-  }
-  ir::NormKind kind() const {
-    return n_.kind() == ir::OpKind::NormFwd ? n_.as<ir::NormFwdAttrs>().kind
-                                            : n_.as<ir::NormBwdAttrs>().kind;
-  }
-  ir::Tensor get(Role role) const {
-    ir::Tensor t = n_.input(role);
-    return t ? t : n_.output(role);
-  }
-
-  Status present(Role role) const {
-    if (!get(role)) return make_error(ErrorCode::InvalidGraph, op(), ": no ", role, " tensor");
-    return Status::ok();
-  }
-  Status absent(Role role, const char* why) const {
-    if (ir::Tensor t = get(role))
-      return make_error(ErrorCode::NotSupported, op(), ": unexpected ", role, " '", t->name, "' (",
-                        why, ")");
-    return Status::ok();
-  }
-  // role, when present, has exactly `want` dims.
-  Status dims_equal(Role role, const std::vector<int64_t>& want) const {
-    ir::Tensor t = get(role);
-    if (t && t->dim != want)
-      return make_error(ErrorCode::InvalidGraph, op(), ": ", role, " '", t->name, "' has dims ",
-                        dims_str(t->dim), ", expected ", dims_str(want));
-    return Status::ok();
-  }
-  // role, when present, broadcasts to `to` (same rank, each dim 1 or equal).
-  Status broadcasts(Role role, const std::vector<int64_t>& to) const {
-    ir::Tensor t = get(role);
-    if (!t) return Status::ok();
-    bool ok = t->dim.size() == to.size();
-    for (size_t k = 0; ok && k < to.size(); ++k) ok = t->dim[k] == 1 || t->dim[k] == to[k];
-    if (!ok)
-      return make_error(ErrorCode::InvalidGraph, op(), ": ", role, " '", t->name, "' has dims ",
-                        dims_str(t->dim), ", which do not broadcast to X's ", dims_str(to),
-                        " (expected the same rank, each dim 1 or equal)");
-    return Status::ok();
-  }
-  Status scalar(Role role) const {
-    ir::Tensor t = get(role);
-    if (t && t->volume() != 1)
-      return make_error(ErrorCode::InvalidGraph, op(), ": ", role, " '", t->name, "' has dims ",
-                        dims_str(t->dim), ", expected a single value");
-    return Status::ok();
-  }
-  // Every bound tensor has a data type and strides matching its rank (else the gather
-  // would read outside the buffer).
-  Status layouts() const { return check_port_layouts(n_, op()); }
-
- private:
-  const ir::Node& n_;
-};
-
-Status check_forward(const ir::Node& n) {
-  Checker c(n);
-  const auto& a = n.as<ir::NormFwdAttrs>();
-  DNNGRAPH_TRY(c.layouts());
-  DNNGRAPH_TRY(c.present(Role::X));
-  DNNGRAPH_TRY(c.present(Role::Y));
-  DNNGRAPH_TRY(c.present(Role::SCALE));
-  const std::vector<int64_t>& x = n.input(Role::X)->dim;
-  if (x.size() < 2)
-    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input(Role::X)->name,
-                      "' has rank ", x.size(), ", expected at least 2");
-  const std::vector<int64_t> sd = stats_dims(a.kind, x);
-  DNNGRAPH_TRY(c.dims_equal(Role::Y, x));
-  DNNGRAPH_TRY(c.broadcasts(Role::SCALE, x));
-  DNNGRAPH_TRY(c.broadcasts(Role::BIAS, x));
-  for (Role r : {Role::MEAN, Role::INV_VARIANCE, Role::PREV_RUNNING_MEAN, Role::PREV_RUNNING_VAR,
-                 Role::NEXT_RUNNING_MEAN, Role::NEXT_RUNNING_VAR})
-    DNNGRAPH_TRY(c.dims_equal(r, sd));
-  DNNGRAPH_TRY(c.scalar(Role::EPSILON));
-  DNNGRAPH_TRY(c.scalar(Role::MOMENTUM));
-  const bool bn_inference =
-      a.kind == ir::NormKind::BatchNorm && a.phase == NormForwardPhase::Inference;
-  if (bn_inference) {
-    // Statistics come in; nothing else is produced.
-    if (!n.input(Role::MEAN) || !n.input(Role::INV_VARIANCE))
-      return make_error(ErrorCode::InvalidGraph, c.op(),
-                        ": inference needs MEAN and INV_VARIANCE inputs");
-    for (Role r : {Role::NEXT_RUNNING_MEAN, Role::NEXT_RUNNING_VAR})
-      DNNGRAPH_TRY(c.absent(r, "batchnorm inference does not update running statistics"));
-    return Status::ok();
-  }
-  DNNGRAPH_TRY(c.present(Role::EPSILON));
-  if (n.input(Role::MEAN) || n.input(Role::INV_VARIANCE))
-    return make_error(ErrorCode::NotSupported, c.op(),
-                      ": MEAN / INV_VARIANCE inputs are only read by batchnorm inference");
-  if (a.kind == ir::NormKind::RmsNorm) DNNGRAPH_TRY(c.absent(Role::MEAN, "rmsnorm has no mean"));
-  if (a.kind != ir::NormKind::BatchNorm) {
-    for (Role r : {Role::MOMENTUM, Role::PREV_RUNNING_MEAN, Role::PREV_RUNNING_VAR,
-                   Role::NEXT_RUNNING_MEAN, Role::NEXT_RUNNING_VAR})
-      DNNGRAPH_TRY(c.absent(r, "running statistics belong to batchnorm"));
-    return Status::ok();
-  }
-  const bool next = n.output(Role::NEXT_RUNNING_MEAN) || n.output(Role::NEXT_RUNNING_VAR);
-  if (next && (!n.input(Role::MOMENTUM) || !n.input(Role::PREV_RUNNING_MEAN) ||
-               !n.input(Role::PREV_RUNNING_VAR)))
-    return make_error(ErrorCode::InvalidGraph, c.op(),
-                      ": NEXT_RUNNING_MEAN / NEXT_RUNNING_VAR need MOMENTUM, PREV_RUNNING_MEAN "
-                      "and PREV_RUNNING_VAR inputs");
-  return Status::ok();
-}
-
-Status check_backward(const ir::Node& n) {
-  Checker c(n);
-  const auto& a = n.as<ir::NormBwdAttrs>();
-  DNNGRAPH_TRY(c.layouts());
-  for (Role r : {Role::DY, Role::X, Role::SCALE, Role::INV_VARIANCE, Role::DX})
-    DNNGRAPH_TRY(c.present(r));
-  if (a.kind == ir::NormKind::RmsNorm)
-    DNNGRAPH_TRY(c.absent(Role::MEAN, "rmsnorm has no mean"));
-  else
-    DNNGRAPH_TRY(c.present(Role::MEAN));
-  const std::vector<int64_t>& x = n.input(Role::X)->dim;
-  if (x.size() < 2)
-    return make_error(ErrorCode::InvalidGraph, c.op(), ": X '", n.input(Role::X)->name,
-                      "' has rank ", x.size(), ", expected at least 2");
-  DNNGRAPH_TRY(c.dims_equal(Role::DY, x));
-  DNNGRAPH_TRY(c.dims_equal(Role::DX, x));
-  DNNGRAPH_TRY(c.broadcasts(Role::SCALE, x));
-  DNNGRAPH_TRY(c.dims_equal(Role::DSCALE, n.input(Role::SCALE)->dim));
-  DNNGRAPH_TRY(c.broadcasts(Role::DBIAS, x));
-  const std::vector<int64_t> sd = stats_dims(a.kind, x);
-  DNNGRAPH_TRY(c.dims_equal(Role::MEAN, sd));
-  DNNGRAPH_TRY(c.dims_equal(Role::INV_VARIANCE, sd));
-  return Status::ok();
 }
 
 Status run_forward(KernelContext& ctx) {
@@ -324,13 +185,6 @@ Status run_backward(KernelContext& ctx) {
 }
 
 }  // namespace
-
-Status check_norm(const ir::Node& n) {
-  if (n.kind() == ir::OpKind::NormFwd) return check_forward(n);
-  if (n.kind() == ir::OpKind::NormBwd) return check_backward(n);
-  return make_error(ErrorCode::Internal, "reference norm kernel given node '", n.name, "' of kind ",
-                    ir::op_kind_name(n.kind()));
-}
 
 Status run_norm(KernelContext& ctx) {
   if (ctx.node().kind() == ir::OpKind::NormFwd) return run_forward(ctx);

@@ -174,36 +174,6 @@ constexpr Role kInputRoles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
 
 }  // namespace
 
-Status check_pointwise(const ir::Node& n) {
-  const auto& a = n.as<ir::PointwiseAttrs>();
-  const int mode = static_cast<int>(a.mode);
-  if (mode < 0 || mode >= kPointwiseModeCount)
-    return make_error(ErrorCode::NotSupported, "pointwise '", n.name, "': unknown mode ", mode);
-  const ir::Tensor out = n.output(Role::OUT_0);
-  if (!out) return make_error(ErrorCode::InvalidGraph, "pointwise '", n.name, "': no OUT_0 tensor");
-  const int arity = pointwise_arity(a.mode);
-  for (int i = 0; i < arity; ++i) {
-    const ir::Tensor in = n.input(kInputRoles[i]);
-    if (!in)
-      return make_error(ErrorCode::InvalidGraph, "pointwise '", n.name, "' (",
-                        pointwise_mode_name(a.mode), "): takes ", arity, " inputs but ",
-                        kInputRoles[i], " is missing");
-    // A one-element tensor (pass-by-value scalar, constant or [1] buffer) broadcasts to
-    // anything, whatever its rank.
-    if (in->value || in->volume() == 1) continue;
-    if (in->dim.size() != out->dim.size())
-      return make_error(ErrorCode::NotSupported, "pointwise '", n.name, "': input '", in->name,
-                        "' has rank ", in->dim.size(), " but output '", out->name, "' has rank ",
-                        out->dim.size(), "; the reference engine broadcasts equal ranks only");
-    for (size_t k = 0; k < in->dim.size(); ++k)
-      if (in->dim[k] != 1 && in->dim[k] != out->dim[k])
-        return make_error(ErrorCode::InvalidGraph, "pointwise '", n.name, "': input '", in->name,
-                          "' dim ", k, " is ", in->dim[k], ", expected 1 or ", out->dim[k],
-                          " (output '", out->name, "')");
-  }
-  return Status::ok();
-}
-
 Status run_pointwise(KernelContext& ctx) {
   const Params p = params_of(ctx.node().as<ir::PointwiseAttrs>());
   const std::vector<int64_t>& dims = ctx.tensor(Role::OUT_0).dim;

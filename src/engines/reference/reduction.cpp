@@ -58,23 +58,6 @@ double finish(RM m, double acc, int64_t count) {
 
 }  // namespace
 
-Status check_reduction(const ir::Node& n) {
-  const ir::Tensor x = n.input(Role::X);
-  const ir::Tensor y = n.output(Role::Y);
-  if (!x || !y)
-    return make_error(ErrorCode::InvalidGraph, "reduction '", n.name, "': needs X and Y");
-  if (x->dim.size() != y->dim.size())
-    return make_error(ErrorCode::InvalidGraph, "reduction '", n.name, "': X '", x->name,
-                      "' has rank ", x->dim.size(), " but Y '", y->name, "' has rank ",
-                      y->dim.size());
-  for (size_t k = 0; k < x->dim.size(); ++k)
-    if (y->dim[k] != 1 && y->dim[k] != x->dim[k])
-      return make_error(ErrorCode::InvalidGraph, "reduction '", n.name, "': Y '", y->name, "' dim ",
-                        k, " is ", y->dim[k], ", expected 1 (reduced) or ", x->dim[k], " (X '",
-                        x->name, "')");
-  return Status::ok();
-}
-
 Status run_reduction(KernelContext& ctx) {
   const RM mode = ctx.node().as<ir::ReductionAttrs>().mode;
   const Dense x = ctx.load(Role::X);

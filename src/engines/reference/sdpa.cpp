@@ -40,7 +40,6 @@
 #include <cmath>
 #include <optional>
 
-#include "engines/reference/checks.hpp"
 #include "engines/reference/kernel.hpp"
 
 namespace dnngraph::reference {
@@ -329,136 +328,7 @@ Status run_backward(KernelContext& ctx) {
   return Status::ok();
 }
 
-// The mask form: DROPOUT_MASK broadcastable to the score matrix and a one-element
-// DROPOUT_SCALE, both or neither, and not with the probability form.
-Status check_dropout_mask(const ir::Node& n, const std::string& op, const std::vector<int64_t>& qd,
-                          const std::vector<int64_t>& kd) {
-  const ir::Tensor mask = n.input(Role::DROPOUT_MASK), scale = n.input(Role::DROPOUT_SCALE);
-  if (!mask && !scale) return Status::ok();
-  if (!mask || !scale)
-    return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_MASK and DROPOUT_SCALE go together",
-                      " but only ", mask ? "DROPOUT_MASK '" : "DROPOUT_SCALE '",
-                      (mask ? mask : scale)->name, "' is wired");
-  const ir::SdpaAttrs& a = attrs_of(n);
-  if ((a.dropout_probability && *a.dropout_probability > 0.0) || n.input(Role::SEED) ||
-      n.input(Role::OFFSET))
-    return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_MASK '", mask->name,
-                      "' (dropout by mask) cannot be combined with dropout_probability / SEED / "
-                      "OFFSET (dropout by probability)");
-  const std::vector<int64_t> full{qd[0], qd[1], qd[2], kd[2]};
-  bool ok = mask->dim.size() == 4;
-  for (size_t i = 0; ok && i < 4; ++i) ok = mask->dim[i] == 1 || mask->dim[i] == full[i];
-  if (!ok)
-    return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_MASK '", mask->name, "' has dims ",
-                      dims_str(mask->dim), ", expected each dim 1 or equal to ", dims_str(full));
-  if (scale->volume() != 1)
-    return make_error(ErrorCode::InvalidGraph, op, ": DROPOUT_SCALE '", scale->name, "' has dims ",
-                      dims_str(scale->dim), ", expected a single value");
-  return Status::ok();
-}
-
-// Checks shared by forward and backward; `op` names the node for messages.
-Status check_common(const ir::Node& n, const std::string& op) {
-  DNNGRAPH_TRY(check_port_layouts(n, op));
-  const ir::Tensor q = n.input(Role::Q), k = n.input(Role::K), v = n.input(Role::V);
-  if (!q || !k || !v) return make_error(ErrorCode::InvalidGraph, op, ": needs Q, K and V");
-  for (const ir::Tensor& t : {q, k, v})
-    if (t->dim.size() != 4 || t->volume() == 0)
-      return make_error(ErrorCode::InvalidGraph, op, ": '", t->name, "' has dims ",
-                        dims_str(t->dim), ", expected 4 non-zero dims [b, h, s, d]");
-  const auto &qd = q->dim, &kd = k->dim, &vd = v->dim;
-  if (kd[0] != qd[0] || vd[0] != qd[0])
-    return make_error(ErrorCode::InvalidGraph, op, ": batch sizes differ: Q '", q->name, "' ",
-                      qd[0], ", K '", k->name, "' ", kd[0], ", V '", v->name, "' ", vd[0]);
-  if (kd[3] != qd[3])
-    return make_error(ErrorCode::InvalidGraph, op, ": head dims differ: Q '", q->name,
-                      "' has d=", qd[3], " but K '", k->name, "' has d=", kd[3]);
-  if (vd[2] != kd[2])
-    return make_error(ErrorCode::InvalidGraph, op, ": K '", k->name, "' has s_kv=", kd[2],
-                      " but V '", v->name, "' has s_kv=", vd[2]);
-  if (qd[1] % kd[1] != 0 || qd[1] % vd[1] != 0)
-    return make_error(ErrorCode::InvalidGraph, op, ": Q '", q->name, "' has ", qd[1],
-                      " heads, expected a multiple of K's ", kd[1], " and V's ", vd[1]);
-  const ir::SdpaAttrs& a = attrs_of(n);
-  if (const ir::Tensor s = n.input(Role::ATTN_SCALE); s && s->volume() != 1)
-    return make_error(ErrorCode::InvalidGraph, op, ": ATTN_SCALE '", s->name, "' has dims ",
-                      dims_str(s->dim), ", expected a single value");
-  if (const ir::Tensor bias = n.input(Role::BIAS)) {
-    const std::vector<int64_t> full{qd[0], qd[1], qd[2], kd[2]};
-    bool ok = bias->dim.size() == 4;
-    for (size_t i = 0; ok && i < 4; ++i) ok = bias->dim[i] == 1 || bias->dim[i] == full[i];
-    if (!ok)
-      return make_error(ErrorCode::InvalidGraph, op, ": BIAS '", bias->name, "' has dims ",
-                        dims_str(bias->dim), ", expected each dim 1 or equal to ", dims_str(full));
-  }
-  const bool lengths = n.input(Role::SEQ_LEN_Q) || n.input(Role::SEQ_LEN_KV);
-  if (a.padding_mask != lengths)
-    return make_error(ErrorCode::InvalidGraph, op, ": padding_mask is ",
-                      a.padding_mask ? "set" : "unset", " but SEQ_LEN_Q / SEQ_LEN_KV are ",
-                      lengths ? "wired" : "missing");
-  for (Role role : {Role::SEQ_LEN_Q, Role::SEQ_LEN_KV})
-    if (const ir::Tensor t = n.input(role); t && t->volume() != qd[0])
-      return make_error(ErrorCode::InvalidGraph, op, ": ", role, " '", t->name, "' has dims ",
-                        dims_str(t->dim), ", expected [", qd[0], ",1,1,1]");
-  if (a.dropout_probability) {
-    const double pd = *a.dropout_probability;
-    if (!(pd >= 0.0 && pd < 1.0))
-      return make_error(ErrorCode::NotSupported, op, ": dropout probability ", pd,
-                        ", expected in [0, 1)");
-    if (pd > 0.0 && (!n.input(Role::SEED) || !n.input(Role::OFFSET)))
-      return make_error(ErrorCode::InvalidGraph, op, ": dropout needs SEED and OFFSET tensors");
-  }
-  return check_dropout_mask(n, op, qd, kd);
-}
-
-Status dims_equal(const std::string& op, const ir::Tensor& t, Role role,
-                  const std::vector<int64_t>& want) {
-  if (!t) return make_error(ErrorCode::InvalidGraph, op, ": no ", role, " tensor");
-  if (t->dim != want)
-    return make_error(ErrorCode::InvalidGraph, op, ": ", role, " '", t->name, "' has dims ",
-                      dims_str(t->dim), ", expected ", dims_str(want));
-  return Status::ok();
-}
-
 }  // namespace
-
-Status check_sdpa(const ir::Node& n) {
-  const bool bwd = n.kind() == ir::OpKind::SdpaBwd;
-  if (!bwd && n.kind() != ir::OpKind::SdpaFwd)
-    return make_error(ErrorCode::Internal, "reference sdpa kernel given node '", n.name, "'");
-  const std::string op = std::string(bwd ? "sdpa_backward '" : "sdpa '") + n.name + "'";
-  DNNGRAPH_TRY(check_common(n, op));
-  const auto &qd = n.input(Role::Q)->dim, &kd = n.input(Role::K)->dim, &vd = n.input(Role::V)->dim;
-  const std::vector<int64_t> od{qd[0], qd[1], qd[2], vd[3]}, sd{qd[0], qd[1], qd[2], 1};
-  if (!bwd) {
-    DNNGRAPH_TRY(dims_equal(op, n.output(Role::O), Role::O, od));
-    if (n.output(Role::STATS)) DNNGRAPH_TRY(dims_equal(op, n.output(Role::STATS), Role::STATS, sd));
-    if (const ir::Tensor dump = n.output(Role::RNG_DUMP)) {
-      const ir::SdpaAttrs& a = attrs_of(n);
-      if (!a.dropout_probability || *a.dropout_probability <= 0.0)
-        return make_error(ErrorCode::InvalidGraph, op, ": RNG_DUMP '", dump->name,
-                          "' needs dropout by probability (dropout_probability > 0)");
-      DNNGRAPH_TRY(dims_equal(op, dump, Role::RNG_DUMP, {qd[0], qd[1], qd[2], kd[2]}));
-    }
-    return Status::ok();
-  }
-  if (const ir::Tensor dump = n.output(Role::RNG_DUMP))
-    return make_error(ErrorCode::InvalidGraph, op, ": RNG_DUMP '", dump->name,
-                      "' is an output of the forward sdpa only");
-  DNNGRAPH_TRY(dims_equal(op, n.input(Role::O), Role::O, od));
-  DNNGRAPH_TRY(dims_equal(op, n.input(Role::DO), Role::DO, od));
-  DNNGRAPH_TRY(dims_equal(op, n.input(Role::STATS), Role::STATS, sd));
-  DNNGRAPH_TRY(dims_equal(op, n.output(Role::DQ), Role::DQ, qd));
-  DNNGRAPH_TRY(dims_equal(op, n.output(Role::DK), Role::DK, kd));
-  DNNGRAPH_TRY(dims_equal(op, n.output(Role::DV), Role::DV, vd));
-  if (const ir::Tensor db = n.output(Role::DBIAS)) {
-    const ir::Tensor bias = n.input(Role::BIAS);
-    if (!bias)
-      return make_error(ErrorCode::InvalidGraph, op, ": DBIAS '", db->name, "' needs a BIAS");
-    DNNGRAPH_TRY(dims_equal(op, db, Role::DBIAS, bias->dim));
-  }
-  return Status::ok();
-}
 
 Status run_sdpa(KernelContext& ctx) {
   if (ctx.node().kind() == ir::OpKind::SdpaBwd) return run_backward(ctx);

@@ -4,7 +4,6 @@
 // A row without a finite maximum (all -inf, or holding +inf or NaN) gives NaN, as PyTorch does.
 #include <cmath>
 
-#include "engines/reference/checks.hpp"
 #include "engines/reference/kernel.hpp"
 
 namespace dnngraph::reference {
@@ -14,27 +13,6 @@ namespace {
 constexpr int64_t kParallelElements = 1 << 16;
 
 }  // namespace
-
-Status check_softmax(const ir::Node& n) {
-  const std::string op = "softmax '" + n.name + "'";
-  const ir::Tensor x = n.input(Role::X), y = n.output(Role::Y), stats = n.output(Role::STATS);
-  if (!x || !y) return make_error(ErrorCode::InvalidGraph, op, ": needs an X input and a Y output");
-  for (const ir::Tensor& t : {x, y, stats})
-    if (t) DNNGRAPH_TRY(check_layout(op, "tensor '" + t->name + "'", *t));
-  if (x->dim.empty())
-    return make_error(ErrorCode::InvalidGraph, op, ": X '", x->name, "' has rank 0");
-  if (y->dim != x->dim)
-    return make_error(ErrorCode::InvalidGraph, op, ": Y '", y->name, "' has dims ",
-                      dims_str(y->dim), ", expected X's ", dims_str(x->dim));
-  if (stats) {
-    std::vector<int64_t> want = x->dim;
-    want.back() = 1;
-    if (stats->dim != want)
-      return make_error(ErrorCode::InvalidGraph, op, ": STATS '", stats->name, "' has dims ",
-                        dims_str(stats->dim), ", expected ", dims_str(want));
-  }
-  return Status::ok();
-}
 
 Status run_softmax(KernelContext& ctx) {
   const Dense x = ctx.load(Role::X);

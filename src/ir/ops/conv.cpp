@@ -1,4 +1,4 @@
-// Shape rules of convolution (fprop, dgrad, wgrad; 2-D and 3-D).
+// Shape rules of convolution (fprop, dgrad, wgrad; 1-D, 2-D and 3-D).
 //   X [N, C, spatial...], W [K, C/groups, filter...], Y [N, K, out...] with
 //   out = (in + pre + post - dilation*(filter-1) - 1) / stride + 1.
 // dgrad and wgrad cannot infer their output uniquely (the division by the stride loses
@@ -37,7 +37,7 @@ Status normalize_attrs(const Node& n, ConvAttrs& a, size_t spatial) {
 // Checks X (activation, role x_role) against W (filter, role w_role) and returns Y's dims.
 Result<std::vector<int64_t>> conv_output_dims(const Node& n, ConvAttrs& a, Role x_role,
                                               const Tensor& x, Role w_role, const Tensor& w) {
-  DNNGRAPH_TRY(check_rank(n, x_role, x, 4, 5));
+  DNNGRAPH_TRY(check_rank(n, x_role, x, 3, 5));
   if (w->dim.size() != x->dim.size())
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(w_role, w),
                       " has rank ", w->dim.size(), " (dims ", dims_str(w->dim), ") but ",
@@ -65,7 +65,16 @@ Result<std::vector<int64_t>> conv_output_dims(const Node& n, ConvAttrs& a, Role 
   std::vector<int64_t> y = {x->dim[0], k};
   for (size_t i = 0; i < spatial; ++i) {
     const int64_t in = x->dim[i + 2], f = w->dim[i + 2];
-    const int64_t span = in + a.pre_padding[i] + a.post_padding[i] - a.dilation[i] * (f - 1) - 1;
+    int64_t padded = 0, reach = 0, span = 0;
+    if (__builtin_add_overflow(in, a.pre_padding[i], &padded) ||
+        __builtin_add_overflow(padded, a.post_padding[i], &padded) ||
+        __builtin_mul_overflow(a.dilation[i], f - 1, &reach) ||
+        __builtin_sub_overflow(padded, reach, &span) || __builtin_sub_overflow(span, 1, &span))
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": spatial dim ", i, ": padding ",
+                        a.pre_padding[i], "+", a.post_padding[i], " and dilation ", a.dilation[i],
+                        " with ", port_label(w_role, w), " size ", f, " and ",
+                        port_label(x_role, x), " size ", in,
+                        " overflow int64; use values that fit the tensors");
     if (span < 0)
       return make_error(ErrorCode::InvalidGraph, op_label(n), ": spatial dim ", i, ": filter ",
                         port_label(w_role, w), " size ", f, " (dilation ", a.dilation[i],
@@ -108,7 +117,7 @@ Status infer_dgrad(Node& n, const InferContext& ctx) {
   DNNGRAPH_PORT(w, required_input(n, Role::W));
   DNNGRAPH_PORT(dx, required_output(n, Role::DX));
   DNNGRAPH_TRY(require_set_dims(n, Role::DX, dx, "the forward input's dims"));
-  DNNGRAPH_TRY(check_rank(n, Role::DY, dy, 4, 5));
+  DNNGRAPH_TRY(check_rank(n, Role::DY, dy, 3, 5));
   auto dims = conv_output_dims(n, n.as<ConvDgradAttrs>(), Role::DX, dx, Role::W, w);
   DNNGRAPH_TRY(dims.status());
   DNNGRAPH_TRY(check_dy(n, dy, *dims,
@@ -122,7 +131,7 @@ Status infer_wgrad(Node& n, const InferContext& ctx) {
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(dw, required_output(n, Role::DW));
   DNNGRAPH_TRY(require_set_dims(n, Role::DW, dw, "the filter's dims"));
-  DNNGRAPH_TRY(check_rank(n, Role::DY, dy, 4, 5));
+  DNNGRAPH_TRY(check_rank(n, Role::DY, dy, 3, 5));
   auto dims = conv_output_dims(n, n.as<ConvWgradAttrs>(), Role::X, x, Role::DW, dw);
   DNNGRAPH_TRY(dims.status());
   DNNGRAPH_TRY(check_dy(n, dy, *dims,

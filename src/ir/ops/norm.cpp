@@ -4,6 +4,8 @@
 //   batchnorm: statistics per channel (over every dim but dim 1):
 //     MEAN / INV_VARIANCE / running stats / SCALE / BIAS [1,C,1,...,1].
 // EPSILON and MOMENTUM are pass-by-value scalars. Statistics default to FLOAT.
+#include <cmath>
+
 #include "ir/ops/common.hpp"
 
 namespace dnngraph::ir {
@@ -57,6 +59,29 @@ Status check_input(const Node& n, Role role, bool required, const std::vector<in
   return expect_dims(n, role, t, dims, why);
 }
 
+// A pass-by-value scalar whose value is in the graph (EPSILON, MOMENTUM) must be finite and
+// in [lo, hi]; a value bound only at execute time is not known here.
+Status check_scalar_range(const Node& n, Role role, const Tensor& t, double lo, double hi,
+                          const char* expected) {
+  if (!t->value) return Status::ok();
+  const double v = t->value->as_double();
+  if (std::isfinite(v) && v >= lo && v <= hi) return Status::ok();
+  return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t), " is ", v,
+                    "; expected ", expected);
+}
+
+// NormKind and NormForwardPhase may come from a cast integer (C++) or a tampered description.
+Status check_enums(const Node& n, NormKind kind, int phase) {
+  const int k = static_cast<int>(kind);
+  if (k < 0 || k > static_cast<int>(NormKind::BatchNorm))
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": norm kind ", k,
+                      " is not LAYER_NORM, RMS_NORM or BATCH_NORM");
+  if (phase < 0 || phase > static_cast<int>(NormForwardPhase::Inference))
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": phase ", phase,
+                      " is not TRAINING or INFERENCE");
+  return Status::ok();
+}
+
 Status infer_stat_output(const Node& n, Role role, const NormShapes& s, const InferContext& ctx) {
   DNNGRAPH_PORT(t, required_output(n, role));
   return infer_output(n, role, t, s.stats, nullptr, ctx, DataType::Float, DataType::Float);
@@ -71,6 +96,7 @@ Status infer_norm_forward(Node& n, const InferContext& ctx) {
       {Role::X, Role::SCALE, Role::BIAS, Role::EPSILON, Role::MOMENTUM, Role::PREV_RUNNING_MEAN,
        Role::PREV_RUNNING_VAR, Role::MEAN, Role::INV_VARIANCE},
       {Role::Y, Role::MEAN, Role::INV_VARIANCE, Role::NEXT_RUNNING_MEAN, Role::NEXT_RUNNING_VAR}));
+  DNNGRAPH_TRY(check_enums(n, a.kind, static_cast<int>(a.phase)));
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(y, required_output(n, Role::Y));
   DNNGRAPH_TRY(check_rank(n, Role::X, x, 2, SIZE_MAX));
@@ -100,6 +126,8 @@ Status infer_norm_forward(Node& n, const InferContext& ctx) {
     DNNGRAPH_TRY(forbid_input(n, Role::INV_VARIANCE, "statistics are outputs of this op"));
     DNNGRAPH_PORT(eps, required_input(n, Role::EPSILON));
     DNNGRAPH_TRY(check_scalar(n, Role::EPSILON, eps, true));
+    DNNGRAPH_TRY(check_scalar_range(n, Role::EPSILON, eps, 0.0, HUGE_VAL,
+                                    "a finite value >= 0 (typically 1e-5)"));
   }
 
   if (is_bn && training) {
@@ -115,6 +143,7 @@ Status infer_norm_forward(Node& n, const InferContext& ctx) {
       DNNGRAPH_TRY(expect_dims(n, Role::PREV_RUNNING_VAR, rv, s.stats, s.stats_why));
       DNNGRAPH_PORT(mom, required_input(n, Role::MOMENTUM));
       DNNGRAPH_TRY(check_scalar(n, Role::MOMENTUM, mom, true));
+      DNNGRAPH_TRY(check_scalar_range(n, Role::MOMENTUM, mom, 0.0, 1.0, "a value in [0, 1]"));
       DNNGRAPH_TRY(infer_stat_output(n, Role::NEXT_RUNNING_MEAN, s, ctx));
       DNNGRAPH_TRY(infer_stat_output(n, Role::NEXT_RUNNING_VAR, s, ctx));
     } else {
@@ -144,6 +173,7 @@ Status infer_norm_backward(Node& n, const InferContext& ctx) {
   const auto& a = n.as<NormBwdAttrs>();
   DNNGRAPH_TRY(check_roles(n, {Role::DY, Role::X, Role::SCALE, Role::MEAN, Role::INV_VARIANCE},
                            {Role::DX, Role::DSCALE, Role::DBIAS}));
+  DNNGRAPH_TRY(check_enums(n, a.kind, 0));
   DNNGRAPH_PORT(dy, required_input(n, Role::DY));
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(scale, required_input(n, Role::SCALE));

@@ -3,6 +3,8 @@
 // pass-by-value scalar made with Graph::scalar, dims [1]) broadcasts whatever its rank.
 // BINARY_SELECT: OUT = IN_2 ? IN_0 : IN_1 (IN_2 is the mask).
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "ir/ops/common.hpp"
 
@@ -14,13 +16,33 @@ constexpr Role kInRoles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
 bool is_scalar_like(const Tensor& t) { return t->volume() == 1; }
 
 Status check_attrs(const Node& n, const PointwiseAttrs& a) {
+  const int mode = static_cast<int>(a.mode);
+  if (mode < 0 || mode >= kPointwiseModeCount)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": mode ", mode,
+                      " is not a pointwise mode (expected 0 to ", kPointwiseModeCount - 1, ")");
   if (a.relu_lower_clip && a.relu_upper_clip && *a.relu_lower_clip > *a.relu_upper_clip)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": relu_lower_clip ",
                       *a.relu_lower_clip, " is above relu_upper_clip ", *a.relu_upper_clip);
-  for (auto v : {a.relu_lower_clip, a.relu_upper_clip, a.relu_lower_clip_slope, a.elu_alpha,
-                 a.softplus_beta, a.swish_beta})
+  // Clips may be infinite (no clip); the others scale values and must be finite.
+  const std::pair<const char*, std::optional<double>> clips[] = {
+      {"relu_lower_clip", a.relu_lower_clip}, {"relu_upper_clip", a.relu_upper_clip}};
+  for (const auto& [name, v] : clips)
     if (v && std::isnan(*v))
-      return make_error(ErrorCode::InvalidGraph, op_label(n), ": an attribute is NaN");
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": attribute ", name,
+                        " is NaN; expected a number (or leave it unset)");
+  const std::pair<const char*, std::optional<double>> factors[] = {
+      {"relu_lower_clip_slope", a.relu_lower_clip_slope},
+      {"elu_alpha", a.elu_alpha},
+      {"softplus_beta", a.softplus_beta},
+      {"swish_beta", a.swish_beta}};
+  for (const auto& [name, v] : factors)
+    if (v && !std::isfinite(*v))
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": attribute ", name, " is ", *v,
+                        "; expected a finite number (or leave it unset)");
+  if (a.softplus_beta && *a.softplus_beta == 0.0)
+    return make_error(ErrorCode::InvalidGraph, op_label(n),
+                      ": attribute softplus_beta is 0; softplus divides by it, expected a "
+                      "non-zero value");
   return Status::ok();
 }
 

@@ -8,6 +8,11 @@ Status infer_reduction(Node& n, const InferContext& ctx) {
   DNNGRAPH_TRY(check_roles(n, {Role::X}, {Role::Y}));
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(y, required_output(n, Role::Y));
+  const int mode = static_cast<int>(n.as<ReductionAttrs>().mode);
+  if (mode < 0 || mode > static_cast<int>(ReductionMode::Norm2))
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": mode ", mode,
+                      " is not a reduction mode (expected 0 to ",
+                      static_cast<int>(ReductionMode::Norm2), ")");
   std::vector<int64_t> dims(x->dim.size(), 1);
   if (!y->dim.empty()) {
     if (y->dim.size() != x->dim.size())

@@ -90,16 +90,30 @@ Status check_dropout_mask(const Node& n, const SdpaAttrs& a, const SdpaDims& s) 
                                     "the score matrix [b, h_q, s_q, s_kv]"));
   DNNGRAPH_TRY(check_floating(n, Role::DROPOUT_MASK, mask));
   DNNGRAPH_TRY(check_scalar(n, Role::DROPOUT_SCALE, scale, false));
+  if (scale->value && !std::isfinite(scale->value->as_double()))
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
+                      port_label(Role::DROPOUT_SCALE, scale), " is ", scale->value->as_double(),
+                      "; expected a finite scale (normally 1 / (1 - p))");
   return check_floating(n, Role::DROPOUT_SCALE, scale);
 }
 
 // Attributes and optional inputs shared by forward and backward.
 Status check_options(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
-  if (Tensor scale = n.input(Role::ATTN_SCALE))
+  if (static_cast<int>(a.diagonal_alignment) < 0 ||
+      a.diagonal_alignment > DiagonalAlignment::BottomRight)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": diagonal_alignment ",
+                      static_cast<int>(a.diagonal_alignment), " is not TOP_LEFT or BOTTOM_RIGHT");
+  if (Tensor scale = n.input(Role::ATTN_SCALE)) {
     DNNGRAPH_TRY(check_scalar(n, Role::ATTN_SCALE, scale, false));
+    if (scale->value && !std::isfinite(scale->value->as_double()))
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
+                        port_label(Role::ATTN_SCALE, scale), " is ", scale->value->as_double(),
+                        "; expected a finite scale");
+  }
   if (a.attn_scale && !std::isfinite(*a.attn_scale))
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": attn_scale ", *a.attn_scale,
-                      " is not finite");
+                      " is not finite; expected a finite scale (or leave it unset for "
+                      "1/sqrt(d))");
   if (Tensor bias = n.input(Role::BIAS)) {
     DNNGRAPH_TRY(check_rank(n, Role::BIAS, bias, 4, 4));
     DNNGRAPH_TRY(expect_broadcastable(n, Role::BIAS, bias, {s.b, s.hq, s.sq, s.skv},
