@@ -11,6 +11,16 @@ endif()
 # xxHash (XXH3-128 for fingerprints), used header-only.
 find_path(DNNGRAPH_XXHASH_INCLUDE_DIR xxhash.h HINTS ${DNNGRAPH_EXTRA_INCLUDE_DIR} REQUIRED)
 add_library(dnngraph_xxhash INTERFACE)
+# SQLite for the plan cache on disk; without it the plan cache is kept in memory only.
+find_path(DNNGRAPH_SQLITE_INCLUDE_DIR sqlite3.h HINTS ${DNNGRAPH_EXTRA_INCLUDE_DIR})
+find_library(DNNGRAPH_SQLITE_LIBRARY NAMES sqlite3 libsqlite3.so.0)
+if(DNNGRAPH_SQLITE_INCLUDE_DIR AND DNNGRAPH_SQLITE_LIBRARY)
+  message(STATUS "dnngraph: plan cache on disk ON (${DNNGRAPH_SQLITE_LIBRARY})")
+  set(DNNGRAPH_HAVE_SQLITE ON)
+else()
+  message(STATUS "dnngraph: plan cache on disk OFF (SQLite not found)")
+  set(DNNGRAPH_HAVE_SQLITE OFF)
+endif()
 target_include_directories(dnngraph_xxhash SYSTEM INTERFACE ${DNNGRAPH_XXHASH_INCLUDE_DIR})
 target_compile_definitions(dnngraph_xxhash INTERFACE XXH_INLINE_ALL)
 

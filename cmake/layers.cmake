@@ -122,6 +122,6 @@ file(GLOB _runtime_src CONFIGURE_DEPENDS ${_src}/runtime/*.cpp)
 dnngraph_layer(runtime SOURCES ${_runtime_src} LAYERS engine_api
   PUBLIC_LINKS ${_runtime_links}
   PRIVATE_LINKS runtime=${_src}/runtime)
-target_link_libraries(dnngraph_runtime PRIVATE nlohmann_json::nlohmann_json)
+target_link_libraries(dnngraph_runtime PRIVATE nlohmann_json::nlohmann_json dnngraph_xxhash)
 
 set(DNNGRAPH_LAYERS core ir engine_api reference cudnn runtime)

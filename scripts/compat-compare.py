@@ -24,20 +24,23 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The programs and their harness (not the repository root on sys.path: its torch/ directory
+# would pass for a torch package where torch is not installed).
+COMPAT = os.path.join(ROOT, "tests", "compat")
 
 
 def child(impl: str, name: str, out: str, iters: int) -> None:
     """One program with one implementation: outputs to out.npz, facts to out.json."""
     import numpy as np
 
-    sys.path.insert(0, ROOT)
-    from tests.compat import harness
+    sys.path.insert(0, COMPAT)
+    import compat_harness as harness
 
     facts = {"impl": impl, "program": name}
     try:
         h = harness.load(impl=impl)
         facts["device"] = h.device
-        prog = __import__(f"tests.compat.programs.{name}", fromlist=["run"])
+        prog = __import__(f"compat_programs.{name}", fromlist=["run"])
         t0 = time.perf_counter()
         result = prog.run(h)
         h.sync()
@@ -126,16 +129,16 @@ def main() -> None:
 
     import numpy as np
 
-    sys.path.insert(0, ROOT)
-    from tests.compat.programs import NAMES
+    sys.path.insert(0, COMPAT)
+    from compat_programs import NAMES
 
     names = a.programs.split(",") if a.programs else NAMES
     fe = frontend_path(a.wheel)
     base = dict(os.environ)
-    env_fe = dict(base, PYTHONPATH=os.pathsep.join(filter(None, [fe, ROOT,
+    env_fe = dict(base, PYTHONPATH=os.pathsep.join(filter(None, [fe, COMPAT,
                                                                  base.get("PYTHONPATH")])))
     env_dg = dict(base, PYTHONPATH=os.pathsep.join(filter(None, [
-        os.path.join(a.build, "python"), ROOT, base.get("PYTHONPATH")])))
+        os.path.join(a.build, "python"), COMPAT, base.get("PYTHONPATH")])))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:

@@ -10,6 +10,7 @@ rm -rf "$dest/nlohmann" "$dest/CLI" "$dest/googletest"
 cp -a /usr/include/nlohmann "$dest/nlohmann"
 cp -a /usr/include/CLI "$dest/CLI"
 cp -f /usr/include/xxhash.h "$dest/xxhash.h"
+cp -f /usr/include/sqlite3.h "$dest/sqlite3.h"  # the plan cache on disk (the library is there)
 cp -a /usr/src/googletest "$dest/googletest"
 # Optional: a graph-API tutorial text for scripts/run_tutorial.py (not part of the repo).
 if [ -n "${TUTORIAL:-}" ]; then cp -f "$TUTORIAL" "$dest/tutorial.txt"; fi

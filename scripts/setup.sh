@@ -18,7 +18,8 @@ sys.exit(0 if all(importlib.util.find_spec(m) for m in ("nanobind", "scikit_buil
 PYEOF
 # PyTorch, for the dnngraph.torch ops (torch/) and their tests; DNNGRAPH_SETUP_TORCH=0 skips it.
 # The PyPI wheel brings its CUDA libraries (~5 GB); the ops' CPU path needs none of them.
-if [ "${DNNGRAPH_SETUP_TORCH:-1}" = 1 ] && ! $PY -c "import torch" >/dev/null 2>&1; then
+# (torch.Tensor: run from the repository root, "import torch" alone finds the torch/ sources.)
+if [ "${DNNGRAPH_SETUP_TORCH:-1}" = 1 ] && ! $PY -c "import torch; torch.Tensor" >/dev/null 2>&1; then
   echo "setup: installing torch from PyPI for the dnngraph.torch ops (DNNGRAPH_SETUP_TORCH=0 skips it)"
   $PY -m pip install -q torch
 fi

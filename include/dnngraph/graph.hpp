@@ -54,7 +54,8 @@ class Graph : public ir::Graph {
   // HeuristicsChoice builds the first supported candidate that builds (and nothing else);
   // All builds them all.
   Status build_plans(BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
-  // All five steps.
+  // All five steps. With HeuristicsChoice on an engine that reloads plans (cuDNN), the plan
+  // cache (plan_cache.hpp) is asked first and given the result.
   Status build(const HandlePtr& handle,
                const std::vector<HeurMode>& modes = {HeurMode::A, HeurMode::Fallback},
                BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
@@ -86,6 +87,11 @@ class Graph : public ir::Graph {
   Status check_variant_pack(const VariantPack& pack) const;
 
  private:
+  void set_required();
+  void adopt_plan(std::unique_ptr<Plan> plan, const std::string& candidate);
+  Status restore_plan(const HandlePtr& handle, Engine& engine, std::string_view bytes);
+  std::string plan_cache_key(const Engine& engine, const Handle& handle,
+                             const std::vector<HeurMode>& modes, std::string_view policy) const;
   bool check_next() const;                // checks the next unchecked candidate
   bool check_until(int64_t index) const;  // until `index` supported ones are known
   std::unique_ptr<PipelineState> state_;

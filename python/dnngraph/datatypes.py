@@ -27,9 +27,9 @@ def is_torch_available() -> bool:
     global _torch_available
     if _torch_available is None:
         try:
-            import torch  # noqa: F401
+            import torch
 
-            _torch_available = True
+            _torch_available = hasattr(torch, "Tensor")  # not a directory named torch
         except ImportError:
             _torch_available = False
     return _torch_available
@@ -97,5 +97,5 @@ def _library_type(input_type: Any) -> data_type:
 
 
 def _is_torch_tensor(input_tensor: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(input_tensor, torch.Tensor)
+    tensor_type = getattr(sys.modules.get("torch"), "Tensor", None)
+    return tensor_type is not None and isinstance(input_tensor, tensor_type)

@@ -103,7 +103,7 @@ class Graph:
 
     def _empty(self, dim: List[int], stride: List[int], dtype_name: str) -> Any:
         torch = sys.modules.get("torch")
-        if torch is not None:
+        if torch is not None and hasattr(torch, "empty_strided"):
             return torch.empty_strided(dim, stride, dtype=getattr(torch, dtype_name),
                                        device=self._device())
         if self._device() != "cpu":

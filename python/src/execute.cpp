@@ -9,6 +9,7 @@
 // been extracted.
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 
@@ -375,7 +376,8 @@ void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) 
     fail(who() + " is " + std::string(data_type_name(t.data_type)) + " (" + std::to_string(esize) +
          "-byte elements) but the array has " + std::to_string(b.itemsize) + "-byte elements");
   if (b.bytes >= 0 && esize > 0) {
-    const int64_t need = (t.is_pass_by_value ? 1 : t.storage_elements()) * esize;
+    // Checked: a tensor edited after build may have dims whose byte extent leaves int64.
+    const int64_t need = t.is_pass_by_value ? esize : t.storage_bytes().value_or(INT64_MAX);
     if (b.bytes < need)
       fail(who() + " needs " + std::to_string(need) + " bytes (" + t.describe() +
            ") but the array holds " + std::to_string(b.bytes));

@@ -135,3 +135,64 @@ def test_two_devices_one_process():
         assert o.device == torch.device(dev)
         ref = TF.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
         assert_close(o, ref, torch.bfloat16, "cuda", scale=2)
+
+
+_FALLBACK_PROGRAM = r"""
+import warnings
+import torch
+import dnngraph.torch as dt
+from dnngraph.torch import functional as F
+TF = torch.nn.functional
+torch.manual_seed(0)
+d = torch.float64
+
+def check(ours, ref, *inputs):
+    a = [t.detach().clone().requires_grad_() for t in inputs]
+    b = [t.detach().clone().requires_grad_() for t in inputs]
+    ya, yb = ours(*a), ref(*b)
+    torch.testing.assert_close(ya, yb)
+    g = torch.randn_like(yb)
+    ya.backward(g)
+    yb.backward(g)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x.grad, y.grad)
+
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    x, wt, bs = torch.randn(3, 8, dtype=d), torch.randn(8, dtype=d), torch.randn(8, dtype=d)
+    check(lambda x, w, b: F.layer_norm(x, [8], w, b), lambda x, w, b: TF.layer_norm(x, [8], w, b), x, wt, bs)
+    check(lambda x, w: F.rms_norm(x, [8], w, 1e-6), lambda x, w: TF.rms_norm(x, [8], w, 1e-6), x, wt)
+    W, B = torch.randn(5, 8, dtype=d), torch.randn(5, dtype=d)
+    check(lambda x, W, B: F.linear(x, W, B, "gelu"), lambda x, W, B: TF.gelu(TF.linear(x, W, B)), x, W, B)
+    a3, b3 = torch.randn(2, 3, 4, dtype=d), torch.randn(2, 4, 5, dtype=d)
+    check(lambda a, b: F.matmul_epilogue(a, b, None, 0.5, "relu"), lambda a, b: TF.relu(0.5 * a @ b), a3, b3)
+    xc, wc, bc = torch.randn(1, 4, 6, 6, dtype=d), torch.randn(6, 2, 3, 3, dtype=d), torch.randn(6, dtype=d)
+    check(lambda x, w, b: F.conv2d_bias_act(x, w, b, 1, 1, 1, 2, "silu"),
+          lambda x, w, b: TF.silu(TF.conv2d(x, w, b, 1, 1, 1, 2)), xc, wc, bc)
+    q, k, v = torch.randn(1, 4, 5, 8, dtype=d), torch.randn(1, 2, 6, 8, dtype=d), torch.randn(1, 2, 6, 8, dtype=d)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+          lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), q, k, v)
+    m = torch.randn(1, 1, 5, 6, dtype=d)
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
+          lambda q, k, v, m: TF.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True), q, k, v, m)
+msgs = [str(x.message) for x in w if "runs on ATen" in str(x.message)]
+ops = sorted({m.split(":")[2] for m in msgs})  # "dnngraph::<op>: ..."
+print("warned:", ops)
+assert len(msgs) == len(ops), "warned more than once per op"
+assert dt.cache_info()["size"] > 0
+print("FALLBACKS OK")
+"""
+
+
+def test_aten_fallbacks_match_torch_and_warn_once():
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, DNNGRAPH_TORCH_FORCE_FALLBACK="1", PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", _FALLBACK_PROGRAM], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FALLBACKS OK" in r.stdout
+    for op in ("layer_norm", "rms_norm", "linear_act", "conv2d_bias_act", "sdpa", "sdpa_backward"):
+        assert f"'{op}'" in r.stdout, r.stdout

@@ -10,6 +10,14 @@
 namespace dnngraph {
 namespace {
 
+// The name of enum value e, or "UNKNOWN" for a value outside the list (a cast integer or a
+// tampered description: validate() reports it, and messages must not read out of bounds).
+template <class E, size_t N>
+std::string_view name_of(const std::array<std::string_view, N>& names, E e) {
+  const int i = static_cast<int>(e);
+  return i >= 0 && static_cast<size_t>(i) < N ? names[static_cast<size_t>(i)] : "UNKNOWN";
+}
+
 template <class E, size_t N>
 std::optional<E> find_name(const std::array<std::string_view, N>& names, std::string_view s) {
   for (size_t i = 0; i < N; ++i)
@@ -80,7 +88,7 @@ constexpr std::array<std::string_view, 6> kErrorNames = {
 }  // namespace
 
 int64_t data_type_size(DataType t) { return kDataTypeSizes[static_cast<size_t>(t)]; }
-std::string_view data_type_name(DataType t) { return kDataTypeNames[static_cast<size_t>(t)]; }
+std::string_view data_type_name(DataType t) { return name_of(kDataTypeNames, t); }
 std::optional<DataType> data_type_from_name(std::string_view s) {
   return find_name<DataType>(kDataTypeNames, s);
 }
@@ -109,9 +117,7 @@ bool is_integral(DataType t) {
   }
 }
 
-std::string_view pointwise_mode_name(PointwiseMode m) {
-  return kPointwiseNames[static_cast<size_t>(m)];
-}
+std::string_view pointwise_mode_name(PointwiseMode m) { return name_of(kPointwiseNames, m); }
 std::optional<PointwiseMode> pointwise_mode_from_name(std::string_view s) {
   return find_name<PointwiseMode>(kPointwiseNames, s);
 }
@@ -149,19 +155,17 @@ int pointwise_arity(PointwiseMode m) {
   }
 }
 
-std::string_view reduction_mode_name(ReductionMode m) {
-  return kReductionNames[static_cast<size_t>(m)];
-}
+std::string_view reduction_mode_name(ReductionMode m) { return name_of(kReductionNames, m); }
 std::optional<ReductionMode> reduction_mode_from_name(std::string_view s) {
   return find_name<ReductionMode>(kReductionNames, s);
 }
 std::string_view diagonal_alignment_name(DiagonalAlignment a) {
-  return kAlignmentNames[static_cast<size_t>(a)];
+  return name_of(kAlignmentNames, a);
 }
 std::optional<DiagonalAlignment> diagonal_alignment_from_name(std::string_view s) {
   return find_name<DiagonalAlignment>(kAlignmentNames, s);
 }
-std::string_view norm_phase_name(NormForwardPhase p) { return kPhaseNames[static_cast<size_t>(p)]; }
+std::string_view norm_phase_name(NormForwardPhase p) { return name_of(kPhaseNames, p); }
 std::optional<NormForwardPhase> norm_phase_from_name(std::string_view s) {
   return find_name<NormForwardPhase>(kPhaseNames, s);
 }

@@ -35,7 +35,8 @@ std::optional<OpKind> op_kind_from_name(std::string_view s) {
 
 std::string_view norm_kind_name(NormKind k) {
   static constexpr std::string_view kNames[] = {"LAYER_NORM", "RMS_NORM", "BATCH_NORM"};
-  return kNames[static_cast<int>(k)];
+  const int i = static_cast<int>(k);
+  return i >= 0 && i < 3 ? kNames[i] : "UNKNOWN";
 }
 
 namespace {

@@ -6,6 +6,11 @@
 #include <unordered_set>
 
 #include "dnngraph/graph.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
+#include "dnngraph/ir/json.hpp"
+#include "dnngraph/plan_cache.hpp"
+#include "dnngraph/system.hpp"
+#include "dnngraph/version.hpp"
 #include "engines/registry.hpp"
 #include "runtime/pipeline.hpp"
 
@@ -69,12 +74,17 @@ Status Graph::build_operation_graph(const HandlePtr& handle) {
     return make_error(ErrorCode::NotSupported, "graph '", name(), "': ", reasons);
   }
   state_->handle = handle;
+  set_required();
+  state_->stage = Stage::Lowered;
+  return Status::ok();
+}
+
+void Graph::set_required() {
+  state_->required.clear();
   for (const ir::Tensor& t : state_->validated->tensors())
     if (!t->is_virtual && !t->value) state_->required.push_back(t);
   std::sort(state_->required.begin(), state_->required.end(),
             [](const ir::Tensor& a, const ir::Tensor& b) { return a->uid < b->uid; });
-  state_->stage = Stage::Lowered;
-  return Status::ok();
 }
 
 Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
@@ -185,12 +195,57 @@ Status Graph::build_plans(BuildPlanPolicy policy) {
   return Status::ok();
 }
 
+std::string Graph::plan_cache_key(const Engine& engine, const Handle& handle,
+                                  const std::vector<HeurMode>& modes,
+                                  std::string_view policy) const {
+  static const std::vector<std::string> gpus = system_info().gpus;
+  const Device d = handle.device();
+  std::string key = detail::cat("dnngraph ", version(), "|", engine.name(), " ",
+                                engine.backend_info().version, "|", d.to_string());
+  if (d.kind == Device::Kind::CUDA && d.index >= 0 && static_cast<size_t>(d.index) < gpus.size())
+    key += " " + gpus[static_cast<size_t>(d.index)];
+  key += "|" + std::string(policy) + "|";
+  for (HeurMode m : modes) key += std::string(heur_mode_name(m)) + ",";
+  return key + "|" + ir::fingerprint(*this).hex();
+}
+
 Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
                     BuildPlanPolicy policy) {
+  // The plan cache (plan_cache.hpp): HEURISTICS_CHOICE builds on engines that can reload plans.
+  PlanCache* cache = nullptr;
+  Engine* engine = nullptr;
+  std::string key;
+  if (handle && policy == BuildPlanPolicy::HeuristicsChoice && (cache = PlanCache::global())) {
+    for (Engine* e : registered_engines())
+      if (e->runs_on(handle->device())) {
+        if (e->loads_plans()) engine = e;
+        break;
+      }
+  }
+  if (engine) {
+    DNNGRAPH_TRY(validate());
+    key = plan_cache_key(*engine, *handle, modes, "heuristics_choice");
+    if (auto hit = cache->get(key)) {
+      Status s = restore_plan(handle, *engine, hit->plan);
+      if (s) return s;
+      cache->drop(key, detail::cat("the stored plan of graph '", name(),
+                                   "' could not be restored (", s.message(), ")"));
+    }
+  }
   DNNGRAPH_TRY(build_operation_graph(handle));
   DNNGRAPH_TRY(create_execution_plans(modes));
   DNNGRAPH_TRY(check_support());
-  return build_plans(policy);
+  DNNGRAPH_TRY(build_plans(policy));
+  if (engine && state_->engine == engine) {
+    auto bytes = serialize();
+    if (bytes && bytes->find("\"plan\":null") == std::string::npos)
+      cache->put(
+          key,
+          PlanCacheEntry{
+              state_->statuses[state_->supported[static_cast<size_t>(state_->selected)]].info.name,
+              -1, std::move(bytes).value()});
+  }
+  return Status::ok();
 }
 
 int64_t Graph::get_execution_plan_count() const {

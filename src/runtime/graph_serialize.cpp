@@ -76,6 +76,52 @@ Result<std::string> Graph::serialize() const {
   return env.dump();
 }
 
+// A restored plan stands alone: no heuristics, no compilation.
+void Graph::adopt_plan(std::unique_ptr<Plan> plan, const std::string& candidate) {
+  state_->candidates.clear();
+  state_->checked = 0;
+  CandidateInfo info;
+  info.engine = std::string(state_->engine->name());
+  info.name = candidate;
+  info.workspace_size = plan->workspace_size();
+  state_->statuses = {CandidateStatus{info, Status::ok(), true, plan->workspace_size()}};
+  state_->supported = {0};
+  state_->plans.clear();
+  state_->plans.push_back(std::move(plan));
+  state_->selected = 0;
+  state_->stage = Stage::Built;
+}
+
+Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_view bytes) {
+  nlohmann::json env;
+  try {
+    env = nlohmann::json::parse(bytes);
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::InvalidArgument, "not a dnngraph built graph: ", e.what());
+  }
+  if (!env.is_object() || env.value("format", "") != "dnngraph-built-graph" ||
+      env.value("version", 0) != kEnvelopeVersion || !env.contains("plan") ||
+      !env["plan"].is_string() || !env.contains("candidate") || !env["candidate"].is_string() ||
+      env.value("engine", "") != engine.name())
+    return make_error(ErrorCode::InvalidArgument, "not a dnngraph built graph of engine '",
+                      engine.name(), "' with a stored plan");
+  auto raw = base64_decode(env["plan"].get<std::string>());
+  if (!raw) return raw.status();
+  DNNGRAPH_TRY(validate());
+  ir::ValidatedGraphPtr snapshot = validated();
+  auto plan = engine.deserialize_plan(snapshot, *handle, *raw);
+  if (!plan) return plan.status();
+  KernelCachePtr cache = std::move(state_->kernel_cache);
+  *state_ = PipelineState{};
+  state_->validated = std::move(snapshot);
+  state_->kernel_cache = std::move(cache);
+  state_->handle = handle;
+  state_->engine = &engine;
+  set_required();
+  adopt_plan(std::move(plan).value(), env["candidate"].get<std::string>());
+  return Status::ok();
+}
+
 Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
   nlohmann::json env;
   try {
@@ -110,16 +156,7 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
     if (!raw) return raw.status();
     auto plan = state_->engine->deserialize_plan(state_->validated, *handle, *raw);
     if (plan) {
-      // A restored plan stands alone: no heuristics, no compilation.
-      state_->candidates.clear();
-      state_->statuses = {
-          CandidateStatus{CandidateInfo{std::string(engine), want, HeurMode::A, {}, {}},
-                          Status::ok(), true, (*plan)->workspace_size()}};
-      state_->supported = {0};
-      state_->plans.clear();
-      state_->plans.push_back(std::move(plan).value());
-      state_->selected = 0;
-      state_->stage = Stage::Built;
+      adopt_plan(std::move(plan).value(), want);
       return Status::ok();
     }
   }

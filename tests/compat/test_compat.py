@@ -7,12 +7,14 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+# tests/compat itself (not the repository root: its torch/ directory would pass for a torch
+# package where torch is not installed).
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
 
-from tests.compat import harness  # noqa: E402
-from tests.compat.programs import NAMES  # noqa: E402
+import compat_harness as harness  # noqa: E402
+from compat_programs import NAMES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +24,7 @@ def h():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_program(h, name):
-    prog = importlib.import_module(f"tests.compat.programs.{name}")
+    prog = importlib.import_module(f"compat_programs.{name}")
     result = prog.run(h)
     if result is None:
         pytest.skip(f"{name} needs torch")

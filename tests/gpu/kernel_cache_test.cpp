@@ -1,7 +1,10 @@
 // Dynamic shapes with one kernel cache shared by graphs of several shapes, built from several
 // threads at once; the cache serialized and loaded again; refused bytes give a clear error.
+#include <cstdlib>
+#include <filesystem>
 #include <thread>
 
+#include "dnngraph/plan_cache.hpp"
 #include "harness.hpp"
 
 namespace dnngraph::gpu_test {
@@ -60,6 +63,36 @@ TEST(GpuKernelCache, StaticShapeGraphsIgnoreTheCache) {
       },
       {.min_abs = 2e-2});
   EXPECT_FALSE(kc->in_use());
+}
+
+// The plan cache on disk: a conv built once is restored (no heuristics, no compilation) by a
+// later build, also after the memory half is forgotten (a new process), and computes the same.
+TEST(GpuPlanCache, RestoredPlansMatchTheReference) {
+  DNNGRAPH_REQUIRE_GPU();
+  const auto dir = std::filesystem::temp_directory_path() / "dnngraph_gpu_plan_cache_test";
+  std::filesystem::remove_all(dir);
+  setenv("DNNGRAPH_CACHE_DIR", dir.c_str(), 1);
+  setenv("DNNGRAPH_CACHE", "1", 1);
+  PlanCache::reset_global();
+  auto make = [](Graph& g) {
+    g.set_io_data_type(DataType::Half);
+    ir::ConvFpropAttrs a;
+    a.set_padding({1, 1}).set_stride({1, 1}).set_dilation({1, 1});
+    auto y = g.relu(g.conv_fprop(input(g, "X", {4, 16, 12, 12}, DataType::Half, true),
+                                 input(g, "W", {16, 16, 3, 3}, DataType::Half, true), a));
+    finish(y, "Y", {4, 16, 12, 12}, DataType::Half, true);
+  };
+  expect_matches_reference(make, {.min_abs = 2e-2});              // built and stored
+  expect_matches_reference(make, {.min_abs = 2e-2, .seed = 99});  // from memory
+  PlanCache::reset_global();
+  expect_matches_reference(make, {.min_abs = 2e-2, .seed = 7});  // from disk
+  const PlanCacheStats st = PlanCache::global()->stats();
+  EXPECT_EQ(st.disk_hits, 1);
+  EXPECT_EQ(st.dropped, 0);
+  setenv("DNNGRAPH_CACHE", "0", 1);
+  unsetenv("DNNGRAPH_CACHE_DIR");
+  PlanCache::reset_global();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -39,4 +39,13 @@ inline const at::Tensor& value_or_undefined(const OptTensor& t) {
 inline bool has(const OptTensor& t) { return t && t->defined(); }
 inline OptTensor opt(const Tensor& t) { return t.defined() ? OptTensor(t) : std::nullopt; }
 
+// Whether an autograd kernel must record a node: grad mode on and some input requires grad.
+// Without that, it calls the op below autograd directly (no autograd::Function overhead).
+inline bool needs_grad_of(const Tensor& t) { return t.defined() && t.requires_grad(); }
+inline bool needs_grad_of(const OptTensor& t) { return t && needs_grad_of(*t); }
+template <class... T>
+bool wants_grad(const T&... t) {
+  return at::GradMode::is_enabled() && (needs_grad_of(t) || ...);
+}
+
 }  // namespace dnngraph::torch_ops

@@ -237,6 +237,11 @@ class ConvFn : public torch::autograd::Function<ConvFn> {
 Tensor conv2d_bias_act_autograd(const Tensor& x, const Tensor& w, const OptTensor& bias,
                                 at::IntArrayRef stride, at::IntArrayRef padding,
                                 at::IntArrayRef dilation, int64_t groups, c10::string_view act) {
+  if (!wants_grad(x, w, bias)) {
+    static auto op = op_handle<ConvSig>("dnngraph::conv2d_bias_act");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return op.call(x, w, bias, stride, padding, dilation, groups, act);
+  }
   return ConvFn::apply(x, w, bias, stride, padding, dilation, groups, act)[0];
 }
 

@@ -308,11 +308,21 @@ class MatmulEpilogueFn : public torch::autograd::Function<MatmulEpilogueFn> {
 
 Tensor linear_act_autograd(const Tensor& x, const Tensor& w, const OptTensor& bias,
                            c10::string_view act) {
+  if (!wants_grad(x, w, bias)) {
+    static auto op = op_handle<LinSig>("dnngraph::linear_act");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return op.call(x, w, bias, act);
+  }
   return LinearActFn::apply(x, w, bias, act)[0];
 }
 std::tuple<Tensor, Tensor> matmul_epilogue_autograd(const Tensor& a, const Tensor& b,
                                                     const OptTensor& bias, double alpha,
                                                     c10::string_view act, bool want_amax) {
+  if (!wants_grad(a, b, bias)) {
+    static auto op = op_handle<EpiSig>("dnngraph::matmul_epilogue");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return op.call(a, b, bias, alpha, act, want_amax);
+  }
   auto r = MatmulEpilogueFn::apply(a, b, bias, alpha, act, want_amax);
   return {r[0], r[1]};
 }

@@ -421,11 +421,21 @@ class RmsNormFn : public torch::autograd::Function<RmsNormFn> {
 std::tuple<Tensor, Tensor, Tensor> layer_norm_autograd(const Tensor& x, c10::SymIntArrayRef shape,
                                                        const OptTensor& w, const OptTensor& b,
                                                        double eps) {
+  if (!wants_grad(x, w, b)) {
+    static auto op = op_handle<LnSig>("dnngraph::layer_norm");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return op.call(x, shape, w, b, eps);
+  }
   auto r = LayerNormFn::apply(x, shape, w, b, eps);
   return {r[0], r[1], r[2]};
 }
 std::tuple<Tensor, Tensor> rms_norm_autograd(const Tensor& x, c10::SymIntArrayRef shape,
                                              const OptTensor& w, std::optional<double> eps) {
+  if (!wants_grad(x, w)) {
+    static auto op = op_handle<RmsSig>("dnngraph::rms_norm");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return op.call(x, shape, w, eps);
+  }
   auto r = RmsNormFn::apply(x, shape, w, eps);
   return {r[0], r[1]};
 }

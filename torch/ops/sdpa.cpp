@@ -2,6 +2,8 @@
 // strides), optional additive bias [B|1, H|1, S_q, S_kv] (differentiable), causal masking
 // (top-left aligned, as torch's is_causal), grouped-query attention (enable_gqa).
 // The forward returns (out, logsumexp [B, H, S_q] fp32); the backward takes them back.
+#include <torch/csrc/autograd/autograd.h>
+
 #include <cmath>
 
 #include "core/op_support.hpp"
@@ -79,10 +81,6 @@ void stats_port(const ir::Tensor& t, const Tensor& lse) {
 Tensor repeat_heads(const Tensor& t, int64_t hq) {
   return t.size(1) == hq ? t : t.repeat_interleave(hq / t.size(1), 1);
 }
-Tensor fold_heads(const Tensor& t, int64_t hk) {  // sum of the q-heads that share a k-head
-  if (t.size(1) == hk) return t;
-  return t.unflatten(1, {hk, t.size(1) / hk}).sum(2);
-}
 Tensor scores_of(const Tensor& q, const Tensor& k, const Attn& a, bool causal) {
   Tensor s = at::matmul(q, repeat_heads(k, a.hq).transpose(-2, -1)) * a.scale;
   if (a.bias.defined()) s = s + a.bias.to(s.scalar_type());
@@ -101,23 +99,27 @@ std::tuple<Tensor, Tensor> sdpa_math(const Tensor& q, const Tensor& k, const Ten
   return {out.to(q.scalar_type()).contiguous(), lse.contiguous()};
 }
 
-std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_math(const Tensor& dout, const Tensor& q,
+// The backward through ATen's own attention (its fused kernels where it has them): recompute
+// the forward with autograd on and differentiate it. Used when the engine has no plan.
+std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_aten(const Tensor& dout, const Tensor& q,
                                                               const Tensor& k, const Tensor& v,
-                                                              const Tensor& out, const Tensor& lse,
                                                               const Attn& a, bool causal) {
-  const at::ScalarType st = lse.scalar_type();
-  const Tensor qf = q.to(st), kf = repeat_heads(k.to(st), a.hq), vf = repeat_heads(v.to(st), a.hq);
-  const Tensor go = dout.to(st), of = out.to(st);
-  const Tensor p = at::exp(scores_of(qf, k.to(st), a, causal) - lse.unsqueeze(-1));
-  const Tensor dp = at::matmul(go, vf.transpose(-2, -1));
-  const Tensor ds = p * (dp - (go * of).sum(-1, true));
-  const Tensor dq = at::matmul(ds, kf) * a.scale;
-  const Tensor dk = fold_heads(at::matmul(ds.transpose(-2, -1), qf) * a.scale, a.hk);
-  const Tensor dv = fold_heads(at::matmul(p.transpose(-2, -1), go), a.hk);
-  Tensor dbias;
-  if (a.bias.defined()) dbias = ds.sum_to_size(a.bias.sizes()).to(a.bias.scalar_type());
-  const auto t = q.scalar_type();
-  return {dq.to(t), dk.to(t), dv.to(t), dbias};
+  // The op may run below autograd (e.g. inside another op's backward): turn it back on here.
+  const auto saved = c10::impl::tls_local_dispatch_key_set();
+  c10::impl::ForceDispatchKeyGuard keys(
+      saved.included_, saved.excluded_ - c10::autograd_dispatch_keyset_with_ADInplaceOrView);
+  at::AutoGradMode grad_mode(true);
+  std::vector<Tensor> in{q.detach().requires_grad_(true), k.detach().requires_grad_(true),
+                         v.detach().requires_grad_(true)};
+  OptTensor bias;
+  if (a.bias.defined()) {
+    in.push_back(a.bias.detach().requires_grad_(true));
+    bias = in.back();
+  }
+  Tensor out = at::scaled_dot_product_attention(in[0], in[1], in[2], bias, 0.0, causal, a.scale,
+                                                a.hq != a.hk);
+  auto g = torch::autograd::grad({out}, in, {dout});
+  return {g[0], g[1], g[2], a.bias.defined() ? g[3] : Tensor()};
 }
 
 // ---------------------------------------------------------------- kernels
@@ -175,7 +177,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout, con
     return std::tuple<Tensor, Tensor, Tensor, Tensor>{dq, dk, dv, db};
   };
   auto math = [&] {
-    auto [dq, dk, dv, db] = sdpa_backward_math(dout, q, k, v, out, lse, a, causal);
+    auto [dq, dk, dv, db] = sdpa_backward_aten(dout, q, k, v, a, causal);
     return finish(dq, dk, dv, db);
   };
   if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return math();
@@ -292,6 +294,11 @@ class SdpaFn : public torch::autograd::Function<SdpaFn> {
 std::tuple<Tensor, Tensor> sdpa_autograd(const Tensor& q, const Tensor& k, const Tensor& v,
                                          const OptTensor& bias, double dropout_p, bool causal,
                                          std::optional<double> scale, bool gqa) {
+  if (!wants_grad(q, k, v, bias)) {
+    static auto op = op_handle<SdpaSig>("dnngraph::sdpa");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return op.call(q, k, v, bias, dropout_p, causal, scale, gqa);
+  }
   auto r = SdpaFn::apply(q, k, v, bias, dropout_p, causal, scale, gqa);
   return {r[0], r[1]};
 }

@@ -96,6 +96,8 @@ class Engine {
   // when the engine cannot run the graph.
   virtual Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& graph,
                                                       Handle& handle) = 0;
+  // Whether deserialize_plan restores plans (then the plan cache keeps them).
+  virtual bool loads_plans() const { return false; }
   virtual Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& graph,
                                                          Handle& handle, std::string_view bytes) {
     (void)graph, (void)handle, (void)bytes;

@@ -67,9 +67,6 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
       return make_error(ErrorCode::Internal, what, ": not a convolution");
   }
   const ir::Tensor in0 = n.input(p.in0), in1 = n.input(p.in1), out = n.output(p.out);
-  if (!in0 || !in1 || !out)
-    return make_error(ErrorCode::InvalidGraph, what, ": needs ports ", p.in0, ", ", p.in1, " and ",
-                      p.out);
   const size_t spatial = cx.view(out).dim.size() - 2;
   if (spatial < 1 || spatial > 3)
     return make_error(ErrorCode::NotSupported, what, ": cuDNN convolutions take 1 to 3 spatial ",

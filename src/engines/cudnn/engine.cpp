@@ -468,6 +468,7 @@ class CudnnEngine final : public Engine {
     return std::unique_ptr<LoweredGraph>(std::make_unique<CudnnLoweredGraph>(st.value()));
   }
 
+  bool loads_plans() const override { return true; }
   Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& g, Handle& handle,
                                                  std::string_view bytes) override {
     auto st = lower_state(g, handle);

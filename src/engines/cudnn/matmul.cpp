@@ -7,7 +7,6 @@ namespace dnngraph::cudnn {
 Status lower_matmul(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat("matmul '", n.name, "'");
   const ir::Tensor a = n.input(Role::A), b = n.input(Role::B), c = n.output(Role::C);
-  if (!a || !b || !c) return make_error(ErrorCode::InvalidGraph, what, ": needs ports A, B and C");
   if (n.as<ir::MatmulAttrs>().padding_value)
     return make_error(ErrorCode::NotSupported, what, ": padding_value is not supported");
 

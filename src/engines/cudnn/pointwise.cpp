@@ -173,15 +173,11 @@ Status lower_pointwise(LowerContext& cx, const ir::Node& n) {
   static constexpr Role kRoles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
   for (int i = 0; i < arity; ++i) {
     ir::Tensor t = n.input(kRoles[i]);
-    if (!t)
-      return make_error(ErrorCode::InvalidGraph, what, ": mode takes ", arity, " inputs but port ",
-                        kRoles[i], " is empty");
     auto d = cx.tensor(t);
     if (!d) return d.status();
     in[i] = d.value();
   }
   ir::Tensor out = n.output(Role::OUT_0);
-  if (!out) return make_error(ErrorCode::InvalidGraph, what, ": port OUT_0 is empty");
   auto y = cx.tensor(out);
   if (!y) return y.status();
   return add_pointwise_impl(cx, what, mode_of(a.mode), cx.compute_type(n), &a, in[0], in[1], in[2],

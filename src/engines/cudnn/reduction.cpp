@@ -51,7 +51,6 @@ Status lower_reduction(LowerContext& cx, const ir::Node& n) {
   const std::string what =
       detail::cat("reduction ", reduction_mode_name(a.mode), " '", n.name, "'");
   ir::Tensor x = n.input(Role::X), y = n.output(Role::Y);
-  if (!x || !y) return make_error(ErrorCode::InvalidGraph, what, ": needs ports X and Y");
   auto tx = cx.tensor(x), ty = cx.tensor(y);
   if (!tx) return tx.status();
   if (!ty) return ty.status();

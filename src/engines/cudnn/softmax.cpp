@@ -38,7 +38,6 @@ Status add_softmax(LowerContext& cx, const std::string& what, const std::vector<
 Status lower_softmax(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat("softmax '", n.name, "'");
   ir::Tensor x = n.input(Role::X), y = n.output(Role::Y), stats = n.output(Role::STATS);
-  if (!x || !y) return make_error(ErrorCode::InvalidGraph, what, ": needs ports X and Y");
   auto tx = cx.tensor(x), ty = cx.tensor(y);
   if (!tx) return tx.status();
   if (!ty) return ty.status();

@@ -1,6 +1,6 @@
 """serialize() a built graph, deserialize(handle, data) into a fresh pygraph, execute by uid."""
 
-from tests.compat.harness import Result
+from compat_harness import Result
 
 
 def run(h):

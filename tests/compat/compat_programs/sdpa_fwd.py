@@ -2,8 +2,8 @@
 
 import math
 
-from tests.compat.harness import Result
-from tests.compat.programs import _ref
+from compat_harness import Result
+from compat_programs import _ref
 
 
 def run(h):

@@ -1,7 +1,7 @@
 """conv_fprop on channels-last half tensors with padding, stride and dilation, then ReLU."""
 
-from tests.compat.harness import Result
-from tests.compat.programs import _ref
+from compat_harness import Result
+from compat_programs import _ref
 
 
 def run(h):

@@ -1,7 +1,7 @@
 """conv_dgrad and conv_wgrad (output dims given with set_dim) in two graphs."""
 
-from tests.compat.harness import Result
-from tests.compat.programs import _ref
+from compat_harness import Result
+from compat_programs import _ref
 
 
 def run(h):

@@ -1,6 +1,6 @@
 """The tutorial's matmul -> bias -> relu in half precision, with the five pipeline steps."""
 
-from tests.compat.harness import Result
+from compat_harness import Result
 
 
 def run(h):

@@ -3,7 +3,7 @@ binary_select, leaky_relu; execute with uid keys and a None entry."""
 
 import numpy as np
 
-from tests.compat.harness import Result
+from compat_harness import Result
 
 
 def run(h):

@@ -1,6 +1,6 @@
 """matmul followed by a sum reduction over the last axis (output dims set by the user)."""
 
-from tests.compat.harness import Result
+from compat_harness import Result
 
 
 def run(h):

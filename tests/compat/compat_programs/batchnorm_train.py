@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tests.compat.harness import Result
+from compat_harness import Result
 
 
 def run(h):

@@ -1,6 +1,6 @@
 """torch dtypes wherever a data type is taken (pygraph, tensor, set_data_type, compute type)."""
 
-from tests.compat.harness import Result, torch
+from compat_harness import Result, torch
 
 
 def run(h):

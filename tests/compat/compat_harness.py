@@ -20,6 +20,9 @@ import numpy as np
 
 try:
     import torch
+
+    if not hasattr(torch, "Tensor"):  # the repository's torch/ sources, not PyTorch
+        torch = None
 except ImportError:  # CI without torch: numpy arrays on the CPU
     torch = None
 

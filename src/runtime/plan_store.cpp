@@ -1,0 +1,173 @@
+// PlanStore: one SQLite file of built plans. WAL journal and a busy timeout let several
+// processes read and write it at once; every row carries a checksum of its payload so that a
+// torn or corrupted row is dropped rather than used.
+#include <mutex>
+
+#include "dnngraph/plan_cache.hpp"
+
+#ifdef DNNGRAPH_WITH_SQLITE
+#include <sqlite3.h>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <string_view>
+#endif
+
+namespace dnngraph {
+
+#ifdef DNNGRAPH_WITH_SQLITE
+namespace {
+
+int64_t checksum(const PlanCacheEntry& e) {
+  XXH3_state_t* s = XXH3_createState();
+  XXH3_64bits_reset(s);
+  XXH3_64bits_update(s, e.engine_config.data(), e.engine_config.size());
+  XXH3_64bits_update(s, &e.time_ms, sizeof e.time_ms);
+  XXH3_64bits_update(s, e.plan.data(), e.plan.size());
+  const uint64_t h = XXH3_64bits_digest(s);
+  XXH3_freeState(s);
+  return static_cast<int64_t>(h);
+}
+
+// A prepared statement, finalized on scope exit.
+struct Stmt {
+  sqlite3_stmt* s = nullptr;
+  ~Stmt() { sqlite3_finalize(s); }
+};
+
+}  // namespace
+
+struct PlanStore::Impl {
+  sqlite3* db = nullptr;
+  std::mutex mu;
+  ~Impl() { sqlite3_close(db); }
+
+  Status error(const char* what) const {
+    return make_error(ErrorCode::BackendError, "plan cache: ", what, ": ", sqlite3_errmsg(db));
+  }
+  Status exec(const char* sql) {
+    char* msg = nullptr;
+    if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) == SQLITE_OK) return Status::ok();
+    std::string m = msg ? msg : "unknown error";
+    sqlite3_free(msg);
+    return make_error(ErrorCode::BackendError, "plan cache: '", sql, "': ", m);
+  }
+  Status prepare(Stmt& st, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &st.s, nullptr) != SQLITE_OK) return error(sql);
+    return Status::ok();
+  }
+};
+
+Result<std::unique_ptr<PlanStore>> PlanStore::open(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  if (sqlite3_open_v2(path.c_str(), &impl->db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    Status s = make_error(ErrorCode::BackendError, "plan cache: cannot open '", path,
+                          "': ", impl->db ? sqlite3_errmsg(impl->db) : "out of memory");
+    return s;
+  }
+  sqlite3_busy_timeout(impl->db, 10000);
+  // WAL lets readers and one writer proceed together; switching needs a moment alone, which
+  // the busy timeout waits for.
+  Status s = impl->exec("PRAGMA journal_mode=WAL");
+  if (s) s = impl->exec("PRAGMA synchronous=NORMAL");
+  if (s)
+    s = impl->exec(
+        "CREATE TABLE IF NOT EXISTS plans (key TEXT PRIMARY KEY, engine_config TEXT NOT NULL, "
+        "time_ms REAL NOT NULL, plan BLOB NOT NULL, checksum INTEGER NOT NULL, "
+        "created INTEGER NOT NULL DEFAULT (strftime('%s','now')))");
+  if (!s)
+    return make_error(ErrorCode::BackendError, "plan cache: '", path,
+                      "' is not a usable plan cache (", s.message(),
+                      "); delete it and it will be created again");
+  return std::unique_ptr<PlanStore>(new PlanStore(path, std::move(impl)));
+}
+
+Result<std::optional<PlanCacheEntry>> PlanStore::get(const std::string& key, std::string* warning) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt st;
+  DNNGRAPH_TRY(impl_->prepare(
+      st, "SELECT engine_config, time_ms, plan, checksum FROM plans WHERE key = ?1"));
+  sqlite3_bind_text(st.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  const int rc = sqlite3_step(st.s);
+  if (rc == SQLITE_DONE) return std::optional<PlanCacheEntry>{};
+  if (rc != SQLITE_ROW) return impl_->error("reading a plan");
+  PlanCacheEntry e;
+  bool typed = sqlite3_column_type(st.s, 0) == SQLITE_TEXT &&
+               sqlite3_column_type(st.s, 2) == SQLITE_BLOB &&
+               sqlite3_column_type(st.s, 3) == SQLITE_INTEGER;
+  if (typed) {
+    const auto* cfg = reinterpret_cast<const char*>(sqlite3_column_text(st.s, 0));
+    e.engine_config.assign(cfg ? cfg : "", static_cast<size_t>(sqlite3_column_bytes(st.s, 0)));
+    e.time_ms = sqlite3_column_double(st.s, 1);
+    const auto* blob = static_cast<const char*>(sqlite3_column_blob(st.s, 2));
+    e.plan.assign(blob ? blob : "", static_cast<size_t>(sqlite3_column_bytes(st.s, 2)));
+  }
+  const bool ok = typed && sqlite3_column_int64(st.s, 3) == checksum(e);
+  sqlite3_reset(st.s);
+  if (ok) return std::optional<PlanCacheEntry>(std::move(e));
+  if (warning)
+    *warning = "plan cache: the row for this graph in '" + path_ +
+               "' is corrupt (checksum mismatch); it was dropped and the graph is built again";
+  Stmt del;
+  DNNGRAPH_TRY(impl_->prepare(del, "DELETE FROM plans WHERE key = ?1"));
+  sqlite3_bind_text(del.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  if (sqlite3_step(del.s) != SQLITE_DONE) return impl_->error("dropping a corrupt row");
+  return std::optional<PlanCacheEntry>{};
+}
+
+Status PlanStore::put(const std::string& key, const PlanCacheEntry& e) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt st;
+  DNNGRAPH_TRY(impl_->prepare(st,
+                              "INSERT OR REPLACE INTO plans (key, engine_config, time_ms, plan, "
+                              "checksum) VALUES (?1, ?2, ?3, ?4, ?5)"));
+  sqlite3_bind_text(st.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.s, 2, e.engine_config.data(), static_cast<int>(e.engine_config.size()),
+                    SQLITE_TRANSIENT);
+  sqlite3_bind_double(st.s, 3, e.time_ms);
+  sqlite3_bind_blob(st.s, 4, e.plan.data(), static_cast<int>(e.plan.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st.s, 5, checksum(e));
+  if (sqlite3_step(st.s) != SQLITE_DONE) return impl_->error("storing a plan");
+  return Status::ok();
+}
+
+Status PlanStore::erase(const std::string& key) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt st;
+  DNNGRAPH_TRY(impl_->prepare(st, "DELETE FROM plans WHERE key = ?1"));
+  sqlite3_bind_text(st.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  if (sqlite3_step(st.s) != SQLITE_DONE) return impl_->error("dropping a plan");
+  return Status::ok();
+}
+
+Result<int64_t> PlanStore::size() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Stmt st;
+  DNNGRAPH_TRY(impl_->prepare(st, "SELECT COUNT(*) FROM plans"));
+  if (sqlite3_step(st.s) != SQLITE_ROW) return impl_->error("counting plans");
+  return static_cast<int64_t>(sqlite3_column_int64(st.s, 0));
+}
+
+#else  // built without SQLite: the disk half of the cache is unavailable
+
+struct PlanStore::Impl {};
+Result<std::unique_ptr<PlanStore>> PlanStore::open(const std::string& path) {
+  return make_error(ErrorCode::NotSupported, "plan cache: '", path,
+                    "' cannot be used: dnngraph was built without SQLite (libsqlite3-dev)");
+}
+Result<std::optional<PlanCacheEntry>> PlanStore::get(const std::string&, std::string*) {
+  return std::optional<PlanCacheEntry>{};
+}
+Status PlanStore::put(const std::string&, const PlanCacheEntry&) { return Status::ok(); }
+Status PlanStore::erase(const std::string&) { return Status::ok(); }
+Result<int64_t> PlanStore::size() { return int64_t{0}; }
+
+#endif
+
+PlanStore::PlanStore(std::string path, std::unique_ptr<Impl> impl)
+    : path_(std::move(path)), impl_(std::move(impl)) {}
+PlanStore::~PlanStore() = default;
+
+}  // namespace dnngraph

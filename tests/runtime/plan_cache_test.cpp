@@ -1,0 +1,300 @@
+// The plan cache without a GPU: the SQLite store (round trip, corrupt rows, a corrupt file,
+// 8 processes at once), the LRU, and Graph::build restoring a plan from it (an engine that
+// serializes its plans stands in for cuDNN).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "dnngraph/dnngraph.hpp"
+#include "dnngraph/plan_cache.hpp"
+#include "engines/registry.hpp"
+
+#ifdef DNNGRAPH_WITH_SQLITE
+#include <sqlite3.h>
+#endif
+
+namespace dnngraph {
+namespace {
+
+std::string temp_dir(const char* tag) {
+  auto d = std::filesystem::path(::testing::TempDir()) /
+           ("dnngraph_pc_" + std::string(tag) + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+PlanCacheEntry entry(int i) {
+  return {"eng" + std::to_string(i), 0.5 * i, std::string(1000 + i, static_cast<char>('a' + i))};
+}
+
+TEST(PlanCacheLru, EvictsTheLeastRecentlyUsed) {
+  PlanCache c(2, "");
+  c.put("a", entry(1));
+  c.put("b", entry(2));
+  ASSERT_TRUE(c.get("a"));  // a is now the most recent
+  c.put("c", entry(3));     // evicts b
+  EXPECT_FALSE(c.get("b"));
+  ASSERT_TRUE(c.get("a"));
+  EXPECT_EQ(c.get("c")->engine_config, "eng3");
+  EXPECT_EQ(c.stats().memory_hits, 3);
+  EXPECT_EQ(c.stats().misses, 1);
+  EXPECT_EQ(c.disk_path(), "");
+}
+
+#ifdef DNNGRAPH_WITH_SQLITE
+TEST(PlanStore, RoundTripAndErase) {
+  const std::string dir = temp_dir("rt");
+  auto s = PlanStore::open(dir + "/p.sqlite3");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  ASSERT_TRUE((*s)->put("k1", entry(1)).is_ok());
+  ASSERT_TRUE((*s)->put("k2", entry(2)).is_ok());
+  ASSERT_TRUE((*s)->put("k2", entry(3)).is_ok());  // replaced
+  EXPECT_EQ((*s)->size().value(), 2);
+  auto g = (*s)->get("k2");
+  ASSERT_TRUE(g.is_ok() && g->has_value());
+  EXPECT_EQ((*g)->engine_config, "eng3");
+  EXPECT_EQ((*g)->time_ms, 1.5);
+  EXPECT_EQ((*g)->plan, entry(3).plan);
+  EXPECT_FALSE((*s)->get("absent")->has_value());
+  ASSERT_TRUE((*s)->erase("k1").is_ok());
+  EXPECT_FALSE((*s)->get("k1")->has_value());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PlanStore, CorruptRowIsDroppedWithAWarning) {
+  const std::string dir = temp_dir("row");
+  const std::string path = dir + "/p.sqlite3";
+  {
+    auto s = PlanStore::open(path).value();
+    ASSERT_TRUE(s->put("k", entry(4)).is_ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE plans SET plan = X'00112233' WHERE key = 'k'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto s = PlanStore::open(path).value();
+  std::string warning;
+  auto g = s->get("k", &warning);
+  ASSERT_TRUE(g.is_ok());
+  EXPECT_FALSE(g->has_value());
+  EXPECT_NE(warning.find("corrupt"), std::string::npos) << warning;
+  EXPECT_EQ(s->size().value(), 0);  // dropped
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PlanStore, ACorruptFileIsMovedAsideAndReplaced) {
+  const std::string dir = temp_dir("file");
+  {
+    std::ofstream f(dir + "/plans.sqlite3", std::ios::binary);
+    f << std::string(4096, '\x5a');  // not a database
+  }
+  PlanCache c(4, dir);
+  ASSERT_NE(c.disk_path(), "");
+  c.put("k", entry(5));
+  PlanCache again(4, dir);  // a new process, in effect
+  auto g = again.get("k");
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->plan, entry(5).plan);
+  int aside = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir))
+    aside += f.path().filename().string().find(".corrupt.") != std::string::npos;
+  EXPECT_EQ(aside, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PlanStore, EightProcessesAtOnce) {
+  const std::string dir = temp_dir("procs");
+  std::vector<pid_t> kids;
+  for (int p = 0; p < 8; ++p) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      PlanCache c(4, dir);  // all open (and maybe create) the file together
+      int bad = c.disk_path().empty() ? 1 : 0;
+      for (int i = 0; i < 40; ++i) {
+        const std::string key = "k" + std::to_string(i % 10);
+        c.put(key, entry(i % 10));
+        PlanCache fresh(1, dir);
+        auto g = fresh.get(key);
+        if (g && g->plan != entry(i % 10).plan) bad = 1;
+      }
+      if (c.stats().dropped) bad = 1;
+      _exit(bad);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int st = 0;
+    ASSERT_EQ(waitpid(k, &st, 0), k);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+  }
+  auto s = PlanStore::open(dir + "/plans.sqlite3").value();
+  EXPECT_EQ(s->size().value(), 10);
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(s->get("k" + std::to_string(i)).value()->plan, entry(i).plan);
+  std::filesystem::remove_all(dir);
+}
+#endif
+
+// ---- Graph::build with the cache: an engine whose plans serialize to their candidate index.
+struct Calls {
+  int builds = 0, loads = 0;
+  bool refuse_loads = false;
+};
+
+class SerialPlan final : public Plan {
+ public:
+  explicit SerialPlan(int i) : i_(i) {}
+  std::string name() const override { return "s" + std::to_string(i_); }
+  int64_t workspace_size() const override { return 8 * (i_ + 1); }
+  Status execute(Handle&, const VariantPack&, void*) override { return Status::ok(); }
+  Result<std::string> serialize() const override { return "plan-" + std::to_string(i_); }
+
+ private:
+  int i_;
+};
+
+class SerialCandidate final : public Candidate {
+ public:
+  SerialCandidate(Calls& c, int i) : c_(c), i_(i) { info_.name = "s" + std::to_string(i); }
+  const CandidateInfo& info() const override { return info_; }
+  Status check_support() override {
+    return i_ == 0 ? make_error(ErrorCode::NotSupported, "no") : Status::ok();
+  }
+  Result<std::unique_ptr<Plan>> build() override {
+    ++c_.builds;
+    return std::unique_ptr<Plan>(std::make_unique<SerialPlan>(i_));
+  }
+
+ private:
+  Calls& c_;
+  int i_;
+  CandidateInfo info_;
+};
+
+class SerialLowered final : public LoweredGraph {
+ public:
+  explicit SerialLowered(Calls& c) : c_(c) {}
+  Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode) override {
+    std::vector<std::unique_ptr<Candidate>> v;
+    for (int i = 0; i < 3; ++i) v.push_back(std::make_unique<SerialCandidate>(c_, i));
+    return v;
+  }
+
+ private:
+  Calls& c_;
+};
+
+class SerialEngine final : public Engine {
+ public:
+  Calls c;
+  std::string_view name() const override { return "serial"; }
+  bool runs_on(const Device& d) const override { return d.kind == Device::Kind::CPU; }
+  bool loads_plans() const override { return true; }
+  Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr&, Handle&) override {
+    return std::unique_ptr<LoweredGraph>(std::make_unique<SerialLowered>(c));
+  }
+  Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr&, Handle&,
+                                                 std::string_view bytes) override {
+    ++c.loads;
+    if (c.refuse_loads || bytes.substr(0, 5) != "plan-")
+      return make_error(ErrorCode::NotSupported, "refused");
+    return std::unique_ptr<Plan>(std::make_unique<SerialPlan>(std::atoi(bytes.data() + 5)));
+  }
+};
+
+struct CachedBuild : ::testing::Test {
+  SerialEngine engine;
+  HandlePtr h = Handle::create(Device::cpu()).value();
+  std::string dir = temp_dir("graph");
+  void SetUp() override {
+    setenv("DNNGRAPH_CACHE_DIR", dir.c_str(), 1);
+    unsetenv("DNNGRAPH_CACHE");
+    PlanCache::reset_global();
+    register_engine(&engine);
+  }
+  void TearDown() override {
+    unregister_engine(&engine);
+    unsetenv("DNNGRAPH_CACHE_DIR");
+    unsetenv("DNNGRAPH_CACHE");
+    PlanCache::reset_global();
+    std::filesystem::remove_all(dir);
+  }
+  static void make(Graph& g, int64_t n) {
+    g.set_name("cached").set_io_data_type(DataType::Float);
+    auto x = g.tensor(ir::TensorAttrs().set_name("X").set_dim({n, 3}).set_stride({3, 1}));
+    g.relu(x)->set_output(true).set_name("Y");
+  }
+};
+
+TEST_F(CachedBuild, ASecondBuildRestoresThePlan) {
+  Graph a;
+  make(a, 2);
+  ASSERT_TRUE(a.build(h).is_ok());
+  EXPECT_EQ(engine.c.builds, 1);
+  Graph b;
+  make(b, 2);
+  ASSERT_TRUE(b.build(h).is_ok());
+  EXPECT_EQ(engine.c.builds, 1);  // nothing built: restored
+  EXPECT_EQ(engine.c.loads, 1);
+  EXPECT_EQ(b.get_workspace_size().value(), 16);  // candidate s1
+  EXPECT_EQ(b.candidates().at(0).info.name, "s1");
+  Graph other;  // another shape: another key
+  make(other, 3);
+  ASSERT_TRUE(other.build(h).is_ok());
+  EXPECT_EQ(engine.c.builds, 2);
+}
+
+TEST_F(CachedBuild, ANewProcessReadsTheDisk) {
+  Graph a;
+  make(a, 4);
+  ASSERT_TRUE(a.build(h).is_ok());
+  PlanCache::reset_global();  // memory forgotten, as in a new process
+  Graph b;
+  make(b, 4);
+  ASSERT_TRUE(b.build(h).is_ok());
+  EXPECT_EQ(engine.c.builds, 1);
+  EXPECT_EQ(PlanCache::global()->stats().disk_hits, 1);
+}
+
+TEST_F(CachedBuild, ARefusedPlanIsDroppedAndRebuilt) {
+  Graph a;
+  make(a, 5);
+  ASSERT_TRUE(a.build(h).is_ok());
+  engine.c.refuse_loads = true;
+  Graph b;
+  make(b, 5);
+  ASSERT_TRUE(b.build(h).is_ok());
+  EXPECT_EQ(engine.c.builds, 2);
+  EXPECT_EQ(PlanCache::global()->stats().dropped, 1);
+}
+
+TEST_F(CachedBuild, DisabledByTheEnvironmentAndForAll) {
+  setenv("DNNGRAPH_CACHE", "0", 1);
+  PlanCache::reset_global();
+  for (int i = 0; i < 2; ++i) {
+    Graph g;
+    make(g, 6);
+    ASSERT_TRUE(g.build(h).is_ok());
+  }
+  EXPECT_EQ(engine.c.builds, 2);
+  unsetenv("DNNGRAPH_CACHE");
+  PlanCache::reset_global();
+  for (int i = 0; i < 2; ++i) {
+    Graph g;
+    make(g, 7);
+    ASSERT_TRUE(g.build(h, {HeurMode::A}, BuildPlanPolicy::All).is_ok());
+  }
+  EXPECT_EQ(engine.c.builds, 6);  // ALL builds s1 and s2 each time, never cached
+  EXPECT_EQ(engine.c.loads, 0);
+}
+
+}  // namespace
+}  // namespace dnngraph
