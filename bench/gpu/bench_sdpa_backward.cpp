@@ -14,9 +14,8 @@ namespace {
 
 constexpr double kDropout = 0.1;
 
-ir::SdpaBwdAttrs attrs(int64_t d, bool dropout) {
-  ir::SdpaBwdAttrs a;
-  a.is_inference = false;
+ir::SdpaOptions attrs(int64_t d, bool dropout) {
+  ir::SdpaOptions a;
   a.causal = true;
   a.right_bound = 0;
   a.attn_scale = 1.0 / std::sqrt(static_cast<double>(d));
@@ -40,7 +39,8 @@ std::function<void(Graph&)> forward(int64_t b, int64_t h, int64_t s, int64_t d,
     g.set_name("sdpa_forward_training").set_io_data_type(t);
     auto o =
         g.sdpa(gpu_test::input(g, "Q", {b, h, s, d}, t), gpu_test::input(g, "K", {b, h, s, d}, t),
-               gpu_test::input(g, "V", {b, h, s, d}, t), attrs(d, dropout), extra(g, dropout));
+               gpu_test::input(g, "V", {b, h, s, d}, t), ir::SdpaAttrs{attrs(d, dropout), false},
+               extra(g, dropout));
     gpu_test::finish(o[0], "O", {b, h, s, d}, t);
     gpu_test::finish(o[1], "STATS", {b, h, s, 1}, DataType::Float);
   };
@@ -55,8 +55,8 @@ std::function<void(Graph&)> backward(int64_t b, int64_t h, int64_t s, int64_t d,
         gpu_test::input(g, "Q", {b, h, s, d}, t), gpu_test::input(g, "K", {b, h, s, d}, t),
         gpu_test::input(g, "V", {b, h, s, d}, t), gpu_test::input(g, "O", {b, h, s, d}, t),
         gpu_test::input(g, "DO", {b, h, s, d}, t),
-        gpu_test::input(g, "STATS", {b, h, s, 1}, DataType::Float), attrs(d, dropout),
-        extra(g, dropout));
+        gpu_test::input(g, "STATS", {b, h, s, 1}, DataType::Float),
+        ir::SdpaBwdAttrs{attrs(d, dropout)}, extra(g, dropout));
     gpu_test::finish(r[0], "DQ", {b, h, s, d}, t);
     gpu_test::finish(r[1], "DK", {b, h, s, d}, t);
     gpu_test::finish(r[2], "DV", {b, h, s, d}, t);

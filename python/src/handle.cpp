@@ -86,7 +86,7 @@ void bind_handle(nb::module_& m) {
             throw_if_error(b.status());
             return nb::bytes(b->data(), b->size());
           },
-          "The cache as bytes (cuDNN's JSON); from_bytes() restores it.")
+          "The cache as bytes (a checked header, then cuDNN's JSON); from_bytes() restores it.")
       .def(
           "save",
           [](const KernelCache& kc, const std::string& path) { throw_if_error(kc.save(path)); },
@@ -96,10 +96,12 @@ void bind_handle(nb::module_& m) {
       .def_static(
           "from_bytes",
           [](nb::bytes b) {
-            return KernelCache::from_bytes(
-                std::string(static_cast<const char*>(b.data()), b.size()));
+            return unwrap(KernelCache::from_bytes(
+                std::string_view(static_cast<const char*>(b.data()), b.size())));
           },
-          nb::arg("data"), "A cache that starts from the bytes of serialize().")
+          nb::arg("data"),
+          "A cache that starts from the bytes of serialize(); ValueError when they are not "
+          "such bytes or are damaged (checksum).")
       .def_static(
           "load", [](const std::string& path) { return unwrap(KernelCache::load(path)); },
           nb::arg("path"), "A cache that starts from a file written by save().")

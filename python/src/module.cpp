@@ -18,6 +18,7 @@ NB_MODULE(_dnngraph, m) {
   bind_ops_pointwise(graph);
   bind_ops_norm(graph);
   bind_ops_sdpa(graph);
+  bind_ops_slice(graph);
   bind_execute(m, graph);
   bind_serialize(graph);
   // Used by __init__.py at exit, where torch keeps graphs alive that nanobind would report.

@@ -21,7 +21,7 @@ ir::Tensor int_or_tensor(PyGraph& g, const SeedOrOffset& v) {
 }
 
 // Fills the attributes and optional inputs shared by forward and backward.
-void fill_common(PyGraph& g, ir::SdpaAttrs& a, ir::SdpaInputs& extra,
+void fill_common(PyGraph& g, ir::SdpaOptions& a, ir::SdpaInputs& extra,
                  const std::optional<TensorOrScalar>& attn_scale, OptT bias, bool causal,
                  bool causal_bottom_right, DiagonalAlignment alignment,
                  std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,

@@ -10,14 +10,62 @@
 
 #include <unistd.h>
 
+#include <xxhash.h>
+
 namespace dnngraph {
 
 std::shared_ptr<KernelCache> KernelCache::create() { return std::make_shared<KernelCache>(); }
 
-std::shared_ptr<KernelCache> KernelCache::from_bytes(std::string bytes) {
+namespace {
+
+// "dnngraph kernel cache 1\nengine <name>\nbytes <n>\nxxh3 <16 hex digits>\n\n" + payload.
+constexpr std::string_view kMagic = "dnngraph kernel cache 1\n";
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string wrap(const std::string& engine, const std::string& payload) {
+  return detail::cat(kMagic, "engine ", engine, "\nbytes ", payload.size(), "\nxxh3 ",
+                     hex64(XXH3_64bits(payload.data(), payload.size())), "\n\n", payload);
+}
+
+Status not_a_cache(std::string_view why) {
+  return make_error(ErrorCode::InvalidArgument, "kernel cache: ", why,
+                    "; expected the bytes KernelCache::serialize() or save() wrote. Delete the "
+                    "file and let the cache be rebuilt");
+}
+
+}  // namespace
+
+std::shared_ptr<KernelCache> KernelCache::from_engine_bytes(std::string engine,
+                                                            std::string payload) {
   auto kc = create();
-  kc->initial_ = std::move(bytes);
+  kc->initial_engine_ = std::move(engine);
+  kc->initial_ = std::move(payload);
   return kc;
+}
+
+Result<std::shared_ptr<KernelCache>> KernelCache::from_bytes(std::string_view bytes) {
+  if (bytes.substr(0, kMagic.size()) != kMagic)
+    return not_a_cache("the bytes do not start with a dnngraph kernel cache header");
+  const size_t end = bytes.find("\n\n", kMagic.size());
+  if (end == std::string_view::npos) return not_a_cache("the header is cut off");
+  std::istringstream head(std::string(bytes.substr(kMagic.size(), end - kMagic.size())));
+  std::string k_engine, engine, k_bytes, k_hash, hash;
+  uint64_t size = 0;
+  if (!(head >> k_engine >> engine >> k_bytes >> size >> k_hash >> hash) || k_engine != "engine" ||
+      k_bytes != "bytes" || k_hash != "xxh3")
+    return not_a_cache("the header is malformed");
+  const std::string_view payload = bytes.substr(end + 2);
+  if (payload.size() != size)
+    return not_a_cache(detail::cat("the header announces ", size, " bytes of kernels but ",
+                                   payload.size(), " follow (a truncated file?)"));
+  if (hex64(XXH3_64bits(payload.data(), payload.size())) != hash)
+    return not_a_cache("the checksum does not match (damaged bytes)");
+  return from_engine_bytes(std::move(engine), std::string(payload));
 }
 
 Result<std::shared_ptr<KernelCache>> KernelCache::load(const std::string& path) {
@@ -30,13 +78,19 @@ Result<std::shared_ptr<KernelCache>> KernelCache::load(const std::string& path) 
   if (ss.str().empty())
     return make_error(ErrorCode::InvalidArgument, "kernel cache: '", path,
                       "' is empty; expected the bytes KernelCache::save wrote");
-  return from_bytes(ss.str());
+  auto kc = from_bytes(ss.str());
+  if (!kc) return Status(kc.status().code(), detail::cat("'", path, "': ", kc.status().message()));
+  return kc;
 }
 
 Result<std::string> KernelCache::serialize() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (backend_) return backend_->serialize();
-  if (!initial_.empty()) return initial_;
+  if (backend_) {
+    auto payload = backend_->serialize();
+    if (!payload) return payload.status();
+    return wrap(std::string(backend_->engine()), payload.value());
+  }
+  if (!initial_.empty()) return wrap(initial_engine_, initial_);
   return make_error(ErrorCode::InvalidArgument,
                     "kernel cache: nothing to serialize yet; build a graph with dynamic shapes "
                     "enabled (is_dynamic_shape_enabled) and this cache on a GPU handle first");

@@ -6,17 +6,11 @@
 #include <string>
 
 #include "dnngraph/ir/dot.hpp"
+#include "ir/attr_fields.hpp"
 #include "ir/serialize_index.hpp"
 
 namespace dnngraph::ir {
 namespace {
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 // Escapes a string for a double-quoted DOT label; "\n" (backslash n) is added by callers.
 std::string escape(std::string_view s) {
@@ -46,50 +40,13 @@ std::string num(double v) {
   return os.str();
 }
 
-// One line of the most telling attributes of the node (escaped by the caller).
+// The node's attributes that differ from their defaults, then its compute type (escaped by
+// the caller).
 std::string key_attrs(const Node& n) {
-  std::string s;
-  auto add = [&](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
-  std::visit(Overloaded{
-                 [&](const ConvAttrs& a) {
-                   add("pad=" + ints(a.pre_padding));
-                   if (a.post_padding != a.pre_padding) add("post_pad=" + ints(a.post_padding));
-                   add("stride=" + ints(a.stride));
-                   add("dil=" + ints(a.dilation));
-                   if (a.group_count) add("groups=" + std::to_string(*a.group_count));
-                   if (!a.cross_correlation) add("convolution");
-                 },
-                 [&](const MatmulAttrs&) {},
-                 [&](const PointwiseAttrs& a) {
-                   add(std::string(pointwise_mode_name(a.mode)));
-                   if (a.relu_lower_clip) add("lower=" + num(*a.relu_lower_clip));
-                   if (a.relu_upper_clip) add("upper=" + num(*a.relu_upper_clip));
-                   if (a.relu_lower_clip_slope) add("slope=" + num(*a.relu_lower_clip_slope));
-                   if (a.elu_alpha) add("alpha=" + num(*a.elu_alpha));
-                   if (a.softplus_beta) add("beta=" + num(*a.softplus_beta));
-                   if (a.swish_beta) add("beta=" + num(*a.swish_beta));
-                 },
-                 [&](const ReductionAttrs& a) { add(std::string(reduction_mode_name(a.mode))); },
-                 [&](const NormFwdAttrs& a) {
-                   add(std::string(norm_kind_name(a.kind)));
-                   add(std::string(norm_phase_name(a.phase)));
-                 },
-                 [&](const NormBwdAttrs& a) { add(std::string(norm_kind_name(a.kind))); },
-                 [&](const SoftmaxAttrs&) {},
-                 [&](const SdpaAttrs& a) {
-                   add(a.is_inference ? "inference" : "training");
-                   if (a.causal) add("causal");
-                   if (a.diagonal_alignment != DiagonalAlignment::TopLeft)
-                     add(std::string(diagonal_alignment_name(a.diagonal_alignment)));
-                   if (a.left_bound) add("left=" + std::to_string(*a.left_bound));
-                   if (a.right_bound) add("right=" + std::to_string(*a.right_bound));
-                   if (a.attn_scale) add("scale=" + num(*a.attn_scale));
-                   if (a.dropout_probability) add("dropout=" + num(*a.dropout_probability));
-                 },
-             },
-             n.attrs);
+  std::string s = attr::attrs_text(n.attrs);
   if (n.compute_data_type != DataType::NotSet)
-    add("compute=" + std::string(data_type_name(n.compute_data_type)));
+    s += (s.empty() ? "" : " ") + std::string("compute=") +
+         std::string(data_type_name(n.compute_data_type));
   return s;
 }
 

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "dnngraph/ir/fingerprint.hpp"
 #include "ir/serialize_index.hpp"
@@ -22,7 +23,7 @@
 namespace dnngraph::ir {
 namespace {
 
-constexpr uint32_t kEncodingVersion = 1;
+constexpr uint32_t kEncodingVersion = 2;  // 2: sdpa_backward without is_inference
 
 class Encoder {
  public:
@@ -59,6 +60,16 @@ class Encoder {
     boolean(v.has_value());
     if (v) i64(*v);
   }
+  // An attribute field (types: ops.hpp).
+  void field(bool v) { boolean(v); }
+  void field(int64_t v) { i64(v); }
+  void field(double v) { f64(v); }
+  void field(const std::vector<int64_t>& v) { ints(v); }
+  void field(const std::optional<double>& v) { opt(v); }
+  void field(const std::optional<int64_t>& v) { opt(v); }
+  template <class E>
+  requires std::is_enum_v<E>
+  void field(E v) { enumeration(v); }
   // A tag before each section, so that fields of different sections cannot shift into each
   // other and collide.
   void tag(char a, char b) {
@@ -70,13 +81,6 @@ class Encoder {
  private:
   std::string buf_;
 };
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 void encode_tensor(Encoder& e, const TensorAttrs& t, const FingerprintOptions& opts) {
   e.tag('T', 'n');
@@ -101,49 +105,16 @@ void encode_tensor(Encoder& e, const TensorAttrs& t, const FingerprintOptions& o
   }
 }
 
-void encode_conv(Encoder& e, const ConvAttrs& a) {
-  e.ints(a.pre_padding);
-  e.ints(a.post_padding);
-  e.ints(a.stride);
-  e.ints(a.dilation);
-  e.opt(a.group_count);
-  e.boolean(a.cross_correlation);
-}
-
+// Every field of the node's attribute struct, in declaration order, by its type.
 void encode_attrs(Encoder& e, const OpAttrs& attrs) {
   e.tag('A', 't');
-  std::visit(Overloaded{
-                 [&](const ConvAttrs& a) { encode_conv(e, a); },
-                 [&](const MatmulAttrs& a) { e.opt(a.padding_value); },
-                 [&](const PointwiseAttrs& a) {
-                   e.enumeration(a.mode);
-                   e.opt(a.relu_lower_clip);
-                   e.opt(a.relu_upper_clip);
-                   e.opt(a.relu_lower_clip_slope);
-                   e.opt(a.elu_alpha);
-                   e.opt(a.softplus_beta);
-                   e.opt(a.swish_beta);
-                   e.opt(a.axis);
-                 },
-                 [&](const ReductionAttrs& a) { e.enumeration(a.mode); },
-                 [&](const NormFwdAttrs& a) {
-                   e.enumeration(a.kind);
-                   e.enumeration(a.phase);
-                 },
-                 [&](const NormBwdAttrs& a) { e.enumeration(a.kind); },
-                 [&](const SoftmaxAttrs&) {},
-                 [&](const SdpaAttrs& a) {
-                   e.boolean(a.is_inference);
-                   e.opt(a.attn_scale);
-                   e.boolean(a.causal);
-                   e.enumeration(a.diagonal_alignment);
-                   e.opt(a.left_bound);
-                   e.opt(a.right_bound);
-                   e.boolean(a.padding_mask);
-                   e.opt(a.dropout_probability);
-                 },
-             },
-             attrs);
+  std::visit(
+      [&](const auto& a) {
+        for_each_field(a, [&](const char*, const auto& field, FieldUse = FieldUse::Optional) {
+          e.field(field);
+        });
+      },
+      attrs);
 }
 
 void encode_ports(Encoder& e, const std::vector<Port>& ports, const detail::TensorIndex& ti) {

@@ -1,59 +1,12 @@
 // Builder methods of ir::Graph. They only wire tensors to ports; inference and checks run in
 // validate() (src/ir/validate.cpp and src/ir/ops/*.cpp).
 //
-// Port roles per op family (the contract every engine reads):
-//   conv_fprop  X, W -> Y            conv_dgrad DY, W -> DX       conv_wgrad DY, X -> DW
-//   matmul      A, B -> C            pointwise  IN_0[, IN_1[, IN_2]] -> OUT_0
-//   reduction   X -> Y               softmax    X -> Y[, STATS]
-//   norm_forward  X, SCALE, [BIAS], EPSILON, [MOMENTUM, PREV_RUNNING_MEAN, PREV_RUNNING_VAR]
-//                 [MEAN, INV_VARIANCE (batchnorm inference)]
-//                 -> Y[, MEAN, INV_VARIANCE, NEXT_RUNNING_MEAN, NEXT_RUNNING_VAR]
-//   norm_backward DY, X, SCALE, [MEAN], INV_VARIANCE -> DX, DSCALE[, DBIAS]
-//   sdpa        Q, K, V, [ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,
-//               DROPOUT_SCALE] -> O[, STATS, RNG_DUMP]
-//   sdpa_backward Q, K, V, O, DO, STATS, [same optional inputs] -> DQ, DK, DV[, DBIAS]
+// The ports each family accepts are listed in the op table (include/dnngraph/ir/ops.hpp).
 #include <algorithm>
-#include <iterator>
-#include <ostream>
 
 #include "dnngraph/ir/graph.hpp"
 
 namespace dnngraph::ir {
-
-std::string_view op_kind_name(OpKind k) {
-  static constexpr std::string_view kNames[] = {
-      "conv_fprop",   "conv_dgrad",    "conv_wgrad", "matmul", "pointwise",    "reduction",
-      "norm_forward", "norm_backward", "softmax",    "sdpa",   "sdpa_backward"};
-  return kNames[static_cast<int>(k)];
-}
-
-std::optional<OpKind> op_kind_from_name(std::string_view s) {
-  for (int i = 0; i <= static_cast<int>(OpKind::SdpaBwd); ++i)
-    if (op_kind_name(static_cast<OpKind>(i)) == s) return static_cast<OpKind>(i);
-  return std::nullopt;
-}
-
-std::string_view norm_kind_name(NormKind k) {
-  static constexpr std::string_view kNames[] = {"LAYER_NORM", "RMS_NORM", "BATCH_NORM"};
-  const int i = static_cast<int>(k);
-  return i >= 0 && i < 3 ? kNames[i] : "UNKNOWN";
-}
-
-namespace {
-constexpr std::string_view kRoleNames[] = {
-#define DNNGRAPH_ROLE_NAME(r) #r,
-    DNNGRAPH_ROLES(DNNGRAPH_ROLE_NAME)
-#undef DNNGRAPH_ROLE_NAME
-};
-}  // namespace
-
-std::string_view role_name(Role r) { return kRoleNames[static_cast<size_t>(r)]; }
-std::optional<Role> role_from_name(std::string_view s) {
-  for (size_t i = 0; i < std::size(kRoleNames); ++i)
-    if (kRoleNames[i] == s) return static_cast<Role>(i);
-  return std::nullopt;
-}
-std::ostream& operator<<(std::ostream& os, Role r) { return os << role_name(r); }
 
 Tensor Node::input(Role role) const {
   for (const auto& p : inputs)
@@ -176,6 +129,14 @@ Tensor Graph::pointwise(Tensor in0, Tensor in1, Tensor in2, PointwiseAttrs a, Op
 
 Tensor Graph::reduction(Tensor x, ReductionAttrs a, OpOptions o) {
   Node& n = push(std::move(a), o, "reduction");
+  bind(n.inputs, Role::X, x);
+  Tensor y = make_output(n.name, Role::Y);
+  bind(n.outputs, Role::Y, y);
+  return y;
+}
+
+Tensor Graph::slice(Tensor x, SliceAttrs a, OpOptions o) {
+  Node& n = push(std::move(a), o, "slice");
   bind(n.inputs, Role::X, x);
   Tensor y = make_output(n.name, Role::Y);
   bind(n.outputs, Role::Y, y);
@@ -353,7 +314,6 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
                                            Tensor stats, SdpaBwdAttrs attrs, SdpaInputs extra,
                                            OpOptions opts) {
   if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
-  attrs.is_inference = false;
   const bool has_bias = static_cast<bool>(extra.bias);
   Node& n = push(std::move(attrs), opts, "sdpa_backward");
   bind(n.inputs, Role::Q, q);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "dnngraph/ir/graph.hpp"
+#include "ir/attr_fields.hpp"
 #include "ir/ops/common.hpp"
 
 namespace dnngraph::ir {
@@ -83,27 +84,6 @@ std::string value_str(const Scalar& v) {
   return os.str();
 }
 
-std::string op_details(const Node& n) {
-  std::ostringstream os;
-  if (auto* pw = std::get_if<PointwiseAttrs>(&n.attrs)) os << pointwise_mode_name(pw->mode);
-  if (auto* r = std::get_if<ReductionAttrs>(&n.attrs)) os << reduction_mode_name(r->mode);
-  if (auto* nf = std::get_if<NormFwdAttrs>(&n.attrs))
-    os << norm_kind_name(nf->kind) << " " << norm_phase_name(nf->phase);
-  if (auto* nb = std::get_if<NormBwdAttrs>(&n.attrs)) os << norm_kind_name(nb->kind);
-  if (auto* s = std::get_if<SdpaAttrs>(&n.attrs))
-    os << (s->is_inference ? "inference" : "training") << (s->causal ? " causal" : "");
-  if (auto* s = std::get_if<SdpaBwdAttrs>(&n.attrs)) os << (s->causal ? "causal" : "");
-  auto conv = [&](const ConvAttrs& c) {
-    os << "pad=" << dims_str(c.pre_padding);
-    if (c.post_padding != c.pre_padding) os << "/" << dims_str(c.post_padding);
-    os << " stride=" << dims_str(c.stride) << " dil=" << dims_str(c.dilation);
-  };
-  if (auto* c = std::get_if<ConvFpropAttrs>(&n.attrs)) conv(*c);
-  if (auto* c = std::get_if<ConvDgradAttrs>(&n.attrs)) conv(*c);
-  if (auto* c = std::get_if<ConvWgradAttrs>(&n.attrs)) conv(*c);
-  return os.str();
-}
-
 }  // namespace
 
 std::string Graph::to_table() const {
@@ -119,7 +99,7 @@ std::string Graph::to_table() const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
     rows.push_back({std::to_string(i), std::string(op_kind_name(n.kind())), n.name,
-                    std::string(data_type_name(n.compute_data_type)), op_details(n),
+                    std::string(data_type_name(n.compute_data_type)), attr::attrs_text(n.attrs),
                     ports_str(n.inputs), ports_str(n.outputs)});
   }
   os << render(rows);

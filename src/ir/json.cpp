@@ -8,13 +8,16 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "dnngraph/ir/json.hpp"
+#include "ir/attr_fields.hpp"
 #include "ir/serialize_index.hpp"
 
 namespace dnngraph::ir {
@@ -38,59 +41,30 @@ Json double_json(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
 }
-// Optional attributes are written only when set (absent = unset when reading).
-void put(Json& j, const char* key, const std::optional<double>& v) {
-  if (v) j[key] = double_json(*v);
-}
-void put(Json& j, const char* key, const std::optional<int64_t>& v) {
-  if (v) j[key] = *v;
-}
 Json dtype_json(DataType t) { return std::string(data_type_name(t)); }
 
-void write_conv(const ConvAttrs& a, Json& j) {
-  j["pre_padding"] = a.pre_padding;
-  j["post_padding"] = a.post_padding;
-  j["stride"] = a.stride;
-  j["dilation"] = a.dilation;
-  put(j, "group_count", a.group_count);
-  j["cross_correlation"] = a.cross_correlation;
-}
-
-void write_sdpa(const SdpaAttrs& a, Json& j) {
-  j["is_inference"] = a.is_inference;
-  put(j, "attn_scale", a.attn_scale);
-  j["causal"] = a.causal;
-  j["diagonal_alignment"] = std::string(diagonal_alignment_name(a.diagonal_alignment));
-  put(j, "left_bound", a.left_bound);
-  put(j, "right_bound", a.right_bound);
-  j["padding_mask"] = a.padding_mask;
-  put(j, "dropout_probability", a.dropout_probability);
+// One attribute field: optionals only when set (absent = unset when reading), enumerations by
+// name, everything else as is.
+template <class T>
+void put_field(Json& j, const char* key, const T& v) {
+  if constexpr (attr::is_optional<T>::value) {
+    if (v) put_field(j, key, *v);
+  } else if constexpr (std::is_enum_v<T>) {
+    j[key] = std::string(attr::EnumNames<T>::name(v));
+  } else if constexpr (std::is_same_v<T, double>) {
+    j[key] = double_json(v);
+  } else {
+    j[key] = v;
+  }
 }
 
 Json attrs_json(const OpAttrs& attrs) {
   Json j = Json::object();
   std::visit(
-      Overloaded{
-          [&](const ConvAttrs& a) { write_conv(a, j); },
-          [&](const MatmulAttrs& a) { put(j, "padding_value", a.padding_value); },
-          [&](const PointwiseAttrs& a) {
-            j["mode"] = std::string(pointwise_mode_name(a.mode));
-            put(j, "relu_lower_clip", a.relu_lower_clip);
-            put(j, "relu_upper_clip", a.relu_upper_clip);
-            put(j, "relu_lower_clip_slope", a.relu_lower_clip_slope);
-            put(j, "elu_alpha", a.elu_alpha);
-            put(j, "softplus_beta", a.softplus_beta);
-            put(j, "swish_beta", a.swish_beta);
-            put(j, "axis", a.axis);
-          },
-          [&](const ReductionAttrs& a) { j["mode"] = std::string(reduction_mode_name(a.mode)); },
-          [&](const NormFwdAttrs& a) {
-            j["norm"] = std::string(norm_kind_name(a.kind));
-            j["phase"] = std::string(norm_phase_name(a.phase));
-          },
-          [&](const NormBwdAttrs& a) { j["norm"] = std::string(norm_kind_name(a.kind)); },
-          [&](const SoftmaxAttrs&) {},
-          [&](const SdpaAttrs& a) { write_sdpa(a, j); },
+      [&](const auto& a) {
+        for_each_field(a, [&](const char* key, const auto& field, FieldUse = FieldUse::Optional) {
+          put_field(j, key, field);
+        });
       },
       attrs);
   return j;
@@ -234,6 +208,9 @@ class Fields {
   bool has(const char* key) const { return get(key) != nullptr; }
 
   Status only(std::initializer_list<std::string_view> allowed) const {
+    return only(std::span<const std::string_view>(allowed.begin(), allowed.size()));
+  }
+  Status only(std::span<const std::string_view> allowed) const {
     for (auto it = obj_->begin(); it != obj_->end(); ++it) {
       bool ok = false;
       for (std::string_view a : allowed) ok = ok || a == it.key();
@@ -323,95 +300,57 @@ class Fields {
   Status dtype(const char* key, DataType& out) const {
     return name(key, out, data_type_from_name, "data type");
   }
+  // One attribute field, by its type (see ops.hpp).
+  Status field(const char* key, bool& out) const { return boolean(key, out); }
+  Status field(const char* key, int64_t& out) const { return int64(key, out); }
+  Status field(const char* key, double& out) const { return real(key, out); }
+  Status field(const char* key, std::vector<int64_t>& out) const { return ints(key, out); }
+  Status field(const char* key, std::optional<double>& out) const { return opt_real(key, out); }
+  Status field(const char* key, std::optional<int64_t>& out) const { return opt_int64(key, out); }
+  template <class E>
+  requires std::is_enum_v<E> Status field(const char* key, E& out)
+  const { return name(key, out, attr::EnumNames<E>::parse, attr::EnumNames<E>::what); }
 
  private:
   const Json* obj_;
   std::string where_;
 };
 
-std::optional<NormKind> norm_kind_from_name(std::string_view s) {
-  for (NormKind k : {NormKind::LayerNorm, NormKind::RmsNorm, NormKind::BatchNorm})
-    if (norm_kind_name(k) == s) return k;
-  return std::nullopt;
-}
+template <class A>
+struct HasRetiredFields : std::false_type {};
+template <class A>
+requires requires { A::kRetiredFields; }
+struct HasRetiredFields<A> : std::true_type {};
 
-Status read_conv(const Fields& f, ConvAttrs& a) {
-  DNNGRAPH_TRY(f.only(
-      {"pre_padding", "post_padding", "stride", "dilation", "group_count", "cross_correlation"}));
-  DNNGRAPH_TRY(f.ints("pre_padding", a.pre_padding));
-  DNNGRAPH_TRY(f.ints("post_padding", a.post_padding));
-  DNNGRAPH_TRY(f.ints("stride", a.stride));
-  DNNGRAPH_TRY(f.ints("dilation", a.dilation));
-  DNNGRAPH_TRY(f.opt_int64("group_count", a.group_count));
-  return f.boolean("cross_correlation", a.cross_correlation);
-}
-
-Status read_sdpa(const Fields& f, SdpaAttrs& a) {
-  DNNGRAPH_TRY(f.only({"is_inference", "attn_scale", "causal", "diagonal_alignment", "left_bound",
-                       "right_bound", "padding_mask", "dropout_probability"}));
-  DNNGRAPH_TRY(f.boolean("is_inference", a.is_inference));
-  DNNGRAPH_TRY(f.opt_real("attn_scale", a.attn_scale));
-  DNNGRAPH_TRY(f.boolean("causal", a.causal));
-  DNNGRAPH_TRY(f.name("diagonal_alignment", a.diagonal_alignment, diagonal_alignment_from_name,
-                      "diagonal alignment"));
-  DNNGRAPH_TRY(f.opt_int64("left_bound", a.left_bound));
-  DNNGRAPH_TRY(f.opt_int64("right_bound", a.right_bound));
-  DNNGRAPH_TRY(f.boolean("padding_mask", a.padding_mask));
-  return f.opt_real("dropout_probability", a.dropout_probability);
-}
-
-Status read_pointwise(const Fields& f, PointwiseAttrs& a) {
-  DNNGRAPH_TRY(f.only({"mode", "relu_lower_clip", "relu_upper_clip", "relu_lower_clip_slope",
-                       "elu_alpha", "softplus_beta", "swish_beta", "axis"}));
-  if (!f.has("mode")) return f.missing("mode");
-  DNNGRAPH_TRY(f.name("mode", a.mode, pointwise_mode_from_name, "pointwise mode"));
-  DNNGRAPH_TRY(f.opt_real("relu_lower_clip", a.relu_lower_clip));
-  DNNGRAPH_TRY(f.opt_real("relu_upper_clip", a.relu_upper_clip));
-  DNNGRAPH_TRY(f.opt_real("relu_lower_clip_slope", a.relu_lower_clip_slope));
-  DNNGRAPH_TRY(f.opt_real("elu_alpha", a.elu_alpha));
-  DNNGRAPH_TRY(f.opt_real("softplus_beta", a.softplus_beta));
-  DNNGRAPH_TRY(f.opt_real("swish_beta", a.swish_beta));
-  return f.opt_int64("axis", a.axis);
+// The attribute struct A from its JSON object: every field of A is known (others are refused,
+// but for fields A retired, which are ignored); a Required field must be there.
+template <class A>
+Status read_fields(const Fields& f, A& a) {
+  std::vector<std::string_view> known;
+  for_each_field(
+      a, [&](const char* key, auto&, FieldUse = FieldUse::Optional) { known.push_back(key); });
+  if constexpr (HasRetiredFields<A>::value)
+    known.insert(known.end(), A::kRetiredFields.begin(), A::kRetiredFields.end());
+  DNNGRAPH_TRY(f.only(known));
+  Status status;
+  for_each_field(a, [&](const char* key, auto& field, FieldUse use = FieldUse::Optional) {
+    if (!status.is_ok()) return;
+    if (use == FieldUse::Required && !f.has(key))
+      status = f.missing(key);
+    else
+      status = f.field(key, field);
+  });
+  return status;
 }
 
 // Attributes of the family `kind`; `j` is the node's "attrs" object (or an empty one).
 Status read_attrs(OpKind kind, const Fields& f, OpAttrs& out) {
   switch (kind) {
-    case OpKind::ConvFprop:
-      return read_conv(f, out.emplace<ConvFpropAttrs>());
-    case OpKind::ConvDgrad:
-      return read_conv(f, out.emplace<ConvDgradAttrs>());
-    case OpKind::ConvWgrad:
-      return read_conv(f, out.emplace<ConvWgradAttrs>());
-    case OpKind::Matmul: {
-      DNNGRAPH_TRY(f.only({"padding_value"}));
-      return f.opt_real("padding_value", out.emplace<MatmulAttrs>().padding_value);
-    }
-    case OpKind::Pointwise:
-      return read_pointwise(f, out.emplace<PointwiseAttrs>());
-    case OpKind::Reduction: {
-      DNNGRAPH_TRY(f.only({"mode"}));
-      if (!f.has("mode")) return f.missing("mode");
-      return f.name("mode", out.emplace<ReductionAttrs>().mode, reduction_mode_from_name,
-                    "reduction mode");
-    }
-    case OpKind::NormFwd: {
-      auto& a = out.emplace<NormFwdAttrs>();
-      DNNGRAPH_TRY(f.only({"norm", "phase"}));
-      DNNGRAPH_TRY(f.name("norm", a.kind, norm_kind_from_name, "norm"));
-      return f.name("phase", a.phase, norm_phase_from_name, "norm phase");
-    }
-    case OpKind::NormBwd: {
-      DNNGRAPH_TRY(f.only({"norm"}));
-      return f.name("norm", out.emplace<NormBwdAttrs>().kind, norm_kind_from_name, "norm");
-    }
-    case OpKind::Softmax:
-      out.emplace<SoftmaxAttrs>();
-      return f.only({});
-    case OpKind::SdpaFwd:
-      return read_sdpa(f, out.emplace<SdpaAttrs>());
-    case OpKind::SdpaBwd:
-      return read_sdpa(f, out.emplace<SdpaBwdAttrs>());
+#define DNNGRAPH_OP_READ(k, name, Attrs, in, out_) \
+  case OpKind::k:                                  \
+    return read_fields(f, out.emplace<Attrs>());
+    DNNGRAPH_OPS(DNNGRAPH_OP_READ)
+#undef DNNGRAPH_OP_READ
   }
   return make_error(ErrorCode::Internal, f.where(), ": unhandled op kind");
 }

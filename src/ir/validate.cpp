@@ -14,6 +14,8 @@
 namespace dnngraph::ir {
 
 Status infer_node(Node& n, const InferContext& ctx) {
+  const OpInfo& info = op_info(n.kind());
+  DNNGRAPH_TRY(check_roles(n, info.inputs, info.outputs));
   switch (n.kind()) {
     case OpKind::ConvFprop:
     case OpKind::ConvDgrad:
@@ -35,6 +37,8 @@ Status infer_node(Node& n, const InferContext& ctx) {
       return infer_sdpa(n, ctx);
     case OpKind::SdpaBwd:
       return infer_sdpa_backward(n, ctx);
+    case OpKind::Slice:
+      return infer_slice(n, ctx);
   }
   return make_error(ErrorCode::Internal, op_label(n), ": unknown op kind");
 }

@@ -25,7 +25,7 @@ enum class Form { Philox, Mask };
 
 // The dropout inputs of either form (p = kP): SEED / OFFSET constants, or a MASK input and the
 // constant DROPOUT_SCALE = 1/(1-p).
-ir::SdpaInputs dropout(Graph& g, ir::SdpaAttrs& a, Form form, int64_t seed, int64_t offset) {
+ir::SdpaInputs dropout(Graph& g, ir::SdpaOptions& a, Form form, int64_t seed, int64_t offset) {
   ir::SdpaInputs extra;
   if (form == Form::Philox) {
     a.dropout_probability = kP;
@@ -63,7 +63,6 @@ std::function<void(Graph&)> backward(Form form, bool causal, int64_t seed, int64
     auto o = input(g, "O", kQ, kT), d_o = input(g, "DO", kQ, kT);
     auto stats = input(g, "STATS", kRow, DataType::Float);
     ir::SdpaBwdAttrs a;
-    a.is_inference = false;
     a.causal = causal;
     ir::SdpaInputs extra = dropout(g, a, form, seed, offset);
     auto out = g.sdpa_backward(q, k, v, o, d_o, stats, a, extra);

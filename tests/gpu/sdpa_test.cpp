@@ -39,8 +39,7 @@ std::function<void(Graph&)> make_graph(const Case& c) {
     auto q = input(g, "Q", {c.b, c.hq, c.sq, c.d}, t);
     auto k = input(g, "K", {c.b, c.hk, c.skv, c.d}, t);
     auto v = input(g, "V", {c.b, c.hk, c.skv, c.d}, t);
-    ir::SdpaBwdAttrs a;
-    a.is_inference = false;
+    ir::SdpaOptions a;
     a.causal = c.causal;
     a.diagonal_alignment = c.align;
     a.left_bound = c.left;
@@ -54,7 +53,7 @@ std::function<void(Graph&)> make_graph(const Case& c) {
       extra.seq_len_kv = input(g, "SEQ_LEN_KV", {c.b, 1, 1, 1}, DataType::Int32);
     }
     if (!c.backward) {
-      auto out = g.sdpa(q, k, v, a, extra);
+      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, false}, extra);
       finish(out[0], "O", {c.b, c.hq, c.sq, c.d}, t);
       finish(out[1], "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
       return;
@@ -62,7 +61,7 @@ std::function<void(Graph&)> make_graph(const Case& c) {
     auto o = input(g, "O", {c.b, c.hq, c.sq, c.d}, t);
     auto d_o = input(g, "DO", {c.b, c.hq, c.sq, c.d}, t);
     auto stats = input(g, "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
-    auto out = g.sdpa_backward(q, k, v, o, d_o, stats, a, extra);
+    auto out = g.sdpa_backward(q, k, v, o, d_o, stats, ir::SdpaBwdAttrs{a}, extra);
     finish(out[0], "DQ", {c.b, c.hq, c.sq, c.d}, t);
     finish(out[1], "DK", {c.b, c.hk, c.skv, c.d}, t);
     finish(out[2], "DV", {c.b, c.hk, c.skv, c.d}, t);

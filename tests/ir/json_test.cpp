@@ -407,7 +407,7 @@ TEST(Dot, ShapesStylesEdgesAndEscaping) {
   EXPECT_EQ(count(dot, " -> "), edges);
   EXPECT_NE(dot.find("t0 -> n0 [label=\"A\"]"), std::string::npos) << dot;
   EXPECT_NE(dot.find("n0 -> t4 [label=\"C\"]"), std::string::npos) << dot;
-  EXPECT_NE(dot.find("label=\"reduction 'amax'\\nAMAX"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("label=\"reduction 'amax'\\nmode=AMAX"), std::string::npos) << dot;
   EXPECT_NE(dot.find("label=\"alpha\\n[1] FLOAT\\n= 0.5"), std::string::npos) << dot;
   // Every quote inside a label is escaped: quotes pair up on every line.
   std::istringstream lines(dot);
@@ -422,9 +422,11 @@ TEST(Dot, ShapesStylesEdgesAndEscaping) {
 
 TEST(Dot, ConvAttributesShown) {
   const std::string dot = to_dot(conv_bias_relu());
-  EXPECT_NE(dot.find("conv_fprop 'conv'\\npad=[1,1] stride=[1,1] dil=[1,1]"), std::string::npos)
+  EXPECT_NE(dot.find("conv_fprop 'conv'\\npre_padding=[1,1] post_padding=[1,1] stride=[1,1] "
+                     "dilation=[1,1]"),
+            std::string::npos)
       << dot;
-  EXPECT_NE(dot.find("pointwise 'relu'\\nRELU"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("pointwise 'relu'\\nmode=RELU"), std::string::npos) << dot;
 }
 
 // The example in docs/json-format.md loads, with names and indices both resolving.

@@ -87,7 +87,7 @@ void replay_case(const Spec& s, uint32_t seed, const std::string& what) {
   for (double& x : d_o) x = dist(gen);
   auto backward = [&](const Spec& form, const std::vector<double>* mask_values) {
     ir::SdpaBwdAttrs a;
-    static_cast<ir::SdpaAttrs&>(a) = form.attrs(false);
+    static_cast<ir::SdpaOptions&>(a) = form.attrs(false);
     Case c(a);
     std::mt19937 unused(1);
     Inputs tmp;

@@ -286,7 +286,7 @@ inline void backward_case(const Spec& s, uint32_t seed, const std::string& what)
   std::mt19937 gen(seed);
   const Shapes sh(s);
   ir::SdpaBwdAttrs a;
-  static_cast<ir::SdpaAttrs&>(a) = s.attrs(false);
+  static_cast<ir::SdpaOptions&>(a) = s.attrs(false);
   Case c(a);
   Inputs in;
   in.q = c.input(Role::Q, make_buf("q", sh.q, s.io, s.stride(s.hq, s.sq, s.d))).fill(gen, -1, 1);
@@ -367,7 +367,7 @@ inline void finite_difference_case(Spec s, uint32_t seed, const std::string& wha
   std::vector<double> stats;
   const auto o = forward(base, &stats);
   ir::SdpaBwdAttrs a;
-  static_cast<ir::SdpaAttrs&>(a) = s.attrs(false);
+  static_cast<ir::SdpaOptions&>(a) = s.attrs(false);
   Case c(a);
   Inputs tmp;
   c.input(Role::Q, make_buf("q", sh.q, s.io)).set(base.q);

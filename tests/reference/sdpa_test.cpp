@@ -314,7 +314,7 @@ TEST(RefSdpaGraph, TutorialCausalForwardAndBackward) {
   Buf dob = make_buf("dO", sh.o, s.io);
   const auto d_o = dob.fill(gen, -1, 1);
   ir::SdpaBwdAttrs a;
-  static_cast<ir::SdpaAttrs&>(a) = s.attrs(false);
+  static_cast<ir::SdpaOptions&>(a) = s.attrs(false);
   auto grads = bwd.sdpa_backward(graph_tensor(bwd, qb, 1), graph_tensor(bwd, kb, 2),
                                  graph_tensor(bwd, vb, 3), graph_tensor(bwd, ob, 4),
                                  graph_tensor(bwd, dob, 6), graph_tensor(bwd, sb, 5), a);

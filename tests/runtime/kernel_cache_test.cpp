@@ -25,15 +25,39 @@ TEST(KernelCache, EmptyCacheHasNothingToSerialize) {
 }
 
 TEST(KernelCache, BytesAndFilesRoundTrip) {
-  const std::string bytes = "{\"cache\": [1, 2, 3]}\n\x01\x02";
-  auto kc = KernelCache::from_bytes(bytes);
-  EXPECT_EQ(kc->serialize().value(), bytes);
+  const std::string payload = "{\"cache\": [1, 2, 3]}\n\x01\x02";
+  auto kc = KernelCache::from_engine_bytes("cudnn", payload);
+  auto bytes = kc->serialize();
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  auto again = KernelCache::from_bytes(bytes.value());
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_EQ(again.value()->initial_bytes(), payload);
+  EXPECT_EQ(again.value()->initial_engine(), "cudnn");
+  EXPECT_EQ(again.value()->serialize().value(), bytes.value());
   const std::string path = temp_path("file");
   ASSERT_TRUE(kc->save(path).is_ok());
   auto loaded = KernelCache::load(path);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
-  EXPECT_EQ(loaded.value()->serialize().value(), bytes);
+  EXPECT_EQ(loaded.value()->serialize().value(), bytes.value());
   std::remove(path.c_str());
+}
+
+TEST(KernelCache, ForeignTruncatedOrDamagedBytesAreRefused) {
+  auto expect_refused = [](const std::string& bytes, const char* why) {
+    auto r = KernelCache::from_bytes(bytes);
+    ASSERT_FALSE(r.is_ok()) << why;
+    EXPECT_EQ(r.status().code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("Delete the file"), std::string::npos);
+  };
+  expect_refused("not a kernel cache", "header");
+  const std::string good =
+      KernelCache::from_engine_bytes("cudnn", std::string(300, 'k'))->serialize().value();
+  expect_refused(good.substr(0, good.size() - 1), "truncated");
+  std::string flipped = good;
+  flipped.back() = 'j';
+  expect_refused(flipped, "checksum");
+  expect_refused(good.substr(0, 30), "cut off");
 }
 
 TEST(KernelCache, LoadErrorsNameTheFile) {
@@ -50,8 +74,8 @@ TEST(KernelCache, LoadErrorsNameTheFile) {
 }
 
 TEST(KernelCache, ConcurrentSavesLeaveAWholeFile) {
-  const std::string bytes(1 << 16, 'k');
-  auto kc = KernelCache::from_bytes(bytes);
+  auto kc = KernelCache::from_engine_bytes("cudnn", std::string(1 << 16, 'k'));
+  const std::string bytes = kc->serialize().value();
   const std::string path = temp_path("race");
   std::vector<std::thread> ts;
   for (int i = 0; i < 8; ++i) ts.emplace_back([&] { EXPECT_TRUE(kc->save(path).is_ok()); });

@@ -195,7 +195,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout, con
     ir::Tensor S = tensor_like(gr, STATS, "logsumexp", lse);
     stats_port(S, lse);
     ir::SdpaBwdAttrs attrs;
-    static_cast<ir::SdpaAttrs&>(attrs) = sdpa_attrs(a, causal);
+    static_cast<ir::SdpaOptions&>(attrs) = sdpa_attrs(a, causal);
     auto r = gr.sdpa_backward(tensor_like(gr, Q, "q", q), tensor_like(gr, K, "k", k),
                               tensor_like(gr, V, "v", v), tensor_like(gr, O, "out", out),
                               tensor_like(gr, DO, "dout", dout), S, attrs, extra);

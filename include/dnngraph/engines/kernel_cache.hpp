@@ -23,13 +23,17 @@ class KernelCacheBackend {
 class KernelCache {
  public:
   static std::shared_ptr<KernelCache> create();
-  // A cache that starts from bytes of serialize() (or of save()); the bytes are checked by the
-  // engine when the first graph uses the cache.
-  static std::shared_ptr<KernelCache> from_bytes(std::string bytes);
+  // A cache that starts from bytes of serialize() (or a file of save()). The bytes carry a
+  // header (format version, engine, length, XXH3 checksum) checked here: anything else, or
+  // damaged bytes, is an InvalidArgument error saying so (cuDNN itself accepts garbage).
+  static Result<std::shared_ptr<KernelCache>> from_bytes(std::string_view bytes);
   static Result<std::shared_ptr<KernelCache>> load(const std::string& path);
+  // A cache that starts from an engine's own form of its kernels (for the cuDNN engine: the
+  // JSON of CUDNN_ATTR_KERNEL_CACHE_JSON_REPRESENTATION), checked by that engine at first use.
+  static std::shared_ptr<KernelCache> from_engine_bytes(std::string engine, std::string payload);
 
-  // The engine's kernels as bytes. Before any graph used the cache: the bytes it was created
-  // from, else an error saying so.
+  // The engine's kernels as bytes with the header above. Before any graph used the cache: the
+  // bytes it was created from, else an error saying so.
   Result<std::string> serialize() const;
   // Writes serialize() to `path` (through a temporary file and a rename).
   Status save(const std::string& path) const;
@@ -39,12 +43,15 @@ class KernelCache {
   // For engines: the lock that guards the backend, the backend and the bytes to start from.
   std::mutex& mutex() const { return mu_; }
   std::unique_ptr<KernelCacheBackend>& backend() { return backend_; }
+  // The engine payload to start from, and the engine it belongs to ("" when none).
   const std::string& initial_bytes() const { return initial_; }
+  const std::string& initial_engine() const { return initial_engine_; }
 
  private:
   mutable std::mutex mu_;
   std::unique_ptr<KernelCacheBackend> backend_;
   std::string initial_;
+  std::string initial_engine_;
 };
 
 using KernelCachePtr = std::shared_ptr<KernelCache>;

@@ -106,6 +106,9 @@ class Graph {
   // Output dims default to all ones (reduce everything); set them to keep dims.
   Tensor reduction(Tensor x, ReductionAttrs a, OpOptions o = {});
 
+  // Y = X[start:end:stride] per dim (SliceAttrs).
+  Tensor slice(Tensor x, SliceAttrs a, OpOptions o = {});
+
   // Returns {Y, MEAN, INV_VARIANCE}; MEAN/INV_VARIANCE are null in inference.
   std::array<Tensor, 3> layernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
                                   NormForwardPhase phase, OpOptions o = {});

@@ -1,11 +1,17 @@
-// One struct of attributes per op family, and the Node that carries it.
+// The op table: one struct of attributes per op family, each declaring its fields once
+// (fields()), the table DNNGRAPH_OPS that names each family and lists its ports, and the Node
+// that carries one. Everything that walks ops (OpKind, names, JSON, fingerprint, dot, to_table,
+// port checks, Python) derives from these declarations; docs/adding-an-op.md says how to add one.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -70,6 +76,18 @@ std::string_view role_name(Role r);  // "INV_VARIANCE"
 std::optional<Role> role_from_name(std::string_view name);
 std::ostream& operator<<(std::ostream& os, Role r);  // writes role_name(r), for messages
 
+// Each attribute struct declares its fields once, in a static `fields(self, visit)` that calls
+// visit(key, member) (or visit(key, member, FieldUse::Required)) per field, in a fixed order.
+// key is the field's name in JSON, Python and messages. Field types: bool, int64_t, double,
+// std::optional of those two, std::vector<int64_t>, and the enumerations of types.hpp (by name).
+enum class FieldUse { Optional, Required };  // Required: a JSON file must give it
+
+// Calls visit(key, field[, use]) for every field of the attribute struct `a` (const or not).
+template <class A, class V>
+void for_each_field(A& a, V&& visit) {
+  std::remove_const_t<A>::fields(a, visit);
+}
+
 // Convolution (2-D when 2 spatial dims, 3-D when 3). Padding is per side.
 struct ConvAttrs {
   std::vector<int64_t> pre_padding;   // one per spatial dim
@@ -106,6 +124,15 @@ struct ConvAttrs {
     return *this;
   }
   bool operator==(const ConvAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("pre_padding", s.pre_padding);
+    v("post_padding", s.post_padding);
+    v("stride", s.stride);
+    v("dilation", s.dilation);
+    v("group_count", s.group_count);
+    v("cross_correlation", s.cross_correlation);
+  }
 };
 // Setters that return the derived type, so `ConvFpropAttrs().set_padding({1, 1})` stays a
 // ConvFpropAttrs.
@@ -155,6 +182,10 @@ struct ConvWgradAttrs : ConvSetters<ConvWgradAttrs> {
 struct MatmulAttrs {
   std::optional<double> padding_value;  // reserved; must be unset
   bool operator==(const MatmulAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("padding_value", s.padding_value);
+  }
 };
 
 // OUT_0 = f(IN_0[, IN_1[, IN_2]]). Inputs broadcast to the output's dims.
@@ -168,16 +199,32 @@ struct PointwiseAttrs {
   std::optional<double> swish_beta;             // SILU, SILU_BWD (default 1)
   std::optional<int64_t> axis;                  // reserved for GEN_INDEX-like modes
   bool operator==(const PointwiseAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("mode", s.mode, FieldUse::Required);
+    v("relu_lower_clip", s.relu_lower_clip);
+    v("relu_upper_clip", s.relu_upper_clip);
+    v("relu_lower_clip_slope", s.relu_lower_clip_slope);
+    v("elu_alpha", s.elu_alpha);
+    v("softplus_beta", s.softplus_beta);
+    v("swish_beta", s.swish_beta);
+    v("axis", s.axis);
+  }
 };
 
 // Y = reduce(X) over every dim where Y's dim is 1 and X's is not.
 struct ReductionAttrs {
   ReductionMode mode = ReductionMode::Add;
   bool operator==(const ReductionAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("mode", s.mode, FieldUse::Required);
+  }
 };
 
 enum class NormKind : int { LayerNorm, RmsNorm, BatchNorm };
-std::string_view norm_kind_name(NormKind k);
+std::string_view norm_kind_name(NormKind k);  // "LAYER_NORM", "RMS_NORM", "BATCH_NORM"
+std::optional<NormKind> norm_kind_from_name(std::string_view name);
 
 // Forward norms. Ports: X, SCALE, BIAS, EPSILON, [MOMENTUM, PREV_RUNNING_MEAN, PREV_RUNNING_VAR
 // (batchnorm training), MEAN, INV_VARIANCE (batchnorm inference)] -> Y, [MEAN, INV_VARIANCE,
@@ -187,16 +234,27 @@ struct NormFwdAttrs {
   NormKind kind = NormKind::LayerNorm;
   NormForwardPhase phase = NormForwardPhase::Training;
   bool operator==(const NormFwdAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("norm", s.kind);
+    v("phase", s.phase);
+  }
 };
 // Backward norms. Ports: DY, X, SCALE, MEAN (not for rmsnorm), INV_VARIANCE -> DX, DSCALE, [DBIAS].
 struct NormBwdAttrs {
   NormKind kind = NormKind::LayerNorm;
   bool operator==(const NormBwdAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("norm", s.kind);
+  }
 };
 
 // Y = softmax(X) along the last dim; optional STATS = logsumexp (dims with last dim 1).
 struct SoftmaxAttrs {
   bool operator==(const SoftmaxAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S&, V&&) {}
 };
 
 // Scaled dot-product attention. Layout: Q [b, h_q, s_q, d], K [b, h_k, s_kv, d],
@@ -209,8 +267,8 @@ struct SoftmaxAttrs {
 // Outputs: O [b, h_q, s_q, d_v], STATS [b, h_q, s_q, 1] fp32 (log-sum-exp) when not inference,
 // RNG_DUMP [b, h_q, s_q, s_kv] floating (only with dropout_probability > 0): the keep mask the
 // engine drew, 1 kept / 0 dropped, e.g. to replay it through DROPOUT_MASK elsewhere.
-struct SdpaAttrs {
-  bool is_inference = true;
+// The options forward and backward share (the backward must be given the forward's).
+struct SdpaOptions {
   std::optional<double> attn_scale;  // used when no ATTN_SCALE tensor; default 1/sqrt(d)
   bool causal = false;               // shorthand for diagonal_alignment + right_bound = 0
   DiagonalAlignment diagonal_alignment = DiagonalAlignment::TopLeft;
@@ -218,34 +276,117 @@ struct SdpaAttrs {
   std::optional<int64_t> right_bound;  // keys with col > row' + right_bound are masked
   bool padding_mask = false;           // SEQ_LEN_Q / SEQ_LEN_KV present
   std::optional<double> dropout_probability;
+  bool operator==(const SdpaOptions&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("attn_scale", s.attn_scale);
+    v("causal", s.causal);
+    v("diagonal_alignment", s.diagonal_alignment);
+    v("left_bound", s.left_bound);
+    v("right_bound", s.right_bound);
+    v("padding_mask", s.padding_mask);
+    v("dropout_probability", s.dropout_probability);
+  }
+};
+struct SdpaAttrs : SdpaOptions {
+  bool is_inference = true;  // false: also write STATS (needed by the backward)
   bool operator==(const SdpaAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("is_inference", s.is_inference);
+    SdpaOptions::fields(s, v);
+  }
 };
 // Ports: Q, K, V, O, DO, STATS, [ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET,
 // DROPOUT_MASK, DROPOUT_SCALE] -> DQ, DK, DV, [DBIAS]. No RNG_DUMP: the backward redraws the
 // forward's mask from SEED / OFFSET, or is given it through DROPOUT_MASK.
-struct SdpaBwdAttrs : SdpaAttrs {
+struct SdpaBwdAttrs : SdpaOptions {
   bool operator==(const SdpaBwdAttrs&) const = default;
+  // Fields older files may hold that no longer mean anything: read and ignored.
+  static constexpr std::array<std::string_view, 1> kRetiredFields = {"is_inference"};
 };
 
-using OpAttrs =
-    std::variant<ConvFpropAttrs, ConvDgradAttrs, ConvWgradAttrs, MatmulAttrs, PointwiseAttrs,
-                 ReductionAttrs, NormFwdAttrs, NormBwdAttrs, SoftmaxAttrs, SdpaAttrs, SdpaBwdAttrs>;
+// Y = X[start_0:end_0:stride_0, start_1:end_1:stride_1, ...]: one entry per dim of X (the
+// cuDNN frontend's slice). 0 <= start <= end <= X's dim, stride >= 1 (default 1). Y's dim d is
+// ceil((end_d - start_d) / stride_d); Y is packed in X's dim order and has X's data type.
+struct SliceAttrs {
+  std::vector<int64_t> start;
+  std::vector<int64_t> end;
+  std::vector<int64_t> stride;  // empty: all 1
+  bool operator==(const SliceAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("start", s.start);
+    v("end", s.end);
+    v("stride", s.stride);
+  }
+};
+
+// ---- the op table: one line per op family ----
+// OP(OpKind enumerator, name (JSON, Python, messages), attribute struct, (input roles),
+//    (output roles)). Ports not listed are refused by validate(); which are required, and their
+// shapes, is the family's rule in src/ir/ops/<family>.cpp.
+#define DNNGRAPH_OPS(OP)                                                                           \
+  OP(ConvFprop, conv_fprop, ConvFpropAttrs, (X, W), (Y))                                           \
+  OP(ConvDgrad, conv_dgrad, ConvDgradAttrs, (DY, W), (DX))                                         \
+  OP(ConvWgrad, conv_wgrad, ConvWgradAttrs, (DY, X), (DW))                                         \
+  OP(Matmul, matmul, MatmulAttrs, (A, B), (C))                                                     \
+  OP(Pointwise, pointwise, PointwiseAttrs, (IN_0, IN_1, IN_2), (OUT_0))                            \
+  OP(Reduction, reduction, ReductionAttrs, (X), (Y))                                               \
+  OP(NormFwd, norm_forward, NormFwdAttrs,                                                          \
+     (X, SCALE, BIAS, EPSILON, MOMENTUM, PREV_RUNNING_MEAN, PREV_RUNNING_VAR, MEAN, INV_VARIANCE), \
+     (Y, MEAN, INV_VARIANCE, NEXT_RUNNING_MEAN, NEXT_RUNNING_VAR))                                 \
+  OP(NormBwd, norm_backward, NormBwdAttrs, (DY, X, SCALE, MEAN, INV_VARIANCE),                     \
+     (DX, DSCALE, DBIAS))                                                                          \
+  OP(Softmax, softmax, SoftmaxAttrs, (X), (Y, STATS))                                              \
+  OP(SdpaFwd, sdpa, SdpaAttrs,                                                                     \
+     (Q, K, V, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,                \
+      DROPOUT_SCALE),                                                                              \
+     (O, STATS, RNG_DUMP))                                                                         \
+  OP(SdpaBwd, sdpa_backward, SdpaBwdAttrs,                                                         \
+     (Q, K, V, O, DO, STATS, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,  \
+      DROPOUT_SCALE),                                                                              \
+     (DQ, DK, DV, DBIAS))                                                                          \
+  OP(Slice, slice, SliceAttrs, (X), (Y))
 
 enum class OpKind : int {
-  ConvFprop,
-  ConvDgrad,
-  ConvWgrad,
-  Matmul,
-  Pointwise,
-  Reduction,
-  NormFwd,
-  NormBwd,
-  Softmax,
-  SdpaFwd,
-  SdpaBwd,
+#define DNNGRAPH_OP_KIND(kind, name, Attrs, in, out) kind,
+  DNNGRAPH_OPS(DNNGRAPH_OP_KIND)
+#undef DNNGRAPH_OP_KIND
 };
-std::string_view op_kind_name(OpKind k);  // "conv_fprop", "matmul", ...
+
+namespace op_table_impl {
+template <class First, class... Rest>
+struct VariantOfRest {
+  using type = std::variant<Rest...>;
+};
+}  // namespace op_table_impl
+// The attributes of a node; its index is the node's OpKind.
+#define DNNGRAPH_OP_ATTRS(kind, name, Attrs, in, out) , Attrs
+using OpAttrs = op_table_impl::VariantOfRest<void DNNGRAPH_OPS(DNNGRAPH_OP_ATTRS)>::type;
+#undef DNNGRAPH_OP_ATTRS
+
+// What the table says about one family.
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;  // "conv_fprop", "matmul", ...
+  std::span<const Role> inputs;
+  std::span<const Role> outputs;
+};
+const OpInfo& op_info(OpKind k);
+std::span<const OpInfo> op_table();  // every family, in OpKind order
+std::string_view op_kind_name(OpKind k);
 std::optional<OpKind> op_kind_from_name(std::string_view name);
+
+// The OpKind of an attribute struct: op_kind_of<MatmulAttrs> == OpKind::Matmul.
+template <class A, size_t I = 0>
+constexpr OpKind op_kind_of() {
+  static_assert(I < std::variant_size_v<OpAttrs>, "not an attribute struct of the op table");
+  if constexpr (std::is_same_v<std::variant_alternative_t<I, OpAttrs>, A>)
+    return static_cast<OpKind>(I);
+  else
+    return op_kind_of<A, I + 1>();
+}
 
 // A tensor slot of a node (Role::X, Role::W, Role::Y, Role::IN_0, ...).
 struct Port {

@@ -47,6 +47,14 @@ TensorView pad_trailing(TensorView v, size_t rank) {
   return v;
 }
 
+// The largest extent of each dim over every view (all views have the same rank).
+std::vector<int64_t> iteration_space(const ViewMap& views) {
+  std::vector<int64_t> space(views.empty() ? 0 : views.begin()->second.dim.size(), 1);
+  for (const auto& [t, v] : views)
+    for (size_t i = 0; i < space.size(); ++i) space[i] = std::max(space[i], v.dim[i]);
+  return space;
+}
+
 // Folds the dims [0, fold_end) of every view (all views have the same rank): dims of extent 1
 // everywhere are dropped and neighbours merged when every tensor either spans both
 // contiguously or has extent 1 in both. With `permute`, the dims are first ordered by the
@@ -57,9 +65,7 @@ Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool p
             const std::vector<const ir::TensorAttrs*>& consumed, bool apply = true) {
   if (views.empty()) return Status::ok();
   const size_t rank = views.begin()->second.dim.size();
-  std::vector<int64_t> space(rank, 1);
-  for (const auto& [t, v] : views)
-    for (size_t i = 0; i < rank; ++i) space[i] = std::max(space[i], v.dim[i]);
+  const std::vector<int64_t> space = iteration_space(views);
   std::vector<size_t> order(fold_end);
   std::iota(order.begin(), order.end(), 0);
   if (permute && layout_of && views.count(layout_of.get())) {
@@ -149,9 +155,7 @@ Result<ViewMap> canonicalize(const ir::ValidatedGraph& graph) {
     // an engine). 4-D and 5-D ones are folded to 3-D, where cuDNN 9.19 has engines for them, and
     // so are graphs whose inputs broadcast: unfolded, X[2,128,256] * B[1,1,256] left every batch
     // but the first unwritten (SUCCESS returned); folded to [1,256,256] it is exact.
-    std::vector<int64_t> space(rank, 1);
-    for (const auto& [t, v] : views)
-      for (size_t i = 0; i < rank; ++i) space[i] = std::max(space[i], v.dim[i]);
+    const std::vector<int64_t> space = iteration_space(views);
     const bool broadcasts = std::any_of(consumed.begin(), consumed.end(),
                                         [&](const auto* t) { return views.at(t).dim != space; });
     DNNGRAPH_TRY(fold(views, layout_of, rank, true, consumed, rank > 3 || broadcasts));

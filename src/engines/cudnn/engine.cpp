@@ -80,6 +80,8 @@ Status lower_node(LowerContext& cx, const ir::Node& n) {
       return lower_sdpa(cx, n);
     case ir::OpKind::SdpaBwd:
       return lower_sdpa_backward(cx, n);
+    case ir::OpKind::Slice:
+      return lower_slice(cx, n);
   }
   return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
 }

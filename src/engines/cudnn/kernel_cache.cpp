@@ -50,6 +50,10 @@ Result<KernelCacheLock> lock_kernel_cache(const LoweredState& st) {
   auto d = Descriptor::create(CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR, "kernel cache");
   if (!d) return d.status();
   const std::string& bytes = kc.initial_bytes();
+  if (!bytes.empty() && kc.initial_engine() != "cudnn")
+    return make_error(ErrorCode::InvalidArgument, st.what,
+                      ": the kernel cache was saved by engine '", kc.initial_engine(),
+                      "', not by cuDNN; give each engine its own cache");
   if (!bytes.empty()) {
     if (load_info().version < 91000)
       return make_error(ErrorCode::NotSupported, "kernel cache: cuDNN ", backend_version_string(),

@@ -99,6 +99,7 @@ Status lower_softmax(LowerContext& cx, const ir::Node& n);
 Status lower_norm(LowerContext& cx, const ir::Node& n);
 Status lower_sdpa(LowerContext& cx, const ir::Node& n);
 Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n);
+Status lower_slice(LowerContext& cx, const ir::Node& n);
 
 // Helpers shared by composite lowerings (sdpa, softmax): one pointwise / reduction operation
 // on already-created tensor descriptors.

@@ -28,7 +28,7 @@ Status sdpa_unsupported(const std::string& what, const std::string& feature) {
 }
 
 Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,
-                             const ir::SdpaAttrs& a) {
+                             const ir::SdpaOptions& a) {
   ir::Tensor q = n.input(Role::Q), k = n.input(Role::K), v = n.input(Role::V);
   const TensorView &qv = cx.view(q), &kv = cx.view(k), &vv = cx.view(v);
   if (qv.dim.size() != 4 || kv.dim.size() != 4 || vv.dim.size() != 4)
@@ -58,7 +58,7 @@ Result<SdpaSeqLens> sdpa_seq_lens(LowerContext& cx, const ir::Node& n) {
 }
 
 Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std::string& what,
-                                 const ir::SdpaAttrs& a, const SdpaShape& s, bool backward) {
+                                 const ir::SdpaOptions& a, const SdpaShape& s, bool backward) {
   SdpaDropout d;
   ir::Tensor mask = n.input(Role::DROPOUT_MASK), scale = n.input(Role::DROPOUT_SCALE);
   if (mask || scale) {
@@ -163,7 +163,7 @@ Status sdpa_reshape(LowerContext& cx, const std::string& name, cudnnBackendDescr
 }
 
 Result<cudnnBackendDescriptor_t> sdpa_scale(LowerContext& cx, const ir::Node& n,
-                                            const std::string& what, const ir::SdpaAttrs& a,
+                                            const std::string& what, const ir::SdpaOptions& a,
                                             int64_t d) {
   if (ir::Tensor st = n.input(Role::ATTN_SCALE)) return cx.tensor(st);
   const double value = a.attn_scale ? *a.attn_scale : 1.0 / std::sqrt(static_cast<double>(d));
@@ -261,12 +261,10 @@ Result<cudnnBackendDescriptor_t> sdpa_padding_select(LowerContext& cx, const std
   return m.select(x, keep, tag);
 }
 
-Result<cudnnBackendDescriptor_t> sdpa_masked_scores(LowerContext& cx, const ir::Node& n,
-                                                    const std::string& what, const ir::SdpaAttrs& a,
-                                                    const SdpaShape& s, cudnnBackendDescriptor_t q,
-                                                    cudnnBackendDescriptor_t kt,
-                                                    cudnnBackendDescriptor_t scale,
-                                                    const SdpaSeqLens& lens) {
+Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
+    LowerContext& cx, const ir::Node& n, const std::string& what, const ir::SdpaOptions& a,
+    const SdpaShape& s, cudnnBackendDescriptor_t q, cudnnBackendDescriptor_t kt,
+    cudnnBackendDescriptor_t scale, const SdpaSeqLens& lens) {
   const DataType f32 = DataType::Float;
   const std::vector<int64_t> sdim = s.sdim();
   auto raw = cx.virtual_tensor(what + "::S", sdim, f32);

@@ -34,14 +34,14 @@ struct SdpaDropout {
   bool any() const { return mask != nullptr; }
 };
 Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std::string& what,
-                                 const ir::SdpaAttrs& a, const SdpaShape& s, bool backward);
+                                 const ir::SdpaOptions& a, const SdpaShape& s, bool backward);
 
 // NotSupported naming the op and the feature.
 Status sdpa_unsupported(const std::string& what, const std::string& feature);
 
 // Checks what the lowering cannot express (ranks, head ratios) and reads the shape.
 Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,
-                             const ir::SdpaAttrs& a);
+                             const ir::SdpaOptions& a);
 
 // The SEQ_LEN_Q / SEQ_LEN_KV descriptors.
 Result<SdpaSeqLens> sdpa_seq_lens(LowerContext& cx, const ir::Node& n);
@@ -62,17 +62,15 @@ Status sdpa_reshape(LowerContext& cx, const std::string& name, cudnnBackendDescr
 
 // The scale: the ATTN_SCALE tensor, else the attribute, else 1/sqrt(d).
 Result<cudnnBackendDescriptor_t> sdpa_scale(LowerContext& cx, const ir::Node& n,
-                                            const std::string& what, const ir::SdpaAttrs& a,
+                                            const std::string& what, const ir::SdpaOptions& a,
                                             int64_t d);
 
 // S = scale * Q.K^T (+ BIAS) with the padding mask, then the right bound (causal) and the
 // left bound applied; float [b,hq,sq,skv]. `kt` is K described as [b,hk,d,skv].
-Result<cudnnBackendDescriptor_t> sdpa_masked_scores(LowerContext& cx, const ir::Node& n,
-                                                    const std::string& what, const ir::SdpaAttrs& a,
-                                                    const SdpaShape& s, cudnnBackendDescriptor_t q,
-                                                    cudnnBackendDescriptor_t kt,
-                                                    cudnnBackendDescriptor_t scale,
-                                                    const SdpaSeqLens& lens);
+Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
+    LowerContext& cx, const ir::Node& n, const std::string& what, const ir::SdpaOptions& a,
+    const SdpaShape& s, cudnnBackendDescriptor_t q, cudnnBackendDescriptor_t kt,
+    cudnnBackendDescriptor_t scale, const SdpaSeqLens& lens);
 
 // x with the padding mask (row < SEQ_LEN_Q and col < SEQ_LEN_KV) applied again: the backward
 // re-applies it after subtracting the stats, as cuDNN's own graphs do.

@@ -35,6 +35,8 @@ RunFn kernel_of(ir::OpKind k) {
     case ir::OpKind::SdpaFwd:
     case ir::OpKind::SdpaBwd:
       return run_sdpa;
+    case ir::OpKind::Slice:
+      return run_slice;
   }
   return nullptr;
 }

@@ -88,5 +88,6 @@ Status run_reduction(KernelContext& ctx);
 Status run_norm(KernelContext& ctx);  // norm_forward and norm_backward
 Status run_softmax(KernelContext& ctx);
 Status run_sdpa(KernelContext& ctx);  // sdpa and sdpa_backward
+Status run_slice(KernelContext& ctx);
 
 }  // namespace dnngraph::reference

@@ -48,7 +48,7 @@ namespace {
 // Below this many multiply-adds, threads cost more than they save.
 constexpr int64_t kParallelWork = 1 << 18;
 
-const ir::SdpaAttrs& attrs_of(const ir::Node& n) {
+const ir::SdpaOptions& attrs_of(const ir::Node& n) {
   if (n.kind() == ir::OpKind::SdpaBwd) return n.as<ir::SdpaBwdAttrs>();
   return n.as<ir::SdpaAttrs>();
 }
@@ -127,7 +127,7 @@ uint64_t integer_input(const KernelContext& ctx, Role role) {
 }
 
 Result<Problem> read_problem(const KernelContext& ctx) {
-  const ir::SdpaAttrs& a = attrs_of(ctx.node());
+  const ir::SdpaOptions& a = attrs_of(ctx.node());
   Problem p;
   const auto& q = ctx.tensor(Role::Q).dim;
   const auto& k = ctx.tensor(Role::K).dim;

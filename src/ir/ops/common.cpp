@@ -19,8 +19,8 @@ std::string dims_str(const std::vector<int64_t>& d) {
 }
 
 namespace {
-Status check_role_list(const Node& n, const std::vector<Port>& ports,
-                       std::initializer_list<Role> known, const char* what) {
+Status check_role_list(const Node& n, const std::vector<Port>& ports, std::span<const Role> known,
+                       const char* what) {
   for (size_t i = 0; i < ports.size(); ++i) {
     const Role role = ports[i].role;
     if (std::find(known.begin(), known.end(), role) == known.end()) {
@@ -39,8 +39,7 @@ Status check_role_list(const Node& n, const std::vector<Port>& ports,
 }
 }  // namespace
 
-Status check_roles(const Node& n, std::initializer_list<Role> inputs,
-                   std::initializer_list<Role> outputs) {
+Status check_roles(const Node& n, std::span<const Role> inputs, std::span<const Role> outputs) {
   DNNGRAPH_TRY(check_role_list(n, n.inputs, inputs, "input"));
   return check_role_list(n, n.outputs, outputs, "output");
 }

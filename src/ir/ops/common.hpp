@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +34,8 @@ std::string port_label(Role role, const Tensor& t);
 std::string dims_str(const std::vector<int64_t>& d);
 
 // Rejects a port whose role the family does not know (hand-built nodes, JSON typos).
-Status check_roles(const Node& n, std::initializer_list<Role> inputs,
-                   std::initializer_list<Role> outputs);
+// (validate() calls it with the ports of the op table before the family's rule runs.)
+Status check_roles(const Node& n, std::span<const Role> inputs, std::span<const Role> outputs);
 // The tensor bound to `role`, or an error saying it is missing.
 Result<Tensor> required_input(const Node& n, Role role);
 Result<Tensor> required_output(const Node& n, Role role);

@@ -86,7 +86,6 @@ Result<std::vector<int64_t>> conv_output_dims(const Node& n, ConvAttrs& a, Role 
 }
 
 Status infer_fprop(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {Role::X, Role::W}, {Role::Y}));
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(w, required_input(n, Role::W));
   DNNGRAPH_PORT(y, required_output(n, Role::Y));
@@ -112,7 +111,6 @@ Status require_set_dims(const Node& n, Role role, const Tensor& t, const char* h
 }
 
 Status infer_dgrad(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {Role::DY, Role::W}, {Role::DX}));
   DNNGRAPH_PORT(dy, required_input(n, Role::DY));
   DNNGRAPH_PORT(w, required_input(n, Role::W));
   DNNGRAPH_PORT(dx, required_output(n, Role::DX));
@@ -126,7 +124,6 @@ Status infer_dgrad(Node& n, const InferContext& ctx) {
 }
 
 Status infer_wgrad(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {Role::DY, Role::X}, {Role::DW}));
   DNNGRAPH_PORT(dy, required_input(n, Role::DY));
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(dw, required_output(n, Role::DW));

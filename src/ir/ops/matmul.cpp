@@ -5,7 +5,6 @@
 namespace dnngraph::ir {
 
 Status infer_matmul(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {Role::A, Role::B}, {Role::C}));
   DNNGRAPH_PORT(a, required_input(n, Role::A));
   DNNGRAPH_PORT(b, required_input(n, Role::B));
   DNNGRAPH_PORT(c, required_output(n, Role::C));

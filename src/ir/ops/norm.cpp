@@ -91,11 +91,6 @@ Status infer_stat_output(const Node& n, Role role, const NormShapes& s, const In
 
 Status infer_norm_forward(Node& n, const InferContext& ctx) {
   const auto& a = n.as<NormFwdAttrs>();
-  DNNGRAPH_TRY(check_roles(
-      n,
-      {Role::X, Role::SCALE, Role::BIAS, Role::EPSILON, Role::MOMENTUM, Role::PREV_RUNNING_MEAN,
-       Role::PREV_RUNNING_VAR, Role::MEAN, Role::INV_VARIANCE},
-      {Role::Y, Role::MEAN, Role::INV_VARIANCE, Role::NEXT_RUNNING_MEAN, Role::NEXT_RUNNING_VAR}));
   DNNGRAPH_TRY(check_enums(n, a.kind, static_cast<int>(a.phase)));
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(y, required_output(n, Role::Y));
@@ -171,8 +166,6 @@ Status infer_norm_forward(Node& n, const InferContext& ctx) {
 
 Status infer_norm_backward(Node& n, const InferContext& ctx) {
   const auto& a = n.as<NormBwdAttrs>();
-  DNNGRAPH_TRY(check_roles(n, {Role::DY, Role::X, Role::SCALE, Role::MEAN, Role::INV_VARIANCE},
-                           {Role::DX, Role::DSCALE, Role::DBIAS}));
   DNNGRAPH_TRY(check_enums(n, a.kind, 0));
   DNNGRAPH_PORT(dy, required_input(n, Role::DY));
   DNNGRAPH_PORT(x, required_input(n, Role::X));

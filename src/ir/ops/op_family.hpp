@@ -26,6 +26,7 @@ Status infer_norm_backward(Node& node, const InferContext& ctx);
 Status infer_softmax(Node& node, const InferContext& ctx);
 Status infer_sdpa(Node& node, const InferContext& ctx);
 Status infer_sdpa_backward(Node& node, const InferContext& ctx);
+Status infer_slice(Node& node, const InferContext& ctx);
 
 // Dispatches on node.kind().
 Status infer_node(Node& node, const InferContext& ctx);

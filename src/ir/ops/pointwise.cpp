@@ -50,7 +50,6 @@ Status check_attrs(const Node& n, const PointwiseAttrs& a) {
 
 Status infer_pointwise(Node& n, const InferContext& ctx) {
   const auto& attrs = n.as<PointwiseAttrs>();
-  DNNGRAPH_TRY(check_roles(n, {Role::IN_0, Role::IN_1, Role::IN_2}, {Role::OUT_0}));
   DNNGRAPH_TRY(check_attrs(n, attrs));
   const int arity = pointwise_arity(attrs.mode);
   std::vector<Tensor> in;

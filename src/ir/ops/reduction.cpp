@@ -5,7 +5,6 @@
 namespace dnngraph::ir {
 
 Status infer_reduction(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {Role::X}, {Role::Y}));
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(y, required_output(n, Role::Y));
   const int mode = static_cast<int>(n.as<ReductionAttrs>().mode);

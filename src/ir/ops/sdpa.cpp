@@ -65,7 +65,7 @@ Status check_floating(const Node& n, Role role, const Tensor& t) {
 
 // The mask form of dropout: DROPOUT_MASK and DROPOUT_SCALE together, never with the
 // probability form.
-Status check_dropout_mask(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
+Status check_dropout_mask(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
   Tensor mask = n.input(Role::DROPOUT_MASK), scale = n.input(Role::DROPOUT_SCALE);
   if (!mask && !scale) return Status::ok();
   if (!mask || !scale)
@@ -98,7 +98,7 @@ Status check_dropout_mask(const Node& n, const SdpaAttrs& a, const SdpaDims& s) 
 }
 
 // Attributes and optional inputs shared by forward and backward.
-Status check_options(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
+Status check_options(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
   if (static_cast<int>(a.diagonal_alignment) < 0 ||
       a.diagonal_alignment > DiagonalAlignment::BottomRight)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": diagonal_alignment ",
@@ -172,11 +172,6 @@ Status check_options(const Node& n, const SdpaAttrs& a, const SdpaDims& s) {
 
 Status infer_sdpa(Node& n, const InferContext& ctx) {
   const auto& a = n.as<SdpaAttrs>();
-  DNNGRAPH_TRY(check_roles(
-      n,
-      {Role::Q, Role::K, Role::V, Role::ATTN_SCALE, Role::BIAS, Role::SEQ_LEN_Q, Role::SEQ_LEN_KV,
-       Role::SEED, Role::OFFSET, Role::DROPOUT_MASK, Role::DROPOUT_SCALE},
-      {Role::O, Role::STATS, Role::RNG_DUMP}));
   DNNGRAPH_PORT(q, required_input(n, Role::Q));
   DNNGRAPH_PORT(k, required_input(n, Role::K));
   DNNGRAPH_PORT(v, required_input(n, Role::V));
@@ -218,11 +213,6 @@ Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
                       port_label(Role::RNG_DUMP, dump),
                       " is only for the forward sdpa; the backward replays the forward's mask "
                       "from SEED / OFFSET or DROPOUT_MASK");
-  DNNGRAPH_TRY(check_roles(n,
-                           {Role::Q, Role::K, Role::V, Role::O, Role::DO, Role::STATS,
-                            Role::ATTN_SCALE, Role::BIAS, Role::SEQ_LEN_Q, Role::SEQ_LEN_KV,
-                            Role::SEED, Role::OFFSET, Role::DROPOUT_MASK, Role::DROPOUT_SCALE},
-                           {Role::DQ, Role::DK, Role::DV, Role::DBIAS}));
   DNNGRAPH_PORT(q, required_input(n, Role::Q));
   DNNGRAPH_PORT(k, required_input(n, Role::K));
   DNNGRAPH_PORT(v, required_input(n, Role::V));

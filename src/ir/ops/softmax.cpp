@@ -5,7 +5,6 @@
 namespace dnngraph::ir {
 
 Status infer_softmax(Node& n, const InferContext& ctx) {
-  DNNGRAPH_TRY(check_roles(n, {Role::X}, {Role::Y, Role::STATS}));
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(y, required_output(n, Role::Y));
   DNNGRAPH_TRY(check_rank(n, Role::X, x, 1, SIZE_MAX));

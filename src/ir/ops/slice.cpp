@@ -1,0 +1,44 @@
+// Shape rules of slice: Y = X[start_d : end_d : stride_d] per dim d. One start and one end per
+// dim of X (stride: none, or one per dim); 0 <= start <= end <= X's dim; stride >= 1.
+// Y's dim d is ceil((end - start) / stride), at least 1; Y is packed in X's dim order and
+// keeps X's data type.
+#include "ir/ops/common.hpp"
+
+namespace dnngraph::ir {
+
+Status infer_slice(Node& n, const InferContext& ctx) {
+  auto& a = n.as<SliceAttrs>();
+  DNNGRAPH_PORT(x, required_input(n, Role::X));
+  DNNGRAPH_PORT(y, required_output(n, Role::Y));
+  const size_t rank = x->dim.size();
+  if (a.start.size() != rank || a.end.size() != rank)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": start ", dims_str(a.start),
+                      " and end ", dims_str(a.end), " must have one entry per dim of ",
+                      port_label(Role::X, x), " (dims ", dims_str(x->dim), ")");
+  if (!a.stride.empty() && a.stride.size() != rank)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": stride ", dims_str(a.stride),
+                      " must be empty (all 1) or have one entry per dim of ",
+                      port_label(Role::X, x), " (dims ", dims_str(x->dim), ")");
+  std::vector<int64_t> dims(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t start = a.start[d], end = a.end[d];
+    const int64_t step = a.stride.empty() ? 1 : a.stride[d];
+    if (step < 1)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": stride of dim ", d, " is ", step,
+                        "; strides must be 1 or more");
+    if (start < 0 || start >= end || end > x->dim[d])
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": dim ", d, " slice [", start, ":",
+                        end, "] must satisfy 0 <= start < end <= ", x->dim[d], " (dim ", d, " of ",
+                        port_label(Role::X, x), "); an empty slice is not a tensor");
+    dims[d] = (end - start + step - 1) / step;
+  }
+  if (y->data_type != DataType::NotSet && x->data_type != DataType::NotSet &&
+      y->data_type != x->data_type)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::Y, y),
+                      " has data type ", data_type_name(y->data_type), " but slice keeps ",
+                      port_label(Role::X, x), "'s ", data_type_name(x->data_type),
+                      "; leave Y's data type unset or make it equal");
+  return infer_output(n, Role::Y, y, dims, x, ctx, x->data_type, x->data_type);
+}
+
+}  // namespace dnngraph::ir
