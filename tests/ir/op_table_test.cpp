@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "dnngraph/ir/graph.hpp"
 #include "dnngraph/ir/dot.hpp"
 #include "dnngraph/ir/fingerprint.hpp"
+#include "dnngraph/ir/graph.hpp"
 #include "dnngraph/ir/json.hpp"
 
 namespace dnngraph::ir {
