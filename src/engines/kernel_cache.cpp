@@ -86,9 +86,8 @@ Result<std::shared_ptr<KernelCache>> KernelCache::load(const std::string& path) 
 Result<std::string> KernelCache::serialize() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (backend_) {
-    auto payload = backend_->serialize();
-    if (!payload) return payload.status();
-    return wrap(std::string(backend_->engine()), payload.value());
+    DNNGRAPH_ASSIGN_OR_RETURN(auto payload, backend_->serialize());
+    return wrap(std::string(backend_->engine()), payload);
   }
   if (!initial_.empty()) return wrap(initial_engine_, initial_);
   return make_error(ErrorCode::InvalidArgument,
@@ -102,8 +101,7 @@ bool KernelCache::in_use() const {
 }
 
 Status KernelCache::save(const std::string& path) const {
-  auto bytes = serialize();
-  if (!bytes) return bytes.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto bytes, serialize());
   // One temporary file per call (process and call number): concurrent saves, from threads of
   // one process too, each write their own and the last rename wins.
   static std::atomic<uint64_t> calls{0};
@@ -113,7 +111,7 @@ Status KernelCache::save(const std::string& path) const {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
       return make_error(ErrorCode::InvalidArgument, "kernel cache: cannot write '", tmp, "'");
-    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!out)
       return make_error(ErrorCode::InvalidArgument, "kernel cache: writing '", tmp, "' failed");
   }

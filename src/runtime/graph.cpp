@@ -98,9 +98,8 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
   state_->selected = -1;
   std::unordered_set<std::string> seen;
   for (HeurMode m : modes) {
-    auto c = state_->lowered->candidates(m);
-    if (!c) return c.status();
-    for (auto& cand : *c)
+    DNNGRAPH_ASSIGN_OR_RETURN(auto c, state_->lowered->candidates(m));
+    for (auto& cand : c)
       if (seen.insert(cand->info().name).second) state_->candidates.push_back(std::move(cand));
   }
   state_->stage = Stage::Planned;

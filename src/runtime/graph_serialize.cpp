@@ -105,12 +105,10 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
       env.value("engine", "") != engine.name())
     return make_error(ErrorCode::InvalidArgument, "not a dnngraph built graph of engine '",
                       engine.name(), "' with a stored plan");
-  auto raw = base64_decode(env["plan"].get<std::string>());
-  if (!raw) return raw.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto raw, base64_decode(env["plan"].get<std::string>()));
   DNNGRAPH_TRY(validate());
   ir::ValidatedGraphPtr snapshot = validated();
-  auto plan = engine.deserialize_plan(snapshot, *handle, *raw);
-  if (!plan) return plan.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto plan, engine.deserialize_plan(snapshot, *handle, raw));
   KernelCachePtr cache = std::move(state_->kernel_cache);
   *state_ = PipelineState{};
   state_->validated = std::move(snapshot);
@@ -118,7 +116,7 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
   state_->handle = handle;
   state_->engine = &engine;
   set_required();
-  adopt_plan(std::move(plan).value(), env["candidate"].get<std::string>());
+  adopt_plan(std::move(plan), env["candidate"].get<std::string>());
   return Status::ok();
 }
 
@@ -152,9 +150,8 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
                       handle->device().to_string(), ") uses '", state_->engine->name(), "'");
   const std::string want = env["candidate"].get<std::string>();
   if (env.contains("plan") && env["plan"].is_string()) {
-    auto raw = base64_decode(env["plan"].get<std::string>());
-    if (!raw) return raw.status();
-    auto plan = state_->engine->deserialize_plan(state_->validated, *handle, *raw);
+    DNNGRAPH_ASSIGN_OR_RETURN(auto raw, base64_decode(env["plan"].get<std::string>()));
+    auto plan = state_->engine->deserialize_plan(state_->validated, *handle, raw);
     if (plan) {
       adopt_plan(std::move(plan).value(), want);
       return Status::ok();

@@ -114,15 +114,14 @@ cudnnBackendHeurMode_t heur_of(HeurMode m) {
 // Engine configs proposed by one heuristics mode, best first.
 Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode mode) {
   const std::string what = detail::cat(st.what, " heuristics ", heur_mode_name(mode));
-  auto hd = Descriptor::create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what);
-  if (!hd) return hd.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto hd, Descriptor::create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what));
   const cudnnBackendHeurMode_t m = heur_of(mode);
-  DNNGRAPH_TRY(hd->set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, st.op_graph));
-  DNNGRAPH_TRY(hd->set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, m));
-  DNNGRAPH_TRY(hd->finalize(ErrorCode::NotSupported));
+  DNNGRAPH_TRY(hd.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, st.op_graph));
+  DNNGRAPH_TRY(hd.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, m));
+  DNNGRAPH_TRY(hd.finalize(ErrorCode::NotSupported));
   int64_t count = 0;
   DNNGRAPH_TRY(
-      hd->get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+      hd.get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
   std::vector<Descriptor> cfgs;
   std::vector<cudnnBackendDescriptor_t> raw;
   for (int64_t i = 0; i < count; ++i) {
@@ -134,8 +133,8 @@ Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode 
   }
   if (count > 0) {
     int64_t got = 0;
-    DNNGRAPH_TRY(hd->get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
-                         raw.data()));
+    DNNGRAPH_TRY(hd.get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                        raw.data()));
     cfgs.resize(static_cast<size_t>(std::min(got, count)));
   }
   return cfgs;
@@ -160,17 +159,16 @@ Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st, int64_t& co
   std::vector<Descriptor> cfgs;
   for (int64_t id = 0; id < count; ++id) {
     const std::string what = detail::cat(st.what, " engine ", id);
-    auto ed = Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what);
-    if (!ed) return ed.status();
-    DNNGRAPH_TRY(ed->set(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, st.op_graph));
-    DNNGRAPH_TRY(ed->set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, id));
-    if (!ed->finalize(ErrorCode::NotSupported)) continue;  // this engine cannot run the graph
-    auto cfg = Descriptor::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, what + " config");
-    if (!cfg) return cfg.status();
-    DNNGRAPH_TRY(cfg->set(CUDNN_ATTR_ENGINECFG_ENGINE, ed.value()));
-    if (!cfg->finalize(ErrorCode::NotSupported)) continue;
-    st.engines.push_back(std::move(ed.value()));
-    cfgs.push_back(std::move(cfg.value()));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto ed, Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what));
+    DNNGRAPH_TRY(ed.set(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, st.op_graph));
+    DNNGRAPH_TRY(ed.set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, id));
+    if (!ed.finalize(ErrorCode::NotSupported)) continue;  // this engine cannot run the graph
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        auto cfg, Descriptor::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, what + " config"));
+    DNNGRAPH_TRY(cfg.set(CUDNN_ATTR_ENGINECFG_ENGINE, ed));
+    if (!cfg.finalize(ErrorCode::NotSupported)) continue;
+    st.engines.push_back(std::move(ed));
+    cfgs.push_back(std::move(cfg));
   }
   return cfgs;
 }
@@ -198,32 +196,32 @@ Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
   CandidateInfo info;
   info.engine = "cudnn";
   info.source = mode;
-  auto ed = Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, cfg.what() + " engine");
-  if (!ed) return ed.status();
-  cudnnBackendDescriptor_t eraw = ed->get();
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto ed, Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, cfg.what() + " engine"));
+  cudnnBackendDescriptor_t eraw = ed.get();
   int64_t n = 0;
   DNNGRAPH_TRY(cfg.get(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eraw));
   int64_t id = -1;
-  DNNGRAPH_TRY(ed->get(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &id));
+  DNNGRAPH_TRY(ed.get(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &id));
   info.name = "eng" + std::to_string(id);
   std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
-  if (ed->get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-              static_cast<int64_t>(notes.size()), &n, notes.data()))
+  if (ed.get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+             static_cast<int64_t>(notes.size()), &n, notes.data()))
     for (int64_t i = 0; i < n; ++i)
       info.numerical_notes.emplace_back(numerical_note_name(static_cast<int>(notes[i])));
   std::array<cudnnBackendBehaviorNote_t, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT> beh{};
-  if (ed->get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-              static_cast<int64_t>(beh.size()), &n, beh.data()))
+  if (ed.get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+             static_cast<int64_t>(beh.size()), &n, beh.data()))
     for (int64_t i = 0; i < n; ++i)
       info.behavior_notes.emplace_back(behavior_note_name(static_cast<int>(beh[i])));
   // Knob choices.
   std::vector<Descriptor> knobs;
   std::vector<cudnnBackendDescriptor_t> kraw;
   for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
-    auto k = Descriptor::create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, cfg.what() + " knob");
-    if (!k) return k.status();
-    kraw.push_back(k->get());
-    knobs.push_back(std::move(k.value()));
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        auto k, Descriptor::create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, cfg.what() + " knob"));
+    kraw.push_back(k.get());
+    knobs.push_back(std::move(k));
   }
   int64_t nk = 0;
   if (cfg.get(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
@@ -245,20 +243,19 @@ Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
 
 Result<Descriptor> finalize_plan(const LoweredState& st, cudnnBackendDescriptor_t cfg,
                                  const std::string& name) {
-  auto pd = Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
-                               detail::cat("cudnn candidate '", name, "' for ", st.what));
-  if (!pd) return pd.status();
-  DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.build_handle));
-  DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg));
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto pd, Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+                                  detail::cat("cudnn candidate '", name, "' for ", st.what)));
+  DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.build_handle));
+  DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg));
   std::unique_lock<std::mutex> cache_lock;
   if (st.kernel_cache) {
-    auto kc = lock_kernel_cache(st);
-    if (!kc) return kc.status();
-    cache_lock = std::move(kc->lock);
-    DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE, kc->desc));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto kc, lock_kernel_cache(st));
+    cache_lock = std::move(kc.lock);
+    DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE, kc.desc));
   }
-  DNNGRAPH_TRY(pd->finalize(ErrorCode::NotSupported));
-  return std::move(pd.value());
+  DNNGRAPH_TRY(pd.finalize(ErrorCode::NotSupported));
+  return pd;
 }
 
 // ---------------------------------------------------------------- candidates
@@ -298,9 +295,8 @@ class CudnnCandidate final : public Candidate {
   Status check_support() override {
     if (plan_ || checked_) return Status::ok();
     if (!config_queries_available()) {
-      auto p = finalize_plan(*st_, cfg_.get(), info_.name);
-      if (!p) return p.status();
-      plan_ = std::move(p.value());
+      DNNGRAPH_ASSIGN_OR_RETURN(auto p, finalize_plan(*st_, cfg_.get(), info_.name));
+      plan_ = std::move(p);
       return Status::ok();
     }
 #if CUDNN_VERSION >= 90200
@@ -324,9 +320,8 @@ class CudnnCandidate final : public Candidate {
 
   Result<std::unique_ptr<Plan>> build() override {
     if (!plan_) {
-      auto p = finalize_plan(*st_, cfg_.get(), info_.name);
-      if (!p) return p.status();
-      plan_ = std::move(p.value());
+      DNNGRAPH_ASSIGN_OR_RETURN(auto p, finalize_plan(*st_, cfg_.get(), info_.name));
+      plan_ = std::move(p);
     }
     return make_plan(st_, std::move(plan_), info_.name);
   }
@@ -365,10 +360,9 @@ class CudnnLoweredGraph final : public LoweredGraph {
     std::vector<std::unique_ptr<Candidate>> out;
     std::set<std::string> seen;
     for (auto& c : cfgs.value()) {
-      auto info = describe_config(c, mode);
-      if (!info) return info.status();
-      if (!seen.insert(info->name).second) continue;
-      out.push_back(std::make_unique<CudnnCandidate>(st_, std::move(c), std::move(info.value())));
+      DNNGRAPH_ASSIGN_OR_RETURN(auto info, describe_config(c, mode));
+      if (!seen.insert(info.name).second) continue;
+      out.push_back(std::make_unique<CudnnCandidate>(st_, std::move(c), std::move(info)));
     }
     return out;
   }
@@ -405,12 +399,12 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
   st->cx = std::make_unique<LowerContext>(gp, views);
   st->cx->variant = variant;
   for (const auto& n : g.nodes()) DNNGRAPH_TRY(lower_node(*st->cx, n));
-  auto od = Descriptor::create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, st->what);
-  if (!od) return od.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto od,
+                            Descriptor::create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, st->what));
   std::vector<cudnnBackendDescriptor_t> ops;
   for (const auto& o : st->cx->ops()) ops.push_back(o.get());
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, hs.handle));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, hs.handle));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops));
   if (g.dynamic_shape_enabled()) {
     if (load_info().version < 90400)
       return make_error(ErrorCode::NotSupported, st->what,
@@ -419,10 +413,10 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
                         backend_version_string());
     const bool on = true;
     DNNGRAPH_TRY(
-        od->set(CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED, CUDNN_TYPE_BOOLEAN, on));
+        od.set(CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED, CUDNN_TYPE_BOOLEAN, on));
   }
-  DNNGRAPH_TRY(od->finalize(ErrorCode::NotSupported));
-  st->op_graph = std::move(od.value());
+  DNNGRAPH_TRY(od.finalize(ErrorCode::NotSupported));
+  st->op_graph = std::move(od);
 
   // Variant pack template: every non-virtual tensor of the graph plus internal constants.
   std::set<int64_t> seen;
@@ -438,9 +432,8 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
     std::string name = "constant uid " + std::to_string(c.uid);
     for (const auto& t : g.tensors())
       if (t->uid_assigned && t->uid == c.uid) type = t->data_type, name = t->name;
-    auto bytes = scalar_bytes(c.value, type, name);
-    if (!bytes) return bytes.status();
-    st->constant_bytes.push_back(bytes.value());
+    DNNGRAPH_ASSIGN_OR_RETURN(auto bytes, scalar_bytes(c.value, type, name));
+    st->constant_bytes.push_back(bytes);
     const int idx = static_cast<int>(st->constant_bytes.size() - 1);
     auto it =
         std::find_if(st->io.begin(), st->io.end(), [&](const IoSlot& s) { return s.uid == c.uid; });
@@ -465,25 +458,21 @@ class CudnnEngine final : public Engine {
 
   Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& g,
                                               Handle& handle) override {
-    auto st = lower_state(g, handle);
-    if (!st) return st.status();
-    return std::unique_ptr<LoweredGraph>(std::make_unique<CudnnLoweredGraph>(st.value()));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto st, lower_state(g, handle));
+    return std::unique_ptr<LoweredGraph>(std::make_unique<CudnnLoweredGraph>(st));
   }
 
   bool loads_plans() const override { return true; }
   Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& g, Handle& handle,
                                                  std::string_view bytes) override {
-    auto st = lower_state(g, handle);
-    if (!st) return st.status();
-    auto pd = Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
-                                 "deserialized plan for " + st.value()->what);
-    if (!pd) return pd.status();
-    DNNGRAPH_TRY(
-        pd->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.value()->build_handle));
-    DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
-                         static_cast<int64_t>(bytes.size()), bytes.data()));
-    DNNGRAPH_TRY(pd->finalize(ErrorCode::NotSupported));
-    return make_plan(st.value(), std::move(pd.value()), "deserialized");
+    DNNGRAPH_ASSIGN_OR_RETURN(auto st, lower_state(g, handle));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto pd, Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+                                                          "deserialized plan for " + st->what));
+    DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st->build_handle));
+    DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                        static_cast<int64_t>(bytes.size()), bytes.data()));
+    DNNGRAPH_TRY(pd.finalize(ErrorCode::NotSupported));
+    return make_plan(st, std::move(pd), "deserialized");
   }
 
  private:
@@ -493,21 +482,18 @@ class CudnnEngine final : public Engine {
       return make_error(ErrorCode::NotSupported,
                         "the cuDNN engine is unavailable: ", load_info().error);
     const ir::ValidatedGraph& g = *gp;
-    auto hs = handle_state(handle);
-    if (!hs) return hs.status();
-    auto views = canonicalize(g);
-    if (!views) return views.status();
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, handle_state(handle));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto views, canonicalize(g));
     // Some graphs have several equivalent lowerings; keep the first cuDNN proposes an engine
     // for.
     const std::span<const LoweringVariant> variants = lowering_variants(g);
     for (const LoweringVariant& v : variants) {
-      auto st = lower_once(gp, views.value(), *hs.value(), v);
-      if (!st) return st.status();
+      DNNGRAPH_ASSIGN_OR_RETURN(auto st, lower_once(gp, views, *hs, v));
       if (&v == &variants.back()) return st;
-      auto cfgs = engine_configs(*st.value(), HeurMode::A);
+      auto cfgs = engine_configs(*st, HeurMode::A);
       if (cfgs && !cfgs->empty()) {
-        st.value()->configs_a = std::move(cfgs.value());
-        st.value()->has_configs_a = true;
+        st->configs_a = std::move(cfgs.value());
+        st->has_configs_a = true;
         return st;
       }
     }

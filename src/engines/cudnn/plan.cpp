@@ -51,9 +51,8 @@ class CudnnPlan final : public Plan {
   int64_t workspace_size() const override { return workspace_; }
 
   Status execute(Handle& handle, const VariantPack& pack, void* workspace) override {
-    auto hs = handle_state(handle);
-    if (!hs) return hs.status();
-    if (hs.value()->device != st_->device)
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, handle_state(handle));
+    if (hs->device != st_->device)
       return make_error(ErrorCode::InvalidArgument, "plan '", name_,
                         "' was built for cuda:", st_->device, " but the handle is ",
                         handle.device().to_string());
@@ -94,15 +93,15 @@ class CudnnPlan final : public Plan {
       DNNGRAPH_TRY(fill_pack(own, ptrs, workspace));
       vp = own.get();
     }
-    std::lock_guard<std::mutex> on_stream(hs.value()->mu);
+    std::lock_guard<std::mutex> on_stream(hs->mu);
     const uint64_t epoch = handle.stream_epoch();
-    if (hs.value()->applied_epoch != epoch) {
-      DNNGRAPH_TRY(check(
-          api()->cudnnSetStream(hs.value()->handle, static_cast<cudaStream_t>(handle.stream())),
-          name_, "cudnnSetStream"));
-      hs.value()->applied_epoch = epoch;
+    if (hs->applied_epoch != epoch) {
+      DNNGRAPH_TRY(
+          check(api()->cudnnSetStream(hs->handle, static_cast<cudaStream_t>(handle.stream())),
+                name_, "cudnnSetStream"));
+      hs->applied_epoch = epoch;
     }
-    const cudnnStatus_t rc = api()->cudnnBackendExecute(hs.value()->handle, plan_.get(), vp);
+    const cudnnStatus_t rc = api()->cudnnBackendExecute(hs->handle, plan_.get(), vp);
     if (rc == CUDNN_STATUS_SUCCESS) return Status::ok();  // no message built on the hot path
     return check(rc, "plan '" + name_ + "'", "cudnnBackendExecute");
   }
@@ -159,10 +158,9 @@ class CudnnPlan final : public Plan {
     // Re-initialise the prepared descriptor in place; create it on first use or if cuDNN
     // refuses to re-initialise.
     if (!vp || api()->cudnnBackendInitialize(vp.get()) != CUDNN_STATUS_SUCCESS) {
-      auto d = Descriptor::create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
-                                  "variant pack of plan '" + name_ + "'");
-      if (!d) return d.status();
-      vp = std::move(d.value());
+      DNNGRAPH_ASSIGN_OR_RETURN(auto d, Descriptor::create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
+                                                           "variant pack of plan '" + name_ + "'"));
+      vp = std::move(d);
     }
     DNNGRAPH_TRY(vp.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids_));
     DNNGRAPH_TRY(vp.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, ptrs));

@@ -144,9 +144,8 @@ class ReferenceEngine final : public Engine {
   bool runs_on(const Device& d) const override { return d.kind == Device::Kind::CPU; }
   // Every op of the IR runs here; the only support limit is the workspace's size.
   Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& g, Handle&) override {
-    auto program = plan_memory(g);
-    if (!program) return program.status();
-    return std::unique_ptr<LoweredGraph>(std::make_unique<ReferenceLowered>(*program));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto program, plan_memory(g));
+    return std::unique_ptr<LoweredGraph>(std::make_unique<ReferenceLowered>(program));
   }
 };
 
