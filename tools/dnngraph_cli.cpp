@@ -18,6 +18,7 @@
 #include "dnngraph/ir/json.hpp"
 #include "dnngraph/system.hpp"
 #include "dnngraph/version.hpp"
+#include "tune.hpp"
 
 namespace {
 
@@ -133,7 +134,8 @@ int run(int argc, char** argv) {
                    "  dnngraph info\n"
                    "  dnngraph validate tests/data/conv_bias_relu.json\n"
                    "  dnngraph dot tests/data/sdpa_causal.json -o sdpa.dot && dot -Tsvg sdpa.dot "
-                   "-o sdpa.svg\n\n"
+                   "-o sdpa.svg\n"
+                   "  dnngraph tune --device cpu --iterations 3 tests/data/matmul_epilogue.json\n\n"
                    "Exit codes: 0 ok, 1 invalid graph, 2 usage or file error.",
                "dnngraph"};
   app.require_subcommand(1);
@@ -172,6 +174,9 @@ int run(int argc, char** argv) {
   fp->add_flag("--no-shapes", no_shapes, "leave dims and strides out (keep ranks)");
   fp->add_flag("--names", names, "include graph, tensor and node names");
 
+  dnngraph::tools::TuneArgs tune_args;
+  auto* tune = dnngraph::tools::add_tune_command(app, tune_args);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -183,6 +188,7 @@ int run(int argc, char** argv) {
   if (*validate) return cmd_validate(graph_path);
   if (*dot) return cmd_dot(graph_path, out_path, infer);
   if (*fp) return cmd_fingerprint(graph_path, no_shapes, names);
+  if (*tune) return dnngraph::tools::cmd_tune(tune_args);
   return kUsage;
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dnngraph/autotune.hpp"
 #include "dnngraph/engines/handle.hpp"
 #include "dnngraph/engines/interface.hpp"
 #include "dnngraph/engines/kernel_cache.hpp"
@@ -86,12 +87,57 @@ class Graph : public ir::Graph {
   // Checks a variant pack against the graph's non-virtual tensors without running anything.
   Status check_variant_pack(const VariantPack& pack) const;
 
+  // ---- plan filters (the frontend's deselect_* / select_*; autotune.hpp) ----
+  // Applied as candidates are checked and plans built: set them before check_support() (a
+  // change afterwards re-checks the candidates, so check_support() must be called again).
+  Graph& deselect_engines(std::vector<std::string> names);
+  Graph& select_numeric_notes(std::vector<std::string> notes);  // keep those with all of them
+  Graph& deselect_numeric_notes(std::vector<std::string> notes);
+  Graph& select_behavior_notes(std::vector<std::string> notes);
+  Graph& deselect_behavior_notes(std::vector<std::string> notes);
+  Graph& deselect_workspace_greater_than(int64_t bytes);
+  Graph& set_plan_filters(PlanFilters filters);
+  const PlanFilters& plan_filters() const;
+
+  // ---- autotuning (autotune.hpp) ----
+  // Builds every supported candidate the filters allow, times each on `pack` (warm-up, a cache
+  // flush before each timed run, optional rotating input copies, the median of the runs) and
+  // selects the fastest. The choice and its time go to the plan cache (plan_cache.hpp): a later
+  // autotune of the same graph on the same device and backend selects it without timing, and a
+  // later build() restores it. Needs build_operation_graph() (or build()); candidates needing
+  // more than `workspace_bytes` (when >= 0) are skipped.
+  Result<AutotuneReport> autotune(Handle& handle, const VariantPack& pack, void* workspace,
+                                  int64_t workspace_bytes, const AutotuneOptions& options = {});
+  // The same on buffers autotune allocates itself (inputs filled with values in [-1, 1],
+  // pass-by-value scalars 1, outputs and the largest workspace): `dnngraph tune`, Python's
+  // graph.autotune(handle) without a variant pack.
+  Result<AutotuneReport> autotune(Handle& handle, const AutotuneOptions& options = {});
+  // The largest workspace among the plans autotune() would time (builds them).
+  Result<int64_t> get_autotune_workspace_size();
+
+  // ---- CUDA graphs ----
+  // Records the selected plan's work for `pack` into `cuda_graph` (an empty cudaGraph_t), through
+  // cuDNN's own API where the engine allows it (cuDNN >= 9.5, behaviour note
+  // SUPPORTS_CUDA_GRAPH_NATIVE_API), else by stream capture (one child-graph node).
+  // update_cuda_graph points a graph populate_cuda_graph filled at new pointers.
+  Status populate_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
+                             void* cuda_graph) const;
+  Status update_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
+                           void* cuda_graph) const;
+  // Graph-backed execute (off by default): execute() records a CUDA graph once per distinct set
+  // of pointers and replays it afterwards (a bounded LRU per plan, dropped with the plan).
+  Graph& set_cuda_graph_execute(bool on);
+  bool cuda_graph_execute() const;
+
  private:
   void set_required();
   void adopt_plan(std::unique_ptr<Plan> plan, const std::string& candidate);
   Status restore_plan(const HandlePtr& handle, Engine& engine, std::string_view bytes);
   std::string plan_cache_key(const Engine& engine, const Handle& handle,
                              const std::vector<HeurMode>& modes, std::string_view policy) const;
+  void reset_checks();                           // after a filter change
+  Status apply_workspace_filter(int64_t index);  // a built plan over the workspace limit
+  Result<bool> reuse_tuned(const std::string& name);
   bool check_next() const;                // checks the next unchecked candidate
   bool check_until(int64_t index) const;  // until `index` supported ones are known
   std::unique_ptr<PipelineState> state_;

@@ -269,8 +269,6 @@ _LACKING_OPS = [
 _LACKING_METHODS = {
     "get_engine_and_knobs_at_index": "engine knobs",
     "create_execution_plan": "plans from an engine id and knobs",
-    "populate_cuda_graph": "CUDA graph capture of a plan",
-    "update_cuda_graph": "CUDA graph capture of a plan",
 }
 
 # SDPA keywords: frontend name -> native name.
@@ -504,12 +502,6 @@ class pygraph(_native):
             modes = [heur_mode.A, heur_mode.FALLBACK]
         if not isinstance(modes, (list, tuple)):
             modes = [modes]
-        if self.__dict__.get("_filters"):
-            _native.build_operation_graph(self)
-            _native.create_execution_plans(self, list(modes))
-            _native.check_support(self)
-            self._build_filtered(policy or build_plan_policy.HEURISTICS_CHOICE)
-            return
         _native.build(self, list(modes), policy or build_plan_policy.HEURISTICS_CHOICE)
 
     def create_execution_plans(self, heuristics: Any = None, *, heur_modes: Any = None) -> None:
@@ -523,9 +515,6 @@ class pygraph(_native):
     def build_plans(self, policy: Any = None, *args: Any, ctx: Any = None, **kwargs: Any) -> None:
         if args or kwargs:
             raise TypeError("build_plans(policy=build_plan_policy.HEURISTICS_CHOICE)")
-        if self.__dict__.get("_filters"):
-            self._build_filtered(policy or build_plan_policy.HEURISTICS_CHOICE)
-            return
         _native.build_plans(self, policy or build_plan_policy.HEURISTICS_CHOICE)
 
     def build_plan_at_index(self, index: int) -> "pygraph":
@@ -536,85 +525,58 @@ class pygraph(_native):
         _native.select_plan(self, index)
         return self
 
-    # ---- plan filters: applied by build_plans/build to the supported plans ----
-    def _filter(self, key: str, value: Any) -> "pygraph":
-        self.__dict__.setdefault("_filters", {})[key] = value
-        return self
-
+    # ---- plan filters: the native graph applies them as candidates are checked and built ----
     def deselect_workspace_greater_than(self, workspace_limit: int) -> "pygraph":
-        """build_plans skips plans needing more than workspace_limit bytes."""
-        return self._filter("workspace", int(workspace_limit))
+        """Skips plans needing more than workspace_limit bytes."""
+        return _native.deselect_workspace_greater_than(self, int(workspace_limit))
 
     def deselect_engines(self, engine_names: List[str]) -> "pygraph":
-        """build_plans skips plans whose name (or engine) is listed."""
-        return self._filter("engines", {str(n) for n in engine_names})
+        """Skips plans whose name, engine id ("eng0") or engine is listed."""
+        return _native.deselect_engines(self, [str(n) for n in engine_names])
 
     def select_numeric_notes(self, notes: List[Any]) -> "pygraph":
-        """build_plans keeps only plans carrying every listed numerical note."""
-        return self._filter("numeric_select", {_note_key(n) for n in notes})
+        """Keeps only plans carrying every listed numerical note."""
+        return _native.select_numeric_notes(self, [_note_key(n) for n in notes])
 
     def deselect_numeric_notes(self, notes: List[Any]) -> "pygraph":
-        """build_plans skips plans carrying any listed numerical note."""
-        return self._filter("numeric_deselect", {_note_key(n) for n in notes})
+        """Skips plans carrying any listed numerical note."""
+        return _native.deselect_numeric_notes(self, [_note_key(n) for n in notes])
 
     def select_behavior_notes(self, notes: List[Any]) -> "pygraph":
-        """build_plans keeps only plans carrying every listed behaviour note."""
-        return self._filter("behavior_select", {_note_key(n) for n in notes})
+        """Keeps only plans carrying every listed behaviour note."""
+        return _native.select_behavior_notes(self, [_note_key(n) for n in notes])
 
     def deselect_behavior_notes(self, notes: List[Any]) -> "pygraph":
-        """build_plans skips plans carrying any listed behaviour note."""
-        return self._filter("behavior_deselect", {_note_key(n) for n in notes})
+        """Skips plans carrying any listed behaviour note."""
+        return _native.deselect_behavior_notes(self, [_note_key(n) for n in notes])
 
-    def _allowed_plans(self) -> List[int]:
-        f = self.__dict__.get("_filters", {})
-        allowed, why = [], []
-        for i, p in enumerate(self._supported()):
-            numeric = {_note_key(n) for n in p["numerical_notes"] or []}
-            behavior = {_note_key(n) for n in p["behavior_notes"] or []}
-            reason = None
-            if "workspace" in f and p["workspace_size"] > f["workspace"]:
-                reason = f"needs {p['workspace_size']} bytes of workspace (limit {f['workspace']})"
-            elif {str(p["name"]), str(p["engine"])} & f.get("engines", set()):
-                reason = "its engine was deselected"
-            elif not f.get("numeric_select", set()) <= numeric or numeric & f.get(
-                    "numeric_deselect", set()):
-                reason = f"numerical notes {sorted(numeric)}"
-            elif not f.get("behavior_select", set()) <= behavior or behavior & f.get(
-                    "behavior_deselect", set()):
-                reason = f"behaviour notes {sorted(behavior)}"
-            if reason is None:
-                allowed.append(i)
-            else:
-                why.append(f"{p['name']}: {reason}")
-        if not allowed:
-            raise NotSupportedError(
-                f"graph '{_native.name.__get__(self)}': every supported plan was deselected by "
-                f"the plan filters (deselect_*/select_*): " + "; ".join(why))
-        return allowed
+    # ---- autotuning and CUDA graphs (the frontend's signatures) ----
+    def autotune(self, handle: Any = None, variant_pack: Any = None, workspace: Any = None,
+                 user_impl: Any = None, **options: Any) -> dict:
+        """Times every plan the filters allow on variant_pack and selects the fastest (the
+        frontend's ``autotune(handle, variant_pack, workspace)``). Without a variant pack,
+        dnngraph allocates the buffers itself. Keyword options: budget_ms, warmup, iterations,
+        flush_cache, rotate_inputs, rotate_budget_bytes, use_cache, progress. Returns the
+        report dict of the native ``autotune``."""
+        if user_impl is not None:
+            raise _missing("autotune(user_impl=...)", "dnngraph times the plans itself")
+        if variant_pack is not None:
+            variant_pack = self._pack(variant_pack, None)
+            if workspace is None:
+                workspace = self._own_workspace(_native.get_autotune_workspace_size(self))
+        return _native.autotune(self, handle, variant_pack, workspace, **options)
 
-    def _build_filtered(self, policy: Any) -> None:
-        allowed = self._allowed_plans()
-        built = []
-        errors = []
-        for i in allowed:
-            try:
-                _native.build_plan_at_index(self, i)
-            except (RuntimeError, ValueError) as e:
-                errors.append(str(e))
-                continue
-            limit = self.__dict__["_filters"].get("workspace")
-            ws = _native.get_workspace_size_plan_at_index(self, i)
-            if limit is not None and ws > limit:  # known exactly only once built
-                errors.append(f"{self.get_plan_name_at_index(i)}: deselected, it needs {ws} "
-                              f"bytes of workspace (limit {limit})")
-                continue
-            built.append(i)
-            if policy != build_plan_policy.ALL:
-                break
-        if not built:
-            raise NotSupportedError("no plan left by the plan filters (deselect_*/select_*) "
-                                    "could be built: " + "; ".join(errors))
-        _native.select_plan(self, built[0])
+    def populate_cuda_graph(self, handle: Any, variant_pack: Any, workspace: Any,
+                            cuda_graph: Any) -> None:
+        """Records the selected plan into ``cuda_graph`` (an empty cudaGraph_t as an int)."""
+        _native.populate_cuda_graph(self, handle, self._pack(variant_pack, None), workspace,
+                                    _graph_address(cuda_graph))
+
+    def update_cuda_graph(self, handle: Any, variant_pack: Any, workspace: Any,
+                          cuda_graph: Any) -> None:
+        """Points a graph filled by populate_cuda_graph at new pointers."""
+        _native.update_cuda_graph(self, handle, self._pack(variant_pack, None), workspace,
+                                  _graph_address(cuda_graph))
 
     def get_workspace_size(self, handle: Any = None, override_uids: Any = None,
                            override_shapes: Any = None, override_strides: Any = None) -> int:
@@ -871,6 +833,17 @@ def _numel(dim: List[int]) -> int:
     for d in dim:
         n *= int(d)
     return n
+
+
+def _graph_address(g: Any) -> int:
+    """A cudaGraph_t given as an int, or an object holding one (e.g. cuda-python's CUgraph)."""
+    if isinstance(g, int):
+        return g
+    for attr in ("getPtr", "__int__"):
+        f = getattr(g, attr, None)
+        if f is not None:
+            return int(f())
+    raise TypeError(f"cuda_graph: expected a cudaGraph_t address (int), got {type(g).__name__}")
 
 
 def _note_key(n: Any) -> str:

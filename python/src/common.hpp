@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,5 +91,11 @@ void bind_ops_sdpa(nb::class_<PyGraph>& g);
 void bind_ops_slice(nb::class_<PyGraph>& g);
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& g);
 void bind_serialize(nb::class_<PyGraph>& g);
+void bind_tune(nb::class_<PyGraph>& g);
+
+// Converts a Python variant pack and workspace as execute() does (execute.cpp) and calls `f`
+// with them, the GIL released; raises f's error.
+void with_pack(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle,
+               const std::function<Status(Handle&, const VariantPack&, void*, int64_t)>& f);
 
 }  // namespace dnngraph::py

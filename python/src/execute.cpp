@@ -533,6 +533,19 @@ using Pack = nb::typed<nb::dict, std::variant<ir::Tensor, int64_t>, nb::object>;
 
 }  // namespace
 
+void with_pack(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle,
+               const std::function<Status(Handle&, const VariantPack&, void*, int64_t)>& f) {
+  Handle& h = self.handle_for(handle);
+  ScratchLease lease;
+  const Converted c = convert(self, pack, workspace, h.device(), lease.sc);
+  Status s;
+  {
+    nb::gil_scoped_release release;
+    s = f(h, lease.sc.pack, c.ws, c.ws_bytes);
+  }
+  throw_if_error(s);
+}
+
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
   auto intern = [](const char* s) { return PyUnicode_InternFromString(s); };
   g_names = Names{intern("data_ptr"),

@@ -51,9 +51,11 @@ Status Graph::build_operation_graph(const HandlePtr& handle) {
                       "': build_operation_graph() needs a handle");
   DNNGRAPH_TRY(validate());
   KernelCachePtr cache = std::move(state_->kernel_cache);
+  GraphSettings settings = std::move(state_->settings);
   *state_ = PipelineState{};
   state_->validated = validated();
   state_->kernel_cache = std::move(cache);
+  state_->settings = std::move(settings);
   std::string reasons;
   for (Engine* e : registered_engines()) {
     if (!e->runs_on(handle->device())) continue;
@@ -96,6 +98,7 @@ Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
   state_->plans.clear();
   state_->checked = 0;
   state_->selected = -1;
+  state_->settings.modes = modes;
   std::unordered_set<std::string> seen;
   for (HeurMode m : modes) {
     DNNGRAPH_ASSIGN_OR_RETURN(auto c, state_->lowered->candidates(m));
@@ -113,6 +116,11 @@ bool Graph::check_next() const {
   const size_t i = st.checked++;
   Candidate& c = *st.candidates[i];
   Status support = c.check_support();
+  if (support.is_ok()) {  // the plan filters (plan_filter.cpp)
+    const std::string why = st.settings.filters.reject_reason(c.info(), c.info().workspace_size);
+    if (!why.empty())
+      support = make_error(ErrorCode::NotSupported, "candidate '", c.info().name, "' ", why);
+  }
   CandidateStatus cs{c.info(), std::move(support)};
   cs.workspace_size = cs.info.workspace_size;
   if (cs.support.is_ok()) {
@@ -169,6 +177,7 @@ Status Graph::build_plan_at_index(int64_t index) {
   slot = std::move(plan).value();
   cs.built = true;
   cs.workspace_size = slot->workspace_size();
+  DNNGRAPH_TRY(apply_workspace_filter(index));
   if (state_->selected < 0) state_->selected = index;
   state_->stage = Stage::Built;
   return Status::ok();
@@ -205,6 +214,7 @@ std::string Graph::plan_cache_key(const Engine& engine, const Handle& handle,
     key += " " + gpus[static_cast<size_t>(d.index)];
   key += "|" + std::string(policy) + "|";
   for (HeurMode m : modes) key += std::string(heur_mode_name(m)) + ",";
+  if (!state_->settings.filters.empty()) key += "|" + state_->settings.filters.describe();
   return key + "|" + ir::fingerprint(*this).hex();
 }
 
@@ -224,8 +234,9 @@ Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
   if (engine) {
     DNNGRAPH_TRY(validate());
     key = plan_cache_key(*engine, *handle, modes, "heuristics_choice");
-    if (auto hit = cache->get(key)) {
+    if (auto hit = cache->get(key); hit && !hit->plan.empty()) {
       Status s = restore_plan(handle, *engine, hit->plan);
+      state_->settings.modes = modes;
       if (s) return s;
       cache->drop(key, detail::cat("the stored plan of graph '", name(),
                                    "' could not be restored (", s.message(), ")"));
@@ -329,6 +340,7 @@ Status Graph::execute_plan_at_index(Handle& handle, const VariantPack& pack, voi
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': workspace too small: plan '", plan.name(), "' needs ", need,
                       " bytes, got ", workspace_bytes);
+  if (state_->settings.cuda_graph_execute) return plan.execute_replayed(handle, pack, workspace);
   return plan.execute(handle, pack, workspace);
 }
 

@@ -110,7 +110,9 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
   ir::ValidatedGraphPtr snapshot = validated();
   DNNGRAPH_ASSIGN_OR_RETURN(auto plan, engine.deserialize_plan(snapshot, *handle, raw));
   KernelCachePtr cache = std::move(state_->kernel_cache);
+  GraphSettings settings = std::move(state_->settings);
   *state_ = PipelineState{};
+  state_->settings = std::move(settings);
   state_->validated = std::move(snapshot);
   state_->kernel_cache = std::move(cache);
   state_->handle = handle;

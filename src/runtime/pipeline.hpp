@@ -10,6 +10,13 @@ namespace dnngraph {
 
 enum class Stage { None, Lowered, Planned, Checked, Built };
 
+// What the user set on the graph; kept when the pipeline state is reset.
+struct GraphSettings {
+  PlanFilters filters;
+  bool cuda_graph_execute = false;
+  std::vector<HeurMode> modes = {HeurMode::A, HeurMode::Fallback};  // of the last planning
+};
+
 struct PipelineState {
   Stage stage = Stage::None;
   HandlePtr handle;
@@ -25,6 +32,7 @@ struct PipelineState {
   // Non-virtual tensors without a constant value: each needs a pointer in a variant pack.
   std::vector<ir::Tensor> required;
   KernelCachePtr kernel_cache;  // kept when the rest is reset
+  GraphSettings settings;       // kept when the rest is reset
 };
 
 }  // namespace dnngraph

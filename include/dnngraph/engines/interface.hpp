@@ -50,7 +50,44 @@ class Plan {
   virtual Result<std::string> serialize() const {
     return make_error(ErrorCode::NotSupported, "plan '", name(), "' cannot be serialized");
   }
+  // CUDA graphs. populate_cuda_graph records this plan's work for `pack` into `cuda_graph` (an
+  // empty cudaGraph_t); update_cuda_graph points a graph it populated at new pointers.
+  virtual Status populate_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
+                                     void* cuda_graph) {
+    (void)handle, (void)pack, (void)workspace, (void)cuda_graph;
+    return make_error(ErrorCode::NotSupported, "plan '", name(),
+                      "' cannot record CUDA graphs (its engine does not run on CUDA)");
+  }
+  virtual Status update_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
+                                   void* cuda_graph) {
+    (void)handle, (void)pack, (void)workspace, (void)cuda_graph;
+    return make_error(ErrorCode::NotSupported, "plan '", name(),
+                      "' cannot record CUDA graphs (its engine does not run on CUDA)");
+  }
+  // Graph-backed execute (Graph::set_cuda_graph_execute): replays a CUDA graph recorded once per
+  // distinct set of pointers. Engines without CUDA graphs execute directly.
+  virtual Status execute_replayed(Handle& handle, const VariantPack& pack, void* workspace) {
+    return execute(handle, pack, workspace);
+  }
 };
+
+// Times plans for the autotuner, on the handle's stream; one per Graph::autotune call.
+class PlanTimer {
+ public:
+  virtual ~PlanTimer() = default;
+  // Bytes flush() overwrites (larger than the device's last-level cache); 0: nothing to flush.
+  virtual int64_t flush_bytes() const = 0;
+  virtual Status flush() = 0;  // queued before a timed run, not timed
+  virtual Status start() = 0;
+  // Milliseconds between start() and now, once the work queued in between has finished.
+  virtual Result<double> stop() = 0;
+  // A copy of `bytes` bytes at `src` (engine memory), freed with the last reference.
+  virtual Result<std::shared_ptr<void>> copy(const void* src, int64_t bytes) = 0;
+  // `bytes` bytes of engine memory (contents undefined), freed with the last reference.
+  virtual Result<std::shared_ptr<void>> alloc(int64_t bytes) = 0;
+};
+// Wall-clock timing of host engines (the reference engine): no cache flush, host copies.
+std::unique_ptr<PlanTimer> make_host_timer();
 
 class Candidate {
  public:
@@ -98,6 +135,11 @@ class Engine {
                                                       Handle& handle) = 0;
   // Whether deserialize_plan restores plans (then the plan cache keeps them).
   virtual bool loads_plans() const { return false; }
+  // The autotuner's timer for plans of this engine run with `handle`.
+  virtual Result<std::unique_ptr<PlanTimer>> make_timer(Handle& handle) {
+    (void)handle;
+    return make_error(ErrorCode::NotSupported, "engine '", name(), "' cannot time its plans");
+  }
   virtual Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& graph,
                                                          Handle& handle, std::string_view bytes) {
     (void)graph, (void)handle, (void)bytes;

@@ -10,7 +10,9 @@ namespace dnngraph::cudnn {
 
 struct Api {
 #define DNNGRAPH_CUDNN_FN(name) decltype(&::name) name = nullptr;
+#define DNNGRAPH_CUDNN_OPT_FN(name) decltype(&::name) name = nullptr;
 #include "engines/cudnn/api_functions.inc"
+#undef DNNGRAPH_CUDNN_OPT_FN
 #undef DNNGRAPH_CUDNN_FN
 };
 

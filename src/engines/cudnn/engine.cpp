@@ -463,6 +463,9 @@ class CudnnEngine final : public Engine {
   }
 
   bool loads_plans() const override { return true; }
+  Result<std::unique_ptr<PlanTimer>> make_timer(Handle& handle) override {
+    return make_cuda_timer(handle);
+  }
   Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& g, Handle& handle,
                                                  std::string_view bytes) override {
     DNNGRAPH_ASSIGN_OR_RETURN(auto st, lower_state(g, handle));

@@ -171,7 +171,10 @@ Loaded* load() {
 #define DNNGRAPH_CUDNN_FN(name)                                       \
   L->api.name = reinterpret_cast<decltype(&::name)>(dlsym(h, #name)); \
   if (!L->api.name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+#define DNNGRAPH_CUDNN_OPT_FN(name) \
+  L->api.name = reinterpret_cast<decltype(&::name)>(dlsym(h, #name));
 #include "engines/cudnn/api_functions.inc"
+#undef DNNGRAPH_CUDNN_OPT_FN
 #undef DNNGRAPH_CUDNN_FN
   Dl_info di{};
   if (L->api.cudnnGetVersion && dladdr(reinterpret_cast<void*>(L->api.cudnnGetVersion), &di) &&

@@ -5,6 +5,7 @@
 // a contended call builds its own.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "engines/cudnn/plan.hpp"
@@ -12,6 +13,7 @@
 namespace dnngraph::cudnn {
 
 HandleState::~HandleState() {
+  if (capture_stream) (void)cudaStreamDestroy(static_cast<cudaStream_t>(capture_stream));
   if (handle && api()) api()->cudnnDestroy(handle);
 }
 
@@ -51,30 +53,9 @@ class CudnnPlan final : public Plan {
   int64_t workspace_size() const override { return workspace_; }
 
   Status execute(Handle& handle, const VariantPack& pack, void* workspace) override {
-    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, handle_state(handle));
-    if (hs->device != st_->device)
-      return make_error(ErrorCode::InvalidArgument, "plan '", name_,
-                        "' was built for cuda:", st_->device, " but the handle is ",
-                        handle.device().to_string());
     // Gather pointers in uid order (small: the vector is reused per thread).
     thread_local std::vector<void*> ptrs;
-    ptrs.resize(uids_.size());
-    for (size_t i = 0; i < st_->io.size(); ++i) {
-      const IoSlot& s = st_->io[i];
-      if (s.constant >= 0) {
-        ptrs[i] = st_->constant_bytes[static_cast<size_t>(s.constant)].data();
-        continue;
-      }
-      auto it = pack.find(s.uid);
-      if (it == pack.end() || it->second == nullptr)
-        return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
-                          "' (uid ", s.uid, ") has ",
-                          it == pack.end() ? "no entry in the variant pack" : "a null pointer");
-      ptrs[i] = it->second;
-    }
-    if (workspace_ > 0 && workspace == nullptr)
-      return make_error(ErrorCode::InvalidArgument, "plan '", name_, "' needs ", workspace_,
-                        " bytes of workspace but got a null pointer");
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, gather(handle, pack, workspace, ptrs));
 
     std::unique_lock<std::mutex> prepared(mu_, std::try_to_lock);
     const bool same = prepared.owns_lock() && workspace == last_ws_ && ptrs == last_ptrs_ && vp_;
@@ -106,6 +87,50 @@ class CudnnPlan final : public Plan {
     return check(rc, "plan '" + name_ + "'", "cudnnBackendExecute");
   }
 
+  // CUDA graphs (cuda_graph.cpp): native where the engine allows it, else stream capture.
+  Status populate_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
+                             void* cuda_graph) override {
+    return record(handle, pack, workspace, cuda_graph, false);
+  }
+  Status update_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
+                           void* cuda_graph) override {
+    return record(handle, pack, workspace, cuda_graph, true);
+  }
+
+  // Graph-backed execute: replays the graph recorded for these pointers, records one on a miss.
+  // Inside a caller's stream capture it executes directly (the capture records that).
+  Status execute_replayed(Handle& handle, const VariantPack& pack, void* workspace) override {
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(static_cast<cudaStream_t>(handle.stream()), &cap) != cudaSuccess) {
+      (void)cudaGetLastError();
+      cap = cudaStreamCaptureStatusNone;
+    }
+    if (cap != cudaStreamCaptureStatusNone) return execute(handle, pack, workspace);
+    thread_local std::vector<void*> ptrs, key;
+    DNNGRAPH_TRY(gather(handle, pack, workspace, ptrs).status());
+    // A recorded graph holds the values of pass-by-value tensors, not their host addresses: the
+    // key carries those values.
+    key = ptrs;
+    for (size_t i = 0; i < st_->io.size(); ++i)
+      if (st_->io[i].by_value) {
+        uintptr_t v = 0;
+        std::memcpy(&v, ptrs[i],
+                    std::min<size_t>(sizeof v, static_cast<size_t>(st_->io[i].elem_size)));
+        key[i] = reinterpret_cast<void*>(v);
+      }
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hit, replays_.launch(key, workspace, handle.stream()));
+    if (hit) return Status::ok();
+    cudaGraph_t graph = nullptr;
+    if (cudaGraphCreate(&graph, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return make_error(ErrorCode::BackendError, "plan '", name_, "': cudaGraphCreate failed");
+    }
+    Status s = record(handle, pack, workspace, graph, false);
+    if (s) s = replays_.add_and_launch(key, workspace, graph, handle.stream(), name_);
+    (void)cudaGraphDestroy(graph);
+    return s;
+  }
+
   Result<std::string> serialize() const override {
     int64_t n = 0;
     DNNGRAPH_TRY(
@@ -118,6 +143,53 @@ class CudnnPlan final : public Plan {
   }
 
  private:
+  // The handle's state and the pack's pointers in uid order (constants bound), checked for
+  // presence; the workspace is checked against the plan's need.
+  Result<HandleState*> gather(Handle& handle, const VariantPack& pack, void* workspace,
+                              std::vector<void*>& ptrs) const {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, handle_state(handle));
+    if (hs->device != st_->device)
+      return make_error(ErrorCode::InvalidArgument, "plan '", name_,
+                        "' was built for cuda:", st_->device, " but the handle is ",
+                        handle.device().to_string());
+    ptrs.resize(uids_.size());
+    for (size_t i = 0; i < st_->io.size(); ++i) {
+      const IoSlot& s = st_->io[i];
+      if (s.constant >= 0) {
+        ptrs[i] = st_->constant_bytes[static_cast<size_t>(s.constant)].data();
+        continue;
+      }
+      auto it = pack.find(s.uid);
+      if (it == pack.end() || it->second == nullptr)
+        return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
+                          "' (uid ", s.uid, ") has ",
+                          it == pack.end() ? "no entry in the variant pack" : "a null pointer");
+      ptrs[i] = it->second;
+    }
+    if (workspace_ > 0 && workspace == nullptr)
+      return make_error(ErrorCode::InvalidArgument, "plan '", name_, "' needs ", workspace_,
+                        " bytes of workspace but got a null pointer");
+    return hs;
+  }
+
+  // Records this plan for `pack` into a caller's CUDA graph (a new variant pack: the prepared
+  // one may be in use by an execute on another thread).
+  Status record(Handle& handle, const VariantPack& pack, void* workspace, void* graph,
+                bool update) {
+    std::vector<void*> ptrs;
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, gather(handle, pack, workspace, ptrs));
+    DNNGRAPH_TRY(validate(ptrs, workspace));
+    Descriptor vp;
+    DNNGRAPH_TRY(fill_pack(vp, ptrs, workspace));
+    int native = native_.load(std::memory_order_relaxed);
+    if (native < 0) {
+      native = native_cuda_graph(plan_.get()) ? 1 : 0;
+      native_.store(native, std::memory_order_relaxed);
+    }
+    std::lock_guard<std::mutex> on_stream(hs->mu);
+    return record_cuda_graph(*hs, plan_.get(), vp.get(), native == 1, graph, update, name_);
+  }
+
   // Non-null was checked by the caller; here: alignment and that device pointers (and the
   // workspace) live on the plan's GPU. Pass-by-value tensors point to host scalars.
   Status validate(const std::vector<void*>& ptrs, void* workspace) const {
@@ -177,6 +249,8 @@ class CudnnPlan final : public Plan {
   Descriptor vp_;
   std::vector<void*> last_ptrs_;
   void* last_ws_ = nullptr;
+  std::atomic<int> native_{-1};  // native CUDA graph API usable: -1 not asked yet, 0, 1
+  ReplayCache replays_;
 };
 
 }  // namespace

@@ -23,6 +23,7 @@ struct HandleState final : EngineState {
   int device = 0;
   std::mutex mu;                   // one stream per handle: executes on it are serialised
   uint64_t applied_epoch = ~0ull;  // Handle::stream_epoch() last given to cudnnSetStream
+  void* capture_stream = nullptr;  // cudaStream_t for CUDA graph capture, made on first use
   ~HandleState() override;
 };
 Result<HandleState*> handle_state(Handle& handle);
@@ -60,6 +61,43 @@ struct KernelCacheLock {
   cudnnBackendDescriptor_t desc;
 };
 Result<KernelCacheLock> lock_kernel_cache(const LoweredState& st);
+
+// The autotuner's timer (timer.cpp).
+Result<std::unique_ptr<PlanTimer>> make_cuda_timer(Handle& handle);
+
+// CUDA graphs (cuda_graph.cpp). Whether cudnnBackendPopulateCudaGraph may record `plan`: the
+// loaded cuDNN has it (>= 9.5) and the plan's engine carries SUPPORTS_CUDA_GRAPH_NATIVE_API.
+bool native_cuda_graph(cudnnBackendDescriptor_t plan);
+// Records one execution of `plan` with variant pack `vp` into `graph` (void*: a cudaGraph_t):
+// natively, or as one child-graph node captured on a private stream. `update`: `graph` holds
+// an earlier recording of the same plan, which is replaced (native update or a new capture).
+// The caller holds hs.mu.
+Status record_cuda_graph(HandleState& hs, cudnnBackendDescriptor_t plan,
+                         cudnnBackendDescriptor_t vp, bool native, void* graph, bool update,
+                         const std::string& name);
+// Instantiated graphs of one plan keyed by their pointers (graph-backed execute), bounded.
+class ReplayCache {
+ public:
+  static constexpr size_t kCapacity = 16;
+  ~ReplayCache();
+  // Launches the graph recorded for `ptrs`/`workspace` on `stream`; false when there is none.
+  Result<bool> launch(const std::vector<void*>& ptrs, void* workspace, void* stream);
+  // Instantiates `graph` (a cudaGraph_t, still owned by the caller) for `ptrs`, evicting the
+  // least recently used entry when full, and launches it.
+  Status add_and_launch(const std::vector<void*>& ptrs, void* workspace, void* graph, void* stream,
+                        const std::string& name);
+
+ private:
+  struct Entry {
+    std::vector<void*> ptrs;
+    void* workspace;
+    void* exec;  // cudaGraphExec_t
+    uint64_t used;
+  };
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+  uint64_t tick_ = 0;
+};
 
 // Wraps a finalized execution plan.
 Result<std::unique_ptr<Plan>> make_plan(std::shared_ptr<LoweredState> state, Descriptor plan,

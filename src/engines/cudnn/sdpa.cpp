@@ -332,8 +332,7 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   DNNGRAPH_ASSIGN_OR_RETURN(auto to, cx.tensor(o));
   DNNGRAPH_ASSIGN_OR_RETURN(auto lens, sdpa_seq_lens(cx, n));
   DNNGRAPH_ASSIGN_OR_RETURN(auto scale, sdpa_scale(cx, n, what, a, s.d));
-  auto last = sdpa_masked_scores(cx, n, what, a, s, tq, tk, scale, lens);
-  if (!last) return last.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto last, sdpa_masked_scores(cx, n, what, a, s, tq, tk, scale, lens));
 
   cudnnBackendDescriptor_t stats = nullptr;
   if (ir::Tensor st = n.output(Role::STATS)) {
@@ -347,7 +346,7 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   // With dropout the softmax output stays float and the dropped-out P takes P's type.
   DNNGRAPH_ASSIGN_OR_RETURN(auto p,
                             cx.virtual_tensor(what + "::P", s.sdim(), drop.any() ? f32 : p_type));
-  DNNGRAPH_TRY(add_softmax(cx, what + " softmax", s.sdim(), last.value(), p, stats));
+  DNNGRAPH_TRY(add_softmax(cx, what + " softmax", s.sdim(), last, p, stats));
   cudnnBackendDescriptor_t pv = p;
   if (drop.any()) {
     DNNGRAPH_ASSIGN_OR_RETURN(auto masked, cx.virtual_tensor(what + "::P_masked", s.sdim(), f32));

@@ -70,10 +70,9 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   DNNGRAPH_TRY(pw("softmax_sum*scale_inv", CUDNN_POINTWISE_MUL, dsum, scale_inv, dsum1));
 
   // P = exp(S - STATS).
-  auto sc = sdpa_masked_scores(cx, n, what, a, s, tq, tkt, scale, lens);
-  if (!sc) return sc.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto sc, sdpa_masked_scores(cx, n, what, a, s, tq, tkt, scale, lens));
   DNNGRAPH_ASSIGN_OR_RETURN(auto sub, vt("S_minus_stats", sdim, f32));
-  DNNGRAPH_TRY(pw("S-stats", CUDNN_POINTWISE_SUB, sc.value(), tst, sub));
+  DNNGRAPH_TRY(pw("S-stats", CUDNN_POINTWISE_SUB, sc, tst, sub));
   cudnnBackendDescriptor_t before_exp = sub;
   if (lens.any()) {
     DNNGRAPH_ASSIGN_OR_RETURN(before_exp,

@@ -147,6 +147,7 @@ class ReferenceEngine final : public Engine {
     DNNGRAPH_ASSIGN_OR_RETURN(auto program, plan_memory(g));
     return std::unique_ptr<LoweredGraph>(std::make_unique<ReferenceLowered>(program));
   }
+  Result<std::unique_ptr<PlanTimer>> make_timer(Handle&) override { return make_host_timer(); }
 };
 
 Engine& engine() {

@@ -1,0 +1,54 @@
+// Graph's CUDA graph entry points: populate/update a caller's cudaGraph_t with the selected
+// plan, and the opt-in graph-backed execute. The engines do the work (Plan's virtuals).
+#include "dnngraph/graph.hpp"
+#include "runtime/pipeline.hpp"
+
+namespace dnngraph {
+namespace {
+
+Status cuda_graph_call(const Graph& g, const PipelineState& st, const char* what, Handle& handle,
+                       const VariantPack& pack, void* workspace, void* cuda_graph, Plan** plan) {
+  if (st.selected < 0)
+    return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': ", what,
+                      "() called before build_plans()");
+  if (!(handle.device() == st.handle->device()))
+    return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': built for ",
+                      st.handle->device().to_string(), " but ", what, "() got a handle on ",
+                      handle.device().to_string());
+  if (cuda_graph == nullptr)
+    return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': ", what,
+                      "() needs a cudaGraph_t (made by cudaGraphCreate), got a null one");
+  DNNGRAPH_TRY(g.check_variant_pack(pack));
+  *plan = st.plans[static_cast<size_t>(st.selected)].get();
+  if ((*plan)->workspace_size() > 0 && workspace == nullptr)
+    return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': plan '", (*plan)->name(),
+                      "' needs a workspace of ", (*plan)->workspace_size(), " bytes, got none");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status Graph::populate_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
+                                  void* cuda_graph) const {
+  Plan* plan = nullptr;
+  DNNGRAPH_TRY(cuda_graph_call(*this, *state_, "populate_cuda_graph", handle, pack, workspace,
+                               cuda_graph, &plan));
+  return plan->populate_cuda_graph(handle, pack, workspace, cuda_graph);
+}
+
+Status Graph::update_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
+                                void* cuda_graph) const {
+  Plan* plan = nullptr;
+  DNNGRAPH_TRY(cuda_graph_call(*this, *state_, "update_cuda_graph", handle, pack, workspace,
+                               cuda_graph, &plan));
+  return plan->update_cuda_graph(handle, pack, workspace, cuda_graph);
+}
+
+Graph& Graph::set_cuda_graph_execute(bool on) {
+  state_->settings.cuda_graph_execute = on;
+  return *this;
+}
+
+bool Graph::cuda_graph_execute() const { return state_->settings.cuda_graph_execute; }
+
+}  // namespace dnngraph
