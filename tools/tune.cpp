@@ -177,7 +177,8 @@ CLI::App* add_tune_command(CLI::App& app, TuneArgs& a) {
   t->add_option("--max-workspace", a.max_workspace,
                 "skip candidates needing more workspace bytes than this")
       ->check(CLI::NonNegativeNumber);
-  t->add_option("--svg", a.svg, "write a bar chart of the median times to FILE (SVG)");
+  t->add_option("--svg", a.svg, "write a bar chart of the median times to FILE (SVG)")
+      ->option_text("FILE");
   t->add_flag("-q,--quiet", a.quiet, "no progress bar");
   return t;
 }
@@ -242,14 +243,16 @@ int cmd_tune(const TuneArgs& a) {
                 r->selected_name.c_str(), r->selected_ms);
     return 0;
   }
-  std::printf("%-44s %10s %10s %10s %12s  %s\n", "candidate", "median ms", "min ms",
+  int width = 9;
+  for (const auto& c : r->candidates) width = std::max(width, static_cast<int>(c.name.size()));
+  std::printf("%-*s %10s %10s %10s %12s  %s\n", width, "candidate", "median ms", "min ms",
               tflops ? "TFLOP/s" : "GB/s", "workspace", "status");
   for (const auto& c : r->candidates) {
     const bool timed = c.median_ms >= 0;
     const double rate =
         timed && c.median_ms > 0 ? (tflops ? f / c.median_ms / 1e9 : bytes / c.median_ms / 1e6) : 0;
     std::printf(
-        "%-44.44s %10s %10s %10s %12lld  %s%s\n", c.name.c_str(),
+        "%-*s %10s %10s %10s %12lld  %s%s\n", width, c.name.c_str(),
         timed ? fixed(c.median_ms, 4).c_str() : "-", timed ? fixed(c.min_ms, 4).c_str() : "-",
         timed ? fixed(rate, rate < 10 ? 4 : 1).c_str() : "-",
         static_cast<long long>(c.workspace_size), c.status ? "ok" : c.status.message().c_str(),

@@ -20,6 +20,7 @@ enum class DataType : int {
   Int32,
   Int64,
   Boolean,
+  FP8_E8M0,  // unsigned exponent-only scale (2^(e-127); 0xFF NaN): MX block scales
 };
 
 // Bytes per element (Boolean is stored as one byte); 0 for NotSet.

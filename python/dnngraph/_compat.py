@@ -195,7 +195,7 @@ _TYPESTR = {
 _ITEMSIZE = {
     data_type.HALF: 2, data_type.BFLOAT16: 2, data_type.FLOAT: 4, data_type.DOUBLE: 8,
     data_type.INT8: 1, data_type.UINT8: 1, data_type.INT32: 4, data_type.INT64: 8,
-    data_type.BOOLEAN: 1, data_type.FP8_E4M3: 1, data_type.FP8_E5M2: 1,
+    data_type.BOOLEAN: 1, data_type.FP8_E4M3: 1, data_type.FP8_E5M2: 1, data_type.FP8_E8M0: 1,
 }
 
 # ---- method tables ----------------------------------------------------------------------------
@@ -243,6 +243,12 @@ _OPS.update({
     "layernorm": ("layernorm", ("input", "scale", "bias", "epsilon"), {}, {}),
     "layernorm_backward": ("layernorm_backward", ("grad", "input", "scale", "mean",
                                                   "inv_variance"), {}, {}),
+    "instancenorm": ("instancenorm", ("input", "scale", "bias", "epsilon"), {}, {}),
+    "instancenorm_backward": ("instancenorm_backward", ("grad", "input", "scale", "mean",
+                                                        "inv_variance"), {}, {}),
+    "adalayernorm": ("adalayernorm", ("input", "scale", "bias", "epsilon"), {}, {}),
+    "adalayernorm_backward": ("adalayernorm_backward", ("grad", "input", "scale", "mean",
+                                                        "inv_variance"), {}, {}),
     "batchnorm": ("batchnorm", ("input", "scale", "bias", "in_running_mean", "in_running_var",
                                 "epsilon", "momentum"), {}, {}),
     "batchnorm_inference": ("batchnorm_inference", ("input", "mean", "inv_variance", "scale",
@@ -250,6 +256,8 @@ _OPS.update({
     "batchnorm_backward": ("batchnorm_backward", ("grad", "input", "scale", "mean",
                                                   "inv_variance"), {}, {}),
     "reduction": ("reduction", ("input", "group_offset"), {}, {}),
+    "genstats": ("genstats", ("input",), {}, {}),
+    "transpose": ("transpose", ("input", "permutation"), {}, {}),
     "sdpa": ("sdpa", ("q", "k", "v"), {}, {}),
     "sdpa_backward": ("sdpa_backward", ("q", "k", "v", "o", "dO", "stats"), {}, {}),
 })
@@ -257,8 +265,7 @@ _OPS.update({
 # Frontend methods for ops dnngraph does not have (yet): each raises NotSupported naming it.
 # Those another part of dnngraph implements (the native class has them) are not overridden.
 _LACKING_OPS = [
-    "add_square", "mod", "tan", "gen_index", "instancenorm", "instancenorm_backward",
-    "adalayernorm", "adalayernorm_backward", "genstats", "reshape", "transpose", "concatenate",
+    "add_square", "mod", "tan", "gen_index", "reshape", "concatenate",
     "slice", "rope", "rope_backward", "block_scale_quantize", "block_scale_dequantize",
     "moe_grouped_matmul", "moe_grouped_matmul_bwd", "sdpa_fp8", "sdpa_fp8_backward",
     "sdpa_mxfp8", "sdpa_mxfp8_backward", "gdn", "gdn_bwd", "gdn_summary", "gdn_summary_bwd",
@@ -278,7 +285,7 @@ _SDPA_RENAMES = {"diagonal_band_left_bound": "left_bound",
 _SDPA_UNSUPPORTED = ("block_mask", "use_alibi_mask", "paged_attention_k_table",
                      "paged_attention_v_table", "paged_attention_max_seq_len_kv",
                      "max_total_seq_len_q", "max_total_seq_len_kv", "score_max",
-                     "score_sum_exp", "sink_token", "dSink_token", "dBias",
+                     "score_sum_exp", "sink_token", "dSink_token",
                      "softmax_precision", "attn_scale_prefolded", "kv_mask")
 
 
@@ -303,6 +310,10 @@ def _sdpa_kwargs(op: str, kw: Dict[str, Any]) -> Dict[str, Any]:
             kw["is_inference"] = not gen
         elif inf is None:
             kw["is_inference"] = True  # the frontend default: no Stats
+    if op == "sdpa_backward" and kw.get("dBias") is None:
+        kw["dbias_output"] = False  # the frontend computes dBias only when given one
+    if op == "sdpa" and kw.get("dBias") is not None:
+        raise TypeError("sdpa: dBias is a keyword of sdpa_backward (the bias gradient)")
     kw.pop("attention_implementation", None)  # dnngraph picks the implementation itself
     kw.pop("use_deterministic_algorithm", None)  # dnngraph's SDPA backward is deterministic
     return kw

@@ -27,6 +27,7 @@ _BY_NAME = {
     "float8_e4m3fn": data_type.FP8_E4M3,
     "float8_e4m3": data_type.FP8_E4M3,
     "float8_e5m2": data_type.FP8_E5M2,
+    "float8_e8m0fnu": data_type.FP8_E8M0,
 }
 
 # Array-interface type strings without the byte-order character.

@@ -124,7 +124,7 @@ class Graph:
         torch_names = {"HALF": "float16", "BFLOAT16": "bfloat16", "FLOAT": "float32",
                        "DOUBLE": "float64", "INT8": "int8", "UINT8": "uint8", "INT32": "int32",
                        "INT64": "int64", "BOOLEAN": "bool", "FP8_E4M3": "float8_e4m3fn",
-                       "FP8_E5M2": "float8_e5m2"}
+                       "FP8_E5M2": "float8_e5m2", "FP8_E8M0": "float8_e8m0fnu"}
         if name not in torch_names:
             raise TypeError(f"Graph: cannot allocate an output of data type {name}")
         return self._empty(t.get_dim(), t.get_stride(), torch_names[name])

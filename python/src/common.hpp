@@ -89,6 +89,8 @@ void bind_ops_pointwise(nb::class_<PyGraph>& g);
 void bind_ops_norm(nb::class_<PyGraph>& g);
 void bind_ops_sdpa(nb::class_<PyGraph>& g);
 void bind_ops_slice(nb::class_<PyGraph>& g);
+void bind_ops_genstats(nb::class_<PyGraph>& g);
+void bind_ops_transpose(nb::class_<PyGraph>& g);
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& g);
 void bind_serialize(nb::class_<PyGraph>& g);
 void bind_tune(nb::class_<PyGraph>& g);

@@ -19,6 +19,8 @@ NB_MODULE(_dnngraph, m) {
   bind_ops_norm(graph);
   bind_ops_sdpa(graph);
   bind_ops_slice(graph);
+  bind_ops_genstats(graph);
+  bind_ops_transpose(graph);
   bind_execute(m, graph);
   bind_serialize(graph);
   bind_tune(graph);

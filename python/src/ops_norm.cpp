@@ -1,4 +1,5 @@
-// Reductions, normalizations (layer/RMS/batch, forward and backward) and softmax.
+// Reductions, normalizations (layer/RMS/batch/instance/adaptive layer, forward and backward) and
+// softmax.
 // Scalars such as epsilon and momentum take a tensor or a Python float (a pass-by-value constant).
 #include "common.hpp"
 
@@ -31,6 +32,30 @@ void bind_ops_norm(nb::class_<PyGraph>& cls) {
       nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), nb::arg("bias").none(),
       nb::arg("epsilon"), nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "",
       "Returns (Y, mean, inv_variance); mean and inv_variance are None in INFERENCE.");
+  cls.def(
+      "instancenorm",
+      [](PyGraph& g, NormForwardPhase phase, ir::Tensor input, ir::Tensor scale, ir::Tensor bias,
+         TensorOrScalar epsilon, DataType compute, std::string name) {
+        return as_tuple(g.graph.instancenorm(input, scale, bias, as_tensor(g, epsilon), phase,
+                                             op_options(compute, std::move(name))));
+      },
+      nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), nb::arg("bias"),
+      nb::arg("epsilon"), nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "",
+      "Instance norm: statistics per sample and channel over the spatial dims; scale and bias "
+      "[1,C,1,..]. Returns (Y, mean, inv_variance) ([N,C,1,..]); the last two are None in "
+      "INFERENCE.");
+  cls.def(
+      "adalayernorm",
+      [](PyGraph& g, NormForwardPhase phase, ir::Tensor input, ir::Tensor scale, ir::Tensor bias,
+         TensorOrScalar epsilon, DataType compute, std::string name) {
+        return as_tuple(g.graph.adalayernorm(input, scale, bias, as_tensor(g, epsilon), phase,
+                                             op_options(compute, std::move(name))));
+      },
+      nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), nb::arg("bias"),
+      nb::arg("epsilon"), nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "",
+      "Adaptive layer norm: scale and bias per sample ([N|1, ...]); the dims 1.. where scale is "
+      "not 1 are normalized (X [B,S,D], scale [B,1,D] -> statistics [B,S,1]). Returns (Y, mean, "
+      "inv_variance); the last two are None in INFERENCE.");
   cls.def(
       "rmsnorm",
       [](PyGraph& g, NormForwardPhase phase, ir::Tensor input, ir::Tensor scale,
@@ -92,6 +117,25 @@ void bind_ops_norm(nb::class_<PyGraph>& cls) {
          ir::Tensor inv_variance, DataType compute, std::string name) {
         return as_tuple(g.graph.batchnorm_backward(grad, input, scale, mean, inv_variance,
                                                    op_options(compute, std::move(name))));
+      },
+      nb::arg("grad"), nb::arg("input"), nb::arg("scale"), nb::arg("mean"), nb::arg("inv_variance"),
+      nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "", "Returns (dX, dscale, dbias).");
+
+  cls.def(
+      "instancenorm_backward",
+      [](PyGraph& g, ir::Tensor grad, ir::Tensor input, ir::Tensor scale, ir::Tensor mean,
+         ir::Tensor inv_variance, DataType compute, std::string name) {
+        return as_tuple(g.graph.instancenorm_backward(grad, input, scale, mean, inv_variance,
+                                                      op_options(compute, std::move(name))));
+      },
+      nb::arg("grad"), nb::arg("input"), nb::arg("scale"), nb::arg("mean"), nb::arg("inv_variance"),
+      nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "", "Returns (dX, dscale, dbias).");
+  cls.def(
+      "adalayernorm_backward",
+      [](PyGraph& g, ir::Tensor grad, ir::Tensor input, ir::Tensor scale, ir::Tensor mean,
+         ir::Tensor inv_variance, DataType compute, std::string name) {
+        return as_tuple(g.graph.adalayernorm_backward(grad, input, scale, mean, inv_variance,
+                                                      op_options(compute, std::move(name))));
       },
       nb::arg("grad"), nb::arg("input"), nb::arg("scale"), nb::arg("mean"), nb::arg("inv_variance"),
       nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "", "Returns (dX, dscale, dbias).");

@@ -106,16 +106,19 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          ir::Tensor stats, std::optional<TensorOrScalar> attn_scale, OptT bias,
          bool use_causal_mask, bool use_causal_mask_bottom_right, DiagonalAlignment alignment,
          std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
-         bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, DataType compute,
-         std::string name) {
+         bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, OptT dBias,
+         bool dbias_output, DataType compute, std::string name) {
         ir::SdpaBwdAttrs a;
         ir::SdpaInputs extra;
         fill_common(g, a, extra, attn_scale, std::move(bias), use_causal_mask,
                     use_causal_mask_bottom_right, alignment, left_bound, right_bound,
                     use_padding_mask, std::move(seq_len_q), std::move(seq_len_kv), dropout);
+        const bool given = static_cast<bool>(dBias);
+        extra.dbias = std::move(dBias);
+        extra.dbias_output = dbias_output;
         auto r = g.graph.sdpa_backward(q, k, v, o, dO, stats, a, extra,
                                        op_options(compute, std::move(name)));
-        if (r[3]) return as_tuple(r);
+        if (r[3] && !given) return as_tuple(r);
         return as_tuple(std::array<ir::Tensor, 3>{r[0], r[1], r[2]});
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("o"), nb::arg("dO"), nb::arg("stats"),
@@ -125,10 +128,13 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("left_bound").none() = nb::none(), nb::arg("right_bound").none() = nb::none(),
       nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
       nb::arg("seq_len_kv").none() = nb::none(), nb::arg("dropout").none() = nb::none(),
+      nb::arg("dBias").none() = nb::none(), nb::arg("dbias_output") = true,
       nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
       "Gradients of sdpa. Pass the forward's options, dropout included (either form: the\n"
       "same (p, seed, offset) redraws the same mask; (mask, scale) reuses it). Returns\n"
-      "(dQ, dK, dV), or (dQ, dK, dV, dBias) when bias is given.");
+      "(dQ, dK, dV), or (dQ, dK, dV, dBias) when bias is given (dbias_output=False: no dBias).\n"
+      "dBias=tensor (the frontend's form): that tensor receives the bias gradient and the\n"
+      "return is (dQ, dK, dV).");
 }
 
 }  // namespace dnngraph::py

@@ -1,5 +1,7 @@
 """The frontend's Python names and call forms (docs/compatibility.md), on the CPU engine."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -111,10 +113,39 @@ def test_positional_frontend_order_for_norms(handle, rng):
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
 
 
+def test_sdpa_backward_dbias_forms(handle, rng):
+    # The frontend's form: dBias= a tensor the caller made; the call returns three gradients.
+    g = graph(handle)
+    q = rng.standard_normal((1, 2, 4, 8)).astype(np.float32)
+    Q, K, V, O, dO = (g.tensor_like(q) for _ in range(5))
+    ST = g.tensor(dim=[1, 2, 4, 1], stride=[8, 4, 1, 1], data_type=cudnn.data_type.FLOAT)
+    B = g.tensor(name="B", dim=[1, 2, 4, 4], stride=[32, 16, 4, 1])
+    dB = g.tensor(name="dB", dim=[1, 2, 4, 4], stride=[32, 16, 4, 1])
+    out = g.sdpa_backward(Q, K, V, O, dO, ST, bias=B, dBias=dB)
+    assert len(out) == 3
+    dB.set_output(True)
+    for t in out:
+        t.set_output(True)
+    g.validate()
+    desc = json.loads(g.to_json())
+    (node,) = desc["nodes"]
+    dbias = node["outputs"]["DBIAS"]
+    assert (desc["tensors"][dbias]["name"] if isinstance(dbias, int) else dbias) == "dB"
+    # Without dBias the frontend computes no bias gradient: three outputs, no DBIAS port.
+    g2 = graph(handle)
+    Q, K, V, O, dO = (g2.tensor_like(q) for _ in range(5))
+    ST = g2.tensor(dim=[1, 2, 4, 1], stride=[8, 4, 1, 1], data_type=cudnn.data_type.FLOAT)
+    B = g2.tensor(name="B", dim=[1, 2, 4, 4], stride=[32, 16, 4, 1])
+    assert len(g2.sdpa_backward(Q, K, V, O, dO, ST, bias=B)) == 3
+    assert "DBIAS" not in g2.to_json()
+    with pytest.raises(TypeError, match="dBias"):
+        g2.sdpa(Q, K, V, dBias=B)
+
+
 def test_lacking_ops_raise_not_supported(handle):
     g = graph(handle)
     X = g.tensor(dim=[2, 3])
-    for op in ("genstats", "instancenorm", "rope", "block_scale_quantize", "mamba2", "gen_index",
+    for op in ("concatenate", "rope", "block_scale_quantize", "mamba2", "gen_index",
                "sdpa_fp8"):
         with pytest.raises(cudnn.cudnnGraphNotSupportedError, match=op):
             getattr(g, op)(X)
@@ -271,7 +302,7 @@ def test_last_error_string_and_query_by_uid(handle):
     g = graph(handle)
     X = g.tensor(name="X", dim=[2, 2])
     with pytest.raises(cudnn.NotSupportedError):
-        g.genstats(X)  # a refusing stub: not recorded (no native call)
+        g.concatenate([X, X], axis=0)  # a refusing stub: not recorded (no native call)
     with pytest.raises(TypeError):
         g.relu(X, nonsense=1)
     assert "nonsense" in cudnn.get_last_error_string()

@@ -23,6 +23,26 @@ struct MiniFloat {
 };
 constexpr MiniFloat kHalf{5, 10, true}, kBf16{8, 7, true}, kE4M3{4, 3, false}, kE5M2{5, 2, true};
 
+// FP8_E8M0 (OCP MX "E8M0", ml_dtypes.float8_e8m0fnu): 2^(code - 127), code 0xFF is NaN; no
+// sign, zero or infinity. Rounds to the nearer power of two, ties (a mantissa of exactly 1.5)
+// up; below 2^-127 gives 2^-127; zero, negatives, infinities and values that round past 2^127
+// give NaN (as ml_dtypes converts).
+uint8_t encode_e8m0(double x) {
+  if (!(x > 0.0) || std::isinf(x)) return 0xFF;
+  int e = 0;
+  const double m = std::frexp(x, &e);  // x = m * 2^e, m in [0.5, 1)
+  int exp2 = e - 1;                    // x = 2m * 2^(e-1)
+  if (2.0 * m >= 1.5) ++exp2;
+  const int code = exp2 + 127;
+  if (code < 0) return 0;
+  if (code > 254) return 0xFF;
+  return static_cast<uint8_t>(code);
+}
+double decode_e8m0(uint8_t code) {
+  if (code == 0xFF) return std::numeric_limits<double>::quiet_NaN();
+  return std::ldexp(1.0, static_cast<int>(code) - 127);
+}
+
 uint32_t encode(const MiniFloat& f, double x) {
   const uint32_t sign = std::signbit(x) ? (1u << (f.E + f.M)) : 0u;
   if (std::isnan(x)) return f.nan_code();
@@ -100,6 +120,8 @@ double load_element(const void* base, DataType t, int64_t off) {
       return decode(kE4M3, read_as<uint8_t>(base, off));
     case DataType::FP8_E5M2:
       return decode(kE5M2, read_as<uint8_t>(base, off));
+    case DataType::FP8_E8M0:
+      return decode_e8m0(read_as<uint8_t>(base, off));
     case DataType::Int8:
       return read_as<int8_t>(base, off);
     case DataType::UInt8:
@@ -135,6 +157,9 @@ void store_element(void* base, DataType t, int64_t off, double v) {
       return;
     case DataType::FP8_E5M2:
       write_as<uint8_t>(base, off, static_cast<uint8_t>(encode(kE5M2, v)));
+      return;
+    case DataType::FP8_E8M0:
+      write_as<uint8_t>(base, off, encode_e8m0(v));
       return;
     case DataType::Int8:
       write_as<int8_t>(base, off, saturate_int<int8_t>(v));

@@ -25,10 +25,10 @@ std::optional<E> find_name(const std::array<std::string_view, N>& names, std::st
   return std::nullopt;
 }
 
-constexpr std::array<std::string_view, 12> kDataTypeNames = {
-    "NOT_SET",  "FLOAT", "DOUBLE", "HALF",  "BFLOAT16", "FP8_E4M3",
-    "FP8_E5M2", "INT8",  "UINT8",  "INT32", "INT64",    "BOOLEAN"};
-constexpr std::array<int64_t, 12> kDataTypeSizes = {0, 4, 8, 2, 2, 1, 1, 1, 1, 4, 8, 1};
+constexpr std::array<std::string_view, 13> kDataTypeNames = {
+    "NOT_SET", "FLOAT", "DOUBLE", "HALF",  "BFLOAT16", "FP8_E4M3", "FP8_E5M2",
+    "INT8",    "UINT8", "INT32",  "INT64", "BOOLEAN",  "FP8_E8M0"};
+constexpr std::array<int64_t, 13> kDataTypeSizes = {0, 4, 8, 2, 2, 1, 1, 1, 1, 4, 8, 1, 1};
 
 constexpr std::array<std::string_view, kPointwiseModeCount> kPointwiseNames = {
     "ADD",
@@ -100,6 +100,7 @@ bool is_floating(DataType t) {
     case DataType::BFloat16:
     case DataType::FP8_E4M3:
     case DataType::FP8_E5M2:
+    case DataType::FP8_E8M0:
       return true;
     default:
       return false;

@@ -143,9 +143,39 @@ Tensor Graph::slice(Tensor x, SliceAttrs a, OpOptions o) {
   return y;
 }
 
+Tensor Graph::transpose(Tensor x, TransposeAttrs a, OpOptions o) {
+  Node& n = push(std::move(a), o, "transpose");
+  bind(n.inputs, Role::X, x);
+  Tensor y = make_output(n.name, Role::Y);
+  bind(n.outputs, Role::Y, y);
+  return y;
+}
+
+std::array<Tensor, 2> Graph::genstats(Tensor x, OpOptions o) {
+  Node& n = push(GenstatsAttrs{}, o, "genstats");
+  bind(n.inputs, Role::X, x);
+  std::array<Tensor, 2> out{make_output(n.name, Role::SUM), make_output(n.name, Role::SQ_SUM)};
+  bind(n.outputs, Role::SUM, out[0]);
+  bind(n.outputs, Role::SQ_SUM, out[1]);
+  return out;
+}
+
 std::array<Tensor, 3> Graph::layernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
                                        NormForwardPhase phase, OpOptions o) {
-  Node& n = push(NormFwdAttrs{NormKind::LayerNorm, phase}, o, "layernorm");
+  return norm_with_mean(NormKind::LayerNorm, x, scale, bias, epsilon, phase, o, "layernorm");
+}
+std::array<Tensor, 3> Graph::instancenorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
+                                          NormForwardPhase phase, OpOptions o) {
+  return norm_with_mean(NormKind::InstanceNorm, x, scale, bias, epsilon, phase, o, "instancenorm");
+}
+std::array<Tensor, 3> Graph::adalayernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
+                                          NormForwardPhase phase, OpOptions o) {
+  return norm_with_mean(NormKind::AdaLayerNorm, x, scale, bias, epsilon, phase, o, "adalayernorm");
+}
+std::array<Tensor, 3> Graph::norm_with_mean(NormKind kind, Tensor x, Tensor scale, Tensor bias,
+                                            Tensor epsilon, NormForwardPhase phase, OpOptions o,
+                                            const char* prefix) {
+  Node& n = push(NormFwdAttrs{kind, phase}, o, prefix);
   bind(n.inputs, Role::X, x);
   bind(n.inputs, Role::SCALE, scale);
   bind(n.inputs, Role::BIAS, bias);
@@ -218,7 +248,23 @@ Tensor Graph::batchnorm_inference(Tensor x, Tensor mean, Tensor inv_variance, Te
 
 std::array<Tensor, 3> Graph::layernorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
                                                 Tensor inv_variance, OpOptions o) {
-  Node& n = push(NormBwdAttrs{NormKind::LayerNorm}, o, "layernorm_backward");
+  return norm_backward_with_mean(NormKind::LayerNorm, dy, x, scale, mean, inv_variance, o,
+                                 "layernorm_backward");
+}
+std::array<Tensor, 3> Graph::instancenorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                                   Tensor inv_variance, OpOptions o) {
+  return norm_backward_with_mean(NormKind::InstanceNorm, dy, x, scale, mean, inv_variance, o,
+                                 "instancenorm_backward");
+}
+std::array<Tensor, 3> Graph::adalayernorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                                   Tensor inv_variance, OpOptions o) {
+  return norm_backward_with_mean(NormKind::AdaLayerNorm, dy, x, scale, mean, inv_variance, o,
+                                 "adalayernorm_backward");
+}
+std::array<Tensor, 3> Graph::norm_backward_with_mean(NormKind kind, Tensor dy, Tensor x,
+                                                     Tensor scale, Tensor mean, Tensor inv_variance,
+                                                     OpOptions o, const char* prefix) {
+  Node& n = push(NormBwdAttrs{kind}, o, prefix);
   bind(n.inputs, Role::DY, dy);
   bind(n.inputs, Role::X, x);
   bind(n.inputs, Role::SCALE, scale);
@@ -307,6 +353,8 @@ std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
     bind(n.outputs, Role::STATS, out[1]);
   }
   if (extra.rng_dump) bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);
+  // The forward has no DBIAS: bound anyway, so validate() names the mistake.
+  if (extra.dbias) bind(n.outputs, Role::DBIAS, extra.dbias);
   return out;
 }
 
@@ -328,10 +376,14 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
   bind(n.outputs, Role::DQ, out[0]);
   bind(n.outputs, Role::DK, out[1]);
   bind(n.outputs, Role::DV, out[2]);
-  if (has_bias) {
+  if (extra.dbias) {
+    out[3] = extra.dbias;
+    bind(n.outputs, Role::DBIAS, out[3]);
+  } else if (has_bias && extra.dbias_output) {
     out[3] = make_output(n.name, Role::DBIAS);
     bind(n.outputs, Role::DBIAS, out[3]);
   }
+  if (extra.rng_dump) bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);  // refused by validate()
   return out;
 }
 

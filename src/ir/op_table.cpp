@@ -57,12 +57,14 @@ std::optional<OpKind> op_kind_from_name(std::string_view s) {
 }
 
 std::string_view norm_kind_name(NormKind k) {
-  static constexpr std::string_view kNames[] = {"LAYER_NORM", "RMS_NORM", "BATCH_NORM"};
+  static constexpr std::string_view kNames[] = {"LAYER_NORM", "RMS_NORM", "BATCH_NORM",
+                                                "INSTANCE_NORM", "ADA_LAYER_NORM"};
   const int i = static_cast<int>(k);
-  return i >= 0 && i < 3 ? kNames[i] : "UNKNOWN";
+  return i >= 0 && i < static_cast<int>(std::size(kNames)) ? kNames[i] : "UNKNOWN";
 }
 std::optional<NormKind> norm_kind_from_name(std::string_view s) {
-  for (NormKind k : {NormKind::LayerNorm, NormKind::RmsNorm, NormKind::BatchNorm})
+  for (NormKind k : {NormKind::LayerNorm, NormKind::RmsNorm, NormKind::BatchNorm,
+                     NormKind::InstanceNorm, NormKind::AdaLayerNorm})
     if (norm_kind_name(k) == s) return k;
   return std::nullopt;
 }

@@ -39,6 +39,10 @@ Status infer_node(Node& n, const InferContext& ctx) {
       return infer_sdpa_backward(n, ctx);
     case OpKind::Slice:
       return infer_slice(n, ctx);
+    case OpKind::Genstats:
+      return infer_genstats(n, ctx);
+    case OpKind::Transpose:
+      return infer_transpose(n, ctx);
   }
   return make_error(ErrorCode::Internal, op_label(n), ": unknown op kind");
 }

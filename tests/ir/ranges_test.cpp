@@ -231,7 +231,13 @@ TEST(Attributes, SdpaNegativeBoundsAndUnknownAlignment) {
     SdpaGraph s;
     SdpaAttrs a;
     a.left_bound = -3;
-    expect_invalid(s.with(a), {"sdpa 'attn'", "left_bound -3", "negative"});
+    expect_invalid(s.with(a), {"sdpa 'attn'", "left_bound -3", "window length"});
+  }
+  {
+    SdpaGraph s;
+    SdpaAttrs a;
+    a.left_bound = 0;  // the frontend's window length: at least one key
+    expect_invalid(s.with(a), {"sdpa 'attn'", "left_bound 0", "at least 1"});
   }
   {
     SdpaGraph s;

@@ -33,7 +33,26 @@ TEST(SdpaInfer, GqaTrainingFollowsQLayout) {
   EXPECT_EQ(o->stride, bshd_strides(hq, sq, dv));
   EXPECT_EQ(o->data_type, DataType::BFloat16);
   EXPECT_EQ(stats->dim, (std::vector<int64_t>{b, hq, sq, 1}));
+  // STATS does not follow Q's layout: packed [b, h, s_q, 1], as the frontend fills it and as
+  // users allocate it.
+  EXPECT_EQ(stats->stride, (std::vector<int64_t>{hq * sq, sq, 1, 1}));
   EXPECT_EQ(stats->data_type, DataType::Float);
+}
+
+TEST(SdpaInfer, StatsKeepsTheStridesTheUserSet) {
+  Graph g;
+  const int64_t b = 2, h = 3, s = 4, d = 8;
+  Tensor q = make_input(g, "q", {b, h, s, d}, DataType::Float, bshd_strides(h, s, d));
+  Tensor k = make_input(g, "k", {b, h, s, d}, DataType::Float);
+  Tensor v = make_input(g, "v", {b, h, s, d}, DataType::Float);
+  SdpaAttrs a;
+  a.is_inference = false;
+  auto [o, stats] = g.sdpa(q, k, v, a, {}, {"attn"});
+  o->set_output(true);
+  // [b, s, h, 1] in memory (token-major), set by the user: kept as given.
+  stats->set_output(true).set_dim({b, h, s, 1}).set_stride({s * h, 1, h, 1});
+  ASSERT_TRUE(g.validate().is_ok()) << g.validate().to_string();
+  EXPECT_EQ(stats->stride, (std::vector<int64_t>{s * h, 1, h, 1}));
 }
 
 TEST(SdpaInfer, OptionalInputs) {

@@ -93,7 +93,7 @@ inline bool allowed(const Spec& s, int64_t bi, int64_t i, int64_t j) {
   std::optional<int64_t> right = s.right;
   if (s.causal) right = right ? std::min<int64_t>(*right, 0) : 0;
   if (right && j - (i + shift) > *right) return false;
-  if (s.left && (i + shift) - j > *s.left) return false;
+  if (s.left && (i + shift) - j >= *s.left) return false;  // a window of `left` keys
   return true;
 }
 

@@ -54,6 +54,22 @@ TEST(RefSdpa, HandWorked) {
   causal.diagonal_alignment = DiagonalAlignment::BottomRight;
   run(causal, {2}, o, lse);  // bottom-right: the query sits on the last key, sees both
   expect_close(o, {(e2 + 3 / e2) / (e2 + 1 / e2)}, 1e-14, "O causal bottom-right s_q=1");
+
+  // The frontend's sliding window with right_bound 0: left_bound 1 keeps one key, the
+  // diagonal (row 0: key 0, row 1: key 1); left_bound 2 keeps two (row 1 sees keys 0 and 1).
+  ir::SdpaAttrs band;
+  band.left_bound = 1;
+  band.right_bound = 0;
+  run(band, {1, 2}, o, lse);
+  expect_close(o, {1.0, 3.0}, 1e-14, "O left_bound 1");
+  expect_close(lse, {1.0, -2.0}, 1e-14, "STATS left_bound 1");
+  band.left_bound = 2;
+  run(band, {1, 2}, o, lse);
+  expect_close(o, {1.0, (e2 + 3 / e2) / (e2 + 1 / e2)}, 1e-14, "O left_bound 2");
+  band.right_bound.reset();  // left_bound 1 alone: row 1 loses key 0, row 0 keeps both
+  band.left_bound = 1;
+  run(band, {1, 2}, o, lse);
+  expect_close(o, {(e + 3 / e) / (e + 1 / e), 3.0}, 1e-14, "O left_bound 1 alone");
 }
 
 TEST(RefSdpa, ForwardUnmasked) {
@@ -76,12 +92,12 @@ TEST(RefSdpa, ForwardMasks) {
                               std::to_string(sq) + " skv " + std::to_string(skv);
       s.causal = true;
       forward_case(s, 10, "causal " + tag);
-      s.causal = false, s.left = 2, s.right = 1;
+      s.causal = false, s.left = 3, s.right = 1;  // 3 keys ending on the diagonal, 1 after
       forward_case(s, 11, "window [-2, +1] " + tag);
       // (The IR refuses a negative right_bound, and causal with a right_bound other than 0.)
-      s.left = 0, s.right = 0;  // the diagonal only
+      s.left = 1, s.right = 0;  // the diagonal only
       forward_case(s, 12, "diagonal band " + tag);
-      s.causal = true, s.right = 0, s.left = 1;  // causal with a sliding window
+      s.causal = true, s.right = 0, s.left = 2;  // causal with a sliding window of 2 keys
       forward_case(s, 13, "causal + left bound " + tag);
     }
 }

@@ -35,6 +35,10 @@ struct SdpaInputs {
   // keep mask (1 kept, 0 dropped) the engine's RNG drew, e.g. to check dropout against a
   // reference run with dropout_mask.
   Tensor rng_dump;
+  // Backward only: the DBIAS output to bind (the frontend's dBias=), like rng_dump. Without it,
+  // a DBIAS output is made when bias is given, unless dbias_output is false.
+  Tensor dbias;
+  bool dbias_output = true;
 };
 
 class Graph {
@@ -108,10 +112,22 @@ class Graph {
 
   // Y = X[start:end:stride] per dim (SliceAttrs).
   Tensor slice(Tensor x, SliceAttrs a, OpOptions o = {});
+  // Y's dim i is X's dim a.permutation[i].
+  Tensor transpose(Tensor x, TransposeAttrs a, OpOptions o = {});
+  // Per-channel statistics of X: returns {SUM, SQ_SUM}, dims [1,C,1,..].
+  std::array<Tensor, 2> genstats(Tensor x, OpOptions o = {});
 
   // Returns {Y, MEAN, INV_VARIANCE}; MEAN/INV_VARIANCE are null in inference.
   std::array<Tensor, 3> layernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
                                   NormForwardPhase phase, OpOptions o = {});
+  // Instance norm (statistics per sample and channel, MEAN / INV_VARIANCE [N,C,1,..], SCALE /
+  // BIAS [1,C,1,..]) and adaptive layer norm (SCALE / BIAS [N|1, 1.., D..]: the dims 1.. where
+  // SCALE is not 1 are normalized). Returns {Y, MEAN, INV_VARIANCE}; the last two are null in
+  // inference.
+  std::array<Tensor, 3> instancenorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
+                                     NormForwardPhase phase, OpOptions o = {});
+  std::array<Tensor, 3> adalayernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
+                                     NormForwardPhase phase, OpOptions o = {});
   // Returns {Y, INV_VARIANCE}; bias may be null.
   std::array<Tensor, 2> rmsnorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
                                 NormForwardPhase phase, OpOptions o = {});
@@ -129,6 +145,10 @@ class Graph {
                                          bool has_dbias, OpOptions o = {});
   std::array<Tensor, 3> batchnorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
                                            Tensor inv_variance, OpOptions o = {});
+  std::array<Tensor, 3> instancenorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                              Tensor inv_variance, OpOptions o = {});
+  std::array<Tensor, 3> adalayernorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                              Tensor inv_variance, OpOptions o = {});
   // Returns {Y, STATS}; STATS is null unless generate_stats.
   std::array<Tensor, 2> softmax(Tensor x, bool generate_stats, OpOptions o = {});
   // Returns {O, STATS}; STATS is null when attrs.is_inference.
@@ -173,6 +193,12 @@ class Graph {
   std::string next_name(std::string_view op);
   ValidatedGraphPtr take_snapshot() const;
   Node& push(OpAttrs attrs, OpOptions& o, std::string_view op);
+  std::array<Tensor, 3> norm_with_mean(NormKind kind, Tensor x, Tensor scale, Tensor bias,
+                                       Tensor epsilon, NormForwardPhase phase, OpOptions o,
+                                       const char* prefix);
+  std::array<Tensor, 3> norm_backward_with_mean(NormKind kind, Tensor dy, Tensor x, Tensor scale,
+                                                Tensor mean, Tensor inv_variance, OpOptions o,
+                                                const char* prefix);
 
   std::string name_;
   DataType io_ = DataType::NotSet;

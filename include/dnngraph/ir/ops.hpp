@@ -65,7 +65,9 @@ namespace dnngraph::ir {
   R(OFFSET)               \
   R(DROPOUT_MASK)         \
   R(DROPOUT_SCALE)        \
-  R(RNG_DUMP)
+  R(RNG_DUMP)             \
+  R(SUM)                  \
+  R(SQ_SUM)
 
 enum class Role : uint8_t {
 #define DNNGRAPH_ROLE_ENUM(r) r,
@@ -222,14 +224,17 @@ struct ReductionAttrs {
   }
 };
 
-enum class NormKind : int { LayerNorm, RmsNorm, BatchNorm };
-std::string_view norm_kind_name(NormKind k);  // "LAYER_NORM", "RMS_NORM", "BATCH_NORM"
+enum class NormKind : int { LayerNorm, RmsNorm, BatchNorm, InstanceNorm, AdaLayerNorm };
+// "LAYER_NORM", "RMS_NORM", "BATCH_NORM", "INSTANCE_NORM", "ADA_LAYER_NORM"
+std::string_view norm_kind_name(NormKind k);
 std::optional<NormKind> norm_kind_from_name(std::string_view name);
 
 // Forward norms. Ports: X, SCALE, BIAS, EPSILON, [MOMENTUM, PREV_RUNNING_MEAN, PREV_RUNNING_VAR
 // (batchnorm training), MEAN, INV_VARIANCE (batchnorm inference)] -> Y, [MEAN, INV_VARIANCE,
 // NEXT_RUNNING_MEAN, NEXT_RUNNING_VAR]. Layer/RMS norm normalize over every dim but the first
-// (the batch dim); batchnorm normalizes over every dim but the channel dim (dim 1).
+// (the batch dim); batchnorm normalizes over every dim but the channel dim (dim 1); instance
+// norm over the spatial dims (statistics per sample and channel); adaptive layer norm over the
+// dims 1.. where SCALE is not 1 (SCALE / BIAS per sample: [N|1, 1.., D..]).
 struct NormFwdAttrs {
   NormKind kind = NormKind::LayerNorm;
   NormForwardPhase phase = NormForwardPhase::Training;
@@ -264,7 +269,8 @@ struct SoftmaxAttrs {
 // or device), DROPOUT_MASK [b|1, h_q|1, s_q, s_kv] floating + DROPOUT_SCALE (one floating
 // element) (dropout with a given mask: P * MASK * SCALE, values used as given; both together,
 // never with dropout_probability / SEED / OFFSET).
-// Outputs: O [b, h_q, s_q, d_v], STATS [b, h_q, s_q, 1] fp32 (log-sum-exp) when not inference,
+// Outputs: O [b, h_q, s_q, d_v], STATS [b, h_q, s_q, 1] fp32 (log-sum-exp; packed by default,
+// whatever Q's layout) when not inference,
 // RNG_DUMP [b, h_q, s_q, s_kv] floating (only with dropout_probability > 0): the keep mask the
 // engine drew, 1 kept / 0 dropped, e.g. to replay it through DROPOUT_MASK elsewhere.
 // The options forward and backward share (the backward must be given the forward's).
@@ -272,7 +278,9 @@ struct SdpaOptions {
   std::optional<double> attn_scale;  // used when no ATTN_SCALE tensor; default 1/sqrt(d)
   bool causal = false;               // shorthand for diagonal_alignment + right_bound = 0
   DiagonalAlignment diagonal_alignment = DiagonalAlignment::TopLeft;
-  std::optional<int64_t> left_bound;   // keys with col < row' - left_bound are masked
+  // The cuDNN frontend's diagonal_band_left_bound / sliding_window_length: a window of
+  // left_bound keys ending on the diagonal (>= 1); keys with col <= row' - left_bound are masked.
+  std::optional<int64_t> left_bound;
   std::optional<int64_t> right_bound;  // keys with col > row' + right_bound are masked
   bool padding_mask = false;           // SEQ_LEN_Q / SEQ_LEN_KV present
   std::optional<double> dropout_probability;
@@ -322,6 +330,25 @@ struct SliceAttrs {
   }
 };
 
+// SUM, SQ_SUM = the sum and the sum of squares of X over every dim but dim 1 (the cuDNN
+// frontend's genstats: per-channel statistics, dims [1,C,1,...,1]).
+struct GenstatsAttrs {
+  bool operator==(const GenstatsAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S&, V&&) {}
+};
+
+// Y's dim i is X's dim permutation[i] (the cuDNN frontend's transpose); Y keeps X's data type
+// and, unless its strides are set, X's memory order.
+struct TransposeAttrs {
+  std::vector<int64_t> permutation;
+  bool operator==(const TransposeAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("permutation", s.permutation, FieldUse::Required);
+  }
+};
+
 // ---- the op table: one line per op family ----
 // OP(OpKind enumerator, name (JSON, Python, messages), attribute struct, (input roles),
 //    (output roles)). Ports not listed are refused by validate(); which are required, and their
@@ -347,7 +374,9 @@ struct SliceAttrs {
      (Q, K, V, O, DO, STATS, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,  \
       DROPOUT_SCALE),                                                                              \
      (DQ, DK, DV, DBIAS))                                                                          \
-  OP(Slice, slice, SliceAttrs, (X), (Y))
+  OP(Slice, slice, SliceAttrs, (X), (Y))                                                           \
+  OP(Genstats, genstats, GenstatsAttrs, (X), (SUM, SQ_SUM))                                        \
+  OP(Transpose, transpose, TransposeAttrs, (X), (Y))
 
 enum class OpKind : int {
 #define DNNGRAPH_OP_KIND(kind, name, Attrs, in, out) kind,

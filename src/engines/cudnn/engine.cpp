@@ -82,6 +82,10 @@ Status lower_node(LowerContext& cx, const ir::Node& n) {
       return lower_sdpa_backward(cx, n);
     case ir::OpKind::Slice:
       return lower_slice(cx, n);
+    case ir::OpKind::Genstats:
+      return lower_genstats(cx, n);
+    case ir::OpKind::Transpose:
+      return lower_transpose(cx, n);
   }
   return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
 }

@@ -100,6 +100,8 @@ Status lower_norm(LowerContext& cx, const ir::Node& n);
 Status lower_sdpa(LowerContext& cx, const ir::Node& n);
 Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n);
 Status lower_slice(LowerContext& cx, const ir::Node& n);
+Status lower_genstats(LowerContext& cx, const ir::Node& n);
+Status lower_transpose(LowerContext& cx, const ir::Node& n);
 
 // Helpers shared by composite lowerings (sdpa, softmax): one pointwise / reduction operation
 // on already-created tensor descriptors.

@@ -1,5 +1,6 @@
-// Layer / RMS / batch norm, forward and backward -> OPERATION_NORM_FORWARD / _BACKWARD. The
-// canonical views give every tensor rank >= 4 (trailing 1s), which is what these ops expect.
+// Layer / RMS / batch / instance / adaptive layer norm, forward and backward ->
+// OPERATION_NORM_FORWARD / _BACKWARD. The canonical views give every tensor rank >= 4 (trailing
+// 1s), which is what these ops expect.
 #include "engines/cudnn/lowering.hpp"
 
 namespace dnngraph::cudnn {
@@ -13,6 +14,10 @@ cudnnBackendNormMode_t mode_of(ir::NormKind k) {
       return CUDNN_RMS_NORM;
     case ir::NormKind::BatchNorm:
       return CUDNN_BATCH_NORM;
+    case ir::NormKind::InstanceNorm:
+      return CUDNN_INSTANCE_NORM;
+    case ir::NormKind::AdaLayerNorm:
+      return CUDNN_ADA_LAYER_NORM;
   }
   return CUDNN_LAYER_NORM;
 }

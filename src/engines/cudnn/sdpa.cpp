@@ -265,7 +265,7 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     DNNGRAPH_ASSIGN_OR_RETURN(last, sdpa_padding_select(cx, what, "padding", last, s, lens));
   }
 
-  // Key `col` is kept for query `row` when diag - left <= col <= diag + right, with
+  // Key `col` is kept for query `row` when diag - left < col <= diag + right, with
   // diag = row (top-left) or row + skv' - sq' (bottom-right, per batch with sequence lengths).
   // `causal` means a right bound of 0 (the smaller of 0 and right_bound when both are set).
   std::optional<int64_t> right = a.right_bound;
@@ -308,10 +308,10 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     DNNGRAPH_ASSIGN_OR_RETURN(last, m.select(last, keep, "S_right_masked"));
   }
   if (left) {
-    // col >= diag - left  <=>  col + left + 1 > diag
+    // col > diag - left  <=>  col + left > diag (left: the frontend's window length)
     DNNGRAPH_ASSIGN_OR_RETURN(auto diag, diagonal("left", 0));
     DNNGRAPH_ASSIGN_OR_RETURN(auto col, m.index(last, "left_col", 3));
-    DNNGRAPH_ASSIGN_OR_RETURN(auto lo, m.add_const(col, *left + 1, "left_col_shifted"));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto lo, m.add_const(col, *left, "left_col_shifted"));
     DNNGRAPH_ASSIGN_OR_RETURN(auto keep, m.compare(CUDNN_POINTWISE_CMP_GT, lo, diag, "left_keep"));
     DNNGRAPH_ASSIGN_OR_RETURN(last, m.select(last, keep, "S_left_masked"));
   }

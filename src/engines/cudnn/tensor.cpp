@@ -19,6 +19,8 @@ cudnnDataType_t to_cudnn(DataType t) {
       return CUDNN_DATA_FP8_E4M3;
     case DataType::FP8_E5M2:
       return CUDNN_DATA_FP8_E5M2;
+    case DataType::FP8_E8M0:
+      return CUDNN_DATA_FP8_E8M0;
     case DataType::Int8:
       return CUDNN_DATA_INT8;
     case DataType::UInt8:

@@ -37,6 +37,10 @@ RunFn kernel_of(ir::OpKind k) {
       return run_sdpa;
     case ir::OpKind::Slice:
       return run_slice;
+    case ir::OpKind::Genstats:
+      return run_genstats;
+    case ir::OpKind::Transpose:
+      return run_transpose;
   }
   return nullptr;
 }

@@ -89,5 +89,7 @@ Status run_norm(KernelContext& ctx);  // norm_forward and norm_backward
 Status run_softmax(KernelContext& ctx);
 Status run_sdpa(KernelContext& ctx);  // sdpa and sdpa_backward
 Status run_slice(KernelContext& ctx);
+Status run_genstats(KernelContext& ctx);
+Status run_transpose(KernelContext& ctx);
 
 }  // namespace dnngraph::reference

@@ -1,5 +1,6 @@
-// Reference kernels of the norm family: layernorm, rmsnorm and batchnorm, forward (training and
-// inference) and backward. Everything is computed in fp64; outputs are rounded once, on store.
+// Reference kernels of the norm family: layernorm, rmsnorm, batchnorm, instancenorm and
+// adalayernorm, forward (training and inference) and backward. Everything is computed in fp64;
+// outputs are rounded once, on store.
 //
 // Semantics (x is one element, M the number of elements sharing one set of statistics):
 //   layernorm  statistics per index of dim 0, over every other dim; MEAN / INV_VARIANCE have
@@ -14,6 +15,10 @@
 //                next_running_var  = (1 - momentum) * prev_running_var + momentum * var * M/(M-1)
 //              (the unbiased variance; with M == 1 the biased one, 0, is used).
 //              Inference reads MEAN and INV_VARIANCE: y = (x - mean) * inv_variance * scale + bias.
+//   instancenorm statistics per (sample, channel), over the spatial dims; stats [N,C,1,...];
+//              otherwise as layernorm.
+//   adalayernorm as layernorm over the dims 1.. where SCALE is not 1, with SCALE / BIAS that
+//              may differ per sample ([N|1, ...]); stats: X's dims with those dims set to 1.
 //   SCALE and BIAS broadcast to X (same rank, each dim 1 or X's).
 //
 // Backward (exact gradients of the forward above, with mean and inv_variance functions of x).
@@ -33,38 +38,79 @@ namespace {
 // many times on shared CI cores).
 constexpr int64_t kParallelElements = 1 << 16;
 
-// The dim that indexes the statistics: 0 for layer/rms norm (per sample), 1 for batchnorm.
-size_t stats_axis(ir::NormKind k) { return k == ir::NormKind::BatchNorm ? 1 : 0; }
-
-std::vector<int64_t> stats_dims(ir::NormKind k, const std::vector<int64_t>& xdim) {
+// The statistics' dims: X's dims with 1 on every normalized dim.
+//   layer/rms norm: [N,1,..]; batchnorm: [1,C,1,..]; instancenorm: [N,C,1,..];
+//   adalayernorm: X's dims with 1 wherever SCALE is not 1 (dims 1..).
+std::vector<int64_t> stats_dims(ir::NormKind k, const std::vector<int64_t>& xdim,
+                                const std::vector<int64_t>& scale_dim) {
   std::vector<int64_t> d(xdim.size(), 1);
-  d[stats_axis(k)] = xdim[stats_axis(k)];
+  switch (k) {
+    case ir::NormKind::LayerNorm:
+    case ir::NormKind::RmsNorm:
+      d[0] = xdim[0];
+      break;
+    case ir::NormKind::BatchNorm:
+      d[1] = xdim[1];
+      break;
+    case ir::NormKind::InstanceNorm:
+      d[0] = xdim[0];
+      d[1] = xdim[1];
+      break;
+    case ir::NormKind::AdaLayerNorm:
+      d = xdim;
+      for (size_t i = 1; i < d.size(); ++i)
+        if (scale_dim[i] != 1) d[i] = 1;
+      break;
+  }
   return d;
 }
 
-// X (row major) seen as [outer, count, inner]: the statistics of group g cover the elements
-// (o * count + g) * inner + s for every o and s.
+// The elements of X (row major) grouped by the statistics they share: group g (the row-major
+// index into the statistics' dims) holds members[first[g] .. first[g + 1]).
 struct Groups {
-  int64_t outer = 1, count = 1, inner = 1;
-  int64_t elements() const { return outer * inner; }
+  int64_t count = 0;
+  std::vector<int64_t> first, members;
+  int64_t elements() const { return count ? static_cast<int64_t>(members.size()) / count : 0; }
   template <class F>
   void for_each(int64_t g, F&& f) const {
-    for (int64_t o = 0; o < outer; ++o) {
-      const int64_t base = (o * count + g) * inner;
-      for (int64_t s = 0; s < inner; ++s) f(base + s);
-    }
+    for (int64_t k = first[static_cast<size_t>(g)]; k < first[static_cast<size_t>(g) + 1]; ++k)
+      f(members[static_cast<size_t>(k)]);
   }
 };
 
-Groups groups_of(ir::NormKind k, const std::vector<int64_t>& xdim) {
-  Groups g;
-  const size_t axis = stats_axis(k);
-  for (size_t i = 0; i < xdim.size(); ++i) {
-    if (i < axis) g.outer *= xdim[i];
-    if (i == axis) g.count = xdim[i];
-    if (i > axis) g.inner *= xdim[i];
+Groups groups_of(const std::vector<int64_t>& xdim, const std::vector<int64_t>& sd) {
+  Groups gr;
+  gr.count = 1;
+  for (int64_t d : sd) gr.count *= d;
+  int64_t total = 1;
+  for (int64_t d : xdim) total *= d;
+  // The group of each element: the row-major index into sd, dims of 1 not counted.
+  std::vector<int64_t> step = row_major_strides(sd);
+  for (size_t k = 0; k < sd.size(); ++k)
+    if (sd[k] == 1) step[k] = 0;
+  std::vector<int64_t> group(static_cast<size_t>(total));
+  std::vector<int64_t> idx(xdim.size(), 0);
+  int64_t off = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    group[static_cast<size_t>(i)] = off;
+    for (size_t k = xdim.size(); k-- > 0;) {
+      if (++idx[k] < xdim[k]) {
+        off += step[k];
+        break;
+      }
+      off -= step[k] * (xdim[k] - 1);
+      idx[k] = 0;
+    }
   }
-  return g;
+  // Counting sort of the elements by group.
+  gr.first.assign(static_cast<size_t>(gr.count) + 1, 0);
+  for (int64_t g : group) ++gr.first[static_cast<size_t>(g) + 1];
+  for (size_t g = 1; g < gr.first.size(); ++g) gr.first[g] += gr.first[g - 1];
+  std::vector<int64_t> next(gr.first.begin(), gr.first.end() - 1);
+  gr.members.resize(static_cast<size_t>(total));
+  for (int64_t i = 0; i < total; ++i)
+    gr.members[static_cast<size_t>(next[static_cast<size_t>(group[static_cast<size_t>(i)])]++)] = i;
+  return gr;
 }
 
 // Sums `full` over every dim where `dims` is 1 (dims has full's rank; each dim 1 or equal).
@@ -94,11 +140,11 @@ Status run_forward(KernelContext& ctx) {
   const auto& a = ctx.node().as<ir::NormFwdAttrs>();
   const bool rms = a.kind == ir::NormKind::RmsNorm;
   const Dense x = ctx.load(Role::X);
-  const Groups gr = groups_of(a.kind, x.dim);
+  const std::vector<int64_t> sd = stats_dims(a.kind, x.dim, ctx.tensor(Role::SCALE).dim);
+  const Groups gr = groups_of(x.dim, sd);
   const Dense scale = ctx.load_broadcast(Role::SCALE, x.dim);
   const Dense bias =
       ctx.has_input(Role::BIAS) ? ctx.load_broadcast(Role::BIAS, x.dim) : Dense(x.dim);
-  const std::vector<int64_t> sd = stats_dims(a.kind, x.dim);
   Dense mean(sd), inv(sd), var(sd);
   const double m = static_cast<double>(gr.elements());
   const bool parallel = x.size() >= kParallelElements;
@@ -150,10 +196,11 @@ Status run_backward(KernelContext& ctx) {
   const bool rms = a.kind == ir::NormKind::RmsNorm;
   const Dense dy = ctx.load(Role::DY);
   const Dense x = ctx.load(Role::X);
-  const Groups gr = groups_of(a.kind, x.dim);
+  const std::vector<int64_t> sd = stats_dims(a.kind, x.dim, ctx.tensor(Role::SCALE).dim);
+  const Groups gr = groups_of(x.dim, sd);
   const Dense scale = ctx.load_broadcast(Role::SCALE, x.dim);
   const Dense inv = ctx.load(Role::INV_VARIANCE);
-  const Dense mean = rms ? Dense(stats_dims(a.kind, x.dim)) : ctx.load(Role::MEAN);
+  const Dense mean = rms ? Dense(sd) : ctx.load(Role::MEAN);
   const double m = static_cast<double>(gr.elements());
   const bool parallel = x.size() >= kParallelElements;
 

@@ -11,7 +11,8 @@
 //     sq' = SEQ_LEN_Q[bi] (else sq), skv' = SEQ_LEN_KV[bi] (else skv) - the padding mask;
 //     queries i >= sq' attend nothing, keys j >= skv' are never attended;
 //     diag = i for TOP_LEFT, i + (skv' - sq') for BOTTOM_RIGHT;
-//     j <= diag + right_bound and j >= diag - left_bound when those bounds are set;
+//     j <= diag + right_bound and j > diag - left_bound when those bounds are set (left_bound
+//     is the frontend's window length: left_bound keys ending on the diagonal);
 //     `causal` means right_bound 0 (the smaller of 0 and right_bound when both are set).
 //   p_ij = softmax_j(s_ij) over the attended keys; o_i = sum_j p_ij * z_ij * v_j, where z_ij
 //   is the dropout factor below (1 without dropout).
@@ -99,7 +100,7 @@ struct Problem {
     int64_t lo = 0, hi = lkv;
     const int64_t diag = i + (bottom_right ? lkv - lq : 0);
     if (right) hi = std::min(hi, diag + *right + 1);
-    if (left) lo = std::max(lo, diag - *left);
+    if (left) lo = std::max(lo, diag - *left + 1);
     return {lo, std::max(lo, hi)};
   }
   double bias_at(int64_t bi, int64_t h, int64_t i, int64_t j) const {

@@ -3,6 +3,11 @@
 //     MEAN / INV_VARIANCE [N,1,...,1]; SCALE / BIAS [1, X dims 1..].
 //   batchnorm: statistics per channel (over every dim but dim 1):
 //     MEAN / INV_VARIANCE / running stats / SCALE / BIAS [1,C,1,...,1].
+//   instancenorm: statistics per sample and channel (over dims 2..):
+//     MEAN / INV_VARIANCE [N,C,1,...,1]; SCALE / BIAS [1,C,1,...,1].
+//   adalayernorm: SCALE / BIAS [N|1, each dim 1 or X's]: the dims 1.. where SCALE is not 1 are
+//     normalized (the cuDNN frontend's rule); MEAN / INV_VARIANCE are X's dims with those set
+//     to 1 (e.g. X [B,S,D], SCALE [B,1,D] -> statistics [B,S,1]).
 // EPSILON and MOMENTUM are pass-by-value scalars. Statistics default to FLOAT.
 #include <cmath>
 
@@ -18,11 +23,25 @@ struct NormShapes {
   const char* params_why;
 };
 
-NormShapes shapes_for(NormKind kind, const std::vector<int64_t>& x) {
+// `scale` is SCALE's dims, read only by adalayernorm (whose statistics follow them).
+NormShapes shapes_for(NormKind kind, const std::vector<int64_t>& x,
+                      const std::vector<int64_t>& scale) {
   NormShapes s;
   s.stats.assign(x.size(), 1);
   s.params.assign(x.size(), 1);
-  if (kind == NormKind::BatchNorm) {
+  if (kind == NormKind::AdaLayerNorm) {
+    s.stats = x;
+    for (size_t i = 1; i < x.size() && i < scale.size(); ++i)
+      if (scale[i] != 1) s.stats[i] = 1;
+    s.stats_why = "X's dims with 1 wherever SCALE is not 1 (dims 1..)";
+    s.params = scale;  // checked by check_ada_params
+    s.params_why = "[N|1, each dim 1 or X's]";
+  } else if (kind == NormKind::InstanceNorm) {
+    s.stats[0] = x[0];
+    s.stats[1] = s.params[1] = x[1];
+    s.stats_why = "one value per sample and channel: [N,C,1,...] from X";
+    s.params_why = "one value per channel: [1,C,1,...] from X";
+  } else if (kind == NormKind::BatchNorm) {
     s.stats[1] = s.params[1] = x[1];
     s.stats_why = "one value per channel: [1,C,1,...] from X";
     s.params_why = s.stats_why;
@@ -70,12 +89,32 @@ Status check_scalar_range(const Node& n, Role role, const Tensor& t, double lo, 
                     "; expected ", expected);
 }
 
+// adalayernorm's SCALE: X's rank, dim 0 N or 1, every other dim 1 or X's, at least one of the
+// dims 1.. not 1 (something to normalize over).
+Status check_ada_scale(const Node& n, const Tensor& x, const Tensor& scale) {
+  const auto& xd = x->dim;
+  const auto& sd = scale->dim;
+  bool normalizes = false;
+  bool fits = sd.size() == xd.size();
+  for (size_t i = 0; fits && i < sd.size(); ++i) {
+    fits = sd[i] == 1 || sd[i] == xd[i];
+    if (i > 0 && sd[i] != 1) normalizes = true;
+  }
+  if (!fits || !normalizes)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(Role::SCALE, scale),
+                      " has dims ", dims_str(sd), " but X has ", dims_str(xd),
+                      "; expected X's rank, each dim 1 or X's, and X's dim (not 1) on the dims "
+                      "to normalize (e.g. X [B,S,D], SCALE [B,1,D])");
+  return Status::ok();
+}
+
 // NormKind and NormForwardPhase may come from a cast integer (C++) or a tampered description.
 Status check_enums(const Node& n, NormKind kind, int phase) {
   const int k = static_cast<int>(kind);
-  if (k < 0 || k > static_cast<int>(NormKind::BatchNorm))
+  if (k < 0 || k > static_cast<int>(NormKind::AdaLayerNorm))
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": norm kind ", k,
-                      " is not LAYER_NORM, RMS_NORM or BATCH_NORM");
+                      " is not LAYER_NORM, RMS_NORM, BATCH_NORM, INSTANCE_NORM or "
+                      "ADA_LAYER_NORM");
   if (phase < 0 || phase > static_cast<int>(NormForwardPhase::Inference))
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": phase ", phase,
                       " is not TRAINING or INFERENCE");
@@ -94,8 +133,10 @@ Status infer_norm_forward(Node& n, const InferContext& ctx) {
   DNNGRAPH_TRY(check_enums(n, a.kind, static_cast<int>(a.phase)));
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(y, required_output(n, Role::Y));
-  DNNGRAPH_TRY(check_rank(n, Role::X, x, 2, SIZE_MAX));
-  const NormShapes s = shapes_for(a.kind, x->dim);
+  DNNGRAPH_TRY(check_rank(n, Role::X, x, a.kind == NormKind::InstanceNorm ? 3 : 2, SIZE_MAX));
+  DNNGRAPH_PORT(scale, required_input(n, Role::SCALE));
+  if (a.kind == NormKind::AdaLayerNorm) DNNGRAPH_TRY(check_ada_scale(n, x, scale));
+  const NormShapes s = shapes_for(a.kind, x->dim, scale->dim);
   const bool training = a.phase == NormForwardPhase::Training;
   const bool is_bn = a.kind == NormKind::BatchNorm;
   const bool is_rms = a.kind == NormKind::RmsNorm;
@@ -172,8 +213,9 @@ Status infer_norm_backward(Node& n, const InferContext& ctx) {
   DNNGRAPH_PORT(scale, required_input(n, Role::SCALE));
   DNNGRAPH_PORT(dx, required_output(n, Role::DX));
   DNNGRAPH_PORT(dscale, required_output(n, Role::DSCALE));
-  DNNGRAPH_TRY(check_rank(n, Role::X, x, 2, SIZE_MAX));
-  const NormShapes s = shapes_for(a.kind, x->dim);
+  DNNGRAPH_TRY(check_rank(n, Role::X, x, a.kind == NormKind::InstanceNorm ? 3 : 2, SIZE_MAX));
+  if (a.kind == NormKind::AdaLayerNorm) DNNGRAPH_TRY(check_ada_scale(n, x, scale));
+  const NormShapes s = shapes_for(a.kind, x->dim, scale->dim);
   DNNGRAPH_TRY(expect_dims(n, Role::DY, dy, x->dim, "the gradient has X's dims"));
   DNNGRAPH_TRY(expect_dims(n, Role::SCALE, scale, s.params, s.params_why));
   if (a.kind == NormKind::RmsNorm)

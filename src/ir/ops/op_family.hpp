@@ -27,6 +27,8 @@ Status infer_softmax(Node& node, const InferContext& ctx);
 Status infer_sdpa(Node& node, const InferContext& ctx);
 Status infer_sdpa_backward(Node& node, const InferContext& ctx);
 Status infer_slice(Node& node, const InferContext& ctx);
+Status infer_genstats(Node& node, const InferContext& ctx);
+Status infer_transpose(Node& node, const InferContext& ctx);
 
 // Dispatches on node.kind().
 Status infer_node(Node& node, const InferContext& ctx);

@@ -1,7 +1,7 @@
 // Shape rules of scaled dot-product attention (forward and backward).
 //   Q [b, hq, sq, d], K [b, hk, skv, d], V [b, hv, skv, dv]; hq a multiple of hk and hv
 //   (grouped-query / multi-query attention). O [b, hq, sq, dv] follows Q's layout;
-//   STATS [b, hq, sq, 1] FLOAT (log-sum-exp) in training.
+//   STATS [b, hq, sq, 1] FLOAT (log-sum-exp) in training, packed unless the user set strides.
 // Optional inputs: ATTN_SCALE (one element), BIAS (broadcastable to [b, hq, sq, skv]),
 // SEQ_LEN_Q / SEQ_LEN_KV ([b,1,1,1] integers, iff padding_mask), and dropout in one of two
 // forms: by probability (dropout_probability + SEED / OFFSET integer scalars; the engine draws
@@ -154,9 +154,10 @@ Status check_options(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
   if (offset) DNNGRAPH_TRY(check_integer_scalar(n, Role::OFFSET, offset));
   DNNGRAPH_TRY(check_dropout_mask(n, a, s));
 
-  if (a.left_bound && *a.left_bound < 0)
+  if (a.left_bound && *a.left_bound < 1)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": left_bound ", *a.left_bound,
-                      " is negative");
+                      " is not a window length; expected at least 1 (a query sees the keys "
+                      "diag - left_bound < col, so 1 keeps the diagonal only)");
   if (a.right_bound && *a.right_bound < 0)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": right_bound ", *a.right_bound,
                       " is negative");
@@ -188,7 +189,9 @@ Status infer_sdpa(Node& n, const InferContext& ctx) {
     if (!stats)
       return make_error(ErrorCode::InvalidGraph, op_label(n),
                         ": training (is_inference false) needs output STATS");
-    DNNGRAPH_TRY(infer_output(n, Role::STATS, stats, {s->b, s->hq, s->sq, 1}, q, ctx,
+    // Packed [b, h, s_q, 1] whatever Q's layout, as the cuDNN frontend fills it (users
+    // allocate that shape); strides the user set are kept, and every engine honours them.
+    DNNGRAPH_TRY(infer_output(n, Role::STATS, stats, {s->b, s->hq, s->sq, 1}, nullptr, ctx,
                               DataType::Float, DataType::Float));
   }
   if (Tensor dump = n.output(Role::RNG_DUMP)) {
