@@ -62,7 +62,7 @@ set(_inc ${PROJECT_SOURCE_DIR}/include/dnngraph)
 set(_src ${PROJECT_SOURCE_DIR}/src)
 
 # core: the top-level headers that every layer uses; every other top-level header is runtime's.
-set(DNNGRAPH_CORE_HEADERS status.hpp types.hpp storage.hpp version.hpp)
+set(DNNGRAPH_CORE_HEADERS status.hpp types.hpp storage.hpp version.hpp log.hpp)
 set(_core_links)
 foreach(h ${DNNGRAPH_CORE_HEADERS})
   list(APPEND _core_links dnngraph/${h}=${_inc}/${h})
