@@ -1,12 +1,14 @@
 # make demo : set up, build, run the demo of the tutorial's graphs (GPU when present, else CPU)
 # make test : set up, build, run every CPU test (release + ASan/UBSan) and the Python tests
 JOBS   ?= $(shell nproc)
-PY     ?= python3
+# The project's venv (scripts/setup.sh makes it); PY=python3 uses another interpreter.
+PY     ?= $(CURDIR)/.venv/bin/python
 BUILD  ?= build/release
 ASAN   ?= build/asan
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build build-asan demo test test-cpp test-asan test-python test-install format format-check clean
+.PHONY: all setup build build-asan demo test test-cpp test-asan test-python test-install \
+        test-property test-asan-python format format-check clean
 
 all: build
 
@@ -20,9 +22,11 @@ $(BUILD)/CMakeCache.txt:
 build: setup $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# One sanitizer tree for the C++ tests and the Python module (test-asan-python).
 $(ASAN)/CMakeCache.txt:
 	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=Debug -DDNNGRAPH_SANITIZE=ON -DDNNGRAPH_CUDA=OFF \
-	  -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF -DDNNGRAPH_BUILD_TOOLS=OFF $(CMAKE_FLAGS)
+	  -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF -DDNNGRAPH_BUILD_TOOLS=OFF \
+	  -DDNNGRAPH_BUILD_PYTHON=ON -DPython_EXECUTABLE=$$(command -v $(PY)) $(CMAKE_FLAGS)
 
 build-asan: setup $(ASAN)/CMakeCache.txt
 	cmake --build $(ASAN) -j $(JOBS) --target dnngraph_tests
@@ -37,15 +41,36 @@ test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN)/tests/dnngraph_tests
 
 test-python: build
-	PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q python/tests tests/compat
+	PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q python/tests tests/compat
+
+# The hypothesis property suite at full size (>= 1e5 cases, bounded by PROPERTY_TIMEOUT s).
+PROPERTY_SCALE   ?= 1.25
+PROPERTY_TIMEOUT ?= 1500
+test-property: build
+	DNNGRAPH_PROPERTY_SCALE=$(PROPERTY_SCALE) DNNGRAPH_PROPERTY_MIN_CASES=100000 \
+	  PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/$(BUILD)/python timeout $(PROPERTY_TIMEOUT) \
+	  $(PY) -m pytest -q -p no:cacheprovider python/tests/property
+
+# The Python module and library under ASan+UBSan, running the Python tests and a slice of the
+# property suite (the sanitizer runtimes are preloaded into the uninstrumented interpreter).
+# Only the module is built: its stubs would import it without the preload. The dnngraph.torch
+# ops (torch/) are not built in this tree: their tests run in test-python.
+test-asan-python: setup $(ASAN)/CMakeCache.txt
+	cmake --build $(ASAN) -j $(JOBS) --target _dnngraph
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  DNNGRAPH_PROPERTY_SCALE=0.05 PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
+	  $(PY) -m pytest -q -p no:cacheprovider --ignore-glob='*/test_torch_*' python/tests
 
 # find_package(dnngraph) from an install tree, building the README's example against it.
 test-install: build
+	rm -rf build/install
 	cmake --install $(BUILD) --prefix $(CURDIR)/build/install >/dev/null
+	env -u LD_LIBRARY_PATH build/install/bin/dnngraph info >/dev/null  # finds lib/ by its RPATH
 	cmake -S tests/install_consumer -B build/consumer -DCMAKE_PREFIX_PATH=$(CURDIR)/build/install >/dev/null
 	cmake --build build/consumer -j $(JOBS)
-	LD_LIBRARY_PATH=$(CURDIR)/build/install/lib build/consumer/consumer >/dev/null
-	PYTHONPATH_BUILD=$(CURDIR)/$(BUILD)/python bash tests/readme_test.sh
+	build/consumer/consumer >/dev/null
+	PY=$(PY) PYTHONPATH_BUILD=$(CURDIR)/$(BUILD)/python bash tests/readme_test.sh
 
 test: format-check test-cpp test-python test-asan test-install
 

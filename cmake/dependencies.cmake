@@ -1,16 +1,52 @@
 # Every third-party dependency, found in one place.
 find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
-find_package(nlohmann_json 3.10 QUIET)
-if(NOT nlohmann_json_FOUND)  # e.g. the GPU machine: headers carried in DNNGRAPH_EXTRA_INCLUDE_DIR
-  find_path(DNNGRAPH_JSON_INCLUDE_DIR nlohmann/json.hpp HINTS ${DNNGRAPH_EXTRA_INCLUDE_DIR} REQUIRED)
+# nlohmann-json, xxHash and CLI11 are header-only: the system's copy when CMake finds one (the
+# Debian packages of scripts/setup.sh), else a pinned release downloaded at configure time
+# (FetchContent), so `pip install .` also builds on a machine without them. A GPU machine
+# without either can carry the headers in DNNGRAPH_EXTRA_INCLUDE_DIR.
+include(FetchContent)
+list(APPEND CMAKE_MODULE_PATH ${CMAKE_CURRENT_LIST_DIR})  # FindxxHash.cmake
+find_path(DNNGRAPH_JSON_INCLUDE_DIR nlohmann/json.hpp PATHS ${DNNGRAPH_EXTRA_INCLUDE_DIR} NO_DEFAULT_PATH)
+if(DNNGRAPH_JSON_INCLUDE_DIR)
   add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
   target_include_directories(nlohmann_json::nlohmann_json INTERFACE ${DNNGRAPH_JSON_INCLUDE_DIR})
+else()
+  find_package(nlohmann_json 3.10 QUIET)
+  if(NOT nlohmann_json_FOUND)
+    message(STATUS "dnngraph: nlohmann-json not found on this system: downloading v3.11.3 "
+                   "(FetchContent; "
+                   "without network access install the Debian package nlohmann-json3-dev)")
+  endif()
+  FetchContent_Declare(nlohmann_json
+    URL https://github.com/nlohmann/json/releases/download/v3.11.3/json.tar.xz
+    URL_HASH SHA256=d6c65aca6b1ed68e7a182f4757257b107ae403032760ed6ef121c9d55e81757d
+    DOWNLOAD_EXTRACT_TIMESTAMP TRUE
+    FIND_PACKAGE_ARGS 3.10)
+  FetchContent_MakeAvailable(nlohmann_json)
 endif()
 
 # xxHash (XXH3-128 for fingerprints), used header-only.
-find_path(DNNGRAPH_XXHASH_INCLUDE_DIR xxhash.h HINTS ${DNNGRAPH_EXTRA_INCLUDE_DIR} REQUIRED)
+find_package(xxHash QUIET)
+if(NOT xxHash_FOUND)
+  message(STATUS "dnngraph: xxHash not found on this system: downloading v0.8.2 (FetchContent; "
+                 "without network access install the Debian package libxxhash-dev)")
+endif()
+FetchContent_Declare(xxHash
+  URL https://github.com/Cyan4973/xxHash/archive/refs/tags/v0.8.2.tar.gz
+  URL_HASH SHA256=baee0c6afd4f03165de7a4e67988d16f0f2b257b51d0e3cb91909302a26a79c4
+  DOWNLOAD_EXTRACT_TIMESTAMP TRUE
+  SOURCE_SUBDIR no-cmake  # only the header is used: populate, add no subproject
+  FIND_PACKAGE_ARGS)  # cmake/FindxxHash.cmake
+FetchContent_MakeAvailable(xxHash)
+if(NOT TARGET xxHash::xxhash)  # downloaded
+  add_library(xxHash::xxhash INTERFACE IMPORTED)
+  target_include_directories(xxHash::xxhash SYSTEM INTERFACE ${xxhash_SOURCE_DIR})
+endif()
 add_library(dnngraph_xxhash INTERFACE)
+target_link_libraries(dnngraph_xxhash INTERFACE xxHash::xxhash)
+target_compile_definitions(dnngraph_xxhash INTERFACE XXH_INLINE_ALL)
+
 # SQLite for the plan cache on disk; without it the plan cache is kept in memory only.
 find_path(DNNGRAPH_SQLITE_INCLUDE_DIR sqlite3.h HINTS ${DNNGRAPH_EXTRA_INCLUDE_DIR})
 find_library(DNNGRAPH_SQLITE_LIBRARY NAMES sqlite3 libsqlite3.so.0)
@@ -21,14 +57,16 @@ else()
   message(STATUS "dnngraph: plan cache on disk OFF (SQLite not found)")
   set(DNNGRAPH_HAVE_SQLITE OFF)
 endif()
-target_include_directories(dnngraph_xxhash SYSTEM INTERFACE ${DNNGRAPH_XXHASH_INCLUDE_DIR})
-target_compile_definitions(dnngraph_xxhash INTERFACE XXH_INLINE_ALL)
 
 # CUDA runtime and cuDNN headers (cuDNN itself is dlopen'd at run time).
 set(DNNGRAPH_HAVE_CUDA OFF)
 if(NOT DNNGRAPH_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)
-  execute_process(COMMAND python3 -c "import site;print(site.getsitepackages()[0])"
+  # cuDNN's pip package (nvidia-cudnn-*) ships the headers in the interpreter's site-packages.
+  if(NOT Python_EXECUTABLE)
+    find_package(Python 3.9 QUIET COMPONENTS Interpreter)
+  endif()
+  execute_process(COMMAND "${Python_EXECUTABLE}" -c "import site;print(site.getsitepackages()[0])"
                   OUTPUT_VARIABLE _site OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   find_path(DNNGRAPH_CUDNN_INCLUDE_DIR cudnn_backend.h
             HINTS $ENV{CUDNN_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS} ${_site}/nvidia/cudnn/include
@@ -62,10 +100,26 @@ if(DNNGRAPH_BUILD_BENCH)
   endif()
 endif()
 if(DNNGRAPH_BUILD_TOOLS)
-  find_package(CLI11 QUIET)
-  if(NOT CLI11_FOUND)
-    find_path(DNNGRAPH_CLI11_INCLUDE_DIR CLI/CLI.hpp HINTS ${DNNGRAPH_EXTRA_INCLUDE_DIR} REQUIRED)
+  find_path(DNNGRAPH_CLI11_INCLUDE_DIR CLI/CLI.hpp PATHS ${DNNGRAPH_EXTRA_INCLUDE_DIR} NO_DEFAULT_PATH)
+  if(DNNGRAPH_CLI11_INCLUDE_DIR)
     add_library(CLI11::CLI11 INTERFACE IMPORTED)
     target_include_directories(CLI11::CLI11 INTERFACE ${DNNGRAPH_CLI11_INCLUDE_DIR})
+  else()
+    find_package(CLI11 QUIET)
+    if(NOT CLI11_FOUND)
+      message(STATUS "dnngraph: CLI11 not found on this system: downloading v2.5.0 (FetchContent; "
+                     "without network access install the Debian package libcli11-dev)")
+    endif()
+    FetchContent_Declare(CLI11
+      URL https://github.com/CLIUtils/CLI11/archive/refs/tags/v2.5.0.tar.gz
+      URL_HASH SHA256=17e02b4cddc2fa348e5dbdbb582c59a3486fa2b2433e70a0c3bacb871334fd55
+      DOWNLOAD_EXTRACT_TIMESTAMP TRUE
+      SOURCE_SUBDIR no-cmake
+      FIND_PACKAGE_ARGS)
+    FetchContent_MakeAvailable(CLI11)
+    if(NOT TARGET CLI11::CLI11)
+      add_library(CLI11::CLI11 INTERFACE IMPORTED)
+      target_include_directories(CLI11::CLI11 SYSTEM INTERFACE ${cli11_SOURCE_DIR}/include)
+    endif()
   endif()
 endif()

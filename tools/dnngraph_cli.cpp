@@ -27,7 +27,14 @@ struct FileError {
   std::string message;
 };
 
+// "-" reads standard input.
 std::string read_file(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream os;
+    os << std::cin.rdbuf();
+    if (std::cin.bad()) throw FileError{"cannot read standard input"};
+    return os.str();
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw FileError{"'" + path + "' is a directory"};
   std::ifstream in(path, std::ios::binary);
@@ -127,6 +134,7 @@ int run(int argc, char** argv) {
                    "Examples:\n"
                    "  dnngraph info\n"
                    "  dnngraph validate tests/data/conv_bias_relu.json\n"
+                   "  cat graph.json | dnngraph validate -\n"
                    "  dnngraph dot tests/data/sdpa_causal.json -o sdpa.dot && dot -Tsvg sdpa.dot "
                    "-o sdpa.svg\n"
                    "  dnngraph tune --device cpu --iterations 3 tests/data/matmul_epilogue.json\n\n"
@@ -149,14 +157,16 @@ int run(int argc, char** argv) {
       "Load a graph, infer missing shapes/types, check it, and print its nodes and tensors and "
       "its fingerprint. On an invalid graph print a one-line error and exit 1.\n"
       "Example: dnngraph validate tests/data/matmul_epilogue.json");
-  validate->add_option("GRAPH", graph_path, "graph description (JSON)")->required();
+  validate->add_option("GRAPH", graph_path, "graph description (JSON); - reads standard input")
+      ->required();
 
   auto* dot = app.add_subcommand(
       "dot",
       "Print the graph in Graphviz DOT: tensors as ellipses (virtual ones dashed), ops as boxes, "
       "edges labelled with the port role.\n"
       "Example: dnngraph dot tests/data/conv_bias_relu.json -o g.dot && dot -Tpng g.dot -o g.png");
-  dot->add_option("GRAPH", graph_path, "graph description (JSON)")->required();
+  dot->add_option("GRAPH", graph_path, "graph description (JSON); - reads standard input")
+      ->required();
   dot->add_option("-o,--output", out_path, "write to FILE instead of stdout");
   dot->add_flag("--infer", infer, "validate first so that inferred shapes and types are shown");
 
@@ -164,7 +174,8 @@ int run(int argc, char** argv) {
       "fingerprint",
       "Print the stable 128-bit fingerprint of a graph as it is written (32 hex digits).\n"
       "Example: dnngraph fingerprint --no-shapes tests/data/sdpa_causal.json");
-  fp->add_option("GRAPH", graph_path, "graph description (JSON)")->required();
+  fp->add_option("GRAPH", graph_path, "graph description (JSON); - reads standard input")
+      ->required();
   fp->add_flag("--no-shapes", no_shapes, "leave dims and strides out (keep ranks)");
   fp->add_flag("--names", names, "include graph, tensor and node names");
 

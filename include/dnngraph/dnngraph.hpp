@@ -7,6 +7,7 @@
 #include "dnngraph/ir/graph.hpp"
 #include "dnngraph/ir/serialize.hpp"
 #include "dnngraph/kernel_cache.hpp"
+#include "dnngraph/log.hpp"
 #include "dnngraph/status.hpp"
 #include "dnngraph/storage.hpp"
 #include "dnngraph/system.hpp"

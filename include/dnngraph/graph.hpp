@@ -84,6 +84,14 @@ class Graph : public ir::Graph {
   // Checks a variant pack against the graph's non-virtual tensors without running anything.
   Status check_variant_pack(const VariantPack& pack) const;
 
+  // The plans run on what the graph was when build_operation_graph() lowered it. Editing a
+  // non-virtual tensor afterwards (dims, strides, data type, uid, flags) makes execute() fail
+  // with this error until the graph is built again; Ok when unchanged or not yet lowered.
+  Status check_unchanged() const;
+  // The non-virtual tensor with this uid as it was when the graph was lowered (what the plans
+  // expect of its buffer), or null.
+  const ir::TensorAttrs* built_tensor(int64_t uid) const;
+
   // ---- plan filters (the frontend's deselect_* / select_*; autotune.hpp) ----
   // Applied as candidates are checked and plans built: set them before check_support() (a
   // change afterwards re-checks the candidates, so check_support() must be called again).
@@ -126,6 +134,13 @@ class Graph : public ir::Graph {
   Graph& set_cuda_graph_execute(bool on);
   bool cuda_graph_execute() const;
 
+  // Thread safety: the pipeline steps, execute, serialize, the plan filters and the CUDA graph
+  // calls lock the graph (execute shares the lock with other executes, the steps take it
+  // alone), so a build and an execute of one graph from two threads never overlap. autotune()
+  // runs the steps one after the other, each locked: do not autotune a graph that another
+  // thread builds at the same time. Editing the IR (tensors, ops) while another thread builds
+  // or executes the graph is not synchronized: do it between those calls.
+
  private:
   void set_required();
   void adopt_plan(std::unique_ptr<Plan> plan, const std::string& candidate);
@@ -137,6 +152,17 @@ class Graph : public ir::Graph {
   Result<bool> reuse_tuned(const std::string& name);
   bool check_next() const;                // checks the next unchecked candidate
   bool check_until(int64_t index) const;  // until `index` supported ones are known
+  int64_t plan_count_unlocked() const;
+  Status build_operation_graph_unlocked(const HandlePtr& handle);
+  Status create_execution_plans_unlocked(const std::vector<HeurMode>& modes);
+  Status check_support_unlocked();
+  Status build_plan_at_index_unlocked(int64_t index);
+  Status build_plans_unlocked(BuildPlanPolicy policy);
+  Status check_variant_pack_unlocked(const VariantPack& pack) const;
+  Status deserialize_unlocked(const HandlePtr& handle, std::string_view bytes);
+  Result<std::string> serialize_unlocked() const;
+  Status execute_unlocked(Handle& handle, const VariantPack& pack, void* workspace, int64_t index,
+                          int64_t workspace_bytes) const;
   std::unique_ptr<PipelineState> state_;
 };
 

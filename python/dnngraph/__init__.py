@@ -19,14 +19,17 @@ from ._dnngraph import (
     data_type,
     destroy_handle,
     diagonal_alignment,
+    get_log_level,
     get_stream,
     heur_mode,
     norm_forward_phase,
     pointwise_mode,
     reduction_mode,
+    set_log_level,
     set_stream,
     version,
 )
+from ._dnngraph import _route_logs_to_python
 from ._compat import (
     FRONTEND_KNOB_TYPE_BASE,
     LACKING_FUNCTIONS as _LACKING_FUNCTIONS,
@@ -67,6 +70,29 @@ from ._dnngraph import pygraph as NativeGraph  # noqa: E402
 tensor = Tensor
 
 __version__: str = version()
+
+
+def _setup_logging() -> None:
+    # DNNGRAPH_LOG's lines go to logging.getLogger("dnngraph") (DNNGRAPH_LOG_FILE, when set,
+    # keeps them in that file). With DNNGRAPH_LOG set and logging not configured, they are
+    # printed to stderr as the C++ library prints them.
+    import atexit
+    import logging
+    import os
+
+    if os.environ.get("DNNGRAPH_LOG_FILE"):
+        return
+    logger = logging.getLogger("dnngraph")
+    if os.environ.get("DNNGRAPH_LOG") and not logger.hasHandlers():
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[dnngraph %(levelname)s] %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(1)
+    _route_logs_to_python(True)
+    atexit.register(_route_logs_to_python, False)
+
+
+_setup_logging()
 
 
 def _quiet_leak_report_under_torch():
@@ -118,6 +144,7 @@ __all__ = [
     "datatypes",
     "destroy_handle",
     "diagonal_alignment",
+    "get_log_level",
     "experimental",
     "get_last_error_string",
     "get_stream",
@@ -134,6 +161,7 @@ __all__ = [
     "pointwise_mode",
     "pygraph",
     "reduction_mode",
+    "set_log_level",
     "reshape_mode",
     "scalar_type",
     "sdpa_capabilities",

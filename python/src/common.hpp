@@ -13,7 +13,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -30,6 +32,8 @@ namespace nb = nanobind;
 struct NotSupportedException : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// `text` as valid UTF-8 (invalid bytes as \xNN), for exception messages.
+std::string printable(const std::string& text);
 // ValueError for InvalidGraph/InvalidArgument, NotSupportedError, RuntimeError otherwise; the
 // Python message is the C++ one. Does nothing for Ok.
 void throw_if_error(const Status& s);
@@ -49,7 +53,15 @@ struct PyHandle {
 
 // ---- graphs (graph.cpp) ----
 struct PyGraph {
+  PyGraph();  // registered, so that a foreign tensor's graph can be named
+  ~PyGraph();
+  PyGraph(const PyGraph&) = delete;
+  PyGraph& operator=(const PyGraph&) = delete;
+
   Graph graph;
+  // Held shared by execute (from reading the pack to the end of the run) and alone by the
+  // pipeline steps and deserialize, so a build from another thread never overlaps an execute.
+  std::shared_mutex mu;
   HandlePtr handle;  // from pygraph(handle=...), deserialize(handle, ...) or the default GPU one
 
   // uid -> tensor, for variant packs keyed by int. Rebuilt when a lookup misses; cleared when
@@ -62,6 +74,18 @@ struct PyGraph {
   // `override` when given, else the graph's handle.
   Handle& handle_for(const PyHandle* override);
 };
+
+// "graph 'name'" of the live pygraph holding this tensor, or a phrase saying none does.
+std::string graph_owning(const ir::TensorAttrs* t);
+
+// Locks `l` (a unique or shared lock over PyGraph::mu); waits with the GIL released so that the
+// thread holding it can finish.
+template <class Lock>
+void lock_released_gil(Lock& l) {
+  if (l.try_lock()) return;
+  nb::gil_scoped_release release;
+  l.lock();
+}
 
 // A tensor argument that also accepts a Python number (it becomes a pass-by-value constant).
 using TensorOrScalar = std::variant<ir::Tensor, double>;
@@ -93,10 +117,11 @@ void bind_ops_genstats(nb::class_<PyGraph>& g);
 void bind_ops_transpose(nb::class_<PyGraph>& g);
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& g);
 void bind_serialize(nb::class_<PyGraph>& g);
+void bind_log(nb::module_& m);
 void bind_tune(nb::class_<PyGraph>& g);
 
 // Converts a Python variant pack and workspace as execute() does (execute.cpp) and calls `f`
-// with them, the GIL released; raises f's error.
+// with them, the GIL released and the graph locked alone; raises f's error.
 void with_pack(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle,
                const std::function<Status(Handle&, const VariantPack&, void*, int64_t)>& f);
 

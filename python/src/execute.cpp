@@ -9,9 +9,12 @@
 // been extracted.
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <mutex>
+#include <shared_mutex>
 
 #include <nanobind/ndarray.h>
 
@@ -29,6 +32,14 @@ struct Buffer {
   int64_t bytes = -1;     // memory reachable from ptr; -1 when the object does not say
   int64_t itemsize = -1;  // -1 when unknown
   Where where = Where::Unknown;
+  // The array's layout, when the object describes it (buffer protocol, array interfaces,
+  // DLPack; not data_ptr() objects): extents and strides in bytes.
+  bool has_layout = false;
+  std::vector<int64_t> shape, strides;
+  // Element kind: 'f' float, 'i' signed int, 'u' unsigned int, 'b' bool, 'B' bfloat,
+  // 'V' opaque (ml_dtypes' bfloat16 and float8 arrays, typestr '<V2'), 'c' complex or other,
+  // '?' not said (data_ptr() objects).
+  char kind = '?';
 };
 
 // Reused between calls (per thread; a nested call, e.g. from a data_ptr() override, gets its
@@ -39,6 +50,7 @@ struct Scratch {
   std::vector<uint64_t> scalars;  // storage for Python numbers given to pass-by-value tensors
   std::vector<Py_buffer> views;   // buffers to release after the call
   size_t n_views = 0;
+  nb::object items;  // this call's (key, value) list: keeps them alive until the call returns
   bool busy = false;
 };
 thread_local Scratch t_scratch;
@@ -59,7 +71,7 @@ struct Names {
 };
 Names g_names;
 
-[[noreturn]] void fail(const std::string& what) { throw nb::value_error(what.c_str()); }
+[[noreturn]] void fail(const std::string& what) { throw nb::value_error(printable(what).c_str()); }
 
 std::string describe_key(const ir::TensorAttrs* t, int64_t uid) {
   if (t) return "tensor '" + t->name + "' (uid " + std::to_string(t->uid) + ")";
@@ -80,19 +92,66 @@ int64_t span_bytes(Py_ssize_t ndim, const Py_ssize_t* shape, const Py_ssize_t* s
   for (Py_ssize_t i = 0; i < ndim; ++i) {
     if (shape[i] == 0) return 0;
     if (strides[i] < 0) *negative = true;
-    span += (shape[i] - 1) * strides[i];
+  }
+  for (Py_ssize_t i = 0; i < ndim; ++i) {
+    int64_t step = 0;
+    if (strides[i] < 0 ||
+        __builtin_mul_overflow(static_cast<int64_t>(shape[i] - 1), static_cast<int64_t>(strides[i]),
+                               &step) ||
+        __builtin_add_overflow(span, step, &span))
+      return -2;  // overflows: never a real array; reported as too large
   }
   return span;
 }
 
-// "<f4" -> 4
-int64_t typestr_itemsize(nb::handle typestr) {
+// "<f4" -> 4 and kind 'f'.
+int64_t typestr_itemsize(nb::handle typestr, char* kind, const std::string& who) {
+  if (!PyUnicode_Check(typestr.ptr())) fail(who + ": the array interface's typestr is not a str");
   std::string s = nb::cast<std::string>(typestr);
-  return s.size() > 2 ? std::atoll(s.c_str() + 2) : -1;
+  if (s.size() < 3) fail(who + ": the array interface's typestr '" + s + "' is malformed");
+  const char k = s[1];
+  *kind = (k == 'f' || k == 'i' || k == 'u' || k == 'b' || k == 'V') ? k : 'c';
+  char* end = nullptr;
+  const long long n = std::strtoll(s.c_str() + 2, &end, 10);
+  if (!end || *end || n <= 0 || n > 16)
+    fail(who + ": the array interface's typestr '" + s + "' is malformed");
+  return n;
+}
+
+// A buffer-protocol format ("<f", "e", "q", "?") -> kind.
+char format_kind(const char* f) {
+  if (!f) return 'u';  // no format: unsigned bytes
+  while (*f == '<' || *f == '>' || *f == '=' || *f == '@' || *f == '!') ++f;
+  if (!f[0] || f[1]) return 'c';
+  switch (f[0]) {
+    case 'e':
+    case 'f':
+    case 'd':
+      return 'f';
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q':
+    case 'n':
+      return 'i';
+    case 'B':
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q':
+    case 'N':
+    case 'c':
+      return 'u';
+    case '?':
+      return 'b';
+    default:
+      return 'c';
+  }
 }
 
 // {__cuda_array_interface__, __array_interface__} dict -> Buffer.
-Buffer from_interface(PyObject* dict, Where where, const Who& w) {
+Buffer from_interface(PyObject* dict, Where where, const Who& w, bool writable) {
   const std::string who = w.str();
   nb::handle d(dict);
   if (!PyDict_Check(dict)) fail(who + ": the array interface is not a dict");
@@ -101,14 +160,26 @@ Buffer from_interface(PyObject* dict, Where where, const Who& w) {
   PyObject* data = PyDict_GetItem(dict, g_names.data);
   if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1)
     fail(who + ": the array interface has no (pointer, read_only) 'data' entry");
+  if (!PyLong_Check(PyTuple_GET_ITEM(data, 0)))
+    fail(who + ": the array interface's data pointer is not an int");
   b.ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
   if (PyErr_Occurred()) throw nb::python_error();
-  b.itemsize = typestr_itemsize(d[nb::handle(g_names.typestr)]);
-  auto shape = nb::cast<std::vector<Py_ssize_t>>(d[nb::handle(g_names.shape)]);
+  if (writable && PyTuple_GET_SIZE(data) > 1 && PyObject_IsTrue(PyTuple_GET_ITEM(data, 1)) == 1)
+    fail(who + ": the array is read-only but the graph writes it (an output)");
+  PyObject* typestr = PyDict_GetItem(dict, g_names.typestr);
+  PyObject* shape_obj = PyDict_GetItem(dict, g_names.shape);
+  if (!typestr || !shape_obj) fail(who + ": the array interface has no 'typestr' or 'shape'");
+  b.itemsize = typestr_itemsize(typestr, &b.kind, who);
+  std::vector<Py_ssize_t> shape;
+  if (!nb::try_cast(nb::handle(shape_obj), shape))
+    fail(who + ": the array interface's shape is not a tuple of ints");
+  for (Py_ssize_t e : shape)
+    if (e < 0) fail(who + ": the array interface's shape has a negative extent");
   PyObject* strides = PyDict_GetItem(dict, g_names.strides);
   std::vector<Py_ssize_t> st;
   if (strides && strides != Py_None) {
-    st = nb::cast<std::vector<Py_ssize_t>>(nb::handle(strides));
+    if (!nb::try_cast(nb::handle(strides), st))
+      fail(who + ": the array interface's strides are not a tuple of ints");
   } else {  // C-contiguous
     st.resize(shape.size());
     Py_ssize_t s = b.itemsize;
@@ -119,6 +190,9 @@ Buffer from_interface(PyObject* dict, Where where, const Who& w) {
   b.bytes = span_bytes(static_cast<Py_ssize_t>(shape.size()), shape.data(), st.data(), b.itemsize,
                        &negative);
   if (negative) fail(who + ": arrays with negative strides are not supported");
+  b.has_layout = true;
+  b.shape.assign(shape.begin(), shape.end());
+  b.strides.assign(st.begin(), st.end());
   return b;
 }
 
@@ -222,22 +296,39 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
                   bool want_bytes = false, bool want_where = true) {
   Buffer b;
   // 1. Buffer protocol: numpy arrays, memoryview, bytearray, array.array.
+  // Arrays whose dtype the buffer protocol cannot describe (ml_dtypes' bfloat16, float8) fall
+  // through to __array_interface__.
+  std::string buffer_error;
   if (PyObject_CheckBuffer(obj)) {
     Py_buffer& view = sc.views[sc.n_views];
-    if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDES | (writable ? PyBUF_WRITABLE : 0)) != 0) {
-      nb::python_error e;  // e.g. "buffer source array is read-only"
-      fail(who.str() + ": cannot use the array: " + e.what());
+    if (PyObject_GetBuffer(obj, &view,
+                           PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) == 0) {
+      ++sc.n_views;
+      b.ptr = view.buf;
+      b.itemsize = view.itemsize;
+      b.where = Where::Host;
+      b.kind = format_kind(view.format);
+      bool negative = false;
+      if (view.strides) {
+        b.bytes = span_bytes(view.ndim, view.shape, view.strides, view.itemsize, &negative);
+        b.has_layout = true;
+        b.shape.assign(view.shape, view.shape + view.ndim);
+        b.strides.assign(view.strides, view.strides + view.ndim);
+      } else {
+        b.bytes = view.len;
+      }
+      if (negative) fail(who.str() + ": arrays with negative strides are not supported");
+      return b;
     }
-    ++sc.n_views;
-    b.ptr = view.buf;
-    b.itemsize = view.itemsize;
-    b.where = Where::Host;
-    bool negative = false;
-    b.bytes = view.strides
-                  ? span_bytes(view.ndim, view.shape, view.strides, view.itemsize, &negative)
-                  : view.len;
-    if (negative) fail(who.str() + ": arrays with negative strides are not supported");
-    return b;
+    nb::python_error e;  // e.g. "buffer source array is read-only"
+    buffer_error = e.what();
+    // numpy raises ValueError ("cannot include dtype 'E' in a buffer") or BufferError.
+    if ((PyErr_GivenExceptionMatches(e.type().ptr(), PyExc_BufferError) == 0 &&
+         PyErr_GivenExceptionMatches(e.type().ptr(), PyExc_ValueError) == 0) ||
+        !PyObject_HasAttr(obj, g_names.ai))
+      fail(who.str() + ": cannot use the array: " + buffer_error);
+    if (writable && buffer_error.find("read-only") != std::string::npos)
+      fail(who.str() + ": cannot use the array: " + buffer_error);
   }
   // 2. data_ptr(): torch tensors (their __cuda_array_interface__ is slow Python code).
   const TypeSlots* ts = type_slots(Py_TYPE(obj));
@@ -266,12 +357,12 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
   // 3./4. The CUDA and host array interfaces (cupy, numba, ...).
   if (PyObject* d = PyObject_GetAttr(obj, g_names.cai)) {
     nb::object keep = nb::steal(d);
-    return from_interface(d, Where::Cuda, who);
+    return from_interface(d, Where::Cuda, who, writable);
   }
   PyErr_Clear();
   if (PyObject* d = PyObject_GetAttr(obj, g_names.ai)) {
     nb::object keep = nb::steal(d);
-    return from_interface(d, Where::Host, who);
+    return from_interface(d, Where::Host, who, writable);
   }
   PyErr_Clear();
   // 5. DLPack (jax, ...). The ndarray holds the exporter's capsule only for this call; the
@@ -287,73 +378,167 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
                     : (dev == nb::device::cuda::value || dev == nb::device::cuda_managed::value
                            ? Where::Cuda
                            : Where::Unknown);
-      int64_t span = b.itemsize;
+      const int code = arr.dtype().code;
+      b.kind = code == 0   ? 'i'
+               : code == 1 ? 'u'
+               : code == 2 ? 'f'
+               : code == 4 ? 'B'
+               : code == 6 ? 'b'
+                           : 'c';
+      b.has_layout = true;
+      std::vector<Py_ssize_t> shape(arr.ndim()), strides(arr.ndim());
       for (size_t i = 0; i < arr.ndim(); ++i) {
-        if (arr.shape(i) == 0) span = 0;
+        shape[i] = static_cast<Py_ssize_t>(arr.shape(i));
         if (arr.stride(i) < 0) fail(who.str() + ": negative strides are not supported");
-        if (span) span += (static_cast<int64_t>(arr.shape(i)) - 1) * arr.stride(i) * b.itemsize;
+        int64_t bytes_stride = 0;
+        if (__builtin_mul_overflow(arr.stride(i), b.itemsize, &bytes_stride))
+          fail(who.str() + ": the DLPack strides overflow");
+        strides[i] = static_cast<Py_ssize_t>(bytes_stride);
       }
-      b.bytes = span;
+      bool negative = false;
+      b.bytes = span_bytes(static_cast<Py_ssize_t>(shape.size()), shape.data(), strides.data(),
+                           b.itemsize, &negative);
+      b.shape.assign(shape.begin(), shape.end());
+      b.strides.assign(strides.begin(), strides.end());
       return b;
     }
   }
+  if (!buffer_error.empty()) fail(who.str() + ": cannot use the array: " + buffer_error);
   fail(who.str() + ": got a " + Py_TYPE(obj)->tp_name +
        "; expected a numpy array, a torch tensor, or an object with the buffer protocol, "
        "data_ptr(), __cuda_array_interface__, __array_interface__ or __dlpack__");
 }
 
-// Encodes a Python number as one scalar of `t` in `slot`.
+// Encodes a Python number as one scalar of `t` in `slot`: floats must fit the type's finite
+// range (they are rounded to it), ints must fit the integer type exactly.
 void encode_scalar(PyObject* num, const ir::TensorAttrs& t, uint64_t* slot) {
   *slot = 0;
   auto put = [&](auto v) { std::memcpy(slot, &v, sizeof(v)); };
-  const bool is_float = PyFloat_Check(num);
-  if (is_integral(t.data_type) && is_float)
-    fail("tensor '" + t.name + "' is " + std::string(data_type_name(t.data_type)) +
-         ": give an int, not a float");
-  const double d = PyFloat_AsDouble(num);  // ints convert too
-  if (PyErr_Occurred()) throw nb::python_error();
-  switch (t.data_type) {
-    case DataType::Float:
-      put(static_cast<float>(d));
-      return;
-    case DataType::Double:
-      put(d);
-      return;
-    case DataType::Half:
-    case DataType::BFloat16:
-      store_element(slot, t.data_type, 0, static_cast<float>(d));  // via float, as before
-      return;
-    case DataType::Boolean:
-      put(static_cast<uint8_t>(d != 0.0));
-      return;
-    default:
-      break;
+  const std::string who = "execute: tensor '" + t.name + "' (uid " + std::to_string(t.uid) +
+                          ") is " + std::string(data_type_name(t.data_type));
+  if (t.data_type == DataType::Boolean) {
+    const int truth = PyObject_IsTrue(num);
+    if (truth < 0) throw nb::python_error();
+    put(static_cast<uint8_t>(truth));
+    return;
   }
-  const long long i = PyLong_AsLongLong(num);
+  const bool is_float = PyFloat_Check(num);
+  if (is_integral(t.data_type) && is_float) fail(who + ": give an int, not a float");
+  if (!is_integral(t.data_type)) {
+    const double d = PyFloat_AsDouble(num);  // ints convert too; huge ones raise OverflowError
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      fail(who + ": the value does not fit a double");
+    }
+    if (data_type_size(t.data_type) <= 0 || t.data_type == DataType::NotSet)
+      fail(who + ": give it as a one-element array, not a Python number");
+    store_element(slot, t.data_type, 0, d);
+    const double back = load_element(slot, t.data_type, 0);
+    if (std::isfinite(d) && !std::isfinite(back))
+      fail(who + ": " + nb::cast<std::string>(nb::str(nb::handle(num))) +
+           " is outside its finite range");
+    return;
+  }
+  int overflow = 0;
+  const long long i = PyLong_AsLongLongAndOverflow(num, &overflow);
   if (PyErr_Occurred()) throw nb::python_error();
+  auto range = [&](long long lo, long long hi) {
+    if (overflow || i < lo || i > hi)
+      fail(who + ": " + nb::cast<std::string>(nb::str(nb::handle(num))) + " is outside [" +
+           std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  };
   switch (t.data_type) {
     case DataType::Int8:
+      range(INT8_MIN, INT8_MAX);
       put(static_cast<int8_t>(i));
       return;
     case DataType::UInt8:
+      range(0, UINT8_MAX);
       put(static_cast<uint8_t>(i));
       return;
     case DataType::Int32:
+      range(INT32_MIN, INT32_MAX);
       put(static_cast<int32_t>(i));
       return;
     case DataType::Int64:
+      range(INT64_MIN, INT64_MAX);
       put(static_cast<int64_t>(i));
       return;
     default:
-      fail("tensor '" + t.name + "' is " + std::string(data_type_name(t.data_type)) +
-           ": give it as a one-element array, not a Python number");
+      fail(who + ": give it as a one-element array, not a Python number");
   }
 }
 
-// Checks one value against its tensor: device, element size, memory size.
+// Element kinds a tensor's data type accepts.
+bool kind_fits(DataType dt, char kind) {
+  if (kind == '?') return true;  // not said: the element size is still checked
+  switch (dt) {
+    case DataType::Half:
+    case DataType::Float:
+    case DataType::Double:
+      return kind == 'f';
+    case DataType::BFloat16:
+      return kind == 'B' || kind == 'V' || kind == 'u';  // raw bits in uint16 arrays too
+    case DataType::FP8_E4M3:
+    case DataType::FP8_E5M2:
+      return kind == 'V' || kind == 'u' || kind == 'f';  // 'f' of size 1: ml_dtypes' '<f1'
+    case DataType::Int8:
+    case DataType::Int32:
+    case DataType::Int64:
+      return kind == 'i';
+    case DataType::UInt8:
+      return kind == 'u';
+    case DataType::Boolean:
+      return kind == 'b' || kind == 'u';
+    default:
+      return true;
+  }
+}
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+// The array's layout against the tensor's: the same extents and strides once dims of extent
+// 1 (whose stride is never used) are dropped. Any layout that matches exactly is accepted, and
+// so is a flat contiguous 1-D array holding exactly the memory of a dense tensor (the raw
+// buffer idiom of cuDNN's frontend).
+void check_layout(const Buffer& b, const ir::TensorAttrs& t, int64_t esize,
+                  const std::string& who) {
+  if (b.shape.size() == 1 && (b.shape[0] <= 1 || b.strides[0] == esize)) {
+    int64_t elements = 1;
+    for (int64_t d : t.dim) elements *= d;
+    if (b.shape[0] == elements && t.storage_elements() == elements) return;
+  }
+  std::vector<std::pair<int64_t, int64_t>> want, have;
+  bool empty = false;
+  for (size_t i = 0; i < t.dim.size(); ++i) {
+    if (t.dim[i] == 0) empty = true;
+    if (t.dim[i] != 1) want.emplace_back(t.dim[i], i < t.stride.size() ? t.stride[i] : 0);
+  }
+  bool have_empty = false, misaligned = false;
+  for (size_t i = 0; i < b.shape.size(); ++i) {
+    if (b.shape[i] == 0) have_empty = true;
+    if (b.shape[i] == 1) continue;
+    if (b.strides[i] % esize) misaligned = true;
+    have.emplace_back(b.shape[i], b.strides[i] / esize);
+  }
+  if (empty && have_empty) return;
+  if (!misaligned && want == have) return;
+  std::vector<int64_t> st;
+  for (int64_t x : b.strides) st.push_back(esize > 0 && x % esize == 0 ? x / esize : x);
+  fail(who + " is " + t.describe() + " but the array has shape " + join(b.shape) + " and strides " +
+       join(st) + (misaligned ? " bytes" : " elements") +
+       ": pass an array of that shape whose strides match the tensor's (e.g. np.empty of the "
+       "shape, or a view such as .transpose() that gives those strides)");
+}
+
+// Checks one value against its tensor (as built): device, element type, layout, memory size.
 void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) {
   const int64_t esize = data_type_size(t.data_type);
-  auto who = [&] { return "tensor '" + t.name + "' (uid " + std::to_string(t.uid) + ")"; };
+  auto who = [&] { return "execute: tensor '" + t.name + "' (uid " + std::to_string(t.uid) + ")"; };
   if (t.is_pass_by_value) {
     if (b.where == Where::Cuda)
       fail(who() +
@@ -367,6 +552,18 @@ void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) 
   if (b.itemsize > 0 && esize > 0 && b.itemsize != esize)
     fail(who() + " is " + std::string(data_type_name(t.data_type)) + " (" + std::to_string(esize) +
          "-byte elements) but the array has " + std::to_string(b.itemsize) + "-byte elements");
+  if (!kind_fits(t.data_type, b.kind))
+    fail(who() + " is " + std::string(data_type_name(t.data_type)) + " but the array holds " +
+         (b.kind == 'f'   ? "floats"
+          : b.kind == 'i' ? "signed ints"
+          : b.kind == 'u' ? "unsigned ints"
+          : b.kind == 'b' ? "bools"
+          : b.kind == 'B' ? "bfloat16"
+          : b.kind == 'V' ? "opaque elements (e.g. ml_dtypes)"
+                          : "elements of another kind") +
+         ": pass an array of the tensor's data type");
+  if (b.has_layout && esize > 0) check_layout(b, t, esize, who());
+  if (b.bytes == -2) fail(who() + ": the array's extent overflows");
   if (b.bytes >= 0 && esize > 0) {
     // Checked: a tensor edited after build may have dims whose byte extent leaves int64.
     const int64_t need = t.is_pass_by_value ? esize : t.storage_bytes().value_or(INT64_MAX);
@@ -383,6 +580,7 @@ struct ScratchGuard {
   ~ScratchGuard() {
     for (size_t i = 0; i < sc.n_views; ++i) PyBuffer_Release(&sc.views[i]);
     sc.n_views = 0;
+    sc.items.reset();
     if (owns) sc.busy = false;
   }
 };
@@ -393,39 +591,66 @@ struct Converted {
   int64_t ws_bytes = 0;
 };
 
-// Fills sc.pack from the Python dict (and checks every value). The pack's nodes are reused
-// when the call has the same uids as the previous one, so a steady loop allocates nothing.
-Converted convert(PyGraph& self, nb::dict pack, nb::handle workspace, const Device& dev,
+// Fills sc.pack from the Python mapping (and checks every value against the tensor as the
+// graph was built). The mapping's items are copied into a list first (sc.items, which also
+// keeps every key and value alive until the call returns), so neither another thread nor a
+// key's __hash__/__eq__ nor a value's data_ptr()/__array_interface__ can change what is
+// walked. The pack's nodes are reused when the call has the same uids as the previous one, so
+// a steady loop allocates nothing.
+Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const Device& dev,
                   Scratch& sc) {
-  const size_t n = static_cast<size_t>(PyDict_GET_SIZE(pack.ptr()));
+  throw_if_error(self.graph.check_unchanged());
+  PyObject* items =
+      PyDict_CheckExact(pack.ptr()) ? PyDict_Items(pack.ptr()) : PyMapping_Items(pack.ptr());
+  if (!items) {
+    PyErr_Clear();
+    throw nb::type_error(("execute: the variant pack must be a mapping {tensor or uid: array}, "
+                          "got " +
+                          std::string(Py_TYPE(pack.ptr())->tp_name))
+                             .c_str());
+  }
+  sc.items = nb::steal(items);
+  const size_t n = static_cast<size_t>(PyList_GET_SIZE(items));
   // Sized up front so pointers into them stay valid while the pack is filled.
   if (sc.scalars.size() < n) sc.scalars.resize(n);
   if (sc.views.size() < n + 1) sc.views.resize(n + 1);
   sc.entries.clear();
   size_t n_scalars = 0;
 
-  PyObject *key, *value;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(pack.ptr(), &pos, &key, &value)) {
+  for (size_t k = 0; k < n; ++k) {
+    PyObject* item = PyList_GET_ITEM(items, static_cast<Py_ssize_t>(k));
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2)
+      throw nb::type_error("execute: the variant pack's items() must be (key, value) pairs");
+    PyObject* key = PyTuple_GET_ITEM(item, 0);
+    PyObject* value = PyTuple_GET_ITEM(item, 1);
     const ir::TensorAttrs* t = nullptr;
     int64_t uid;
     if (Py_TYPE(key) == g_names.tensor_type) {
-      t = nb::inst_ptr<ir::TensorAttrs>(key);
-      if (!t->uid_assigned)
-        fail("tensor '" + t->name + "' has no uid yet: build the graph before execute");
-      uid = t->uid;
+      const ir::TensorAttrs* live = nb::inst_ptr<ir::TensorAttrs>(key);
+      if (!live->uid_assigned)
+        fail("tensor '" + live->name + "' has no uid yet: build the graph before execute");
+      if (self.find_uid(live->uid) != live)
+        fail("execute: tensor '" + live->name + "' (uid " + std::to_string(live->uid) +
+             ") belongs to " + graph_owning(live) + ", not to graph '" + self.graph.name() +
+             "': key the pack with this graph's tensors (or their uids)");
+      uid = live->uid;
     } else if (PyLong_Check(key)) {
-      uid = PyLong_AsLongLong(key);
+      int overflow = 0;
+      uid = PyLong_AsLongLongAndOverflow(key, &overflow);
       if (PyErr_Occurred()) throw nb::python_error();
-      t = self.find_uid(uid);
-      if (!t)
-        fail("execute: uid " + std::to_string(uid) +
-             " is not a non-virtual tensor of this graph (was it built?)");
+      if (overflow)
+        fail("execute: uid " + nb::cast<std::string>(nb::str(nb::handle(key))) +
+             " is outside the int64 range of uids");
     } else {
       throw nb::type_error(("execute: variant pack keys must be graph tensors or int uids, got " +
                             std::string(Py_TYPE(key)->tp_name))
                                .c_str());
     }
+    // Checked against the tensor as built: that is what the plan reads and writes.
+    t = self.graph.built_tensor(uid);
+    if (!t)
+      fail("execute: uid " + std::to_string(uid) + " is not a non-virtual tensor of graph '" +
+           self.graph.name() + "' as built (was it built?)");
     if (value == Py_None) fail("execute: " + describe_key(t, uid) + " is None");
     void* ptr;
     if (PyFloat_Check(value) || PyLong_Check(value)) {
@@ -487,9 +712,12 @@ Status call(PyGraph& self, Handle& h, Scratch& sc, const Converted& c,
                     : self.graph.execute(h, sc.pack, c.ws, c.ws_bytes);
 }
 
-void run(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle,
+void run(PyGraph& self, nb::handle pack, nb::handle workspace, const PyHandle* handle,
          std::optional<int64_t> plan_index) {
   Handle& h = self.handle_for(handle);
+  // No build of this graph from another thread while the pack is read and the plan runs.
+  std::shared_lock<std::shared_mutex> lock(self.mu, std::defer_lock);
+  lock_released_gil(lock);
   ScratchLease lease;
   const Converted c = convert(self, pack, workspace, h.device(), lease.sc);
   Status s;
@@ -503,9 +731,11 @@ void run(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* han
 // Benchmark support (bench/python): host microseconds per call of the C++ execute on the
 // pack given, converted once, looped `calls` times in C++ with the GIL released. Lets one
 // process compare the Python binding with the C++ call on the same plan and pointers.
-double time_execute(PyGraph& self, nb::dict pack, nb::handle workspace, int64_t calls,
+double time_execute(PyGraph& self, nb::handle pack, nb::handle workspace, int64_t calls,
                     const PyHandle* handle) {
   Handle& h = self.handle_for(handle);
+  std::shared_lock<std::shared_mutex> lock(self.mu, std::defer_lock);
+  lock_released_gil(lock);
   ScratchLease lease;
   const Converted c = convert(self, pack, workspace, h.device(), lease.sc);
   Status s;
@@ -520,14 +750,17 @@ double time_execute(PyGraph& self, nb::dict pack, nb::handle workspace, int64_t 
   return std::chrono::duration<double, std::micro>(took).count() / static_cast<double>(calls);
 }
 
-// For the stubs: dict[Tensor | int, object].
-using Pack = nb::typed<nb::dict, std::variant<ir::Tensor, int64_t>, nb::object>;
+// For the stubs: Mapping[Tensor | int, object].
+using Pack = nb::typed<nb::mapping, std::variant<ir::Tensor, int64_t>, nb::object>;
 
 }  // namespace
 
 void with_pack(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle,
                const std::function<Status(Handle&, const VariantPack&, void*, int64_t)>& f) {
   Handle& h = self.handle_for(handle);
+  // Alone: autotune builds and selects plans; the CUDA graph calls are rare.
+  std::unique_lock<std::shared_mutex> lock(self.mu, std::defer_lock);
+  lock_released_gil(lock);
   ScratchLease lease;
   const Converted c = convert(self, pack, workspace, h.device(), lease.sc);
   Status s;
@@ -574,7 +807,9 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
       "Runs the selected plan. pack: {tensor or uid: array}; arrays are numpy arrays, torch\n"
       "tensors or any buffer / data_ptr() / __cuda_array_interface__ / __array_interface__ /\n"
       "DLPack object on the handle's device; pass-by-value tensors take host scalars (Python\n"
-      "numbers too). workspace: a buffer of get_workspace_size() bytes, or None when 0.");
+      "numbers too). Each array must have the tensor's data type, shape and strides (any layout\n"
+      "that matches the tensor's strides exactly). workspace: a buffer of get_workspace_size()\n"
+      "bytes, or None when 0.");
   cls.def(
       "_time_execute",
       [](PyGraph& self, Pack pack, nb::handle workspace, int64_t calls, const PyHandle* handle) {

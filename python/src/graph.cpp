@@ -4,6 +4,24 @@
 
 namespace dnngraph::py {
 
+namespace {
+// Live pygraphs (touched with the GIL held).
+std::vector<PyGraph*>& live_graphs() {
+  static std::vector<PyGraph*> v;
+  return v;
+}
+}  // namespace
+
+PyGraph::PyGraph() { live_graphs().push_back(this); }
+PyGraph::~PyGraph() { std::erase(live_graphs(), this); }
+
+std::string graph_owning(const ir::TensorAttrs* t) {
+  for (const PyGraph* g : live_graphs())
+    for (const auto& u : g->graph.tensors())
+      if (u.get() == t) return "graph '" + g->graph.name() + "'";
+  return "another graph (no longer alive, or replaced by deserialize)";
+}
+
 const ir::TensorAttrs* PyGraph::find_uid(int64_t uid) {
   auto it = by_uid.find(uid);
   if (it != by_uid.end() && it->second->uid == uid && it->second->uid_assigned)
@@ -44,14 +62,23 @@ ir::Tensor as_tensor(PyGraph& g, const std::optional<TensorOrScalar>& v) {
 namespace {
 
 // Releases the GIL around a long C++ step and raises its error after taking the GIL back.
+// Also takes the graph's lock alone (see PyGraph::mu).
 template <class F>
-void run_released(F&& f) {
+void run_released(PyGraph& self, F&& f) {
   Status s;
   {
     nb::gil_scoped_release release;
+    std::unique_lock<std::shared_mutex> lock(self.mu);
     s = f();
   }
   throw_if_error(s);
+}
+
+// A pipeline step run with the GIL held, under the graph's lock.
+std::unique_lock<std::shared_mutex> lock_alone(PyGraph& self) {
+  std::unique_lock<std::shared_mutex> lock(self.mu, std::defer_lock);
+  lock_released_gil(lock);
+  return lock;
 }
 
 nb::list candidate_list(const Graph& g) {
@@ -135,6 +162,7 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
   cls.def(
       "validate",
       [](PyGraph& self) {
+        auto lock = lock_alone(self);
         self.graph.invalidate();  // tensors may have been edited since the last validate
         throw_if_error(self.graph.validate());
       },
@@ -143,6 +171,7 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
       "build_operation_graph",
       [](PyGraph& self) {
         const HandlePtr& h = self.ensure_handle();
+        auto lock = lock_alone(self);
         self.graph.invalidate();
         throw_if_error(self.graph.build_operation_graph(h));
       },
@@ -150,16 +179,21 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
   cls.def(
       "create_execution_plans",
       [](PyGraph& self, std::vector<HeurMode> modes) {
+        auto lock = lock_alone(self);
         throw_if_error(self.graph.create_execution_plans(modes));
       },
       nb::arg("heur_modes"), "Collects candidate plans from each heuristic mode, in order.");
   cls.def(
-      "check_support", [](PyGraph& self) { throw_if_error(self.graph.check_support()); },
+      "check_support",
+      [](PyGraph& self) {
+        auto lock = lock_alone(self);
+        throw_if_error(self.graph.check_support());
+      },
       "Keeps the supported candidates; NotSupportedError (with every reason) when none is.");
   cls.def(
       "build_plans",
       [](PyGraph& self, BuildPlanPolicy policy) {
-        run_released([&] { return self.graph.build_plans(policy); });
+        run_released(self, [&] { return self.graph.build_plans(policy); });
       },
       nb::arg("policy") = BuildPlanPolicy::HeuristicsChoice,
       "HEURISTICS_CHOICE builds the first supported candidate; ALL builds every one.");
@@ -167,8 +201,10 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
       "build",
       [](PyGraph& self, std::vector<HeurMode> modes, BuildPlanPolicy policy) {
         HandlePtr h = self.ensure_handle();
-        self.graph.invalidate();
-        run_released([&] { return self.graph.build(h, modes, policy); });
+        run_released(self, [&] {
+          self.graph.invalidate();
+          return self.graph.build(h, modes, policy);
+        });
       },
       nb::arg("heur_modes") = std::vector<HeurMode>{HeurMode::A, HeurMode::Fallback},
       nb::arg("policy") = BuildPlanPolicy::HeuristicsChoice, "All five pipeline steps.");
@@ -178,7 +214,7 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
   cls.def(
       "build_plan_at_index",
       [](PyGraph& self, int64_t index) {
-        run_released([&] { return self.graph.build_plan_at_index(index); });
+        run_released(self, [&] { return self.graph.build_plan_at_index(index); });
       },
       nb::arg("index"));
   cls.def(
@@ -193,7 +229,10 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
       nb::arg("index"));
   cls.def(
       "select_plan",
-      [](PyGraph& self, int64_t index) { throw_if_error(self.graph.select_plan(index)); },
+      [](PyGraph& self, int64_t index) {
+        auto lock = lock_alone(self);
+        throw_if_error(self.graph.select_plan(index));
+      },
       nb::arg("index"), "Makes plan `index` (built) the one execute() uses.");
   cls.def("selected_plan_index",
           [](const PyGraph& self) { return self.graph.selected_plan_index(); });

@@ -1,6 +1,8 @@
 // serialize / deserialize of built graphs.
 #include <nanobind/stl/string_view.h>
 
+#include <mutex>
+
 #include "common.hpp"
 
 namespace dnngraph::py {
@@ -8,6 +10,8 @@ namespace dnngraph::py {
 namespace {
 
 void deserialize_into(PyGraph& self, const HandlePtr& handle, nb::bytes blob) {
+  std::unique_lock<std::shared_mutex> lock(self.mu, std::defer_lock);
+  lock_released_gil(lock);
   std::string_view bytes(blob.c_str(), blob.size());
   // The graph's tensors are replaced: drop the uid cache that points at the old ones.
   self.by_uid.clear();

@@ -93,7 +93,11 @@ void bind_tune(nb::class_<PyGraph>& cls) {
 
   cls.def(
       "get_autotune_workspace_size",
-      [](PyGraph& self) { return unwrap(self.graph.get_autotune_workspace_size()); },
+      [](PyGraph& self) {
+        std::unique_lock<std::shared_mutex> lock(self.mu, std::defer_lock);  // builds plans
+        lock_released_gil(lock);
+        return unwrap(self.graph.get_autotune_workspace_size());
+      },
       "The largest workspace among the plans autotune() times (builds them).");
   cls.def(
       "autotune",
@@ -116,6 +120,8 @@ void bind_tune(nb::class_<PyGraph>& cls) {
         AutotuneReport report;
         if (!pack) {
           Handle& h = self.handle_for(handle);
+          std::unique_lock<std::shared_mutex> lock(self.mu, std::defer_lock);  // builds plans
+          lock_released_gil(lock);
           Result<AutotuneReport> r = AutotuneReport{};
           {
             nb::gil_scoped_release release;

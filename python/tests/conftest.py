@@ -102,3 +102,22 @@ def tensor_of(graph, a, name):
           np.dtype(np.int64): cudnn.data_type.INT64, np.dtype(np.int8): cudnn.data_type.INT8,
           np.dtype(np.uint8): cudnn.data_type.UINT8, np.dtype(np.bool_): cudnn.data_type.BOOLEAN}
     return graph.tensor(name=name, dim=list(a.shape), stride=elem_strides(a), data_type=dt[a.dtype])
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The property suite's case count (python/tests/property/props.py)."""
+    import sys
+    props = sys.modules.get("props")
+    if props is None or not props.CASES["n"]:
+        return
+    n, floor = props.CASES["n"], props.min_cases()
+    terminalreporter.write_line(f"dnngraph property cases run: {n}")
+    if floor and n < floor:
+        terminalreporter.write_line(f"dnngraph property suite: {n} cases, expected >= {floor}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import sys
+    props = sys.modules.get("props")
+    if props is not None and props.min_cases() and props.CASES["n"] < props.min_cases():
+        session.exitstatus = 1

@@ -260,7 +260,7 @@ def test_bad_packs(handle, rng):
         g.execute({A: a, Y: y}, ws)
     with pytest.raises(ValueError, match="'A'.*8-byte"):
         g.execute({A: a.astype(np.float64), B: b, Y: y}, ws)
-    with pytest.raises(ValueError, match="'B'.*needs 32 bytes"):
+    with pytest.raises(ValueError, match="'B'.*shape"):
         g.execute({A: a, B: b[:, :2], Y: y}, ws)
     ro = poisoned((1, 3, 2))
     ro.flags.writeable = False
@@ -360,7 +360,7 @@ def test_pack_protocol_checks(handle, rng):
         g.execute({A: DataPtrArray(a, is_cuda=True), B: b, Y: y}, ws)
     with pytest.raises(ValueError, match="'B'.*8-byte"):
         g.execute({A: a, B: DataPtrArray(b.astype(np.float64)), Y: y}, ws)
-    with pytest.raises(ValueError, match="'B'.*needs 32 bytes"):
+    with pytest.raises(ValueError, match="'B'.*shape"):
         g.execute({A: a, B: InterfaceArray(b[:, :1]), Y: y}, ws)
     if g.get_workspace_size() > 0:
         with pytest.raises(ValueError, match="workspace"):

@@ -2,6 +2,7 @@
 // src/ir/ops/*.cpp) and uid assignment. Failure leaves the graph as it was before the call,
 // so fixing the reported problem and validating again starts from what the user wrote.
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <queue>
 #include <unordered_map>
@@ -219,6 +220,18 @@ Status assign_uids(const std::vector<Tensor>& tensors) {
       return make_error(ErrorCode::InvalidGraph, "duplicate uid ", t->uid, ": tensors '",
                         (*it->second)->name, "' and '", t->name, "' both have it");
     max_uid = std::max(max_uid, t->uid);
+  }
+  // New uids follow the largest given one: they must not wrap past INT64_MAX.
+  int64_t unassigned = 0;
+  for (const Tensor& t : tensors) unassigned += t->uid_assigned ? 0 : 1;
+  if (unassigned > 0 && max_uid > INT64_MAX - unassigned) {
+    const Tensor* top = nullptr;
+    for (const Tensor& t : tensors)
+      if (t->uid_assigned && t->uid == max_uid) top = &t;
+    return make_error(ErrorCode::InvalidGraph, "tensor '", (*top)->name, "' has uid ", max_uid,
+                      ": the ", unassigned,
+                      " tensor(s) without a uid get uids after the largest one, which would "
+                      "pass INT64_MAX; give smaller uids (or uids to every tensor)");
   }
   int64_t next = max_uid + 1;
   for (const Tensor& t : tensors)

@@ -1,11 +1,15 @@
 // Graph's CUDA graph entry points: populate/update a caller's cudaGraph_t with the selected
 // plan, and the opt-in graph-backed execute. The engines do the work (Plan's virtuals).
+#include <mutex>
+#include <shared_mutex>
+
 #include "dnngraph/graph.hpp"
 #include "runtime/pipeline.hpp"
 
 namespace dnngraph {
 namespace {
 
+// The caller holds the graph's lock (shared) and checks the variant pack.
 Status cuda_graph_call(const Graph& g, const PipelineState& st, const char* what, Handle& handle,
                        const VariantPack& pack, void* workspace, void* cuda_graph, Plan** plan) {
   if (st.selected < 0)
@@ -18,7 +22,6 @@ Status cuda_graph_call(const Graph& g, const PipelineState& st, const char* what
   if (cuda_graph == nullptr)
     return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': ", what,
                       "() needs a cudaGraph_t (made by cudaGraphCreate), got a null one");
-  DNNGRAPH_TRY(g.check_variant_pack(pack));
   *plan = st.plans[static_cast<size_t>(st.selected)].get();
   if ((*plan)->workspace_size() > 0 && workspace == nullptr)
     return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': plan '", (*plan)->name(),
@@ -30,21 +33,26 @@ Status cuda_graph_call(const Graph& g, const PipelineState& st, const char* what
 
 Status Graph::populate_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
                                   void* cuda_graph) const {
+  std::shared_lock<std::shared_mutex> lock(state_->mu);
   Plan* plan = nullptr;
   DNNGRAPH_TRY(cuda_graph_call(*this, *state_, "populate_cuda_graph", handle, pack, workspace,
                                cuda_graph, &plan));
+  DNNGRAPH_TRY(check_variant_pack_unlocked(pack));
   return plan->populate_cuda_graph(handle, pack, workspace, cuda_graph);
 }
 
 Status Graph::update_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
                                 void* cuda_graph) const {
+  std::shared_lock<std::shared_mutex> lock(state_->mu);
   Plan* plan = nullptr;
   DNNGRAPH_TRY(cuda_graph_call(*this, *state_, "update_cuda_graph", handle, pack, workspace,
                                cuda_graph, &plan));
+  DNNGRAPH_TRY(check_variant_pack_unlocked(pack));
   return plan->update_cuda_graph(handle, pack, workspace, cuda_graph);
 }
 
 Graph& Graph::set_cuda_graph_execute(bool on) {
+  std::unique_lock<std::shared_mutex> lock(state_->mu);  // execute reads it under the lock
   state_->settings.cuda_graph_execute = on;
   return *this;
 }

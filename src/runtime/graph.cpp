@@ -3,10 +3,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <shared_mutex>
 #include <unordered_set>
 
 #include "dnngraph/graph.hpp"
 #include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/log.hpp"
 #include "dnngraph/plan_cache.hpp"
 #include "dnngraph/system.hpp"
 #include "dnngraph/version.hpp"
@@ -16,13 +19,7 @@ namespace dnngraph {
 namespace {
 
 // DNNGRAPH_LOG=dispatch prints, per candidate, whether check_support kept it and why not.
-bool log_dispatch() {
-  static const bool on = [] {
-    const char* v = std::getenv("DNNGRAPH_LOG");
-    return v && std::strstr(v, "dispatch") != nullptr;
-  }();
-  return on;
-}
+bool log_dispatch() { return log_enabled(LogLevel::Dispatch); }
 
 Status stage_error(const Graph& g, const char* call, const char* needs) {
   return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': ", call,
@@ -43,17 +40,39 @@ Graph& Graph::set_kernel_cache(KernelCachePtr cache) {
 
 const KernelCachePtr& Graph::kernel_cache() const { return state_->kernel_cache; }
 
+// The public pipeline steps take the graph's lock alone and call the unlocked versions, which
+// call each other.
+using Exclusive = std::unique_lock<std::shared_mutex>;
+using Shared = std::shared_lock<std::shared_mutex>;
+
 Status Graph::build_operation_graph(const HandlePtr& handle) {
+  Exclusive lock(state_->mu);
+  return build_operation_graph_unlocked(handle);
+}
+Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
+  Exclusive lock(state_->mu);
+  return create_execution_plans_unlocked(modes);
+}
+Status Graph::check_support() {
+  Exclusive lock(state_->mu);
+  return check_support_unlocked();
+}
+Status Graph::build_plan_at_index(int64_t index) {
+  Exclusive lock(state_->mu);
+  return build_plan_at_index_unlocked(index);
+}
+Status Graph::build_plans(BuildPlanPolicy policy) {
+  Exclusive lock(state_->mu);
+  return build_plans_unlocked(policy);
+}
+
+Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
   if (!handle)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': build_operation_graph() needs a handle");
+  state_->reset();
   DNNGRAPH_TRY(validate());
-  KernelCachePtr cache = std::move(state_->kernel_cache);
-  GraphSettings settings = std::move(state_->settings);
-  *state_ = PipelineState{};
   state_->validated = validated();
-  state_->kernel_cache = std::move(cache);
-  state_->settings = std::move(settings);
   std::string reasons;
   for (Engine* e : registered_engines()) {
     if (!e->runs_on(handle->device())) continue;
@@ -76,18 +95,32 @@ Status Graph::build_operation_graph(const HandlePtr& handle) {
   state_->handle = handle;
   set_required();
   state_->stage = Stage::Lowered;
+  if (log_enabled(LogLevel::Debug))
+    log_message(LogLevel::Debug,
+                detail::cat("graph '", name(), "': lowered onto engine '", state_->engine->name(),
+                            "' (", handle->device().to_string(), ")"));
   return Status::ok();
 }
 
+// Right after validate(): `required` holds the live tensors (check_unchanged compares them with
+// the copies), `built` and `required_built` copies of what the plans are built for.
 void Graph::set_required() {
   state_->required.clear();
-  for (const ir::Tensor& t : state_->validated->tensors())
-    if (!t->is_virtual && !t->value) state_->required.push_back(t);
+  state_->built.clear();
+  state_->required_built.clear();
+  for (const ir::Tensor& t : tensors()) {
+    if (t->is_virtual) continue;
+    if (!t->value) state_->required.push_back(t);
+    state_->built.push_back(*t);
+  }
   std::sort(state_->required.begin(), state_->required.end(),
             [](const ir::Tensor& a, const ir::Tensor& b) { return a->uid < b->uid; });
+  std::sort(state_->built.begin(), state_->built.end(),
+            [](const ir::TensorAttrs& a, const ir::TensorAttrs& b) { return a.uid < b.uid; });
+  for (const ir::Tensor& t : state_->required) state_->required_built.push_back(*t);
 }
 
-Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
+Status Graph::create_execution_plans_unlocked(const std::vector<HeurMode>& modes) {
   if (state_->stage < Stage::Lowered)
     return stage_error(*this, "create_execution_plans", "build_operation_graph");
   state_->candidates.clear();
@@ -127,9 +160,10 @@ bool Graph::check_next() const {
     st.plans.emplace_back();
   }
   if (log_dispatch())
-    std::fprintf(stderr, "[dnngraph dispatch] graph '%s' %s candidate %zu '%s': %s\n",
-                 name().c_str(), std::string(st.engine->name()).c_str(), i, cs.info.name.c_str(),
-                 cs.support.is_ok() ? "supported" : cs.support.message().c_str());
+    log_message(LogLevel::Dispatch,
+                detail::cat("graph '", name(), "' ", st.engine->name(), " candidate ", i, " '",
+                            cs.info.name, "': ",
+                            cs.support.is_ok() ? std::string("supported") : cs.support.message()));
   st.statuses.push_back(std::move(cs));
   return true;
 }
@@ -140,7 +174,7 @@ bool Graph::check_until(int64_t index) const {
   return true;
 }
 
-Status Graph::check_support() {
+Status Graph::check_support_unlocked() {
   if (state_->stage < Stage::Planned)
     return stage_error(*this, "check_support", "create_execution_plans");
   // Like the frontend: stop at the first supported candidate; the others are checked when
@@ -158,12 +192,12 @@ Status Graph::check_support() {
   return Status::ok();
 }
 
-Status Graph::build_plan_at_index(int64_t index) {
+Status Graph::build_plan_at_index_unlocked(int64_t index) {
   if (state_->stage < Stage::Checked)
     return stage_error(*this, "build_plan_at_index", "check_support");
   if (index < 0 || !check_until(index))
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan index ", index,
-                      " out of range [0, ", get_execution_plan_count(), ")");
+                      " out of range [0, ", plan_count_unlocked(), ")");
   auto& slot = state_->plans[static_cast<size_t>(index)];
   if (slot) return Status::ok();
   const size_t ci = state_->supported[static_cast<size_t>(index)];
@@ -182,13 +216,13 @@ Status Graph::build_plan_at_index(int64_t index) {
   return Status::ok();
 }
 
-Status Graph::build_plans(BuildPlanPolicy policy) {
+Status Graph::build_plans_unlocked(BuildPlanPolicy policy) {
   if (state_->stage < Stage::Checked) return stage_error(*this, "build_plans", "check_support");
   std::string reasons;
   // HEURISTICS_CHOICE: candidates are checked and built one at a time until one builds, so
   // nothing is compiled that will not be used. ALL: every supported candidate.
   for (int64_t i = 0; check_until(i); ++i) {
-    Status s = build_plan_at_index(i);
+    Status s = build_plan_at_index_unlocked(i);
     if (!s.is_ok()) {
       reasons +=
           detail::cat("\n  ", state_->statuses[state_->supported[i]].info.name, ": ", s.message());
@@ -196,9 +230,19 @@ Status Graph::build_plans(BuildPlanPolicy policy) {
     }
     if (policy == BuildPlanPolicy::HeuristicsChoice) break;
   }
-  if (state_->selected < 0)
-    return make_error(ErrorCode::NotSupported, "graph '", name(),
-                      "': no candidate plan could be built", reasons);
+  if (state_->selected < 0) {
+    Status s = make_error(ErrorCode::NotSupported, "graph '", name(),
+                          "': no candidate plan could be built", reasons);
+    if (log_enabled(LogLevel::Warn)) log_message(LogLevel::Warn, s.message());
+    return s;
+  }
+  if (log_enabled(LogLevel::Info)) {
+    const auto& cs = state_->statuses[state_->supported[static_cast<size_t>(state_->selected)]];
+    log_message(LogLevel::Info,
+                detail::cat("graph '", name(), "': built plan ", state_->selected, " '",
+                            cs.info.name, "' of engine '", state_->engine->name(), "', workspace ",
+                            cs.workspace_size, " bytes"));
+  }
   return Status::ok();
 }
 
@@ -220,6 +264,8 @@ std::string Graph::plan_cache_key(const Engine& engine, const Handle& handle,
 Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
                     BuildPlanPolicy policy) {
   // The plan cache (plan_cache.hpp): HEURISTICS_CHOICE builds on engines that can reload plans.
+  // One exclusive lock over the whole build (the cache lookup, the steps and the store).
+  Exclusive lock(state_->mu);
   PlanCache* cache = nullptr;
   Engine* engine = nullptr;
   std::string key;
@@ -241,12 +287,12 @@ Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
                                    "' could not be restored (", s.message(), ")"));
     }
   }
-  DNNGRAPH_TRY(build_operation_graph(handle));
-  DNNGRAPH_TRY(create_execution_plans(modes));
-  DNNGRAPH_TRY(check_support());
-  DNNGRAPH_TRY(build_plans(policy));
+  DNNGRAPH_TRY(build_operation_graph_unlocked(handle));
+  DNNGRAPH_TRY(create_execution_plans_unlocked(modes));
+  DNNGRAPH_TRY(check_support_unlocked());
+  DNNGRAPH_TRY(build_plans_unlocked(policy));
   if (engine && state_->engine == engine) {
-    auto bytes = serialize();
+    auto bytes = serialize_unlocked();
     if (bytes && bytes->find("\"plan\":null") == std::string::npos)
       cache->put(
           key,
@@ -257,7 +303,13 @@ Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
   return Status::ok();
 }
 
+// The plan count and the candidate reports check the unchecked candidates: they lock alone.
 int64_t Graph::get_execution_plan_count() const {
+  Exclusive lock(state_->mu);
+  return plan_count_unlocked();
+}
+
+int64_t Graph::plan_count_unlocked() const {
   if (state_->stage >= Stage::Checked)
     while (check_next()) {
     }
@@ -265,6 +317,7 @@ int64_t Graph::get_execution_plan_count() const {
 }
 
 const std::vector<CandidateStatus>& Graph::candidates() const {
+  Exclusive lock(state_->mu);
   if (state_->stage >= Stage::Checked)
     while (check_next()) {
     }
@@ -273,47 +326,105 @@ const std::vector<CandidateStatus>& Graph::candidates() const {
 int64_t Graph::selected_plan_index() const { return state_->selected; }
 
 Status Graph::select_plan(int64_t index) {
-  DNNGRAPH_TRY(build_plan_at_index(index));
+  Exclusive lock(state_->mu);
+  DNNGRAPH_TRY(build_plan_at_index_unlocked(index));
   state_->selected = index;
   return Status::ok();
 }
 
 Result<int64_t> Graph::get_workspace_size() const {
+  Shared lock(state_->mu);
   if (state_->selected < 0)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': get_workspace_size() called before build_plans()");
   return state_->plans[static_cast<size_t>(state_->selected)]->workspace_size();
 }
 
+// A built plan's index is below supported.size(): no candidate needs checking (shared lock).
 Result<int64_t> Graph::get_workspace_size_plan_at_index(int64_t index) const {
-  if (index < 0 || index >= get_execution_plan_count() ||
+  Shared lock(state_->mu);
+  if (index < 0 || index >= static_cast<int64_t>(state_->supported.size()) ||
       !state_->plans[static_cast<size_t>(index)])
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan ", index,
                       " is not built (call build_plan_at_index(", index, ") first)");
   return state_->plans[static_cast<size_t>(index)]->workspace_size();
 }
 
+namespace {
+
+const ir::TensorAttrs* find_built(const PipelineState& st, int64_t uid) {
+  auto it = std::lower_bound(st.built.begin(), st.built.end(), uid,
+                             [](const ir::TensorAttrs& t, int64_t u) { return t.uid < u; });
+  return it != st.built.end() && it->uid == uid ? &*it : nullptr;
+}
+
+// The live non-virtual tensors against their copies taken when lowered (state locked).
+Status unchanged(const Graph& g, const PipelineState& st) {
+  for (size_t i = 0; i < st.required.size(); ++i) {
+    const ir::TensorAttrs* t = st.required[i].get();
+    const ir::TensorAttrs* b = &st.required_built[i];
+    std::string what;
+    if (t->uid != b->uid || !t->uid_assigned)
+      what = detail::cat("its uid (", b->uid, " when built, now ", t->uid, ")");
+    else if (t->dim != b->dim)
+      what = detail::cat("its dims (", b->describe(), " when built, now ", t->describe(), ")");
+    else if (t->stride != b->stride)
+      what = detail::cat("its strides (", b->describe(), " when built, now ", t->describe(), ")");
+    else if (t->data_type != b->data_type)
+      what = detail::cat("its data type (", data_type_name(b->data_type), " when built, now ",
+                         data_type_name(t->data_type), ")");
+    else if (t->is_virtual != b->is_virtual || t->is_pass_by_value != b->is_pass_by_value ||
+             t->is_output != b->is_output)
+      what = "its virtual/output/pass-by-value flags";
+    if (!what.empty())
+      return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': tensor '", t->name,
+                        "' was edited after the graph was built (", what,
+                        "); the plans run on the graph as built: build it again (build() or "
+                        "build_operation_graph() ... build_plans()) before execute");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+const ir::TensorAttrs* Graph::built_tensor(int64_t uid) const {
+  // The snapshot is replaced only by a build, which the caller must not race with (the Python
+  // binding holds its own lock around both).
+  return find_built(*state_, uid);
+}
+
+Status Graph::check_unchanged() const {
+  Shared lock(state_->mu);
+  return unchanged(*this, *state_);
+}
+
 Status Graph::check_variant_pack(const VariantPack& pack) const {
+  Shared lock(state_->mu);
+  return check_variant_pack_unlocked(pack);
+}
+
+// Uses only the snapshot taken at lowering, never the live tensors: those may be edited.
+Status Graph::check_variant_pack_unlocked(const VariantPack& pack) const {
   if (state_->stage < Stage::Lowered) return stage_error(*this, "execute", "build_operation_graph");
-  for (const ir::Tensor& t : state_->required) {
-    auto it = pack.find(t->uid);
+  for (const ir::TensorAttrs& b : state_->required_built) {
+    auto it = pack.find(b.uid);
     if (it == pack.end())
-      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
-                        "' (uid ", t->uid, ") is missing from the variant pack");
+      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", b.name,
+                        "' (uid ", b.uid, ") is missing from the variant pack");
     if (it->second == nullptr)
-      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
-                        "' (uid ", t->uid, ") has a null pointer in the variant pack");
+      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", b.name,
+                        "' (uid ", b.uid, ") has a null pointer in the variant pack");
   }
   if (pack.size() > state_->required.size()) {
     for (const auto& [uid, ptr] : pack) {
-      ir::Tensor t = state_->validated->find_tensor_by_uid(uid);
-      if (!t)
-        return make_error(ErrorCode::InvalidArgument, "graph '", name(),
-                          "': the variant pack has uid ", uid,
-                          ", which names no tensor of the graph");
-      if (t->is_virtual)
+      if (find_built(*state_, uid)) continue;
+      const ir::Tensor t = state_->validated ? state_->validated->find_tensor_by_uid(uid) : nullptr;
+      if (t && t->is_virtual)
         return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
                           "' (uid ", uid, ") is virtual and must not be in the variant pack");
+      return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                        "': the variant pack has uid ", uid,
+                        ", which names no non-virtual tensor of the graph as built");
     }
   }
   return Status::ok();
@@ -321,7 +432,24 @@ Status Graph::check_variant_pack(const VariantPack& pack) const {
 
 Status Graph::execute_plan_at_index(Handle& handle, const VariantPack& pack, void* workspace,
                                     int64_t index, int64_t workspace_bytes) const {
-  if (index < 0 || index >= get_execution_plan_count() ||
+  Shared lock(state_->mu);
+  DNNGRAPH_TRY(unchanged(*this, *state_));
+  return execute_unlocked(handle, pack, workspace, index, workspace_bytes);
+}
+
+Status Graph::execute(Handle& handle, const VariantPack& pack, void* workspace,
+                      int64_t workspace_bytes) const {
+  Shared lock(state_->mu);
+  DNNGRAPH_TRY(unchanged(*this, *state_));
+  if (state_->selected < 0)
+    return make_error(ErrorCode::InvalidArgument, "graph '", name(),
+                      "': execute() called before build_plans()");
+  return execute_unlocked(handle, pack, workspace, state_->selected, workspace_bytes);
+}
+
+Status Graph::execute_unlocked(Handle& handle, const VariantPack& pack, void* workspace,
+                               int64_t index, int64_t workspace_bytes) const {
+  if (index < 0 || index >= static_cast<int64_t>(state_->supported.size()) ||
       !state_->plans[static_cast<size_t>(index)])
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan ", index,
                       " is not built (call build_plans() or build_plan_at_index())");
@@ -329,7 +457,7 @@ Status Graph::execute_plan_at_index(Handle& handle, const VariantPack& pack, voi
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': built for ",
                       state_->handle->device().to_string(), " but executed with a handle on ",
                       handle.device().to_string());
-  DNNGRAPH_TRY(check_variant_pack(pack));
+  DNNGRAPH_TRY(check_variant_pack_unlocked(pack));
   Plan& plan = *state_->plans[static_cast<size_t>(index)];
   const int64_t need = plan.workspace_size();
   if (need > 0 && workspace == nullptr)
@@ -341,14 +469,6 @@ Status Graph::execute_plan_at_index(Handle& handle, const VariantPack& pack, voi
                       " bytes, got ", workspace_bytes);
   if (state_->settings.cuda_graph_execute) return plan.execute_replayed(handle, pack, workspace);
   return plan.execute(handle, pack, workspace);
-}
-
-Status Graph::execute(Handle& handle, const VariantPack& pack, void* workspace,
-                      int64_t workspace_bytes) const {
-  if (state_->selected < 0)
-    return make_error(ErrorCode::InvalidArgument, "graph '", name(),
-                      "': execute() called before build_plans()");
-  return execute_plan_at_index(handle, pack, workspace, state_->selected, workspace_bytes);
 }
 
 }  // namespace dnngraph

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <shared_mutex>
 #include <vector>
 
 #include "dnngraph/graph.hpp"
@@ -31,8 +32,33 @@ struct PipelineState {
   int64_t selected = -1;                               // index into supported
   // Non-virtual tensors without a constant value: each needs a pointer in a variant pack.
   std::vector<ir::Tensor> required;
+  // Copies of every non-virtual tensor when lowered, sorted by uid: what the plans were built
+  // for (check_unchanged compares the live tensors of `required` with them).
+  std::vector<ir::TensorAttrs> built;
+  std::vector<ir::TensorAttrs> required_built;  // required[i] when lowered
+  // Guards the fields above: the pipeline steps lock it alone, execute shared.
+  mutable std::shared_mutex mu;
+
   KernelCachePtr kernel_cache;  // kept when the rest is reset
   GraphSettings settings;       // kept when the rest is reset
+
+  // Back to Stage::None (the lock, the kernel cache and the settings stay).
+  void reset() {
+    stage = Stage::None;
+    handle.reset();
+    engine = nullptr;
+    plans.clear();  // before the candidates and the lowered graph they may refer to
+    candidates.clear();
+    lowered.reset();
+    validated.reset();
+    checked = 0;
+    statuses.clear();
+    supported.clear();
+    selected = -1;
+    required.clear();
+    built.clear();
+    required_built.clear();
+  }
 };
 
 }  // namespace dnngraph

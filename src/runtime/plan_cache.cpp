@@ -93,12 +93,17 @@ PlanCache* PlanCache::global() {
   std::string dir;
   if (m != "memory") {
     if (const char* d = std::getenv("DNNGRAPH_CACHE_DIR"); d && *d) {
-      dir = d;
+      dir = d;  // asked for: a build without SQLite warns that it cannot use it
     } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
       dir = std::string(x) + "/dnngraph";
     } else if (const char* h = std::getenv("HOME"); h && *h) {
       dir = std::string(h) + "/.cache/dnngraph";
     }
+#ifndef DNNGRAPH_WITH_SQLITE
+    // Built without SQLite (e.g. `pip install .` without libsqlite3-dev): the default cache is
+    // kept in memory, without a warning in every process.
+    if (const char* d = std::getenv("DNNGRAPH_CACHE_DIR"); !d || !*d) dir.clear();
+#endif
   }
   size_t capacity = 256;
   if (const char* c = std::getenv("DNNGRAPH_CACHE_SIZE"); c && std::atoll(c) > 0)

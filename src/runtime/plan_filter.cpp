@@ -1,6 +1,8 @@
 // The plan filters (the frontend's deselect_* / select_*), applied by Graph as candidates are
 // checked (check_next) and plans are built (build_plan_at_index).
 #include <algorithm>
+#include <mutex>
+#include <shared_mutex>
 
 #include "dnngraph/graph.hpp"
 #include "runtime/pipeline.hpp"
@@ -76,6 +78,7 @@ void Graph::reset_checks() {
 }
 
 Graph& Graph::set_plan_filters(PlanFilters filters) {
+  std::unique_lock<std::shared_mutex> lock(state_->mu);  // the checks are redone
   state_->settings.filters = std::move(filters);
   reset_checks();
   return *this;

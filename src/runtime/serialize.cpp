@@ -1,6 +1,8 @@
 // Graph::serialize / deserialize: a JSON envelope around the graph description and, where the
 // engine supports it, the engine's own plan bytes (base64).
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <shared_mutex>
 
 #include "dnngraph/graph.hpp"
 #include "dnngraph/ir/serialize.hpp"
@@ -61,6 +63,11 @@ Result<std::string> base64_decode(std::string_view in) {
 }  // namespace
 
 Result<std::string> Graph::serialize() const {
+  std::shared_lock<std::shared_mutex> lock(state_->mu);
+  return serialize_unlocked();
+}
+
+Result<std::string> Graph::serialize_unlocked() const {
   if (state_->selected < 0)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': serialize() needs a built plan (call build_plans() first)");
@@ -92,6 +99,7 @@ void Graph::adopt_plan(std::unique_ptr<Plan> plan, const std::string& candidate)
   state_->stage = Stage::Built;
 }
 
+// Called by build() with the graph's lock held alone.
 Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_view bytes) {
   nlohmann::json env;
   try {
@@ -99,10 +107,17 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
   } catch (const std::exception& e) {
     return make_error(ErrorCode::InvalidArgument, "not a dnngraph built graph: ", e.what());
   }
-  if (!env.is_object() || env.value("format", "") != "dnngraph-built-graph" ||
-      env.value("version", 0) != kEnvelopeVersion || !env.contains("plan") ||
+  // Read without json::value(), which throws on a field of another type (the stored bytes
+  // come from a file on disk).
+  auto text = [&env](const char* key) {
+    auto it = env.find(key);
+    return it != env.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto vit = env.is_object() ? env.find("version") : env.end();
+  if (!env.is_object() || text("format") != "dnngraph-built-graph" || vit == env.end() ||
+      !vit->is_number_integer() || *vit != kEnvelopeVersion || !env.contains("plan") ||
       !env["plan"].is_string() || !env.contains("candidate") || !env["candidate"].is_string() ||
-      env.value("engine", "") != engine.name())
+      text("engine") != engine.name())
     return make_error(ErrorCode::InvalidArgument, "not a dnngraph built graph of engine '",
                       engine.name(), "' with a stored plan");
   auto raw = base64_decode(env["plan"].get<std::string>());
@@ -111,12 +126,8 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
   ir::ValidatedGraphPtr snapshot = validated();
   auto plan = engine.deserialize_plan(snapshot, *handle, *raw);
   if (!plan) return plan.status();
-  KernelCachePtr cache = std::move(state_->kernel_cache);
-  GraphSettings settings = std::move(state_->settings);
-  *state_ = PipelineState{};
-  state_->settings = std::move(settings);
+  state_->reset();  // keeps the lock, the kernel cache and the settings
   state_->validated = std::move(snapshot);
-  state_->kernel_cache = std::move(cache);
   state_->handle = handle;
   state_->engine = &engine;
   set_required();
@@ -125,6 +136,16 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
 }
 
 Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
+  std::unique_lock<std::shared_mutex> lock(state_->mu);
+  // No exception of the JSON library leaves: a blob is untrusted input.
+  try {
+    return deserialize_unlocked(handle, bytes);
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::InvalidArgument, "deserialize: malformed built graph: ", e.what());
+  }
+}
+
+Status Graph::deserialize_unlocked(const HandlePtr& handle, std::string_view bytes) {
   nlohmann::json env;
   try {
     env = nlohmann::json::parse(bytes);
@@ -132,13 +153,16 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
     return make_error(ErrorCode::InvalidArgument,
                       "deserialize: not a dnngraph built graph: ", e.what());
   }
-  if (!env.is_object() || env.value("format", "") != "dnngraph-built-graph")
+  if (!env.is_object() || !env.contains("format") || !env["format"].is_string() ||
+      env["format"].get<std::string>() != "dnngraph-built-graph")
     return make_error(ErrorCode::InvalidArgument,
                       "deserialize: not a dnngraph built graph (format field missing)");
-  if (env.value("version", 0) != kEnvelopeVersion)
-    return make_error(ErrorCode::InvalidArgument, "deserialize: envelope version ",
-                      env.value("version", 0), " is not supported (expected ", kEnvelopeVersion,
-                      ")");
+  const nlohmann::json version = env.contains("version") ? env["version"] : nlohmann::json();
+  if (!version.is_number_integer() || version.get<int64_t>() != kEnvelopeVersion ||
+      (version.is_number_unsigned() && version.get<uint64_t>() != kEnvelopeVersion))
+    return make_error(ErrorCode::InvalidArgument, "deserialize: envelope version ", version.dump(),
+                      " is not supported (expected ", kEnvelopeVersion,
+                      "); serialize the graph again with this version of dnngraph");
   if (!env.contains("graph") || !env["graph"].is_string() || !env.contains("candidate") ||
       !env["candidate"].is_string() || !env.contains("engine") || !env["engine"].is_string())
     return make_error(ErrorCode::InvalidArgument,
@@ -146,7 +170,7 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
   ir::Graph fresh;
   DNNGRAPH_TRY(ir::from_json(env["graph"].get<std::string>(), fresh));
   static_cast<ir::Graph&>(*this) = std::move(fresh);
-  DNNGRAPH_TRY(build_operation_graph(handle));
+  DNNGRAPH_TRY(build_operation_graph_unlocked(handle));
   const std::string engine = env["engine"].get<std::string>();
   if (state_->engine->name() != engine)
     return make_error(ErrorCode::NotSupported, "deserialize: graph '", name(),
@@ -163,11 +187,14 @@ Status Graph::deserialize(const HandlePtr& handle, std::string_view bytes) {
     }
   }
   // No stored plan (or the engine could not load it): rebuild the named candidate.
-  DNNGRAPH_TRY(create_execution_plans({HeurMode::A, HeurMode::B, HeurMode::Fallback}));
-  DNNGRAPH_TRY(check_support());
+  DNNGRAPH_TRY(create_execution_plans_unlocked({HeurMode::A, HeurMode::B, HeurMode::Fallback}));
+  DNNGRAPH_TRY(check_support_unlocked());
   for (int64_t i = 0; check_until(i); ++i)
-    if (state_->statuses[state_->supported[static_cast<size_t>(i)]].info.name == want)
-      return select_plan(i);
+    if (state_->statuses[state_->supported[static_cast<size_t>(i)]].info.name == want) {
+      DNNGRAPH_TRY(build_plan_at_index_unlocked(i));
+      state_->selected = i;
+      return Status::ok();
+    }
   return make_error(ErrorCode::NotSupported, "deserialize: graph '", name(), "': candidate '", want,
                     "' is not offered on ", handle->device().to_string());
 }

@@ -4,6 +4,8 @@
 // Everything is computed in fp64 on zero-padded channels-last copies, so every inner loop
 // walks contiguous memory and needs no bounds checks; only the final sums are rounded to
 // the compute type. 1-D and 2-D problems are 3-D problems with leading spatial dims of 1.
+#include <omp.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -245,11 +247,13 @@ Status dgrad(KernelContext& ctx, const Geometry& g) {
                 w[(k * g.Cg + c) * taps + tap(g, kd, kh, kw)];
           }
   std::vector<double> dxp(static_cast<size_t>(g.N * g.padded_volume() * g.C), 0.0);
-  // (n, group) pairs write disjoint channel ranges of DX.
+  // (n, group) pairs write disjoint channel ranges of DX. Per-thread scratch is allocated
+  // here: nothing allocates inside the parallel region.
+  std::vector<double> dyv_all(static_cast<size_t>(omp_get_max_threads() * g.Kg));
 #pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
   for (int64_t ng = 0; ng < g.N * g.G; ++ng) {
     const int64_t n = ng / g.G, gi = ng % g.G;
-    std::vector<double> dyv(static_cast<size_t>(g.Kg));
+    double* dyv = dyv_all.data() + static_cast<size_t>(omp_get_thread_num() * g.Kg);
     for (int64_t od = 0; od < g.out[0]; ++od)
       for (int64_t oh = 0; oh < g.out[1]; ++oh)
         for (int64_t ow = 0; ow < g.out[2]; ++ow) {
@@ -305,10 +309,14 @@ Status wgrad(KernelContext& ctx, const Geometry& g) {
   const int64_t taps = g.ker_volume(), ov = g.out_volume();
   const int64_t kblocks = (g.K + kWgradKb - 1) / kWgradKb;
   Dense dw(ctx.tensor(Role::DW).dim);
+  const size_t acc_size = static_cast<size_t>(kWgradKb * taps * g.Cg);
+  std::vector<double> acc_all(static_cast<size_t>(omp_get_max_threads()) * acc_size);
 #pragma omp parallel for schedule(dynamic, 1) if (worth_threads(g))
   for (int64_t kb = 0; kb < kblocks; ++kb) {
     const int64_t k0 = kb * kWgradKb, k1 = std::min(g.K, k0 + kWgradKb);
-    std::vector<double> acc(static_cast<size_t>((k1 - k0) * taps * g.Cg), 0.0);  // [k][tap][c]
+    double* acc =
+        acc_all.data() + static_cast<size_t>(omp_get_thread_num()) * acc_size;  // [k][tap][c]
+    std::fill(acc, acc + (k1 - k0) * taps * g.Cg, 0.0);
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t od = 0; od < g.out[0]; ++od)
         for (int64_t oh = 0; oh < g.out[1]; ++oh)
@@ -319,7 +327,7 @@ Status wgrad(KernelContext& ctx, const Geometry& g) {
               const double v = dy[(n * g.K + k) * ov + o];
               if (v == 0.0) continue;
               const double* base = xp.data() + pixel * g.C + (k / g.Kg) * g.Cg;
-              double* ak = acc.data() + (k - k0) * taps * g.Cg;
+              double* ak = acc + (k - k0) * taps * g.Cg;
               for (int64_t kd = 0; kd < g.ker[0]; ++kd)
                 for (int64_t kh = 0; kh < g.ker[1]; ++kh)
                   for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
@@ -347,6 +355,14 @@ Status wgrad(KernelContext& ctx, const Geometry& g) {
 }
 
 }  // namespace
+
+int64_t conv_padded_elements(const ir::Node& n) {
+  const Geometry g = geometry(n);
+  int64_t e = 0;
+  if (__builtin_mul_overflow(g.N, g.padded_volume(), &e) || __builtin_mul_overflow(e, g.C, &e))
+    return INT64_MAX;
+  return e;
+}
 
 Status run_conv(KernelContext& ctx) {
   const Geometry g = geometry(ctx.node());

@@ -2,7 +2,9 @@
 // writing each tensor in its storage type. Virtual intermediates live in the workspace, in
 // their own data type and strides, so the engine rounds exactly where the graph stores.
 #include <cstdint>
+#include <cstdlib>
 #include <map>
+#include <new>
 
 #include "dnngraph/engine.hpp"
 #include "engines/reference/kernel.hpp"
@@ -42,6 +44,80 @@ RunFn kernel_of(ir::OpKind k) {
       return run_transpose;
   }
   return nullptr;
+}
+
+// ---- memory bound: the engine computes on fp64 copies; their size is checked before any is
+// made, at lowering (build), against DNNGRAPH_REFERENCE_MAX_BYTES.
+constexpr int64_t kDefaultMaxBytes = int64_t{4} << 30;
+
+int64_t max_working_bytes() {
+  const char* v = std::getenv("DNNGRAPH_REFERENCE_MAX_BYTES");
+  if (!v || !*v) return kDefaultMaxBytes;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  return (end && !*end && n > 0) ? n : kDefaultMaxBytes;
+}
+
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+int64_t elements(const ir::Tensor& t) {
+  int64_t e = 1;
+  for (int64_t d : t->dim) e = sat_mul(e, std::max<int64_t>(d, 0));
+  return e;
+}
+
+// An upper estimate of one node's fp64 working memory in bytes: every port as a dense copy,
+// each input once more broadcast to the largest port, conv's zero-padded input, SDPA's score
+// rows (a full score matrix for the backward's bias gradient).
+int64_t working_bytes(const ir::Node& n) {
+  int64_t total = 0, largest = 0;
+  for (const auto* ports : {&n.inputs, &n.outputs})
+    for (const auto& p : *ports)
+      if (p.tensor) {
+        total = sat_add(total, elements(p.tensor));
+        largest = std::max(largest, elements(p.tensor));
+      }
+  total = sat_add(total, sat_mul(static_cast<int64_t>(n.inputs.size()), largest));
+  switch (n.kind()) {
+    case ir::OpKind::ConvFprop:
+    case ir::OpKind::ConvDgrad:
+    case ir::OpKind::ConvWgrad:
+      total = sat_add(total, conv_padded_elements(n));
+      break;
+    case ir::OpKind::SdpaFwd:
+    case ir::OpKind::SdpaBwd: {
+      const ir::Tensor q = n.input(ir::Role::Q), k = n.input(ir::Role::K);
+      if (q && k && q->dim.size() == 4 && k->dim.size() == 4)
+        total =
+            sat_add(total, sat_mul(sat_mul(q->dim[0], q->dim[1]), sat_mul(q->dim[2], k->dim[2])));
+      break;
+    }
+    default:
+      break;
+  }
+  return sat_mul(total, int64_t{sizeof(double)});
+}
+
+std::string mib(int64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+Status check_memory(const ir::ValidatedGraph& g) {
+  const int64_t limit = max_working_bytes();
+  for (const ir::Node& n : g.nodes()) {
+    const int64_t need = working_bytes(n);
+    if (need > limit)
+      return make_error(ErrorCode::NotSupported, "reference engine: ", ir::op_kind_name(n.kind()),
+                        " '", n.name, "' of graph '", g.name(), "' needs about ",
+                        need == INT64_MAX ? std::string("more than 8 EiB") : mib(need),
+                        " of fp64 working memory, above the limit of ", mib(limit),
+                        ": use smaller shapes, or raise DNNGRAPH_REFERENCE_MAX_BYTES (bytes)");
+  }
+  return Status::ok();
 }
 
 // The validated graph (immutable: later edits of the user's graph do not reach a plan) and
@@ -95,12 +171,20 @@ class ReferencePlan final : public Plan {
         return make_error(ErrorCode::InvalidArgument, "tensor '", t->name, "' (uid ", t->uid,
                           "): no buffer in the variant pack");
     }
-    for (const ir::Node& n : p_->graph->nodes()) {
-      std::vector<std::pair<Role, Bound>> in, out;
-      for (const auto& port : n.inputs) in.emplace_back(port.role, bind(port.tensor));
-      for (const auto& port : n.outputs) out.emplace_back(port.role, bind(port.tensor));
-      KernelContext ctx(n, std::move(in), std::move(out), n.compute_data_type);
-      DNNGRAPH_TRY(kernel_of(n.kind())(ctx));
+    // The working copies were bounded at build (check_memory); an allocation failure below
+    // that bound is still an error, not an escaping exception.
+    try {
+      for (const ir::Node& n : p_->graph->nodes()) {
+        std::vector<std::pair<Role, Bound>> in, out;
+        for (const auto& port : n.inputs) in.emplace_back(port.role, bind(port.tensor));
+        for (const auto& port : n.outputs) out.emplace_back(port.role, bind(port.tensor));
+        KernelContext ctx(n, std::move(in), std::move(out), n.compute_data_type);
+        DNNGRAPH_TRY(kernel_of(n.kind())(ctx));
+      }
+    } catch (const std::bad_alloc&) {
+      return make_error(ErrorCode::BackendError,
+                        "reference engine: out of memory for the fp64 working copies "
+                        "(lower DNNGRAPH_REFERENCE_MAX_BYTES so that build refuses such graphs)");
     }
     return Status::ok();
   }
@@ -145,8 +229,10 @@ class ReferenceEngine final : public Engine {
  public:
   std::string_view name() const override { return "reference"; }
   bool runs_on(const Device& d) const override { return d.kind == Device::Kind::CPU; }
-  // Every op of the IR runs here; the only support limit is the workspace's size.
+  // Every op of the IR runs here; the only support limits are the workspace's size and the
+  // fp64 working memory (check_memory).
   Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& g, Handle&) override {
+    DNNGRAPH_TRY(check_memory(*g));
     auto program = plan_memory(g);
     if (!program) return program.status();
     return std::unique_ptr<LoweredGraph>(std::make_unique<ReferenceLowered>(*program));

@@ -82,6 +82,8 @@ class KernelContext {
 // checked in src/ir/, so a kernel checks nothing about the graph; it fails only for
 // data-dependent problems (e.g. a sequence length above s_kv).
 Status run_conv(KernelContext& ctx);  // conv_fprop, conv_dgrad, conv_wgrad
+// Elements of the zero-padded fp64 copy a conv works on.
+int64_t conv_padded_elements(const ir::Node& n);
 Status run_matmul(KernelContext& ctx);
 Status run_pointwise(KernelContext& ctx);
 Status run_reduction(KernelContext& ctx);

@@ -2,6 +2,8 @@
 // (the IR's rule, src/ir/ops/matmul.cpp); each batch dim of A and B is C's or 1 (it
 // broadcasts). fp64 accumulation; the final sum is rounded to the compute type (what a real
 // accumulator of that type would hold at the end).
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -53,15 +55,17 @@ Status run_matmul(KernelContext& ctx) {
   Dense c(cdim);
   // One row of C per iteration: acc[j] += A[i,k] * B[k,j] walks B's rows contiguously.
   // Threads only pay off on real work: tiny problems (tests) run serially.
+  // Per-thread accumulator rows, allocated outside the parallel region.
+  std::vector<double> acc_all(static_cast<size_t>(omp_get_max_threads() * N));
 #pragma omp parallel if (batches * M * N * K > (int64_t{1} << 18))
   {
-    std::vector<double> acc(static_cast<size_t>(N));
+    double* acc = acc_all.data() + static_cast<size_t>(omp_get_thread_num() * N);
 #pragma omp for schedule(static)
     for (int64_t bm = 0; bm < batches * M; ++bm) {
       const int64_t bi = bm / M, i = bm % M;
       const double* arow = a.data.data() + a_off[static_cast<size_t>(bi)] + i * K;
       const double* bmat = b.data.data() + b_off[static_cast<size_t>(bi)];
-      std::fill(acc.begin(), acc.end(), 0.0);
+      std::fill(acc, acc + N, 0.0);
       for (int64_t k = 0; k < K; ++k) {
         const double av = arow[k];
         const double* brow = bmat + k * N;

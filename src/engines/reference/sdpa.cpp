@@ -37,6 +37,8 @@
 //   dv_j += p_ij z_ij do_i,  dp_ij = z_ij <do_i, v_j>,  ds_ij = p_ij (dp_ij - D_i),
 //   dq_i += scale ds_ij k_j,  dk_j += scale ds_ij q_i,  DBIAS = ds summed over BIAS's
 //   broadcast dims. DK / DV sum over the query heads that share a K / V head.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -226,12 +228,14 @@ Status run_forward(KernelContext& ctx) {
   Dense stats({p.b, p.hq, p.sq, 1});
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
 
+  // Per-thread score rows, allocated outside the parallel region.
+  std::vector<double> s_all(static_cast<size_t>(omp_get_max_threads() * p.skv));
 #pragma omp parallel for collapse(2) schedule(dynamic) if (p.work() >= kParallelWork)
   for (int64_t bi = 0; bi < p.b; ++bi)
     for (int64_t h = 0; h < p.hq; ++h) {
       const double* kb = &k.data[static_cast<size_t>((bi * p.hk + h / gk) * p.skv * p.d)];
       const double* vb = &v.data[static_cast<size_t>((bi * p.hv + h / gv) * p.skv * p.dv)];
-      std::vector<double> s(static_cast<size_t>(p.skv));
+      double* s = s_all.data() + static_cast<size_t>(omp_get_thread_num() * p.skv);
       for (int64_t i = 0; i < p.sq; ++i) {
         const int64_t row = (bi * p.hq + h) * p.sq + i;
         const double* qi = &q.data[static_cast<size_t>(row * p.d)];
