@@ -5,10 +5,11 @@ JOBS   ?= $(shell nproc)
 PY     ?= $(CURDIR)/.venv/bin/python
 BUILD  ?= build/release
 ASAN   ?= build/asan
+TSAN   ?= build/tsan
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build build-asan demo test test-cpp test-asan test-python test-install \
-        test-property test-asan-python format format-check clean
+.PHONY: all setup build build-asan build-tsan demo test test-cpp test-asan test-tsan test-python \
+        test-install test-property test-asan-python format format-check clean
 
 all: build
 
@@ -30,6 +31,19 @@ $(ASAN)/CMakeCache.txt:
 
 build-asan: setup $(ASAN)/CMakeCache.txt
 	cmake --build $(ASAN) -j $(JOBS) --target dnngraph_tests
+
+# ThreadSanitizer over the threaded tests (handles, engine state, concurrent executes). OpenMP
+# runs one thread per team here: libgomp is not instrumented, so its own threads would only
+# give false reports.
+$(TSAN)/CMakeCache.txt:
+	cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDNNGRAPH_SANITIZE=thread -DDNNGRAPH_CUDA=OFF \
+	  -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF -DDNNGRAPH_BUILD_TOOLS=OFF $(CMAKE_FLAGS)
+
+build-tsan: setup $(TSAN)/CMakeCache.txt
+	cmake --build $(TSAN) -j $(JOBS) --target dnngraph_tests
+
+test-tsan: build-tsan
+	OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1 $(TSAN)/tests/dnngraph_tests --gtest_filter='*Threaded*'
 
 demo: build
 	$(BUILD)/samples/demo

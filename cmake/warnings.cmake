@@ -8,7 +8,10 @@ function(dnngraph_set_warnings target)
 endfunction()
 
 function(dnngraph_sanitize target)
-  if(DNNGRAPH_SANITIZE)
+  if(DNNGRAPH_SANITIZE STREQUAL "thread")
+    target_compile_options(${target} PRIVATE -fsanitize=thread -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=thread)
+  elseif(DNNGRAPH_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
                                              -fno-sanitize-recover=undefined)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)

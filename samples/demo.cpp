@@ -278,11 +278,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   SystemInfo info = system_info();
+  CudnnInfo cudnn = cudnn_info();
   std::printf("dnngraph %s | cuDNN: %s | GPUs: %zu\n", info.dnngraph_version.c_str(),
-              info.cudnn_loaded ? backend_version_string().c_str() : info.cudnn_error.c_str(),
+              cudnn.loaded ? backend_version_string().c_str() : cudnn.error.c_str(),
               info.gpus.size());
   Runner r;
-  if (!force_cpu && info.cudnn_loaded && !info.gpus.empty()) {
+  if (!force_cpu && cudnn.loaded && !info.gpus.empty()) {
     auto h = Handle::create(Device::cuda(0));
     if (h) {
       r.handle = *h;

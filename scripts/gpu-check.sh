@@ -68,7 +68,7 @@ fi
 [ "${TORCH_ONLY:-0}" = 1 ] && { for k in "${!result[@]}"; do printf "%-28s rc=%s\n" "$k" "${result[$k]}"; done; exit 0; }
 # Python on the GPU: the pytest suite (torch tests included) and the tutorial's code unchanged.
 if [ "${PYTHON_CHECKS:-1}" = 1 ] && ls "$build"/python/dnngraph/_dnngraph*.so >/dev/null 2>&1; then
-  run pytest 180 env PYTHONPATH="$build/python" python3 -m pytest -q -x python/tests
+  run pytest 180 env PYTHONPATH="$build/python" python3 -m pytest -q python/tests
   tail -n 3 "$out/pytest.log"
   run py_overhead 120 env PYTHONPATH="$build/python" python3 bench/python/gpu_execute_overhead.py
   cat "$out/py_overhead.log"

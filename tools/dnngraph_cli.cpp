@@ -12,7 +12,10 @@
 #include <sstream>
 #include <string>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/engines/cudnn.hpp"
+#include "dnngraph/ir/dot.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "dnngraph/system.hpp"
 #include "dnngraph/version.hpp"
 #include "tune.hpp"
@@ -70,12 +73,15 @@ bool load(const std::string& path, dnngraph::ir::Graph& g) {
 int cmd_info() {
   dnngraph::SystemInfo si = dnngraph::system_info();
   std::cout << "dnngraph " << si.dnngraph_version << "\n";
-  std::cout << "cuDNN engine: " << (si.cuda_built ? "compiled in" : "not compiled in") << "\n";
-  if (si.cudnn_loaded) {
-    std::cout << "cuDNN: loaded, version " << si.cudnn_version << " from " << si.cudnn_path << "\n";
+  for (const dnngraph::EngineSummary& e : si.engines) std::cout << "engine: " << e.name << "\n";
+  const dnngraph::CudnnInfo cudnn = dnngraph::cudnn_info();
+  std::cout << "cuDNN engine: " << (cudnn.built ? "compiled in" : "not compiled in") << "\n";
+  if (cudnn.loaded) {
+    std::cout << "cuDNN: loaded, version " << cudnn.version << " from " << cudnn.library_path
+              << "\n";
   } else {
     std::cout << "cuDNN: not loaded"
-              << (si.cudnn_error.empty() ? std::string() : " (" + si.cudnn_error + ")") << "\n";
+              << (cudnn.error.empty() ? std::string() : " (" + cudnn.error + ")") << "\n";
   }
   if (si.gpus.empty()) {
     std::cout << "GPUs: none" << (si.gpu_error.empty() ? std::string() : " (" + si.gpu_error + ")")

@@ -9,8 +9,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/graph.hpp"
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "dnngraph/plan_cache.hpp"
 #include "dnngraph/system.hpp"
 
@@ -196,7 +197,7 @@ int cmd_tune(const TuneArgs& a) {
   std::string device = a.device;
   if (device.empty()) {
     const SystemInfo si = system_info();
-    device = si.cudnn_loaded && !si.gpus.empty() ? "cuda" : "cpu";
+    device = cudnn_info().loaded && !si.gpus.empty() ? "cuda" : "cpu";
   }
   auto dev = parse_device(device);
   if (!dev) return fail(2, dev.status().message());

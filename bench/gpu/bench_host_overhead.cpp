@@ -5,6 +5,7 @@
 
 #include "bench_util.hpp"
 #include "engines/cudnn/descriptor.hpp"
+#include "engines/registry.hpp"
 
 using namespace dnngraph;
 namespace cd = dnngraph::cudnn;
@@ -135,7 +136,7 @@ int main() {
   const int64_t gws = g.get_workspace_size().value();
   VariantPack pack{{1, pa}, {2, pb}, {3, pc}};
   auto graph_call = [&] { (void)g.execute(*h.value(), pack, pw, gws); };
-  auto lowered = cudnn_engine()->lower(g.validated(), *h.value());
+  auto lowered = find_engine("cudnn")->lower(g.validated(), *h.value());
   CHECK_OK(lowered.status());
   auto cands = lowered.value()->candidates(HeurMode::A);
   CHECK_OK(cands.status());

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dnngraph/engine.hpp"
+#include "dnngraph/engines/interface.hpp"
 #include "dnngraph/status.hpp"
 
 namespace dnngraph {

@@ -1,12 +1,15 @@
 // Umbrella header.
 #pragma once
 
-#include "dnngraph/engine.hpp"
+#include "dnngraph/engines/cudnn.hpp"
+#include "dnngraph/engines/handle.hpp"
+#include "dnngraph/engines/interface.hpp"
+#include "dnngraph/engines/kernel_cache.hpp"
 #include "dnngraph/graph.hpp"
-#include "dnngraph/handle.hpp"
+#include "dnngraph/ir/dot.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
 #include "dnngraph/ir/graph.hpp"
-#include "dnngraph/ir/serialize.hpp"
-#include "dnngraph/kernel_cache.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "dnngraph/log.hpp"
 #include "dnngraph/status.hpp"
 #include "dnngraph/storage.hpp"

@@ -10,15 +10,18 @@
 #include <vector>
 
 #include "dnngraph/autotune.hpp"
-#include "dnngraph/engine.hpp"
-#include "dnngraph/handle.hpp"
+#include "dnngraph/engines/handle.hpp"
+#include "dnngraph/engines/interface.hpp"
+#include "dnngraph/engines/kernel_cache.hpp"
 #include "dnngraph/ir/graph.hpp"
-#include "dnngraph/kernel_cache.hpp"
 #include "dnngraph/status.hpp"
 
 namespace dnngraph {
 
 struct PipelineState;
+
+// build_plans(): build the first supported candidate that builds, or all of them.
+enum class BuildPlanPolicy : int { HeuristicsChoice, All };
 
 // One candidate after check_support, as shown to users.
 struct CandidateStatus {

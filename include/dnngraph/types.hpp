@@ -1,4 +1,4 @@
-// Enumerations shared by every layer: data types, op modes, pipeline choices.
+// Enumerations shared by every layer: data types and op modes.
 #pragma once
 
 #include <cstdint>
@@ -97,10 +97,5 @@ std::optional<DiagonalAlignment> diagonal_alignment_from_name(std::string_view n
 enum class NormForwardPhase : int { Training, Inference };
 std::string_view norm_phase_name(NormForwardPhase p);
 std::optional<NormForwardPhase> norm_phase_from_name(std::string_view name);
-
-// Engine selection, as in the tutorial.
-enum class HeurMode : int { A, B, Fallback };
-std::string_view heur_mode_name(HeurMode m);
-enum class BuildPlanPolicy : int { HeuristicsChoice, All };
 
 }  // namespace dnngraph

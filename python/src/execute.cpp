@@ -224,7 +224,10 @@ int64_t int_attr(PyObject* obj, PyObject* name) { return take_int(PyObject_GetAt
 // when cached. CPython changes the tag when the class or a base is modified and never reuses a
 // tag, so a matching (class, tag) means the class is unmodified and its dict (which owns the
 // descriptors) intact; the class is alive because the object being read is an instance. The
-// cache is only used with the GIL held.
+// cache is only used with the GIL held. The module does not declare free-threading support
+// (python/CMakeLists.txt), so a free-threaded interpreter turns the GIL back on when it imports
+// it; one run with the GIL forced off (PYTHON_GIL=0) has no GIL to guard the borrowed pointers
+// or the shared table, so free-threaded builds do not use the cache at all (type_slots).
 struct TypeSlots {
   PyTypeObject* type = nullptr;
   unsigned int version = 0;
@@ -254,6 +257,10 @@ PyObject* class_attr(PyTypeObject* type, PyObject* name,
 // The cached slots of `type`, or null (no error set) when it has no plain data_ptr method or
 // no valid version tag.
 const TypeSlots* type_slots(PyTypeObject* type) {
+#ifdef Py_GIL_DISABLED
+  (void)type;
+  return nullptr;  // no GIL: every read is a normal attribute read (see TypeSlots)
+#else
   if (!PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) return nullptr;
   for (const auto& e : g_type_slots)
     if (e.type == type && e.version == type->tp_version_tag) return &e;
@@ -273,6 +280,7 @@ const TypeSlots* type_slots(PyTypeObject* type) {
   TypeSlots& slot = g_type_slots[g_type_slots_next++ % kTypeSlots];
   slot = e;
   return &slot;
+#endif
 }
 
 // obj.<attr> through the class's data descriptor `descr`; new reference or null with an error.

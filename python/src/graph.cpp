@@ -1,6 +1,7 @@
 // pygraph: construction, tensors, the build pipeline, introspection.
 #include "common.hpp"
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
+#include "dnngraph/ir/json.hpp"
 
 namespace dnngraph::py {
 

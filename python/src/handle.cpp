@@ -2,7 +2,7 @@
 #include <cstdlib>
 
 #include "common.hpp"
-#include "dnngraph/system.hpp"
+#include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/version.hpp"
 
 namespace dnngraph::py {

@@ -131,9 +131,8 @@ void bind_tune(nb::class_<PyGraph>& cls) {
         } else {
           with_pack(self, *pack, workspace, handle,
                     [&](Handle& h, const VariantPack& p, void* ws, int64_t ws_bytes) {
-                      auto r = self.graph.autotune(h, p, ws, ws_bytes, o);
-                      if (!r) return r.status();
-                      report = std::move(r).value();
+                      DNNGRAPH_ASSIGN_OR_RETURN(auto r, self.graph.autotune(h, p, ws, ws_bytes, o));
+                      report = std::move(r);
                       return Status::ok();
                     });
         }

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "dnngraph/engine.hpp"
+#include "dnngraph/engines/interface.hpp"
 
 namespace dnngraph {
 namespace {

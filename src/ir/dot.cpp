@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/dot.hpp"
 #include "ir/attr_fields.hpp"
 #include "ir/serialize_index.hpp"
 

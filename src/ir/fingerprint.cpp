@@ -17,7 +17,7 @@
 #include <string>
 #include <type_traits>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
 #include "ir/serialize_index.hpp"
 
 namespace dnngraph::ir {

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "ir/attr_fields.hpp"
 #include "ir/serialize_index.hpp"
 

@@ -110,9 +110,8 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
       cache ? plan_cache_key(engine, *st.handle, st.settings.modes, "heuristics_choice") : "";
   if (cache)
     if (auto hit = cache->get(key); hit && hit->time_ms >= 0) {
-      auto reused = reuse_tuned(hit->engine_config);
-      if (!reused) return reused.status();
-      if (*reused) {
+      DNNGRAPH_ASSIGN_OR_RETURN(auto reused, reuse_tuned(hit->engine_config));
+      if (reused) {
         report.from_cache = true;
         report.selected = st.selected;
         report.selected_name = hit->engine_config;
@@ -131,9 +130,8 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
   }
   if (st.stage < Stage::Checked) DNNGRAPH_TRY(check_support());
   const int64_t count = get_execution_plan_count();
-  auto timer = engine.make_timer(handle);
-  if (!timer) return timer.status();
-  PlanTimer& tm = *timer.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto timer, engine.make_timer(handle));
+  PlanTimer& tm = *timer;
   report.flush_bytes = o.flush_cache ? tm.flush_bytes() : 0;
 
   // Rotating copies of the inputs (tensors no node writes), within the memory budget.
@@ -158,10 +156,9 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
     for (int c = 0; c < n; ++c) {
       VariantPack p = pack;
       for (const auto& [uid, bytes] : inputs) {
-        auto copy = tm.copy(pack.at(uid), bytes);
-        if (!copy) return copy.status();
-        p[uid] = copy->get();
-        copies.push_back(std::move(copy).value());
+        DNNGRAPH_ASSIGN_OR_RETURN(auto copy, tm.copy(pack.at(uid), bytes));
+        p[uid] = copy.get();
+        copies.push_back(std::move(copy));
       }
       packs.push_back(std::move(p));
     }
@@ -175,9 +172,8 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
     if (report.flush_bytes > 0) DNNGRAPH_TRY(tm.flush());
     DNNGRAPH_TRY(tm.start());
     DNNGRAPH_TRY(plan.execute(handle, p, workspace));
-    auto ms = tm.stop();
-    if (!ms) return ms.status();
-    times.push_back(*ms);
+    DNNGRAPH_ASSIGN_OR_RETURN(auto ms, tm.stop());
+    times.push_back(ms);
     ++report.timed_runs;
     return Status::ok();
   };
@@ -269,8 +265,7 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const AutotuneOptions& o)
   if (st.stage < Stage::Lowered)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': autotune() called before build_operation_graph() (or build())");
-  auto timer = st.engine->make_timer(handle);
-  if (!timer) return timer.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto timer, st.engine->make_timer(handle));
   std::vector<std::shared_ptr<void>> owned;
   std::vector<std::array<unsigned char, 16>> scalars(st.required.size());
   VariantPack pack;
@@ -289,22 +284,19 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const AutotuneOptions& o)
     if (size >= 1)
       for (int64_t e = 0; e < bytes / size; ++e)
         store_element(host.data(), t.data_type, e, dist(gen));
-    auto dev = timer.value()->copy(host.data(), bytes);
-    if (!dev) return dev.status();
-    pack[t.uid] = dev->get();
-    owned.push_back(std::move(dev).value());
+    DNNGRAPH_ASSIGN_OR_RETURN(auto dev, timer->copy(host.data(), bytes));
+    pack[t.uid] = dev.get();
+    owned.push_back(std::move(dev));
   }
-  auto ws_bytes = get_autotune_workspace_size();
-  if (!ws_bytes) return ws_bytes.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ws_bytes, get_autotune_workspace_size());
   void* ws = nullptr;
-  if (*ws_bytes > 0) {
-    auto w = timer.value()->alloc(*ws_bytes);
-    if (!w) return w.status();
-    ws = w->get();
-    owned.push_back(std::move(w).value());
+  if (ws_bytes > 0) {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto w, timer->alloc(ws_bytes));
+    ws = w.get();
+    owned.push_back(std::move(w));
   }
-  timer.value().reset();
-  return autotune(handle, pack, ws, *ws_bytes, o);
+  timer.reset();
+  return autotune(handle, pack, ws, ws_bytes, o);
 }
 
 }  // namespace dnngraph

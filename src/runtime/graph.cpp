@@ -8,11 +8,13 @@
 #include <unordered_set>
 
 #include "dnngraph/graph.hpp"
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "dnngraph/log.hpp"
 #include "dnngraph/plan_cache.hpp"
 #include "dnngraph/system.hpp"
 #include "dnngraph/version.hpp"
+#include "engines/registry.hpp"
 #include "runtime/pipeline.hpp"
 
 namespace dnngraph {
@@ -132,9 +134,8 @@ Status Graph::create_execution_plans_unlocked(const std::vector<HeurMode>& modes
   state_->settings.modes = modes;
   std::unordered_set<std::string> seen;
   for (HeurMode m : modes) {
-    auto c = state_->lowered->candidates(m);
-    if (!c) return c.status();
-    for (auto& cand : *c)
+    DNNGRAPH_ASSIGN_OR_RETURN(auto c, state_->lowered->candidates(m));
+    for (auto& cand : c)
       if (seen.insert(cand->info().name).second) state_->candidates.push_back(std::move(cand));
   }
   state_->stage = Stage::Planned;

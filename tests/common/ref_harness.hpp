@@ -34,9 +34,9 @@
 #include <utility>
 #include <vector>
 
-#include "dnngraph/engine.hpp"
+#include "dnngraph/engines/handle.hpp"
+#include "dnngraph/engines/interface.hpp"
 #include "dnngraph/graph.hpp"
-#include "dnngraph/handle.hpp"
 #include "dnngraph/ir/ops.hpp"
 #include "dnngraph/ir/tensor.hpp"
 #include "engines/reference/kernel.hpp"

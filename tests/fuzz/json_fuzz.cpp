@@ -11,7 +11,9 @@
 #include <string>
 #include <string_view>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/dot.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
+#include "dnngraph/ir/json.hpp"
 
 namespace {
 

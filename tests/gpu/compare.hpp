@@ -54,9 +54,10 @@ struct RunReport {
 inline std::string gpu_unavailable_reason() {
   static const std::string reason = [] {
     SystemInfo s = system_info();
-    if (!s.cuda_built) return std::string("dnngraph was built without the cuDNN engine");
+    CudnnInfo c = cudnn_info();
+    if (!c.built) return std::string("dnngraph was built without the cuDNN engine");
     if (s.gpus.empty()) return "no GPU: " + s.gpu_error;
-    if (!s.cudnn_loaded) return "cuDNN not loaded: " + s.cudnn_error;
+    if (!c.loaded) return "cuDNN not loaded: " + c.error;
     return std::string();
   }();
   return reason;

@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "ir/test_util.hpp"
 
 namespace dnngraph::ir {

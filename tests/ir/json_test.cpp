@@ -10,7 +10,9 @@
 #include <sstream>
 #include <string>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/dot.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "ir/test_util.hpp"
 
 namespace dnngraph::ir {
@@ -234,7 +236,7 @@ void expect_exact_round_trip(const Graph& g) {
 
 std::filesystem::path data_dir() {
   if (const char* env = std::getenv("DNNGRAPH_TEST_DATA")) return env;
-  return std::filesystem::path(__FILE__).parent_path().parent_path() / "data";
+  return DNNGRAPH_TEST_DATA_DIR;
 }
 
 std::string read_data(const std::string& name) {

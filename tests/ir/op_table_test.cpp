@@ -10,8 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "dnngraph/ir/dot.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
 #include "dnngraph/ir/graph.hpp"
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/json.hpp"
 
 namespace dnngraph::ir {
 namespace {

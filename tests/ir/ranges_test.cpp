@@ -9,7 +9,7 @@
 #include <string>
 
 #include "dnngraph/graph.hpp"
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "ir/test_util.hpp"
 
 namespace dnngraph::ir {

@@ -2,7 +2,8 @@
 // backward, the RNG_DUMP output of the forward, their checks, and JSON / fingerprint round trips.
 #include <gtest/gtest.h>
 
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/fingerprint.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "ir/test_util.hpp"
 
 namespace dnngraph::ir {

@@ -13,6 +13,7 @@
 
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/plan_cache.hpp"
+#include "engines/registry.hpp"
 
 namespace dnngraph {
 namespace {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "dnngraph/dnngraph.hpp"
+#include "engines/registry.hpp"
 
 namespace dnngraph {
 namespace {

@@ -12,6 +12,7 @@
 
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/plan_cache.hpp"
+#include "engines/registry.hpp"
 
 #ifdef DNNGRAPH_WITH_SQLITE
 #include <sqlite3.h>

@@ -94,19 +94,20 @@ Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool p
     }
     groups.push_back({i});
   }
-  // cuDNN 9.19 computes wrong results (SUCCESS, every "row" but the first wrong; seen on the
-  // H200 at ranks 3-5 in fp32/bf16/fp16) for pointwise-only graphs where an input has extent 1
-  // along the innermost dim of the iteration space, e.g. X[4,33,40] + B[1,33,1]. Zero strides
-  // on the broadcast dims are computed just as wrongly, and moving a dim every input spans
-  // innermost leaves cuDNN without an engine: such graphs are rejected here.
+  // cuDNN computes wrong results (SUCCESS, every "row" but the first wrong) for pointwise-only
+  // graphs where an input has extent 1 along the innermost dim of the iteration space, e.g.
+  // X[4,33,40] + B[1,33,1]. Zero strides on the broadcast dims are computed just as wrongly,
+  // and moving a dim every input spans innermost leaves cuDNN without an engine: such graphs
+  // are rejected here (docs/cudnn-engine.md, "Shape canonicalization").
   if (permute && !groups.empty())
     for (const auto* t : consumed)
       for (size_t i : groups.back())
         if (views.at(t).dim[i] != space[i])
           return make_error(ErrorCode::NotSupported, "pointwise graph: input ", t->describe(),
-                            " broadcasts along the innermost dim of its folded form; cuDNN "
-                            "9.19 computes such pointwise-only graphs wrongly (the reference "
-                            "engine runs them; a channels-last layout avoids it)");
+                            " broadcasts along the innermost dim of its folded form, which "
+                            "cuDNN computes wrongly in pointwise-only graphs; use a "
+                            "channels-last layout, or run it on the reference engine (a cpu "
+                            "handle)");
   if (!apply) return Status::ok();
   for (auto& [t, v] : views) {
     TensorView out;

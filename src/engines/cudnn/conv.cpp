@@ -72,9 +72,8 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
     return make_error(ErrorCode::NotSupported, what, ": cuDNN convolutions take 1 to 3 spatial ",
                       "dims but ", out->describe(), " has ", spatial);
 
-  auto cd = Descriptor::create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, what + " (conv desc)");
-  if (!cd) return cd.status();
-  Descriptor& c = cd.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(Descriptor c, Descriptor::create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR,
+                                                             what + " (conv desc)"));
   const cudnnDataType_t comp = to_cudnn(cx.compute_type(n));
   const cudnnConvolutionMode_t mode =
       attrs->cross_correlation ? CUDNN_CROSS_CORRELATION : CUDNN_CONVOLUTION;
@@ -92,16 +91,14 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
                      or_fill(attrs->post_padding, spatial, 0)));
   DNNGRAPH_TRY(c.finalize(ErrorCode::NotSupported));
 
-  auto t0 = cx.tensor(in0), t1 = cx.tensor(in1), to = cx.tensor(out);
-  for (auto* r : {&t0, &t1, &to})
-    if (!*r) return r->status();
-  auto od = Descriptor::create(p.op, what);
-  if (!od) return od.status();
-  Descriptor& op = od.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto t0, cx.tensor(in0));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto t1, cx.tensor(in1));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto to, cx.tensor(out));
+  DNNGRAPH_ASSIGN_OR_RETURN(Descriptor op, Descriptor::create(p.op, what));
   const float alpha = 1.0f, beta = 0.0f;
-  DNNGRAPH_TRY(op.set(p.a_in0, t0.value()));
-  DNNGRAPH_TRY(op.set(p.a_in1, t1.value()));
-  DNNGRAPH_TRY(op.set(p.a_out, to.value()));
+  DNNGRAPH_TRY(op.set(p.a_in0, t0));
+  DNNGRAPH_TRY(op.set(p.a_in1, t1));
+  DNNGRAPH_TRY(op.set(p.a_out, to));
   DNNGRAPH_TRY(op.set(p.a_conv, c));
   DNNGRAPH_TRY(op.set(p.a_alpha, CUDNN_TYPE_FLOAT, alpha));
   DNNGRAPH_TRY(op.set(p.a_beta, CUDNN_TYPE_FLOAT, beta));

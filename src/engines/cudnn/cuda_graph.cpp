@@ -104,15 +104,14 @@ Status record_cuda_graph(HandleState& hs, cudnnBackendDescriptor_t plan,
                         "this plan (one captured child-graph node); this one has ",
                         count, " node(s)");
   }
-  auto captured = capture(hs, plan, vp, name);
-  if (!captured) return captured.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto captured, capture(hs, plan, vp, name));
   cudaGraphNode_t node = nullptr;
   Status s = Status::ok();
   if (old) s = cuda_check(cudaGraphDestroyNode(old), name, "cudaGraphDestroyNode");
   if (s)
-    s = cuda_check(cudaGraphAddChildGraphNode(&node, graph, nullptr, 0, *captured), name,
+    s = cuda_check(cudaGraphAddChildGraphNode(&node, graph, nullptr, 0, captured), name,
                    "cudaGraphAddChildGraphNode");
-  (void)cudaGraphDestroy(*captured);  // the node holds its own copy
+  (void)cudaGraphDestroy(captured);  // the node holds its own copy
   return s;
 }
 

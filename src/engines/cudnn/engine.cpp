@@ -10,9 +10,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/storage.hpp"
-#include "dnngraph/system.hpp"
 #include "engines/cudnn/plan.hpp"
+#include "engines/registry.hpp"
 
 namespace dnngraph::cudnn {
 namespace {
@@ -117,15 +118,14 @@ cudnnBackendHeurMode_t heur_of(HeurMode m) {
 // Engine configs proposed by one heuristics mode, best first.
 Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode mode) {
   const std::string what = detail::cat(st.what, " heuristics ", heur_mode_name(mode));
-  auto hd = Descriptor::create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what);
-  if (!hd) return hd.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto hd, Descriptor::create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what));
   const cudnnBackendHeurMode_t m = heur_of(mode);
-  DNNGRAPH_TRY(hd->set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, st.op_graph));
-  DNNGRAPH_TRY(hd->set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, m));
-  DNNGRAPH_TRY(hd->finalize(ErrorCode::NotSupported));
+  DNNGRAPH_TRY(hd.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, st.op_graph));
+  DNNGRAPH_TRY(hd.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, m));
+  DNNGRAPH_TRY(hd.finalize(ErrorCode::NotSupported));
   int64_t count = 0;
   DNNGRAPH_TRY(
-      hd->get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+      hd.get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
   std::vector<Descriptor> cfgs;
   std::vector<cudnnBackendDescriptor_t> raw;
   for (int64_t i = 0; i < count; ++i) {
@@ -137,8 +137,8 @@ Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode 
   }
   if (count > 0) {
     int64_t got = 0;
-    DNNGRAPH_TRY(hd->get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
-                         raw.data()));
+    DNNGRAPH_TRY(hd.get(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                        raw.data()));
     cfgs.resize(static_cast<size_t>(std::min(got, count)));
   }
   return cfgs;
@@ -152,8 +152,8 @@ bool has(const ir::ValidatedGraph& g, std::initializer_list<ir::OpKind> kinds) {
 }
 
 // Engine configs (default knobs) of every engine cuDNN holds that accepts the graph, in global
-// index order. Used when a heuristics mode proposes nothing: cuDNN 9.19's heuristics give no
-// config for some graphs (reduction-only ones) that one of its engines may still run. The
+// index order. Used when a heuristics mode proposes nothing: cuDNN's heuristics may give no
+// config for a graph that one of its engines still runs (docs/cudnn-engine.md). The
 // engine descriptors are kept in `st` for as long as the configs that refer to them.
 // `count` receives how many engines were asked.
 Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st, int64_t& count) {
@@ -163,17 +163,16 @@ Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st, int64_t& co
   std::vector<Descriptor> cfgs;
   for (int64_t id = 0; id < count; ++id) {
     const std::string what = detail::cat(st.what, " engine ", id);
-    auto ed = Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what);
-    if (!ed) return ed.status();
-    DNNGRAPH_TRY(ed->set(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, st.op_graph));
-    DNNGRAPH_TRY(ed->set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, id));
-    if (!ed->finalize(ErrorCode::NotSupported)) continue;  // this engine cannot run the graph
-    auto cfg = Descriptor::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, what + " config");
-    if (!cfg) return cfg.status();
-    DNNGRAPH_TRY(cfg->set(CUDNN_ATTR_ENGINECFG_ENGINE, ed.value()));
-    if (!cfg->finalize(ErrorCode::NotSupported)) continue;
-    st.engines.push_back(std::move(ed.value()));
-    cfgs.push_back(std::move(cfg.value()));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto ed, Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what));
+    DNNGRAPH_TRY(ed.set(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, st.op_graph));
+    DNNGRAPH_TRY(ed.set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, id));
+    if (!ed.finalize(ErrorCode::NotSupported)) continue;  // this engine cannot run the graph
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        auto cfg, Descriptor::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, what + " config"));
+    DNNGRAPH_TRY(cfg.set(CUDNN_ATTR_ENGINECFG_ENGINE, ed));
+    if (!cfg.finalize(ErrorCode::NotSupported)) continue;
+    st.engines.push_back(std::move(ed));
+    cfgs.push_back(std::move(cfg));
   }
   return cfgs;
 }
@@ -188,8 +187,9 @@ Status no_engine(const LoweredState& st, HeurMode mode, int64_t count) {
                ir::OpKind::ConvWgrad, ir::OpKind::SdpaFwd, ir::OpKind::SdpaBwd}))
     hint =
         ": cuDNN fuses reductions (and so softmax) only into the epilogue of a matmul or "
-        "convolution; a graph of reductions and pointwise ops alone has no engine (checked on "
-        "an H200 with cuDNN 9.19). The reference engine (a cpu handle) runs it";
+        "convolution, so a graph of reductions and pointwise ops alone has no engine; run it "
+        "on the reference engine (a cpu handle) or after a matmul or convolution "
+        "(docs/cudnn-engine.md)";
   return make_error(ErrorCode::NotSupported, st.what, ": cuDNN ", backend_version_string(),
                     " has no engine for this graph (heuristics ", heur_mode_name(mode),
                     " proposed none and none of its ", count, " engines accepts it)", hint);
@@ -200,32 +200,32 @@ Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
   CandidateInfo info;
   info.engine = "cudnn";
   info.source = mode;
-  auto ed = Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, cfg.what() + " engine");
-  if (!ed) return ed.status();
-  cudnnBackendDescriptor_t eraw = ed->get();
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto ed, Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, cfg.what() + " engine"));
+  cudnnBackendDescriptor_t eraw = ed.get();
   int64_t n = 0;
   DNNGRAPH_TRY(cfg.get(CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eraw));
   int64_t id = -1;
-  DNNGRAPH_TRY(ed->get(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &id));
+  DNNGRAPH_TRY(ed.get(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &id));
   info.name = "eng" + std::to_string(id);
   std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
-  if (ed->get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-              static_cast<int64_t>(notes.size()), &n, notes.data()))
+  if (ed.get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+             static_cast<int64_t>(notes.size()), &n, notes.data()))
     for (int64_t i = 0; i < n; ++i)
       info.numerical_notes.emplace_back(numerical_note_name(static_cast<int>(notes[i])));
   std::array<cudnnBackendBehaviorNote_t, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT> beh{};
-  if (ed->get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-              static_cast<int64_t>(beh.size()), &n, beh.data()))
+  if (ed.get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+             static_cast<int64_t>(beh.size()), &n, beh.data()))
     for (int64_t i = 0; i < n; ++i)
       info.behavior_notes.emplace_back(behavior_note_name(static_cast<int>(beh[i])));
   // Knob choices.
   std::vector<Descriptor> knobs;
   std::vector<cudnnBackendDescriptor_t> kraw;
   for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
-    auto k = Descriptor::create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, cfg.what() + " knob");
-    if (!k) return k.status();
-    kraw.push_back(k->get());
-    knobs.push_back(std::move(k.value()));
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        auto k, Descriptor::create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, cfg.what() + " knob"));
+    kraw.push_back(k.get());
+    knobs.push_back(std::move(k));
   }
   int64_t nk = 0;
   if (cfg.get(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
@@ -247,20 +247,19 @@ Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
 
 Result<Descriptor> finalize_plan(const LoweredState& st, cudnnBackendDescriptor_t cfg,
                                  const std::string& name) {
-  auto pd = Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
-                               detail::cat("cudnn candidate '", name, "' for ", st.what));
-  if (!pd) return pd.status();
-  DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.build_handle));
-  DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg));
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto pd, Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+                                  detail::cat("cudnn candidate '", name, "' for ", st.what)));
+  DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.build_handle));
+  DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg));
   std::unique_lock<std::mutex> cache_lock;
   if (st.kernel_cache) {
-    auto kc = lock_kernel_cache(st);
-    if (!kc) return kc.status();
-    cache_lock = std::move(kc->lock);
-    DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE, kc->desc));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto kc, lock_kernel_cache(st));
+    cache_lock = std::move(kc.lock);
+    DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE, kc.desc));
   }
-  DNNGRAPH_TRY(pd->finalize(ErrorCode::NotSupported));
-  return std::move(pd.value());
+  DNNGRAPH_TRY(pd.finalize(ErrorCode::NotSupported));
+  return pd;
 }
 
 // ---------------------------------------------------------------- candidates
@@ -300,9 +299,8 @@ class CudnnCandidate final : public Candidate {
   Status check_support() override {
     if (plan_ || checked_) return Status::ok();
     if (!config_queries_available()) {
-      auto p = finalize_plan(*st_, cfg_.get(), info_.name);
-      if (!p) return p.status();
-      plan_ = std::move(p.value());
+      DNNGRAPH_ASSIGN_OR_RETURN(auto p, finalize_plan(*st_, cfg_.get(), info_.name));
+      plan_ = std::move(p);
       return Status::ok();
     }
 #if CUDNN_VERSION >= 90200
@@ -326,9 +324,8 @@ class CudnnCandidate final : public Candidate {
 
   Result<std::unique_ptr<Plan>> build() override {
     if (!plan_) {
-      auto p = finalize_plan(*st_, cfg_.get(), info_.name);
-      if (!p) return p.status();
-      plan_ = std::move(p.value());
+      DNNGRAPH_ASSIGN_OR_RETURN(auto p, finalize_plan(*st_, cfg_.get(), info_.name));
+      plan_ = std::move(p);
     }
     return make_plan(st_, std::move(plan_), info_.name);
   }
@@ -367,10 +364,9 @@ class CudnnLoweredGraph final : public LoweredGraph {
     std::vector<std::unique_ptr<Candidate>> out;
     std::set<std::string> seen;
     for (auto& c : cfgs.value()) {
-      auto info = describe_config(c, mode);
-      if (!info) return info.status();
-      if (!seen.insert(info->name).second) continue;
-      out.push_back(std::make_unique<CudnnCandidate>(st_, std::move(c), std::move(info.value())));
+      DNNGRAPH_ASSIGN_OR_RETURN(auto info, describe_config(c, mode));
+      if (!seen.insert(info.name).second) continue;
+      out.push_back(std::make_unique<CudnnCandidate>(st_, std::move(c), std::move(info)));
     }
     return out;
   }
@@ -379,14 +375,26 @@ class CudnnLoweredGraph final : public LoweredGraph {
   std::shared_ptr<LoweredState> st_;
 };
 
-// How many equivalent lowerings a graph has (tried in order until cuDNN proposes an engine):
-// SDPA has three (sdpa.cpp), everything else one.
-int lowering_variants(const ir::ValidatedGraph& g) { return has(g, {ir::OpKind::SdpaFwd}) ? 3 : 1; }
+}  // namespace
+
+std::span<const LoweringVariant> lowering_variants(const ir::ValidatedGraph& g) {
+  static constexpr LoweringVariant kDefault[] = {{"default"}};
+  // SDPA forward, in the order tried.
+  static constexpr LoweringVariant kSdpa[] = {
+      {"sdpa: P in V's type", false, false},
+      {"sdpa: P in V's type, softmax stats always kept", true, false},
+      {"sdpa: P in float", false, true},
+  };
+  if (has(g, {ir::OpKind::SdpaFwd})) return kSdpa;
+  return kDefault;
+}
+
+namespace {
 
 // Lowers every node and finalizes the operation graph.
 Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp,
                                                  const ViewMap& views, HandleState& hs,
-                                                 int variant) {
+                                                 const LoweringVariant& variant) {
   const ir::ValidatedGraph& g = *gp;
   auto st = std::make_shared<LoweredState>();
   st->what = describe_graph(g);
@@ -395,12 +403,12 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
   st->cx = std::make_unique<LowerContext>(gp, views);
   st->cx->variant = variant;
   for (const auto& n : g.nodes()) DNNGRAPH_TRY(lower_node(*st->cx, n));
-  auto od = Descriptor::create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, st->what);
-  if (!od) return od.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto od,
+                            Descriptor::create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, st->what));
   std::vector<cudnnBackendDescriptor_t> ops;
   for (const auto& o : st->cx->ops()) ops.push_back(o.get());
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, hs.handle));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, hs.handle));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops));
   if (g.dynamic_shape_enabled()) {
     if (load_info().version < 90400)
       return make_error(ErrorCode::NotSupported, st->what,
@@ -409,10 +417,10 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
                         backend_version_string());
     const bool on = true;
     DNNGRAPH_TRY(
-        od->set(CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED, CUDNN_TYPE_BOOLEAN, on));
+        od.set(CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED, CUDNN_TYPE_BOOLEAN, on));
   }
-  DNNGRAPH_TRY(od->finalize(ErrorCode::NotSupported));
-  st->op_graph = std::move(od.value());
+  DNNGRAPH_TRY(od.finalize(ErrorCode::NotSupported));
+  st->op_graph = std::move(od);
 
   // Variant pack template: every non-virtual tensor of the graph plus internal constants.
   std::set<int64_t> seen;
@@ -428,9 +436,8 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
     std::string name = "constant uid " + std::to_string(c.uid);
     for (const auto& t : g.tensors())
       if (t->uid_assigned && t->uid == c.uid) type = t->data_type, name = t->name;
-    auto bytes = scalar_bytes(c.value, type, name);
-    if (!bytes) return bytes.status();
-    st->constant_bytes.push_back(bytes.value());
+    DNNGRAPH_ASSIGN_OR_RETURN(auto bytes, scalar_bytes(c.value, type, name));
+    st->constant_bytes.push_back(bytes);
     const int idx = static_cast<int>(st->constant_bytes.size() - 1);
     auto it =
         std::find_if(st->io.begin(), st->io.end(), [&](const IoSlot& s) { return s.uid == c.uid; });
@@ -455,9 +462,8 @@ class CudnnEngine final : public Engine {
 
   Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& g,
                                               Handle& handle) override {
-    auto st = lower_state(g, handle);
-    if (!st) return st.status();
-    return std::unique_ptr<LoweredGraph>(std::make_unique<CudnnLoweredGraph>(st.value()));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto st, lower_state(g, handle));
+    return std::unique_ptr<LoweredGraph>(std::make_unique<CudnnLoweredGraph>(st));
   }
 
   bool loads_plans() const override { return true; }
@@ -466,17 +472,14 @@ class CudnnEngine final : public Engine {
   }
   Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& g, Handle& handle,
                                                  std::string_view bytes) override {
-    auto st = lower_state(g, handle);
-    if (!st) return st.status();
-    auto pd = Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
-                                 "deserialized plan for " + st.value()->what);
-    if (!pd) return pd.status();
-    DNNGRAPH_TRY(
-        pd->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.value()->build_handle));
-    DNNGRAPH_TRY(pd->set(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
-                         static_cast<int64_t>(bytes.size()), bytes.data()));
-    DNNGRAPH_TRY(pd->finalize(ErrorCode::NotSupported));
-    return make_plan(st.value(), std::move(pd.value()), "deserialized");
+    DNNGRAPH_ASSIGN_OR_RETURN(auto st, lower_state(g, handle));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto pd, Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+                                                          "deserialized plan for " + st->what));
+    DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st->build_handle));
+    DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                        static_cast<int64_t>(bytes.size()), bytes.data()));
+    DNNGRAPH_TRY(pd.finalize(ErrorCode::NotSupported));
+    return make_plan(st, std::move(pd), "deserialized");
   }
 
  private:
@@ -486,35 +489,31 @@ class CudnnEngine final : public Engine {
       return make_error(ErrorCode::NotSupported,
                         "the cuDNN engine is unavailable: ", load_info().error);
     const ir::ValidatedGraph& g = *gp;
-    auto hs = handle_state(handle);
-    if (!hs) return hs.status();
-    auto views = canonicalize(g);
-    if (!views) return views.status();
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, handle_state(handle));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto views, canonicalize(g));
     // Some graphs have several equivalent lowerings; keep the first cuDNN proposes an engine
     // for.
-    const int variants = lowering_variants(g);
-    Status last;
-    for (int v = 0; v < variants; ++v) {
-      auto st = lower_once(gp, views.value(), *hs.value(), v);
-      if (!st) return st.status();
-      if (v + 1 == variants) return st;
-      auto cfgs = engine_configs(*st.value(), HeurMode::A);
+    const std::span<const LoweringVariant> variants = lowering_variants(g);
+    for (const LoweringVariant& v : variants) {
+      DNNGRAPH_ASSIGN_OR_RETURN(auto st, lower_once(gp, views, *hs, v));
+      if (&v == &variants.back()) return st;
+      auto cfgs = engine_configs(*st, HeurMode::A);
       if (cfgs && !cfgs->empty()) {
-        st.value()->configs_a = std::move(cfgs.value());
-        st.value()->has_configs_a = true;
+        st->configs_a = std::move(cfgs.value());
+        st->has_configs_a = true;
         return st;
       }
     }
-    return make_error(ErrorCode::Internal, "unreachable");
+    return make_error(ErrorCode::Internal, describe_graph(g), ": no lowering variant to try");
   }
 };
 
+Engine& engine() {
+  static CudnnEngine e;
+  return e;
+}
+// Asked after the reference engine (rank 0); runs on CUDA handles.
+const EngineRegistrar kRegistrar(10, engine);
+
 }  // namespace
 }  // namespace dnngraph::cudnn
-
-namespace dnngraph {
-Engine* cudnn_engine() {
-  static cudnn::CudnnEngine engine;
-  return &engine;
-}
-}  // namespace dnngraph

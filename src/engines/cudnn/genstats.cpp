@@ -8,21 +8,19 @@ namespace dnngraph::cudnn {
 Status lower_genstats(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat("genstats '", n.name, "'");
   ir::Tensor x = n.input(Role::X);
-  auto tx = cx.tensor(x);
-  auto ts = cx.tensor(n.output(Role::SUM));
-  auto tq = cx.tensor(n.output(Role::SQ_SUM));
-  for (auto* r : {&tx, &ts, &tq})
-    if (!*r) return r->status();
-  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR, what);
-  if (!od) return od.status();
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, tx.value()));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE,
-                       CUDNN_GENSTATS_SUM_SQSUM));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE,
-                       to_cudnn(x->data_type)));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, ts.value()));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, tq.value()));
-  return cx.add_op(std::move(od.value()));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tx, cx.tensor(x));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ts, cx.tensor(n.output(Role::SUM)));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tq, cx.tensor(n.output(Role::SQ_SUM)));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto od,
+                            Descriptor::create(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR, what));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, tx));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE,
+                      CUDNN_GENSTATS_SUM_SQSUM));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE,
+                      to_cudnn(x->data_type)));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, ts));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, tq));
+  return cx.add_op(std::move(od));
 }
 
 }  // namespace dnngraph::cudnn

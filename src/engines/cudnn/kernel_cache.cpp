@@ -1,7 +1,7 @@
 // The cuDNN backend kernel cache behind dnngraph::KernelCache: created on first use with the
 // operation graph of the first dynamic-shape graph that uses it (cuDNN >= 9.5), loaded from
 // bytes where the cache was made from them (cuDNN >= 9.10), and serialized to cuDNN's JSON.
-#include "dnngraph/system.hpp"
+#include "dnngraph/engines/cudnn.hpp"
 #include "engines/cudnn/plan.hpp"
 
 namespace dnngraph::cudnn {
@@ -47,8 +47,8 @@ Result<KernelCacheLock> lock_kernel_cache(const LoweredState& st) {
   if (load_info().version < 90500)
     return make_error(ErrorCode::NotSupported, st.what, ": cuDNN ", backend_version_string(),
                       " has no kernel cache for dynamic shapes (cuDNN 9.5 or later has)");
-  auto d = Descriptor::create(CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR, "kernel cache");
-  if (!d) return d.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto d, Descriptor::create(CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR, "kernel cache"));
   const std::string& bytes = kc.initial_bytes();
   if (!bytes.empty() && kc.initial_engine() != "cudnn")
     return make_error(ErrorCode::InvalidArgument, st.what,
@@ -58,8 +58,8 @@ Result<KernelCacheLock> lock_kernel_cache(const LoweredState& st) {
     if (load_info().version < 91000)
       return make_error(ErrorCode::NotSupported, "kernel cache: cuDNN ", backend_version_string(),
                         " cannot load a serialized kernel cache (cuDNN 9.10 or later can)");
-    Status s = d->set(CUDNN_ATTR_KERNEL_CACHE_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
-                      static_cast<int64_t>(bytes.size()), bytes.data());
+    Status s = d.set(CUDNN_ATTR_KERNEL_CACHE_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                     static_cast<int64_t>(bytes.size()), bytes.data());
     if (!s)
       return make_error(ErrorCode::InvalidArgument,
                         "kernel cache: cuDNN refused the bytes it was loaded from (another cuDNN "
@@ -67,9 +67,9 @@ Result<KernelCacheLock> lock_kernel_cache(const LoweredState& st) {
                         "rebuilt: ",
                         s.message());
   }
-  DNNGRAPH_TRY(d->set(CUDNN_ATTR_KERNEL_CACHE_OPERATION_GRAPH, st.op_graph));
-  DNNGRAPH_TRY(d->finalize(ErrorCode::NotSupported));
-  auto backend = std::make_unique<CudnnKernelCache>(std::move(d.value()));
+  DNNGRAPH_TRY(d.set(CUDNN_ATTR_KERNEL_CACHE_OPERATION_GRAPH, st.op_graph));
+  DNNGRAPH_TRY(d.finalize(ErrorCode::NotSupported));
+  auto backend = std::make_unique<CudnnKernelCache>(std::move(d));
   out.desc = backend->get();
   kc.backend() = std::move(backend);
   return out;

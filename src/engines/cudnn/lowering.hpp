@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -25,6 +27,21 @@ struct ByValueConstant {
 };
 
 cudnnDataType_t to_cudnn(DataType t);
+
+// One of the equivalent ways to lower a graph. Some graphs have several: cuDNN's engines take
+// one form and refuse another, and which one depends on the cuDNN version, so the engine tries
+// them in order and keeps the first that cuDNN proposes an engine for (engine.cpp).
+struct LoweringVariant {
+  std::string_view name;
+  // SDPA forward: softmax statistics into a virtual float tensor even when the graph has no
+  // STATS output.
+  bool sdpa_virtual_stats = false;
+  // SDPA forward: the probabilities P kept in float instead of V's type.
+  bool sdpa_float_probabilities = false;
+};
+
+// The variants to try for `g`, in order (one, the default, for graphs without alternatives).
+std::span<const LoweringVariant> lowering_variants(const ir::ValidatedGraph& g);
 
 class LowerContext {
  public:
@@ -46,8 +63,8 @@ class LowerContext {
                                                   DataType type);
   // A new pass-by-value constant of rank `rank` whose value the plan supplies.
   Result<cudnnBackendDescriptor_t> constant(const std::string& name, ir::Scalar value, size_t rank);
-  // Alternative lowerings to try when cuDNN finds no engine for the first (see engine.cpp).
-  int variant = 0;
+  // The variant being lowered (lowering_variants).
+  LoweringVariant variant;
   // Keeps a helper descriptor (conv/matmul/pointwise/reduction descriptor) alive.
   cudnnBackendDescriptor_t keep(Descriptor d);
   // Finalizes an operation and appends it to the graph's list.

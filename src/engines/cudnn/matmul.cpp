@@ -10,23 +10,23 @@ Status lower_matmul(LowerContext& cx, const ir::Node& n) {
   if (n.as<ir::MatmulAttrs>().padding_value)
     return make_error(ErrorCode::NotSupported, what, ": padding_value is not supported");
 
-  auto md = Descriptor::create(CUDNN_BACKEND_MATMUL_DESCRIPTOR, what + " (matmul desc)");
-  if (!md) return md.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto md, Descriptor::create(CUDNN_BACKEND_MATMUL_DESCRIPTOR, what + " (matmul desc)"));
   const cudnnDataType_t comp = to_cudnn(cx.compute_type(n));
-  DNNGRAPH_TRY(md->set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp));
-  DNNGRAPH_TRY(md->finalize(ErrorCode::NotSupported));
+  DNNGRAPH_TRY(md.set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp));
+  DNNGRAPH_TRY(md.finalize(ErrorCode::NotSupported));
 
-  auto ta = cx.tensor(a), tb = cx.tensor(b), tc = cx.tensor(c);
-  for (auto* r : {&ta, &tb, &tc})
-    if (!*r) return r->status();
-  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, what);
-  if (!od) return od.status();
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, ta.value()));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, tb.value()));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, tc.value()));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_DESC, md.value()));
-  cx.keep(std::move(md.value()));
-  return cx.add_op(std::move(od.value()));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ta, cx.tensor(a));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tb, cx.tensor(b));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tc, cx.tensor(c));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto od,
+                            Descriptor::create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, what));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, ta));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, tb));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, tc));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_DESC, md));
+  cx.keep(std::move(md));
+  return cx.add_op(std::move(od));
 }
 
 }  // namespace dnngraph::cudnn

@@ -34,9 +34,8 @@ Status bind_ports(LowerContext& cx, const ir::Node& n, Descriptor& op,
   for (const auto& p : ports) {
     ir::Tensor t = p.is_input ? n.input(p.role) : n.output(p.role);
     if (!t) continue;
-    auto d = cx.tensor(t);
-    if (!d) return d.status();
-    DNNGRAPH_TRY(op.set(p.attr, d.value()));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto d, cx.tensor(t));
+    DNNGRAPH_TRY(op.set(p.attr, d));
   }
   return Status::ok();
 }
@@ -51,9 +50,8 @@ Status lower_norm(LowerContext& cx, const ir::Node& n) {
   const cudnnBackendNormMode_t mode = mode_of(kind);
   if (fwd) {
     const auto& a = n.as<ir::NormFwdAttrs>();
-    auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR, what);
-    if (!od) return od.status();
-    Descriptor& op = od.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        Descriptor op, Descriptor::create(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR, what));
     const cudnnBackendNormFwdPhase_t phase =
         a.phase == NormForwardPhase::Training ? CUDNN_NORM_FWD_TRAINING : CUDNN_NORM_FWD_INFERENCE;
     DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, mode));
@@ -77,9 +75,8 @@ Status lower_norm(LowerContext& cx, const ir::Node& n) {
          {Role::NEXT_RUNNING_VAR, false, CUDNN_ATTR_OPERATION_NORM_FWD_OUTPUT_RUNNING_VAR_DESC}}));
     return cx.add_op(std::move(op));
   }
-  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR, what);
-  if (!od) return od.status();
-  Descriptor& op = od.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      Descriptor op, Descriptor::create(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR, what));
   DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, mode));
   DNNGRAPH_TRY(
       bind_ports(cx, n, op,

@@ -18,30 +18,25 @@ HandleState::~HandleState() {
 }
 
 Result<HandleState*> handle_state(Handle& h) {
-  // Fast path without the lock: the slot is written once, when the graph is lowered (before
-  // any execute on this handle can see it).
-  auto& slot = h.engine_state(kHandleSlot);
-  if (slot) return static_cast<HandleState*>(slot.get());
-  static std::mutex create_mu;
-  std::lock_guard<std::mutex> lock(create_mu);
-  if (slot) return static_cast<HandleState*>(slot.get());
-  const Api* a = api();
-  if (!a) return make_error(ErrorCode::NotSupported, "cuDNN is not usable: ", load_info().error);
-  if (h.device().kind != Device::Kind::CUDA)
-    return make_error(ErrorCode::InvalidArgument, "the cuDNN engine needs a CUDA handle, got ",
-                      h.device().to_string());
-  int prev = 0;
-  if (cudaGetDevice(&prev) != cudaSuccess) prev = 0;
-  if (cudaError_t e = cudaSetDevice(h.device().index); e != cudaSuccess)
-    return make_error(ErrorCode::BackendError, "cannot use ", h.device().to_string(), ": ",
-                      cudaGetErrorString(e));
-  auto st = std::make_shared<HandleState>();
-  st->device = h.device().index;
-  Status s = check(a->cudnnCreate(&st->handle), h.device().to_string(), "cudnnCreate");
-  (void)cudaSetDevice(prev);
-  if (!s) return s;
-  slot = st;
-  return st.get();
+  // Made once per handle, under the handle's lock (Handle::engine_state).
+  return h.engine_state<HandleState>([&h]() -> Result<std::unique_ptr<HandleState>> {
+    const Api* a = api();
+    if (!a) return make_error(ErrorCode::NotSupported, "cuDNN is not usable: ", load_info().error);
+    if (h.device().kind != Device::Kind::CUDA)
+      return make_error(ErrorCode::InvalidArgument, "the cuDNN engine needs a CUDA handle, got ",
+                        h.device().to_string());
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess) prev = 0;
+    if (cudaError_t e = cudaSetDevice(h.device().index); e != cudaSuccess)
+      return make_error(ErrorCode::BackendError, "cannot use ", h.device().to_string(), ": ",
+                        cudaGetErrorString(e));
+    auto st = std::make_unique<HandleState>();
+    st->device = h.device().index;
+    Status s = check(a->cudnnCreate(&st->handle), h.device().to_string(), "cudnnCreate");
+    (void)cudaSetDevice(prev);
+    if (!s) return s;
+    return st;
+  });
 }
 
 namespace {
@@ -60,8 +55,7 @@ class CudnnPlan final : public Plan {
   Status execute(Handle& handle, const VariantPack& pack, void* workspace) override {
     // Gather pointers in uid order (small: the vector is reused per thread).
     thread_local std::vector<void*> ptrs;
-    auto hs = gather(handle, pack, workspace, ptrs);
-    if (!hs) return hs.status();
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, gather(handle, pack, workspace, ptrs));
 
     std::unique_lock<std::mutex> prepared(mu_, std::try_to_lock);
     const bool same = prepared.owns_lock() && workspace == last_ws_ && ptrs == last_ptrs_ && vp_;
@@ -80,15 +74,15 @@ class CudnnPlan final : public Plan {
       DNNGRAPH_TRY(fill_pack(own, ptrs, workspace));
       vp = own.get();
     }
-    std::lock_guard<std::mutex> on_stream(hs.value()->mu);
+    std::lock_guard<std::mutex> on_stream(hs->mu);
     const uint64_t epoch = handle.stream_epoch();
-    if (hs.value()->applied_epoch != epoch) {
-      DNNGRAPH_TRY(check(
-          api()->cudnnSetStream(hs.value()->handle, static_cast<cudaStream_t>(handle.stream())),
-          name_, "cudnnSetStream"));
-      hs.value()->applied_epoch = epoch;
+    if (hs->applied_epoch != epoch) {
+      DNNGRAPH_TRY(
+          check(api()->cudnnSetStream(hs->handle, static_cast<cudaStream_t>(handle.stream())),
+                name_, "cudnnSetStream"));
+      hs->applied_epoch = epoch;
     }
-    const cudnnStatus_t rc = api()->cudnnBackendExecute(hs.value()->handle, plan_.get(), vp);
+    const cudnnStatus_t rc = api()->cudnnBackendExecute(hs->handle, plan_.get(), vp);
     if (rc == CUDNN_STATUS_SUCCESS) return Status::ok();  // no message built on the hot path
     return check(rc, "plan '" + name_ + "'", "cudnnBackendExecute");
   }
@@ -113,8 +107,7 @@ class CudnnPlan final : public Plan {
     }
     if (cap != cudaStreamCaptureStatusNone) return execute(handle, pack, workspace);
     thread_local std::vector<void*> ptrs, key;
-    auto hs = gather(handle, pack, workspace, ptrs);
-    if (!hs) return hs.status();
+    DNNGRAPH_TRY(gather(handle, pack, workspace, ptrs).status());
     // A recorded graph holds the values of pass-by-value tensors, not their host addresses: the
     // key carries those values.
     key = ptrs;
@@ -125,9 +118,8 @@ class CudnnPlan final : public Plan {
                     std::min<size_t>(sizeof v, static_cast<size_t>(st_->io[i].elem_size)));
         key[i] = reinterpret_cast<void*>(v);
       }
-    auto hit = replays_.launch(key, workspace, handle.stream());
-    if (!hit) return hit.status();
-    if (*hit) return Status::ok();
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hit, replays_.launch(key, workspace, handle.stream()));
+    if (hit) return Status::ok();
     cudaGraph_t graph = nullptr;
     if (cudaGraphCreate(&graph, 0) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -155,9 +147,8 @@ class CudnnPlan final : public Plan {
   // presence; the workspace is checked against the plan's need.
   Result<HandleState*> gather(Handle& handle, const VariantPack& pack, void* workspace,
                               std::vector<void*>& ptrs) const {
-    auto hs = handle_state(handle);
-    if (!hs) return hs.status();
-    if (hs.value()->device != st_->device)
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, handle_state(handle));
+    if (hs->device != st_->device)
       return make_error(ErrorCode::InvalidArgument, "plan '", name_,
                         "' was built for cuda:", st_->device, " but the handle is ",
                         handle.device().to_string());
@@ -186,8 +177,7 @@ class CudnnPlan final : public Plan {
   Status record(Handle& handle, const VariantPack& pack, void* workspace, void* graph,
                 bool update) {
     std::vector<void*> ptrs;
-    auto hs = gather(handle, pack, workspace, ptrs);
-    if (!hs) return hs.status();
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, gather(handle, pack, workspace, ptrs));
     DNNGRAPH_TRY(validate(ptrs, workspace));
     Descriptor vp;
     DNNGRAPH_TRY(fill_pack(vp, ptrs, workspace));
@@ -196,8 +186,8 @@ class CudnnPlan final : public Plan {
       native = native_cuda_graph(plan_.get()) ? 1 : 0;
       native_.store(native, std::memory_order_relaxed);
     }
-    std::lock_guard<std::mutex> on_stream(hs.value()->mu);
-    return record_cuda_graph(*hs.value(), plan_.get(), vp.get(), native == 1, graph, update, name_);
+    std::lock_guard<std::mutex> on_stream(hs->mu);
+    return record_cuda_graph(*hs, plan_.get(), vp.get(), native == 1, graph, update, name_);
   }
 
   // Non-null was checked by the caller; here: alignment and that device pointers (and the
@@ -240,10 +230,9 @@ class CudnnPlan final : public Plan {
     // Re-initialise the prepared descriptor in place; create it on first use or if cuDNN
     // refuses to re-initialise.
     if (!vp || api()->cudnnBackendInitialize(vp.get()) != CUDNN_STATUS_SUCCESS) {
-      auto d = Descriptor::create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
-                                  "variant pack of plan '" + name_ + "'");
-      if (!d) return d.status();
-      vp = std::move(d.value());
+      DNNGRAPH_ASSIGN_OR_RETURN(auto d, Descriptor::create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
+                                                           "variant pack of plan '" + name_ + "'"));
+      vp = std::move(d);
     }
     DNNGRAPH_TRY(vp.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids_));
     DNNGRAPH_TRY(vp.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, ptrs));

@@ -10,22 +10,22 @@
 #include <string>
 #include <vector>
 
-#include "dnngraph/engine.hpp"
-#include "dnngraph/kernel_cache.hpp"
+#include "dnngraph/engines/handle.hpp"
+#include "dnngraph/engines/interface.hpp"
+#include "dnngraph/engines/kernel_cache.hpp"
 #include "engines/cudnn/lowering.hpp"
 
 namespace dnngraph::cudnn {
 
-// Per-handle state kept in Handle::engine_state(kHandleSlot).
-struct HandleState {
+// The cuDNN engine's per-handle state (Handle::engine_state<HandleState>).
+struct HandleState final : EngineState {
   cudnnHandle_t handle = nullptr;
   int device = 0;
   std::mutex mu;                   // one stream per handle: executes on it are serialised
   uint64_t applied_epoch = ~0ull;  // Handle::stream_epoch() last given to cudnnSetStream
   void* capture_stream = nullptr;  // cudaStream_t for CUDA graph capture, made on first use
-  ~HandleState();
+  ~HandleState() override;
 };
-constexpr int kHandleSlot = 1;
 Result<HandleState*> handle_state(Handle& handle);
 
 // A non-virtual tensor the variant pack must bind.

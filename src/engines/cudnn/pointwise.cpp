@@ -129,9 +129,8 @@ Status add_pointwise_impl(LowerContext& cx, const std::string& what, cudnnPointw
                           DataType compute, const ir::PointwiseAttrs* params,
                           cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
                           cudnnBackendDescriptor_t t, cudnnBackendDescriptor_t y, int64_t axis) {
-  auto pd = Descriptor::create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, what + " (pointwise desc)");
-  if (!pd) return pd.status();
-  Descriptor& pw = pd.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(Descriptor pw, Descriptor::create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR,
+                                                              what + " (pointwise desc)"));
   const cudnnDataType_t prec = to_cudnn(compute);
   DNNGRAPH_TRY(pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode));
   DNNGRAPH_TRY(pw.set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, prec));
@@ -139,9 +138,8 @@ Status add_pointwise_impl(LowerContext& cx, const std::string& what, cudnnPointw
   if (axis >= 0) DNNGRAPH_TRY(pw.set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, axis));
   DNNGRAPH_TRY(pw.finalize(ErrorCode::NotSupported));
 
-  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, what);
-  if (!od) return od.status();
-  Descriptor& op = od.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(Descriptor op,
+                            Descriptor::create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, what));
   DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw));
   if (is_backward(mode)) {
     // Backward activations: dy (in0), x (in1) -> dx.
@@ -175,13 +173,10 @@ Status lower_pointwise(LowerContext& cx, const ir::Node& n) {
   static constexpr Role kRoles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
   for (int i = 0; i < arity; ++i) {
     ir::Tensor t = n.input(kRoles[i]);
-    auto d = cx.tensor(t);
-    if (!d) return d.status();
-    in[i] = d.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(in[i], cx.tensor(t));
   }
   ir::Tensor out = n.output(Role::OUT_0);
-  auto y = cx.tensor(out);
-  if (!y) return y.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto y, cx.tensor(out));
   int64_t axis = -1;
   if (a.mode == PointwiseMode::GenIndex) {
     // The canonical view may only have added leading 1s: then the axis moves by their count.
@@ -199,7 +194,7 @@ Status lower_pointwise(LowerContext& cx, const ir::Node& n) {
     axis = *a.axis + static_cast<int64_t>(pad);
   }
   return add_pointwise_impl(cx, what, mode_of(a.mode), cx.compute_type(n), &a, in[0], in[1], in[2],
-                            y.value(), axis);
+                            y, axis);
 }
 
 }  // namespace dnngraph::cudnn

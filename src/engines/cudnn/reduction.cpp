@@ -31,19 +31,19 @@ cudnnReduceTensorOp_t mode_of(ReductionMode m) {
 
 Status add_reduction(LowerContext& cx, const std::string& what, cudnnReduceTensorOp_t mode,
                      DataType compute, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
-  auto rd = Descriptor::create(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, what + " (reduction desc)");
-  if (!rd) return rd.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto rd, Descriptor::create(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, what + " (reduction desc)"));
   const cudnnDataType_t comp = to_cudnn(compute);
-  DNNGRAPH_TRY(rd->set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, mode));
-  DNNGRAPH_TRY(rd->set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp));
-  DNNGRAPH_TRY(rd->finalize(ErrorCode::NotSupported));
-  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, what);
-  if (!od) return od.status();
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_REDUCTION_DESC, rd.value()));
-  cx.keep(std::move(rd.value()));
-  return cx.add_op(std::move(od.value()));
+  DNNGRAPH_TRY(rd.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, mode));
+  DNNGRAPH_TRY(rd.set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp));
+  DNNGRAPH_TRY(rd.finalize(ErrorCode::NotSupported));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto od,
+                            Descriptor::create(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, what));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_REDUCTION_DESC, rd));
+  cx.keep(std::move(rd));
+  return cx.add_op(std::move(od));
 }
 
 Status lower_reduction(LowerContext& cx, const ir::Node& n) {
@@ -51,10 +51,9 @@ Status lower_reduction(LowerContext& cx, const ir::Node& n) {
   const std::string what =
       detail::cat("reduction ", reduction_mode_name(a.mode), " '", n.name, "'");
   ir::Tensor x = n.input(Role::X), y = n.output(Role::Y);
-  auto tx = cx.tensor(x), ty = cx.tensor(y);
-  if (!tx) return tx.status();
-  if (!ty) return ty.status();
-  return add_reduction(cx, what, mode_of(a.mode), cx.compute_type(n), tx.value(), ty.value());
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tx, cx.tensor(x));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ty, cx.tensor(y));
+  return add_reduction(cx, what, mode_of(a.mode), cx.compute_type(n), tx, ty);
 }
 
 }  // namespace dnngraph::cudnn

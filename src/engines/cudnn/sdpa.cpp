@@ -4,11 +4,11 @@
 // integer compares, BINARY_SELECT with the lowest float] -> softmax (stats = max + log(sum))
 // -> P.V. With sequence lengths the matmuls carry them as GEMM M/N/K overrides.
 // Padded query rows: cuDNN writes O = 0 there like the reference, but STATS = -inf where the
-// reference has +inf (seen on the H200, cuDNN 9.19).
+// reference has +inf (docs/cudnn-engine.md).
 // GQA/MQA: K and V keep their fewer heads; the engines broadcast them over the query heads.
-// Variants tried in order until cuDNN proposes an engine: 0 keeps P in V's data type (what
-// the fused kernels read); 1 also computes the stats into a virtual tensor in inference;
-// 2 keeps P in float.
+// Lowering variants (lowering_variants in engine.cpp, tried in order until cuDNN proposes an
+// engine): P in V's data type (what the fused kernels read); the same with the stats computed
+// into a virtual tensor in inference; P in float.
 // Dropout: P * MASK * SCALE after the softmax (sdpa_dropout; the RNG is cuDNN's Philox, so its
 // keep mask differs from the reference engine's: tests compare through RNG_DUMP and the mask
 // form). Not lowered (NotSupported, named): a left window bound with a padding mask or with a
@@ -45,14 +45,10 @@ Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::str
 Result<SdpaSeqLens> sdpa_seq_lens(LowerContext& cx, const ir::Node& n) {
   SdpaSeqLens l;
   if (ir::Tensor t = n.input(Role::SEQ_LEN_Q)) {
-    auto r = cx.tensor(t);
-    if (!r) return r.status();
-    l.q = r.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(l.q, cx.tensor(t));
   }
   if (ir::Tensor t = n.input(Role::SEQ_LEN_KV)) {
-    auto r = cx.tensor(t);
-    if (!r) return r.status();
-    l.kv = r.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(l.kv, cx.tensor(t));
   }
   return l;
 }
@@ -62,60 +58,57 @@ Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std:
   SdpaDropout d;
   ir::Tensor mask = n.input(Role::DROPOUT_MASK), scale = n.input(Role::DROPOUT_SCALE);
   if (mask || scale) {
-    // Seen on the H200 (cuDNN 9.19, 2026-11-30): the fused backward with a DROPOUT_MASK tensor
-    // (lowered like the RNG form, D scaled by 1/SCALE) ran and returned wrong dQ (12% of the
-    // gradient elements off by up to 20%), while the same graph with the RNG mask was right.
+    if (!mask || !scale)
+      return make_error(ErrorCode::InvalidGraph, what,
+                        ": dropout with a mask needs both DROPOUT_MASK and DROPOUT_SCALE");
+    // The fused backward with a DROPOUT_MASK tensor (lowered like the RNG form, D scaled by
+    // 1/SCALE) runs and returns wrong dQ, while the same graph with the RNG mask is right
+    // (docs/cudnn-engine.md, "What is lowered").
     if (backward)
       return sdpa_unsupported(what,
-                              "dropout with a DROPOUT_MASK tensor in the backward (cuDNN 9.19 "
-                              "returned wrong gradients for it; use dropout_probability with "
-                              "SEED / OFFSET)");
-    auto tm = cx.tensor(mask), ts = cx.tensor(scale);
-    if (!tm) return tm.status();
-    if (!ts) return ts.status();
-    d.mask = tm.value();
-    d.scale = ts.value();
+                              "dropout with a DROPOUT_MASK tensor in the backward (cuDNN "
+                              "computes wrong gradients for it); use dropout_probability with "
+                              "SEED / OFFSET, or the reference engine");
+    DNNGRAPH_ASSIGN_OR_RETURN(auto tm, cx.tensor(mask));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto ts, cx.tensor(scale));
+    d.mask = tm;
+    d.scale = ts;
     return d;
   }
   if (!a.dropout_probability || *a.dropout_probability <= 0.0) return d;
   const double p = *a.dropout_probability;
   ir::Tensor seed = n.input(Role::SEED), offset = n.input(Role::OFFSET);
-  auto tseed = cx.tensor(seed), toff = cx.tensor(offset);
-  if (!tseed) return tseed.status();
-  if (!toff) return toff.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tseed, cx.tensor(seed));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto toff, cx.tensor(offset));
   cudnnBackendDescriptor_t y = nullptr;
   if (ir::Tensor dump = n.output(Role::RNG_DUMP)) {
-    auto r = cx.tensor(dump);
-    if (!r) return r.status();
-    y = r.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(y, cx.tensor(dump));
   } else {
-    auto r = cx.virtual_tensor(what + "::dropout_mask", s.sdim(), DataType::Float);
-    if (!r) return r.status();
-    y = r.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        y, cx.virtual_tensor(what + "::dropout_mask", s.sdim(), DataType::Float));
   }
-  auto rd = Descriptor::create(CUDNN_BACKEND_RNG_DESCRIPTOR, what + " (rng desc)");
-  if (!rd) return rd.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto rd,
+                            Descriptor::create(CUDNN_BACKEND_RNG_DESCRIPTOR, what + " (rng desc)"));
   const cudnnRngDistribution_t dist = CUDNN_RNG_DISTRIBUTION_BERNOULLI;
   const double keep = 1.0 - p;
-  DNNGRAPH_TRY(rd->set(CUDNN_ATTR_RNG_DISTRIBUTION, CUDNN_TYPE_RNG_DISTRIBUTION, dist));
-  DNNGRAPH_TRY(rd->set(CUDNN_ATTR_RNG_BERNOULLI_DIST_PROBABILITY, CUDNN_TYPE_DOUBLE, keep));
-  DNNGRAPH_TRY(rd->finalize(ErrorCode::NotSupported));
-  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR, what + " dropout rng");
-  if (!od) return od.status();
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_RNG_YDESC, y));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_RNG_SEED, tseed.value()));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_RNG_OFFSET_DESC, toff.value()));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_RNG_DESC, rd.value()));
-  cx.keep(std::move(rd.value()));
-  DNNGRAPH_TRY(cx.add_op(std::move(od.value())));
-  auto sc = cx.constant(what + "::dropout_scale", ir::Scalar::of_float(1.0 / keep), 4);
-  if (!sc) return sc.status();
+  DNNGRAPH_TRY(rd.set(CUDNN_ATTR_RNG_DISTRIBUTION, CUDNN_TYPE_RNG_DISTRIBUTION, dist));
+  DNNGRAPH_TRY(rd.set(CUDNN_ATTR_RNG_BERNOULLI_DIST_PROBABILITY, CUDNN_TYPE_DOUBLE, keep));
+  DNNGRAPH_TRY(rd.finalize(ErrorCode::NotSupported));
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto od, Descriptor::create(CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR, what + " dropout rng"));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_RNG_YDESC, y));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_RNG_SEED, tseed));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_RNG_OFFSET_DESC, toff));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_RNG_DESC, rd));
+  cx.keep(std::move(rd));
+  DNNGRAPH_TRY(cx.add_op(std::move(od)));
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto sc, cx.constant(what + "::dropout_scale", ir::Scalar::of_float(1.0 / keep), 4));
   d.mask = y;
-  d.scale = sc.value();
+  d.scale = sc;
   if (backward) {
-    auto inv = cx.constant(what + "::dropout_scale_inv", ir::Scalar::of_float(keep), 4);
-    if (!inv) return inv.status();
-    d.scale_inv = inv.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        d.scale_inv, cx.constant(what + "::dropout_scale_inv", ir::Scalar::of_float(keep), 4));
   }
   return d;
 }
@@ -129,34 +122,34 @@ Status sdpa_matmul(LowerContext& cx, const std::string& name, cudnnBackendDescri
                    cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c,
                    cudnnBackendDescriptor_t m_override, cudnnBackendDescriptor_t n_override,
                    cudnnBackendDescriptor_t k_override) {
-  auto md = Descriptor::create(CUDNN_BACKEND_MATMUL_DESCRIPTOR, name + " (matmul desc)");
-  if (!md) return md.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto md, Descriptor::create(CUDNN_BACKEND_MATMUL_DESCRIPTOR, name + " (matmul desc)"));
   const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-  DNNGRAPH_TRY(md->set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp));
-  DNNGRAPH_TRY(md->finalize(ErrorCode::NotSupported));
-  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name);
-  if (!od) return od.status();
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, a));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_DESC, md.value()));
+  DNNGRAPH_TRY(md.set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp));
+  DNNGRAPH_TRY(md.finalize(ErrorCode::NotSupported));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto od,
+                            Descriptor::create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, a));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_DESC, md));
   if (m_override)
-    DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, m_override));
+    DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, m_override));
   if (n_override)
-    DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, n_override));
+    DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, n_override));
   if (k_override)
-    DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, k_override));
-  cx.keep(std::move(md.value()));
-  return cx.add_op(std::move(od.value()));
+    DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, k_override));
+  cx.keep(std::move(md));
+  return cx.add_op(std::move(od));
 }
 
 Status sdpa_reshape(LowerContext& cx, const std::string& name, cudnnBackendDescriptor_t x,
                     cudnnBackendDescriptor_t y) {
-  auto od = Descriptor::create(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, name);
-  if (!od) return od.status();
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x));
-  DNNGRAPH_TRY(od->set(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y));
-  return cx.add_op(std::move(od.value()));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto od,
+                            Descriptor::create(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, name));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y));
+  return cx.add_op(std::move(od));
 }
 
 Result<cudnnBackendDescriptor_t> sdpa_scale(LowerContext& cx, const ir::Node& n,
@@ -180,46 +173,40 @@ struct MaskBuilder {
   }
   Result<cudnnBackendDescriptor_t> index(cudnnBackendDescriptor_t like, const std::string& tag,
                                          int64_t axis) {
-    auto r = vt(tag, DataType::Int32);
-    if (!r) return r;
+    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt(tag, DataType::Int32));
     DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag, CUDNN_POINTWISE_GEN_INDEX, DataType::Int32,
-                               like, nullptr, nullptr, r.value(), axis));
+                               like, nullptr, nullptr, r, axis));
     return r;
   }
   // y = x op b, in int32.
   Result<cudnnBackendDescriptor_t> arith(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
                                          cudnnBackendDescriptor_t b, const std::string& tag) {
-    auto r = vt(tag, DataType::Int32);
-    if (!r) return r;
-    DNNGRAPH_TRY(
-        add_pointwise(cx, what + " " + tag, mode, DataType::Int32, x, b, nullptr, r.value()));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt(tag, DataType::Int32));
+    DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag, mode, DataType::Int32, x, b, nullptr, r));
     return r;
   }
   Result<cudnnBackendDescriptor_t> add_const(cudnnBackendDescriptor_t x, int64_t v,
                                              const std::string& tag) {
     if (v == 0) return x;
-    auto c = cx.constant(what + "::" + tag + "_value", ir::Scalar::of_int(v, DataType::Int32), 4);
-    if (!c) return c;
-    return arith(CUDNN_POINTWISE_ADD, x, c.value(), tag);
+    DNNGRAPH_ASSIGN_OR_RETURN(auto c, cx.constant(what + "::" + tag + "_value",
+                                                  ir::Scalar::of_int(v, DataType::Int32), 4));
+    return arith(CUDNN_POINTWISE_ADD, x, c, tag);
   }
   Result<cudnnBackendDescriptor_t> compare(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
                                            cudnnBackendDescriptor_t b, const std::string& tag) {
-    auto r = vt(tag, DataType::Boolean);
-    if (!r) return r;
-    DNNGRAPH_TRY(
-        add_pointwise(cx, what + " " + tag, mode, DataType::Int32, x, b, nullptr, r.value()));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt(tag, DataType::Boolean));
+    DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag, mode, DataType::Int32, x, b, nullptr, r));
     return r;
   }
   // Keeps x where `keep`, else the lowest float.
   Result<cudnnBackendDescriptor_t> select(cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t keep,
                                           const std::string& tag) {
-    auto low = cx.constant(what + "::" + tag + "_lowest",
-                           ir::Scalar::of_float(std::numeric_limits<float>::lowest()), 4);
-    if (!low) return low;
-    auto r = vt(tag, DataType::Float);
-    if (!r) return r;
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        auto low, cx.constant(what + "::" + tag + "_lowest",
+                              ir::Scalar::of_float(std::numeric_limits<float>::lowest()), 4));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt(tag, DataType::Float));
     DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag, CUDNN_POINTWISE_BINARY_SELECT, DataType::Float,
-                               x, low.value(), keep, r.value()));
+                               x, low, keep, r));
     return r;
   }
 };
@@ -233,25 +220,21 @@ Result<cudnnBackendDescriptor_t> sdpa_padding_select(LowerContext& cx, const std
   MaskBuilder m{cx, what, s.sdim()};
   cudnnBackendDescriptor_t keep = nullptr;
   if (lens.q) {
-    auto row = m.index(x, tag + "_row", 2);
-    if (!row) return row;
-    auto k = m.compare(CUDNN_POINTWISE_CMP_LT, row.value(), lens.q, tag + "_row_valid");
-    if (!k) return k;
-    keep = k.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(auto row, m.index(x, tag + "_row", 2));
+    DNNGRAPH_ASSIGN_OR_RETURN(keep,
+                              m.compare(CUDNN_POINTWISE_CMP_LT, row, lens.q, tag + "_row_valid"));
   }
   if (lens.kv) {
-    auto col = m.index(x, tag + "_col", 3);
-    if (!col) return col;
-    auto k = m.compare(CUDNN_POINTWISE_CMP_LT, col.value(), lens.kv, tag + "_col_valid");
-    if (!k) return k;
+    DNNGRAPH_ASSIGN_OR_RETURN(auto col, m.index(x, tag + "_col", 3));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto k,
+                              m.compare(CUDNN_POINTWISE_CMP_LT, col, lens.kv, tag + "_col_valid"));
     if (keep) {
-      auto both = m.vt(tag + "_valid", DataType::Boolean);
-      if (!both) return both;
+      DNNGRAPH_ASSIGN_OR_RETURN(auto both, m.vt(tag + "_valid", DataType::Boolean));
       DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag + "_valid", CUDNN_POINTWISE_LOGICAL_AND,
-                                 DataType::Boolean, keep, k.value(), nullptr, both.value()));
-      keep = both.value();
+                                 DataType::Boolean, keep, k, nullptr, both));
+      keep = both;
     } else {
-      keep = k.value();
+      keep = k;
     }
   }
   if (!keep) return x;
@@ -264,28 +247,22 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     cudnnBackendDescriptor_t scale, const SdpaSeqLens& lens) {
   const DataType f32 = DataType::Float;
   const std::vector<int64_t> sdim = s.sdim();
-  auto raw = cx.virtual_tensor(what + "::S", sdim, f32);
-  if (!raw) return raw;
-  DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm Q.K^T", q, kt, raw.value(), lens.q, lens.kv));
-  auto scaled = cx.virtual_tensor(what + "::S_scaled", sdim, f32);
-  if (!scaled) return scaled;
-  DNNGRAPH_TRY(add_pointwise(cx, what + " scale", CUDNN_POINTWISE_MUL, f32, raw.value(), scale,
-                             nullptr, scaled.value()));
-  cudnnBackendDescriptor_t last = scaled.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto raw, cx.virtual_tensor(what + "::S", sdim, f32));
+  DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm Q.K^T", q, kt, raw, lens.q, lens.kv));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto scaled, cx.virtual_tensor(what + "::S_scaled", sdim, f32));
+  DNNGRAPH_TRY(
+      add_pointwise(cx, what + " scale", CUDNN_POINTWISE_MUL, f32, raw, scale, nullptr, scaled));
+  cudnnBackendDescriptor_t last = scaled;
 
   if (ir::Tensor bias = n.input(Role::BIAS)) {
-    auto tb = cx.tensor(bias);
-    if (!tb) return tb;
-    auto biased = cx.virtual_tensor(what + "::S_bias", sdim, f32);
-    if (!biased) return biased;
-    DNNGRAPH_TRY(add_pointwise(cx, what + " bias", CUDNN_POINTWISE_ADD, f32, last, tb.value(),
-                               nullptr, biased.value()));
-    last = biased.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(auto tb, cx.tensor(bias));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto biased, cx.virtual_tensor(what + "::S_bias", sdim, f32));
+    DNNGRAPH_TRY(
+        add_pointwise(cx, what + " bias", CUDNN_POINTWISE_ADD, f32, last, tb, nullptr, biased));
+    last = biased;
   }
   if (lens.any()) {
-    auto r = sdpa_padding_select(cx, what, "padding", last, s, lens);
-    if (!r) return r;
-    last = r.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(last, sdpa_padding_select(cx, what, "padding", last, s, lens));
   }
 
   // Key `col` is kept for query `row` when diag - left < col <= diag + right, with
@@ -297,31 +274,27 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
   if (!right && !left) return last;
   MaskBuilder m{cx, what, sdim};
   const bool br = a.diagonal_alignment == DiagonalAlignment::BottomRight;
-  // Seen on the H200 (cuDNN 9.19): a left bound whose diagonal is shifted by the sequence
-  // lengths (bottom-right alignment with a padding mask) ran and returned wrong O. Only the
-  // unshifted form was checked right (top-left, or s_q == s_kv, without a padding mask).
+  // A left bound whose diagonal is shifted by the sequence lengths (bottom-right alignment
+  // with a padding mask) runs and returns wrong O; only the unshifted form (top-left, or
+  // s_q == s_kv, without a padding mask) is right (docs/cudnn-engine.md, "What is lowered").
   if (left && (lens.any() || (br && s.sq != s.skv)))
     return sdpa_unsupported(what,
                             "a left window bound with a padding mask or with bottom-right "
                             "alignment and s_q != s_kv");
   // The diagonal of each row; `fold` is a constant added on top (no tensor needed).
   auto diagonal = [&](const std::string& tag, int64_t fold) -> Result<cudnnBackendDescriptor_t> {
-    auto row = m.index(last, tag + "_row", 2);
-    if (!row) return row;
-    cudnnBackendDescriptor_t d = row.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(cudnnBackendDescriptor_t d, m.index(last, tag + "_row", 2));
     int64_t constant = fold;
     if (br) {
       if (lens.kv) {
-        auto r = m.arith(CUDNN_POINTWISE_ADD, d, lens.kv, tag + "_row_plus_skv");
-        if (!r) return r;
-        d = r.value();
+        DNNGRAPH_ASSIGN_OR_RETURN(d,
+                                  m.arith(CUDNN_POINTWISE_ADD, d, lens.kv, tag + "_row_plus_skv"));
       } else {
         constant += s.skv;
       }
       if (lens.q) {
-        auto r = m.arith(CUDNN_POINTWISE_SUB, d, lens.q, tag + "_row_minus_sq");
-        if (!r) return r;
-        d = r.value();
+        DNNGRAPH_ASSIGN_OR_RETURN(d,
+                                  m.arith(CUDNN_POINTWISE_SUB, d, lens.q, tag + "_row_minus_sq"));
       } else {
         constant -= s.sq;
       }
@@ -329,29 +302,18 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     return m.add_const(d, constant, tag + "_row_shifted");
   };
   if (right) {
-    auto hi = diagonal("right", *right);
-    if (!hi) return hi;
-    auto col = m.index(last, "right_col", 3);
-    if (!col) return col;
-    auto keep = m.compare(CUDNN_POINTWISE_CMP_GE, hi.value(), col.value(), "right_keep");
-    if (!keep) return keep;
-    auto sel = m.select(last, keep.value(), "S_right_masked");
-    if (!sel) return sel;
-    last = sel.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hi, diagonal("right", *right));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto col, m.index(last, "right_col", 3));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto keep, m.compare(CUDNN_POINTWISE_CMP_GE, hi, col, "right_keep"));
+    DNNGRAPH_ASSIGN_OR_RETURN(last, m.select(last, keep, "S_right_masked"));
   }
   if (left) {
     // col > diag - left  <=>  col + left > diag (left: the frontend's window length)
-    auto diag = diagonal("left", 0);
-    if (!diag) return diag;
-    auto col = m.index(last, "left_col", 3);
-    if (!col) return col;
-    auto lo = m.add_const(col.value(), *left, "left_col_shifted");
-    if (!lo) return lo;
-    auto keep = m.compare(CUDNN_POINTWISE_CMP_GT, lo.value(), diag.value(), "left_keep");
-    if (!keep) return keep;
-    auto sel = m.select(last, keep.value(), "S_left_masked");
-    if (!sel) return sel;
-    last = sel.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(auto diag, diagonal("left", 0));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto col, m.index(last, "left_col", 3));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto lo, m.add_const(col, *left, "left_col_shifted"));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto keep, m.compare(CUDNN_POINTWISE_CMP_GT, lo, diag, "left_keep"));
+    DNNGRAPH_ASSIGN_OR_RETURN(last, m.select(last, keep, "S_left_masked"));
   }
   return last;
 }
@@ -360,56 +322,43 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat(op_kind_name(n.kind()), " '", n.name, "'");
   const auto& a = n.as<ir::SdpaAttrs>();
   ir::Tensor k = n.input(Role::K), o = n.output(Role::O);
-  auto shape = sdpa_shape(cx, n, what, a);
-  if (!shape) return shape.status();
-  const SdpaShape& s = shape.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(const SdpaShape& s, sdpa_shape(cx, n, what, a));
   const DataType f32 = DataType::Float;
 
   // K described transposed (same memory).
-  auto tq = cx.tensor(n.input(Role::Q));
-  auto tk = cx.tensor_as(k, sdpa_transposed(cx.view(k)));
-  auto tv = cx.tensor(n.input(Role::V));
-  auto to = cx.tensor(o);
-  for (auto* r : {&tq, &tk, &tv, &to})
-    if (!*r) return r->status();
-  auto lens = sdpa_seq_lens(cx, n);
-  if (!lens) return lens.status();
-  auto scale = sdpa_scale(cx, n, what, a, s.d);
-  if (!scale) return scale.status();
-  auto last =
-      sdpa_masked_scores(cx, n, what, a, s, tq.value(), tk.value(), scale.value(), lens.value());
-  if (!last) return last.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tq, cx.tensor(n.input(Role::Q)));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tk, cx.tensor_as(k, sdpa_transposed(cx.view(k))));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tv, cx.tensor(n.input(Role::V)));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto to, cx.tensor(o));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto lens, sdpa_seq_lens(cx, n));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto scale, sdpa_scale(cx, n, what, a, s.d));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto last, sdpa_masked_scores(cx, n, what, a, s, tq, tk, scale, lens));
 
   cudnnBackendDescriptor_t stats = nullptr;
   if (ir::Tensor st = n.output(Role::STATS)) {
-    auto r = cx.tensor(st);
-    if (!r) return r.status();
-    stats = r.value();
-  } else if (cx.variant == 1) {
-    auto r = cx.virtual_tensor(what + "::stats", {s.b, s.hq, s.sq, 1}, f32);
-    if (!r) return r.status();
-    stats = r.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(stats, cx.tensor(st));
+  } else if (cx.variant.sdpa_virtual_stats) {
+    DNNGRAPH_ASSIGN_OR_RETURN(stats,
+                              cx.virtual_tensor(what + "::stats", {s.b, s.hq, s.sq, 1}, f32));
   }
-  auto drop = sdpa_dropout(cx, n, what, a, s, /*backward=*/false);
-  if (!drop) return drop.status();
-  const DataType p_type = cx.variant < 2 ? n.input(Role::V)->data_type : f32;
+  DNNGRAPH_ASSIGN_OR_RETURN(auto drop, sdpa_dropout(cx, n, what, a, s, /*backward=*/false));
+  const DataType p_type = cx.variant.sdpa_float_probabilities ? f32 : n.input(Role::V)->data_type;
   // With dropout the softmax output stays float and the dropped-out P takes P's type.
-  auto p = cx.virtual_tensor(what + "::P", s.sdim(), drop->any() ? f32 : p_type);
-  if (!p) return p.status();
-  DNNGRAPH_TRY(add_softmax(cx, what + " softmax", s.sdim(), last.value(), p.value(), stats));
-  cudnnBackendDescriptor_t pv = p.value();
-  if (drop->any()) {
-    auto masked = cx.virtual_tensor(what + "::P_masked", s.sdim(), f32);
-    auto dropped = cx.virtual_tensor(what + "::P_dropout", s.sdim(), p_type);
-    if (!masked) return masked.status();
-    if (!dropped) return dropped.status();
-    DNNGRAPH_TRY(add_pointwise(cx, what + " dropout mask", CUDNN_POINTWISE_MUL, f32, pv, drop->mask,
-                               nullptr, masked.value()));
-    DNNGRAPH_TRY(add_pointwise(cx, what + " dropout scale", CUDNN_POINTWISE_MUL, f32,
-                               masked.value(), drop->scale, nullptr, dropped.value()));
-    pv = dropped.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto p,
+                            cx.virtual_tensor(what + "::P", s.sdim(), drop.any() ? f32 : p_type));
+  DNNGRAPH_TRY(add_softmax(cx, what + " softmax", s.sdim(), last, p, stats));
+  cudnnBackendDescriptor_t pv = p;
+  if (drop.any()) {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto masked, cx.virtual_tensor(what + "::P_masked", s.sdim(), f32));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto dropped,
+                              cx.virtual_tensor(what + "::P_dropout", s.sdim(), p_type));
+    DNNGRAPH_TRY(add_pointwise(cx, what + " dropout mask", CUDNN_POINTWISE_MUL, f32, pv, drop.mask,
+                               nullptr, masked));
+    DNNGRAPH_TRY(add_pointwise(cx, what + " dropout scale", CUDNN_POINTWISE_MUL, f32, masked,
+                               drop.scale, nullptr, dropped));
+    pv = dropped;
   }
-  return sdpa_matmul(cx, what + " bmm P.V", pv, tv.value(), to.value(), lens->q, nullptr, lens->kv);
+  return sdpa_matmul(cx, what + " bmm P.V", pv, tv, to, lens.q, nullptr, lens.kv);
 }
 
 }  // namespace dnngraph::cudnn

@@ -28,28 +28,22 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   ir::Tensor q = n.input(Role::Q), k = n.input(Role::K), v = n.input(Role::V), o = n.input(Role::O);
   ir::Tensor d_o = n.input(Role::DO), stats = n.input(Role::STATS);
   ir::Tensor dq = n.output(Role::DQ), dk = n.output(Role::DK), dv = n.output(Role::DV);
-  auto shape = sdpa_shape(cx, n, what, a);
-  if (!shape) return shape.status();
-  const SdpaShape& s = shape.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(const SdpaShape& s, sdpa_shape(cx, n, what, a));
   const DataType f32 = DataType::Float;
   const DataType io = q->data_type;
 
   const TensorView& kview = cx.view(k);
-  auto tq = cx.tensor(q);
-  auto tkt = cx.tensor_as(k, sdpa_transposed(kview));
-  auto tvt = cx.tensor_as(v, sdpa_transposed(cx.view(v)));
-  auto to = cx.tensor(o);
-  auto tdo = cx.tensor(d_o);
-  auto tst = cx.tensor(stats);
-  auto tdq = cx.tensor(dq);
-  auto tdk = cx.tensor(dk);
-  auto tdv = cx.tensor(dv);
-  for (auto* r : {&tq, &tkt, &tvt, &to, &tdo, &tst, &tdq, &tdk, &tdv})
-    if (!*r) return r->status();
-  auto lens = sdpa_seq_lens(cx, n);
-  if (!lens) return lens.status();
-  auto scale = sdpa_scale(cx, n, what, a, s.d);
-  if (!scale) return scale.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tq, cx.tensor(q));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tkt, cx.tensor_as(k, sdpa_transposed(kview)));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tvt, cx.tensor_as(v, sdpa_transposed(cx.view(v))));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto to, cx.tensor(o));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tdo, cx.tensor(d_o));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tst, cx.tensor(stats));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tdq, cx.tensor(dq));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tdk, cx.tensor(dk));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tdv, cx.tensor(dv));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto lens, sdpa_seq_lens(cx, n));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto scale, sdpa_scale(cx, n, what, a, s.d));
   auto vt = [&](const std::string& tag, const std::vector<int64_t>& dim, DataType t) {
     return cx.virtual_tensor(what + "::" + tag, dim, t);
   };
@@ -60,43 +54,32 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   const std::vector<int64_t> sdim = s.sdim(), row{s.b, s.hq, s.sq, 1};
 
   // D = rowsum(dO * O): the softmax backward's per-row term.
-  auto doo = vt("dO_O", {s.b, s.hq, s.sq, s.dv}, f32);
-  auto dsum = vt("dO_O_sum", row, f32);
-  auto dsum1 = vt("softmax_sum", row, f32);
-  for (auto* r : {&doo, &dsum, &dsum1})
-    if (!*r) return r->status();
-  DNNGRAPH_TRY(pw("dO*O", CUDNN_POINTWISE_MUL, tdo.value(), to.value(), doo.value()));
-  DNNGRAPH_TRY(add_reduction(cx, what + " rowsum(dO*O)", CUDNN_REDUCE_TENSOR_ADD, f32, doo.value(),
-                             dsum.value()));
-  auto drop = sdpa_dropout(cx, n, what, a, s, /*backward=*/true);
-  if (!drop) return drop.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto doo, vt("dO_O", {s.b, s.hq, s.sq, s.dv}, f32));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto dsum, vt("dO_O_sum", row, f32));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto dsum1, vt("softmax_sum", row, f32));
+  DNNGRAPH_TRY(pw("dO*O", CUDNN_POINTWISE_MUL, tdo, to, doo));
+  DNNGRAPH_TRY(add_reduction(cx, what + " rowsum(dO*O)", CUDNN_REDUCE_TENSOR_ADD, f32, doo, dsum));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto drop, sdpa_dropout(cx, n, what, a, s, /*backward=*/true));
   // Without dropout the mask and 1/scale are a constant 1 (only created then: every tensor
   // the plan binds must be used by the graph, or cuDNN refuses the variant pack).
-  cudnnBackendDescriptor_t mask = drop->mask, scale_inv = drop->scale_inv;
-  if (!drop->any()) {
-    auto one = cx.constant(what + "::one", ir::Scalar::of_float(1.0), 4);
-    if (!one) return one.status();
-    mask = scale_inv = one.value();
+  cudnnBackendDescriptor_t mask = drop.mask, scale_inv = drop.scale_inv;
+  if (!drop.any()) {
+    DNNGRAPH_ASSIGN_OR_RETURN(mask = scale_inv,
+                              cx.constant(what + "::one", ir::Scalar::of_float(1.0), 4));
   }
-  DNNGRAPH_TRY(
-      pw("softmax_sum*scale_inv", CUDNN_POINTWISE_MUL, dsum.value(), scale_inv, dsum1.value()));
+  DNNGRAPH_TRY(pw("softmax_sum*scale_inv", CUDNN_POINTWISE_MUL, dsum, scale_inv, dsum1));
 
   // P = exp(S - STATS).
-  auto sc =
-      sdpa_masked_scores(cx, n, what, a, s, tq.value(), tkt.value(), scale.value(), lens.value());
-  if (!sc) return sc.status();
-  auto sub = vt("S_minus_stats", sdim, f32);
-  if (!sub) return sub.status();
-  DNNGRAPH_TRY(pw("S-stats", CUDNN_POINTWISE_SUB, sc.value(), tst.value(), sub.value()));
-  cudnnBackendDescriptor_t before_exp = sub.value();
-  if (lens->any()) {
-    auto r = sdpa_padding_select(cx, what, "padding2", before_exp, s, lens.value());
-    if (!r) return r.status();
-    before_exp = r.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto sc, sdpa_masked_scores(cx, n, what, a, s, tq, tkt, scale, lens));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto sub, vt("S_minus_stats", sdim, f32));
+  DNNGRAPH_TRY(pw("S-stats", CUDNN_POINTWISE_SUB, sc, tst, sub));
+  cudnnBackendDescriptor_t before_exp = sub;
+  if (lens.any()) {
+    DNNGRAPH_ASSIGN_OR_RETURN(before_exp,
+                              sdpa_padding_select(cx, what, "padding2", before_exp, s, lens));
   }
-  auto p = vt("P", sdim, f32);
-  if (!p) return p.status();
-  DNNGRAPH_TRY(pw("exp", CUDNN_POINTWISE_EXP, before_exp, nullptr, p.value()));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto p, vt("P", sdim, f32));
+  DNNGRAPH_TRY(pw("exp", CUDNN_POINTWISE_EXP, before_exp, nullptr, p));
 
   // [b,hq,sq,skv] float -> its transpose [b,hq,skv,sq] in the io type, same packed layout.
   const TensorView tview{{s.b, s.hq, s.skv, s.sq}, {s.hq * s.sq * s.skv, s.sq * s.skv, 1, s.skv}};
@@ -105,69 +88,61 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
                   cudnnBackendDescriptor_t rhs, cudnnBackendDescriptor_t out, int64_t out_heads,
                   int64_t width) -> Status {
     if (out_heads == s.hq)
-      return sdpa_matmul(cx, what + " bmm " + tag, lhs_t, rhs, out, lens->kv, nullptr, lens->q);
-    auto per_head = vt(tag + "_per_query_head", {s.b, s.hq, s.skv, width}, io);
-    if (!per_head) return per_head.status();
-    DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm " + tag, lhs_t, rhs, per_head.value(), lens->kv,
-                             nullptr, lens->q));
-    return add_reduction(cx, what + " " + tag + " head sum", CUDNN_REDUCE_TENSOR_ADD, f32,
-                         per_head.value(), out);
+      return sdpa_matmul(cx, what + " bmm " + tag, lhs_t, rhs, out, lens.kv, nullptr, lens.q);
+    DNNGRAPH_ASSIGN_OR_RETURN(auto per_head,
+                              vt(tag + "_per_query_head", {s.b, s.hq, s.skv, width}, io));
+    DNNGRAPH_TRY(
+        sdpa_matmul(cx, what + " bmm " + tag, lhs_t, rhs, per_head, lens.kv, nullptr, lens.q));
+    return add_reduction(cx, what + " " + tag + " head sum", CUDNN_REDUCE_TENSOR_ADD, f32, per_head,
+                         out);
   };
 
   // dV = P^T . dO
-  cudnnBackendDescriptor_t pd = p.value();
-  if (drop->any()) {
-    auto masked = vt("P_masked", sdim, f32), dropped = vt("P_dropout", sdim, f32);
-    if (!masked) return masked.status();
-    if (!dropped) return dropped.status();
-    DNNGRAPH_TRY(pw("P*mask", CUDNN_POINTWISE_MUL, pd, drop->mask, masked.value()));
-    DNNGRAPH_TRY(
-        pw("P*dropout_scale", CUDNN_POINTWISE_MUL, masked.value(), drop->scale, dropped.value()));
-    pd = dropped.value();
+  cudnnBackendDescriptor_t pd = p;
+  if (drop.any()) {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto masked, vt("P_masked", sdim, f32));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto dropped, vt("P_dropout", sdim, f32));
+    DNNGRAPH_TRY(pw("P*mask", CUDNN_POINTWISE_MUL, pd, drop.mask, masked));
+    DNNGRAPH_TRY(pw("P*dropout_scale", CUDNN_POINTWISE_MUL, masked, drop.scale, dropped));
+    pd = dropped;
   }
-  auto pt = cx.virtual_tensor(what + "::P^T", tview, io);
-  if (!pt) return pt.status();
-  DNNGRAPH_TRY(sdpa_reshape(cx, what + " P^T", pd, pt.value()));
-  DNNGRAPH_TRY(grad("P^T.dO", pt.value(), tdo.value(), tdv.value(), s.hv, s.dv));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto pt, cx.virtual_tensor(what + "::P^T", tview, io));
+  DNNGRAPH_TRY(sdpa_reshape(cx, what + " P^T", pd, pt));
+  DNNGRAPH_TRY(grad("P^T.dO", pt, tdo, tdv, s.hv, s.dv));
 
   // dS = scale * P * (dP * 1 - D), dP = dO . V^T
-  auto dp = vt("dP", sdim, f32), dp1 = vt("dP_1", sdim, f32), dpd = vt("dP_minus_D", sdim, f32);
-  auto pds = vt("P_dP", sdim, f32), ds = vt("dS", sdim, f32);
-  for (auto* r : {&dp, &dp1, &dpd, &pds, &ds})
-    if (!*r) return r->status();
-  DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm dO.V^T", tdo.value(), tvt.value(), dp.value(), lens->q,
-                           lens->kv));
-  DNNGRAPH_TRY(pw("dP*mask", CUDNN_POINTWISE_MUL, dp.value(), mask, dp1.value()));
-  DNNGRAPH_TRY(pw("dP-D", CUDNN_POINTWISE_SUB, dp1.value(), dsum1.value(), dpd.value()));
-  DNNGRAPH_TRY(pw("(dP-D)*P", CUDNN_POINTWISE_MUL, dpd.value(), p.value(), pds.value()));
-  cudnnBackendDescriptor_t before_scale = pds.value();
-  if (drop->any()) {
-    auto r = vt("P_dP_dropout", sdim, f32);
-    if (!r) return r.status();
-    DNNGRAPH_TRY(pw("dS*dropout_scale", CUDNN_POINTWISE_MUL, before_scale, drop->scale, r.value()));
-    before_scale = r.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto dp, vt("dP", sdim, f32));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto dp1, vt("dP_1", sdim, f32));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto dpd, vt("dP_minus_D", sdim, f32));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto pds, vt("P_dP", sdim, f32));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ds, vt("dS", sdim, f32));
+  DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm dO.V^T", tdo, tvt, dp, lens.q, lens.kv));
+  DNNGRAPH_TRY(pw("dP*mask", CUDNN_POINTWISE_MUL, dp, mask, dp1));
+  DNNGRAPH_TRY(pw("dP-D", CUDNN_POINTWISE_SUB, dp1, dsum1, dpd));
+  DNNGRAPH_TRY(pw("(dP-D)*P", CUDNN_POINTWISE_MUL, dpd, p, pds));
+  cudnnBackendDescriptor_t before_scale = pds;
+  if (drop.any()) {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt("P_dP_dropout", sdim, f32));
+    DNNGRAPH_TRY(pw("dS*dropout_scale", CUDNN_POINTWISE_MUL, before_scale, drop.scale, r));
+    before_scale = r;
   }
   // DBIAS = dS before the attention scale, summed over the dims BIAS broadcasts (batch, heads).
   if (ir::Tensor dbias = n.output(Role::DBIAS)) {
-    auto tdb = cx.tensor(dbias);
-    if (!tdb) return tdb.status();
-    DNNGRAPH_TRY(add_reduction(cx, what + " dBias", CUDNN_REDUCE_TENSOR_ADD, f32, before_scale,
-                               tdb.value()));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto tdb, cx.tensor(dbias));
+    DNNGRAPH_TRY(
+        add_reduction(cx, what + " dBias", CUDNN_REDUCE_TENSOR_ADD, f32, before_scale, tdb));
   }
-  DNNGRAPH_TRY(pw("dS*scale", CUDNN_POINTWISE_MUL, before_scale, scale.value(), ds.value()));
+  DNNGRAPH_TRY(pw("dS*scale", CUDNN_POINTWISE_MUL, before_scale, scale, ds));
 
   // dK = dS^T . Q
-  auto dst = cx.virtual_tensor(what + "::dS^T", tview, io);
-  if (!dst) return dst.status();
-  DNNGRAPH_TRY(sdpa_reshape(cx, what + " dS^T", ds.value(), dst.value()));
-  DNNGRAPH_TRY(grad("dS^T.Q", dst.value(), tq.value(), tdk.value(), s.hk, s.d));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto dst, cx.virtual_tensor(what + "::dS^T", tview, io));
+  DNNGRAPH_TRY(sdpa_reshape(cx, what + " dS^T", ds, dst));
+  DNNGRAPH_TRY(grad("dS^T.Q", dst, tq, tdk, s.hk, s.d));
 
   // dQ = dS . K, K viewed back in its own layout through a reshape of K^T.
-  auto kn = cx.virtual_tensor(what + "::K", kview, k->data_type);
-  if (!kn) return kn.status();
-  DNNGRAPH_TRY(sdpa_reshape(cx, what + " K", tkt.value(), kn.value()));
-  return sdpa_matmul(cx, what + " bmm dS.K", ds.value(), kn.value(), tdq.value(), lens->q, nullptr,
-                     lens->kv);
+  DNNGRAPH_ASSIGN_OR_RETURN(auto kn, cx.virtual_tensor(what + "::K", kview, k->data_type));
+  DNNGRAPH_TRY(sdpa_reshape(cx, what + " K", tkt, kn));
+  return sdpa_matmul(cx, what + " bmm dS.K", ds, kn, tdq, lens.q, nullptr, lens.kv);
 }
 
 }  // namespace dnngraph::cudnn

@@ -27,7 +27,8 @@ struct SdpaSeqLens {
 // an RNG operation (Bernoulli with keep probability 1 - p, Philox seeded by SEED / OFFSET;
 // written to RNG_DUMP when the graph has it) or is the DROPOUT_MASK tensor; SCALE is the
 // constant 1/(1-p) or DROPOUT_SCALE. SCALE_INV (the backward's factor of D) is 1 - p. The mask
-// form is refused in the backward (wrong gradients from cuDNN 9.19). All null without dropout.
+// form is refused in the backward (cuDNN computes wrong gradients, docs/cudnn-engine.md). All
+// null without dropout.
 struct SdpaDropout {
   cudnnBackendDescriptor_t mask = nullptr, scale = nullptr, scale_inv = nullptr;
   bool any() const { return mask != nullptr; }

@@ -13,41 +13,35 @@ Status add_softmax(LowerContext& cx, const std::string& what, const std::vector<
   auto vt = [&](const char* n, const std::vector<int64_t>& d) {
     return cx.virtual_tensor(what + "::" + n, d, f32);
   };
-  auto mx = vt("max", row), sub = vt("sub", dim), ex = vt("exp", dim), sum = vt("sum", row);
-  for (auto* r : {&mx, &sub, &ex, &sum})
-    if (!*r) return r->status();
-  DNNGRAPH_TRY(add_reduction(cx, what + " max", CUDNN_REDUCE_TENSOR_MAX, f32, x, mx.value()));
-  DNNGRAPH_TRY(add_pointwise(cx, what + " sub", CUDNN_POINTWISE_SUB, f32, x, mx.value(), nullptr,
-                             sub.value()));
-  DNNGRAPH_TRY(add_pointwise(cx, what + " exp", CUDNN_POINTWISE_EXP, f32, sub.value(), nullptr,
-                             nullptr, ex.value()));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto mx, vt("max", row));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto sub, vt("sub", dim));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ex, vt("exp", dim));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto sum, vt("sum", row));
+  DNNGRAPH_TRY(add_reduction(cx, what + " max", CUDNN_REDUCE_TENSOR_MAX, f32, x, mx));
+  DNNGRAPH_TRY(add_pointwise(cx, what + " sub", CUDNN_POINTWISE_SUB, f32, x, mx, nullptr, sub));
   DNNGRAPH_TRY(
-      add_reduction(cx, what + " sum", CUDNN_REDUCE_TENSOR_ADD, f32, ex.value(), sum.value()));
+      add_pointwise(cx, what + " exp", CUDNN_POINTWISE_EXP, f32, sub, nullptr, nullptr, ex));
+  DNNGRAPH_TRY(add_reduction(cx, what + " sum", CUDNN_REDUCE_TENSOR_ADD, f32, ex, sum));
   if (stats) {
-    auto lg = vt("log", row);
-    if (!lg) return lg.status();
-    DNNGRAPH_TRY(add_pointwise(cx, what + " log", CUDNN_POINTWISE_LOG, f32, sum.value(), nullptr,
-                               nullptr, lg.value()));
-    DNNGRAPH_TRY(add_pointwise(cx, what + " stats", CUDNN_POINTWISE_ADD, f32, mx.value(),
-                               lg.value(), nullptr, stats));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto lg, vt("log", row));
+    DNNGRAPH_TRY(
+        add_pointwise(cx, what + " log", CUDNN_POINTWISE_LOG, f32, sum, nullptr, nullptr, lg));
+    DNNGRAPH_TRY(
+        add_pointwise(cx, what + " stats", CUDNN_POINTWISE_ADD, f32, mx, lg, nullptr, stats));
   }
-  return add_pointwise(cx, what + " div", CUDNN_POINTWISE_DIV, f32, ex.value(), sum.value(),
-                       nullptr, y);
+  return add_pointwise(cx, what + " div", CUDNN_POINTWISE_DIV, f32, ex, sum, nullptr, y);
 }
 
 Status lower_softmax(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat("softmax '", n.name, "'");
   ir::Tensor x = n.input(Role::X), y = n.output(Role::Y), stats = n.output(Role::STATS);
-  auto tx = cx.tensor(x), ty = cx.tensor(y);
-  if (!tx) return tx.status();
-  if (!ty) return ty.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tx, cx.tensor(x));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ty, cx.tensor(y));
   cudnnBackendDescriptor_t ts = nullptr;
   if (stats) {
-    auto r = cx.tensor(stats);
-    if (!r) return r.status();
-    ts = r.value();
+    DNNGRAPH_ASSIGN_OR_RETURN(ts, cx.tensor(stats));
   }
-  return add_softmax(cx, what, cx.view(x).dim, tx.value(), ty.value(), ts);
+  return add_softmax(cx, what, cx.view(x).dim, tx, ty, ts);
 }
 
 }  // namespace dnngraph::cudnn

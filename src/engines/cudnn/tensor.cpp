@@ -52,9 +52,8 @@ Result<cudnnBackendDescriptor_t> LowerContext::make_tensor(const std::string& na
                                                            const TensorView& v, DataType type,
                                                            int64_t uid, bool is_virtual,
                                                            bool by_value) {
-  auto d = Descriptor::create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor '" + name + "'");
-  if (!d) return d.status();
-  Descriptor& t = d.value();
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      Descriptor t, Descriptor::create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor '" + name + "'"));
   const cudnnDataType_t dt = to_cudnn(type);
   const int64_t alignment = 16;  // execute() rejects pointers aligned to less
   DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, dt));
@@ -86,11 +85,11 @@ Result<cudnnBackendDescriptor_t> LowerContext::tensor(const ir::Tensor& t) {
 Result<cudnnBackendDescriptor_t> LowerContext::tensor_as(const ir::Tensor& t, const TensorView& v) {
   if (by_tensor_.count(t.get()))
     return make_error(ErrorCode::Internal, "tensor ", t->describe(), " was lowered twice");
-  auto d = make_tensor(t->name, v, t->data_type, t->uid, t->is_virtual, t->is_pass_by_value);
-  if (!d) return d.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto d, make_tensor(t->name, v, t->data_type, t->uid, t->is_virtual, t->is_pass_by_value));
   if (t->is_pass_by_value && t->value) constants_.push_back({t->uid, *t->value});
-  by_tensor_[t.get()] = d.value();
-  return d.value();
+  by_tensor_[t.get()] = d;
+  return d;
 }
 
 Result<cudnnBackendDescriptor_t> LowerContext::virtual_tensor(const std::string& name,
@@ -108,10 +107,9 @@ Result<cudnnBackendDescriptor_t> LowerContext::constant(const std::string& name,
                                                         size_t rank) {
   std::vector<int64_t> ones(rank, 1);
   const int64_t uid = next_uid_++;
-  auto d = make_tensor(name, {ones, ones}, value.type, uid, false, true);
-  if (!d) return d.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto d, make_tensor(name, {ones, ones}, value.type, uid, false, true));
   constants_.push_back({uid, value});
-  return d.value();
+  return d;
 }
 
 cudnnBackendDescriptor_t LowerContext::keep(Descriptor d) {

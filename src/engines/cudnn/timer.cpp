@@ -58,11 +58,9 @@ class CudaTimer final : public PlanTimer {
     return static_cast<double>(ms);
   }
   Result<std::shared_ptr<void>> copy(const void* src, int64_t bytes) override {
-    auto p = alloc(bytes);
-    if (!p) return p.status();
-    DNNGRAPH_TRY(
-        cuda_check(cudaMemcpy(p->get(), src, static_cast<size_t>(bytes), cudaMemcpyDefault),
-                   "copying an input"));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto p, alloc(bytes));
+    DNNGRAPH_TRY(cuda_check(cudaMemcpy(p.get(), src, static_cast<size_t>(bytes), cudaMemcpyDefault),
+                            "copying an input"));
     return p;
   }
   Result<std::shared_ptr<void>> alloc(int64_t bytes) override {

@@ -6,8 +6,9 @@
 #include <map>
 #include <new>
 
-#include "dnngraph/engine.hpp"
+#include "dnngraph/engines/interface.hpp"
 #include "engines/reference/kernel.hpp"
+#include "engines/registry.hpp"
 
 namespace dnngraph::reference {
 namespace {
@@ -239,19 +240,18 @@ class ReferenceEngine final : public Engine {
   // fp64 working memory (check_memory).
   Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& g, Handle&) override {
     DNNGRAPH_TRY(check_memory(*g));
-    auto program = plan_memory(g);
-    if (!program) return program.status();
-    return std::unique_ptr<LoweredGraph>(std::make_unique<ReferenceLowered>(*program));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto program, plan_memory(g));
+    return std::unique_ptr<LoweredGraph>(std::make_unique<ReferenceLowered>(program));
   }
   Result<std::unique_ptr<PlanTimer>> make_timer(Handle&) override { return make_host_timer(); }
 };
 
-}  // namespace
-}  // namespace dnngraph::reference
-
-namespace dnngraph {
-Engine& reference_engine() {
-  static reference::ReferenceEngine e;
+Engine& engine() {
+  static ReferenceEngine e;
   return e;
 }
-}  // namespace dnngraph
+// Asked first; runs on CPU handles.
+const EngineRegistrar kRegistrar(0, engine);
+
+}  // namespace
+}  // namespace dnngraph::reference

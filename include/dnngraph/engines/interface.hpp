@@ -1,4 +1,5 @@
-// The Engine/Plan interface. runtime/ talks to engines only through these classes.
+// The engine interface: what every engine (reference, cuDNN) implements and all that the
+// runtime knows of engines.
 //   Engine::lower(graph) -> LoweredGraph::candidates(heur mode) -> Candidate::check_support
 //   -> Candidate::build -> Plan{workspace_size, execute(variant pack, workspace), serialize}
 #pragma once
@@ -10,13 +11,18 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dnngraph/handle.hpp"
+#include "dnngraph/engines/handle.hpp"
+#include "dnngraph/engines/kernel_cache.hpp"
 #include "dnngraph/ir/graph.hpp"
-#include "dnngraph/kernel_cache.hpp"
 #include "dnngraph/status.hpp"
-#include "dnngraph/types.hpp"
 
 namespace dnngraph {
+
+// The heuristic modes of the public pipeline (the tutorial's heur_mode). Each engine maps them
+// to its own notion: the reference engine offers its one candidate for any mode; the cuDNN
+// engine asks cuDNN's heuristics A, B or its fallback list.
+enum class HeurMode : int { A, B, Fallback };
+std::string_view heur_mode_name(HeurMode m);  // "A", "B", "FALLBACK"
 
 // uid -> pointer. Device memory for GPU engines, host memory for the reference engine;
 // pass-by-value tensors always point to host memory holding one scalar of their type.
@@ -140,16 +146,5 @@ class Engine {
     return make_error(ErrorCode::NotSupported, "engine '", name(), "' cannot load plans");
   }
 };
-
-// Engines available in this build, in the order the runtime asks them: those given to
-// register_engine (latest first), then the reference engine, then cuDNN.
-std::vector<Engine*> registered_engines();
-// Puts an engine (which must outlive its use) ahead of the built-in ones: tests, out-of-tree
-// engines. unregister_engine removes it again.
-void register_engine(Engine* engine);
-void unregister_engine(Engine* engine);
-Engine& reference_engine();
-// nullptr when dnngraph was built without CUDA.
-Engine* cudnn_engine();
 
 }  // namespace dnngraph

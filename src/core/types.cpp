@@ -83,7 +83,6 @@ constexpr std::array<std::string_view, 8> kReductionNames = {"ADD",  "MUL", "MIN
                                                              "AMAX", "AVG", "NORM1", "NORM2"};
 constexpr std::array<std::string_view, 2> kAlignmentNames = {"TOP_LEFT", "BOTTOM_RIGHT"};
 constexpr std::array<std::string_view, 2> kPhaseNames = {"TRAINING", "INFERENCE"};
-constexpr std::array<std::string_view, 3> kHeurNames = {"A", "B", "FALLBACK"};
 constexpr std::array<std::string_view, 6> kErrorNames = {
     "Ok", "InvalidGraph", "InvalidArgument", "NotSupported", "BackendError", "Internal"};
 
@@ -172,7 +171,6 @@ std::string_view norm_phase_name(NormForwardPhase p) { return name_of(kPhaseName
 std::optional<NormForwardPhase> norm_phase_from_name(std::string_view s) {
   return find_name<NormForwardPhase>(kPhaseNames, s);
 }
-std::string_view heur_mode_name(HeurMode m) { return name_of(kHeurNames, m); }
 
 const char* error_code_name(ErrorCode c) { return kErrorNames[static_cast<size_t>(c)].data(); }
 std::string Status::to_string() const {

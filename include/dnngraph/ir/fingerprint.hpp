@@ -1,22 +1,12 @@
-// JSON description of a graph and its stable fingerprint.
+// A graph's stable 128-bit fingerprint (cache keys).
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 #include "dnngraph/ir/graph.hpp"
-#include "dnngraph/status.hpp"
 
 namespace dnngraph::ir {
-
-// Current version of the JSON description ("dnngraph_version" field).
-inline constexpr int kJsonVersion = 1;
-
-// Exact description of the graph as written by the user plus what validate() inferred.
-std::string to_json(const Graph& g, int indent = 2);
-// Loads a description; rejects unknown versions and malformed input with a clear error.
-Status from_json(std::string_view text, Graph& out);
 
 struct FingerprintOptions {
   bool include_shapes = true;  // false: dims and strides left out (dynamic-shape graphs)
@@ -30,8 +20,5 @@ struct Fingerprint {
   bool operator==(const Fingerprint&) const = default;
 };
 Fingerprint fingerprint(const Graph& g, FingerprintOptions opts = {});
-
-// Graphviz DOT of the graph.
-std::string to_dot(const Graph& g);
 
 }  // namespace dnngraph::ir

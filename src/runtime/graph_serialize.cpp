@@ -5,7 +5,7 @@
 #include <shared_mutex>
 
 #include "dnngraph/graph.hpp"
-#include "dnngraph/ir/serialize.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "runtime/pipeline.hpp"
 
 namespace dnngraph {
@@ -120,18 +120,16 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
       text("engine") != engine.name())
     return make_error(ErrorCode::InvalidArgument, "not a dnngraph built graph of engine '",
                       engine.name(), "' with a stored plan");
-  auto raw = base64_decode(env["plan"].get<std::string>());
-  if (!raw) return raw.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto raw, base64_decode(env["plan"].get<std::string>()));
   DNNGRAPH_TRY(validate());
   ir::ValidatedGraphPtr snapshot = validated();
-  auto plan = engine.deserialize_plan(snapshot, *handle, *raw);
-  if (!plan) return plan.status();
+  DNNGRAPH_ASSIGN_OR_RETURN(auto plan, engine.deserialize_plan(snapshot, *handle, raw));
   state_->reset();  // keeps the lock, the kernel cache and the settings
   state_->validated = std::move(snapshot);
   state_->handle = handle;
   state_->engine = &engine;
   set_required();
-  adopt_plan(std::move(plan).value(), env["candidate"].get<std::string>());
+  adopt_plan(std::move(plan), env["candidate"].get<std::string>());
   return Status::ok();
 }
 
@@ -178,9 +176,8 @@ Status Graph::deserialize_unlocked(const HandlePtr& handle, std::string_view byt
                       handle->device().to_string(), ") uses '", state_->engine->name(), "'");
   const std::string want = env["candidate"].get<std::string>();
   if (env.contains("plan") && env["plan"].is_string()) {
-    auto raw = base64_decode(env["plan"].get<std::string>());
-    if (!raw) return raw.status();
-    auto plan = state_->engine->deserialize_plan(state_->validated, *handle, *raw);
+    DNNGRAPH_ASSIGN_OR_RETURN(auto raw, base64_decode(env["plan"].get<std::string>()));
+    auto plan = state_->engine->deserialize_plan(state_->validated, *handle, raw);
     if (plan) {
       adopt_plan(std::move(plan).value(), want);
       return Status::ok();

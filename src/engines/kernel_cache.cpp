@@ -1,7 +1,9 @@
-// KernelCache: the engine-independent part (bytes, files, locking).
-#include "dnngraph/kernel_cache.hpp"
+// KernelCache (dnngraph/engines/kernel_cache.hpp): the part every engine shares (bytes, files,
+// locking).
+#include "dnngraph/engines/kernel_cache.hpp"
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -84,9 +86,8 @@ Result<std::shared_ptr<KernelCache>> KernelCache::load(const std::string& path) 
 Result<std::string> KernelCache::serialize() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (backend_) {
-    auto payload = backend_->serialize();
-    if (!payload) return payload.status();
-    return wrap(std::string(backend_->engine()), payload.value());
+    DNNGRAPH_ASSIGN_OR_RETURN(auto payload, backend_->serialize());
+    return wrap(std::string(backend_->engine()), payload);
   }
   if (!initial_.empty()) return wrap(initial_engine_, initial_);
   return make_error(ErrorCode::InvalidArgument,
@@ -100,16 +101,17 @@ bool KernelCache::in_use() const {
 }
 
 Status KernelCache::save(const std::string& path) const {
-  auto bytes = serialize();
-  if (!bytes) return bytes.status();
-  static std::atomic<uint64_t> serial{0};  // one temporary file per call, also across threads
+  DNNGRAPH_ASSIGN_OR_RETURN(auto bytes, serialize());
+  // One temporary file per call (process and call number): concurrent saves, from threads of
+  // one process too, each write their own and the last rename wins.
+  static std::atomic<uint64_t> calls{0};
   const std::string tmp =
-      path + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(serial++);
+      path + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(calls.fetch_add(1));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
       return make_error(ErrorCode::InvalidArgument, "kernel cache: cannot write '", tmp, "'");
-    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!out)
       return make_error(ErrorCode::InvalidArgument, "kernel cache: writing '", tmp, "' failed");
   }
