@@ -265,12 +265,15 @@ std::string Graph::plan_cache_key(const Engine& engine, const Handle& handle,
 Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
                     BuildPlanPolicy policy) {
   // The plan cache (plan_cache.hpp): HEURISTICS_CHOICE builds on engines that can reload plans.
+  // A graph given a kernel cache skips it: the kernel cache is then what saves the compilation,
+  // and a restored plan would neither use it (its kernels never reach it) nor check it.
   // One exclusive lock over the whole build (the cache lookup, the steps and the store).
   Exclusive lock(state_->mu);
   PlanCache* cache = nullptr;
   Engine* engine = nullptr;
   std::string key;
-  if (handle && policy == BuildPlanPolicy::HeuristicsChoice && (cache = PlanCache::global())) {
+  if (handle && policy == BuildPlanPolicy::HeuristicsChoice && !state_->kernel_cache &&
+      (cache = PlanCache::global())) {
     for (Engine* e : registered_engines())
       if (e->runs_on(handle->device())) {
         if (e->loads_plans()) engine = e;
