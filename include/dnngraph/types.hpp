@@ -77,8 +77,9 @@ enum class PointwiseMode : int {
   SiluBwd,
   EluBwd,
   SoftplusBwd,
+  GenIndex,  // out = the index of each element along PointwiseAttrs::axis (in0 gives the dims)
 };
-constexpr int kPointwiseModeCount = static_cast<int>(PointwiseMode::SoftplusBwd) + 1;
+constexpr int kPointwiseModeCount = static_cast<int>(PointwiseMode::GenIndex) + 1;
 
 std::string_view pointwise_mode_name(PointwiseMode m);  // "ADD", "RELU_BWD", ...
 std::optional<PointwiseMode> pointwise_mode_from_name(std::string_view name);

@@ -257,6 +257,7 @@ _OPS.update({
                                                   "inv_variance"), {}, {}),
     "reduction": ("reduction", ("input", "group_offset"), {}, {}),
     "genstats": ("genstats", ("input",), {}, {}),
+    "gen_index": ("gen_index", ("input", "axis", "name", "compute_data_type"), {}, {}),
     "transpose": ("transpose", ("input", "permutation"), {}, {}),
     "sdpa": ("sdpa", ("q", "k", "v"), {}, {}),
     "sdpa_backward": ("sdpa_backward", ("q", "k", "v", "o", "dO", "stats"), {}, {}),
@@ -265,7 +266,7 @@ _OPS.update({
 # Frontend methods for ops dnngraph does not have (yet): each raises NotSupported naming it.
 # Those another part of dnngraph implements (the native class has them) are not overridden.
 _LACKING_OPS = [
-    "add_square", "mod", "tan", "gen_index", "reshape", "concatenate",
+    "add_square", "mod", "tan", "reshape", "concatenate",
     "slice", "rope", "rope_backward", "block_scale_quantize", "block_scale_dequantize",
     "moe_grouped_matmul", "moe_grouped_matmul_bwd", "sdpa_fp8", "sdpa_fp8_backward",
     "sdpa_mxfp8", "sdpa_mxfp8_backward", "gdn", "gdn_bwd", "gdn_summary", "gdn_summary_bwd",

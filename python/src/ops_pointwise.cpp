@@ -208,6 +208,17 @@ void bind_ops_pointwise(nb::class_<PyGraph>& cls) {
   }
 
   cls.def(
+      "gen_index",
+      [](PyGraph& g, TensorOrScalar input, int64_t axis, DataType compute, std::string name) {
+        ir::PointwiseAttrs a = pw(PointwiseMode::GenIndex);
+        a.axis = axis;
+        return add_pointwise(g, a, input, {}, {}, compute, std::move(name));
+      },
+      nb::arg("input"), nb::arg("axis"), nb::arg("compute_data_type") = DataType::NotSet,
+      nb::arg("name") = "",
+      "Y = the index of each element of input along axis (its values are not read); set Y's "
+      "data type (e.g. INT32) as the frontend's masks do.");
+  cls.def(
       "pointwise",
       [](PyGraph& g, PointwiseMode mode, TensorOrScalar input0, In input1, In input2,
          Opt lower_clip, Opt upper_clip, Opt negative_slope, Opt alpha, Opt beta, Opt swish_beta,

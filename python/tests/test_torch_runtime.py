@@ -194,5 +194,9 @@ def test_aten_fallbacks_match_torch_and_warn_once():
                        env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "FALLBACKS OK" in r.stdout
+    # Where a C++ warning surfaces depends on torch: a Python warning (seen on torch 2.15), or,
+    # raised inside autograd's forward, torch's own stderr handler (torch 2.11 on the H200).
     for op in ("layer_norm", "rms_norm", "linear_act", "conv2d_bias_act", "sdpa", "sdpa_backward"):
-        assert f"'{op}'" in r.stdout, r.stdout
+        n_err = r.stderr.count(f"dnngraph::{op}:")
+        assert f"'{op}'" in r.stdout or n_err > 0, r.stdout + r.stderr
+        assert n_err <= 1, f"{op} warned {n_err} times: " + r.stderr

@@ -76,7 +76,8 @@ constexpr std::array<std::string_view, kPointwiseModeCount> kPointwiseNames = {
     "TANH_BWD",
     "SILU_BWD",
     "ELU_BWD",
-    "SOFTPLUS_BWD"};
+    "SOFTPLUS_BWD",
+    "GEN_INDEX"};
 
 constexpr std::array<std::string_view, 8> kReductionNames = {"ADD",  "MUL", "MIN",   "MAX",
                                                              "AMAX", "AVG", "NORM1", "NORM2"};

@@ -132,12 +132,20 @@ Status Graph::create_execution_plans_unlocked(const std::vector<HeurMode>& modes
   state_->checked = 0;
   state_->selected = -1;
   state_->settings.modes = modes;
+  // A mode that proposes nothing (or fails) is skipped when another mode proposes candidates,
+  // as the frontend does with [A, FALLBACK]: the error is returned only when every mode fails.
   std::unordered_set<std::string> seen;
+  Status first_error = Status::ok();
   for (HeurMode m : modes) {
-    DNNGRAPH_ASSIGN_OR_RETURN(auto c, state_->lowered->candidates(m));
-    for (auto& cand : c)
+    auto c = state_->lowered->candidates(m);
+    if (!c) {
+      if (first_error.is_ok()) first_error = c.status();
+      continue;
+    }
+    for (auto& cand : *c)
       if (seen.insert(cand->info().name).second) state_->candidates.push_back(std::move(cand));
   }
+  if (state_->candidates.empty() && !first_error.is_ok()) return first_error;
   state_->stage = Stage::Planned;
   return Status::ok();
 }
@@ -265,12 +273,15 @@ std::string Graph::plan_cache_key(const Engine& engine, const Handle& handle,
 Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
                     BuildPlanPolicy policy) {
   // The plan cache (plan_cache.hpp): HEURISTICS_CHOICE builds on engines that can reload plans.
+  // A graph given a kernel cache skips it: the kernel cache is then what saves the compilation,
+  // and a restored plan would neither use it (its kernels never reach it) nor check it.
   // One exclusive lock over the whole build (the cache lookup, the steps and the store).
   Exclusive lock(state_->mu);
   PlanCache* cache = nullptr;
   Engine* engine = nullptr;
   std::string key;
-  if (handle && policy == BuildPlanPolicy::HeuristicsChoice && (cache = PlanCache::global())) {
+  if (handle && policy == BuildPlanPolicy::HeuristicsChoice && !state_->kernel_cache &&
+      (cache = PlanCache::global())) {
     for (Engine* e : registered_engines())
       if (e->runs_on(handle->device())) {
         if (e->loads_plans()) engine = e;

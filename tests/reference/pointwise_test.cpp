@@ -240,9 +240,35 @@ TEST(RefPointwise, EveryModeIsCovered) {
   std::set<int> seen;
   for (const Case& c : forward_cases()) seen.insert(static_cast<int>(c.mode));
   for (PM m : {PM::ReluBwd, PM::GeluBwd, PM::GeluApproxTanhBwd, PM::SigmoidBwd, PM::TanhBwd,
-               PM::SiluBwd, PM::EluBwd, PM::SoftplusBwd})
+               PM::SiluBwd, PM::EluBwd, PM::SoftplusBwd, PM::GenIndex})  // GenIndex: below
     seen.insert(static_cast<int>(m));
   EXPECT_EQ(static_cast<int>(seen.size()), dnngraph::kPointwiseModeCount);
+}
+
+// GEN_INDEX writes each element's index along the axis (the input's values are unused), here
+// into an INT32 output with the input's channels-last layout.
+TEST(RefPointwise, GenIndexHandWorked) {
+  for (int64_t axis : {0, 1, 2}) {
+    dnngraph::Graph g;
+    g.set_io_data_type(DataType::Float);
+    auto x = g.tensor(
+        dnngraph::ir::TensorAttrs().set_name("x").set_dim({2, 3, 2}).set_stride({6, 1, 3}));
+    PointwiseAttrs a = dnngraph::Graph::pointwise_attrs(PM::GenIndex);
+    a.axis = axis;
+    auto y = g.pointwise(x, a);
+    y->set_output(true).set_name("y").set_data_type(DataType::Int32);
+    ASSERT_OK(g.validate());
+    ref_test::Rng rng(3);
+    ref_test::Buffers b;
+    b.random(x, rng, -1, 1);
+    ASSERT_OK(b.run_graph(g));
+    std::vector<double> want;  // row-major over [2, 3, 2]
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t k = 0; k < 2; ++k)
+          want.push_back(static_cast<double>(axis == 0 ? i : axis == 1 ? j : k));
+    EXPECT_EQ(b.values(y), want) << "axis " << axis;
+  }
 }
 
 // Reduced-precision storage and compute: bf16 in, fp16 out with strides, and a bf16

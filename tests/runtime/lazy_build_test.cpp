@@ -14,8 +14,9 @@ namespace {
 
 struct Counters {
   int checks = 0, builds = 0;
-  std::set<int> unsupported;     // check_support refuses these candidates
-  std::set<int> failing_builds;  // build() fails for these
+  std::set<int> unsupported;       // check_support refuses these candidates
+  std::set<int> failing_builds;    // build() fails for these
+  std::set<HeurMode> empty_modes;  // candidates() refuses these modes
   int count = 6;
 };
 
@@ -59,7 +60,10 @@ class CountingCandidate final : public Candidate {
 class CountingLowered final : public LoweredGraph {
  public:
   explicit CountingLowered(Counters& c) : c_(c) {}
-  Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode) override {
+  Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode m) override {
+    if (c_.empty_modes.count(m))
+      return make_error(ErrorCode::NotSupported, "heuristics ", static_cast<int>(m),
+                        " proposed none");
     std::vector<std::unique_ptr<Candidate>> out;
     for (int i = 0; i < c_.count; ++i) out.push_back(std::make_unique<CountingCandidate>(c_, i));
     return out;
@@ -115,6 +119,22 @@ TEST_F(LazyBuild, HeuristicsChoiceBuildsOnlyTheFirstThatBuilds) {
   EXPECT_EQ(engine.c.checks, 3);
   EXPECT_EQ(g.selected_plan_index(), 1);  // index among supported candidates: c1, c2, ...
   EXPECT_EQ(g.get_workspace_size().value(), 32);
+}
+
+// [A, FALLBACK] where FALLBACK proposes nothing builds from A's candidates (on the H200 every
+// sdpa_backward built from Python failed this way); only when every mode fails is it an error.
+TEST_F(LazyBuild, AModeThatProposesNothingIsSkipped) {
+  engine.c.empty_modes = {HeurMode::Fallback};
+  ASSERT_TRUE(g.build_operation_graph(h).is_ok());
+  ASSERT_TRUE(g.create_execution_plans({HeurMode::A, HeurMode::Fallback}).is_ok());
+  ASSERT_TRUE(g.check_support().is_ok());
+  EXPECT_EQ(g.candidates().size(), 6u);
+  ASSERT_TRUE(g.create_execution_plans({HeurMode::Fallback, HeurMode::A}).is_ok());
+  ASSERT_TRUE(g.check_support().is_ok());
+  EXPECT_EQ(g.candidates().size(), 6u);
+  const Status s = g.create_execution_plans({HeurMode::Fallback});
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("proposed none"), std::string::npos) << s.message();
 }
 
 TEST_F(LazyBuild, PlanCountAndReportsCoverEveryCandidate) {

@@ -99,6 +99,8 @@ cudnnPointwiseMode_t mode_of(PointwiseMode m) {
       return CUDNN_POINTWISE_ELU_BWD;
     case M::SoftplusBwd:
       return CUDNN_POINTWISE_SOFTPLUS_BWD;
+    case M::GenIndex:
+      return CUDNN_POINTWISE_GEN_INDEX;
   }
   return CUDNN_POINTWISE_IDENTITY;
 }
@@ -175,8 +177,24 @@ Status lower_pointwise(LowerContext& cx, const ir::Node& n) {
   }
   ir::Tensor out = n.output(Role::OUT_0);
   DNNGRAPH_ASSIGN_OR_RETURN(auto y, cx.tensor(out));
+  int64_t axis = -1;
+  if (a.mode == PointwiseMode::GenIndex) {
+    // The canonical view may only have added leading 1s: then the axis moves by their count.
+    // A permuted or folded view (pointwise-only graphs) has no axis to match.
+    const TensorView& v = cx.view(out);
+    const size_t pad = v.dim.size() >= out->dim.size() ? v.dim.size() - out->dim.size() : 0;
+    bool same = v.dim.size() >= out->dim.size();
+    for (size_t i = 0; same && i < v.dim.size(); ++i)
+      same = i < pad ? v.dim[i] == 1 : v.dim[i] == out->dim[i - pad];
+    if (!same)
+      return make_error(ErrorCode::NotSupported, what,
+                        ": GEN_INDEX on a tensor the cuDNN engine describes with other dims (",
+                        "it folds the dims of pointwise-only graphs); use it inside a graph with "
+                        "a matmul or reduction, or run this graph on the CPU reference engine");
+    axis = *a.axis + static_cast<int64_t>(pad);
+  }
   return add_pointwise_impl(cx, what, mode_of(a.mode), cx.compute_type(n), &a, in[0], in[1], in[2],
-                            y, -1);
+                            y, axis);
 }
 
 }  // namespace dnngraph::cudnn

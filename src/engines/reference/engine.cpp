@@ -75,7 +75,7 @@ int64_t elements(const ir::Tensor& t) {
 
 // An upper estimate of one node's fp64 working memory in bytes: every port as a dense copy,
 // each input once more broadcast to the largest port, conv's zero-padded input, SDPA's score
-// rows (a full score matrix for the backward's bias gradient).
+// rows (a full score matrix for the backward's bias gradient), the norms' group index.
 int64_t working_bytes(const ir::Node& n) {
   int64_t total = 0, largest = 0;
   for (const auto* ports : {&n.inputs, &n.outputs})
@@ -99,6 +99,12 @@ int64_t working_bytes(const ir::Node& n) {
             sat_add(total, sat_mul(sat_mul(q->dim[0], q->dim[1]), sat_mul(q->dim[2], k->dim[2])));
       break;
     }
+    case ir::OpKind::NormFwd:
+    case ir::OpKind::NormBwd:
+      // The element -> statistics-group index and the members sorted by group (int64 each).
+      if (const ir::Tensor x = n.input(ir::Role::X))
+        total = sat_add(total, sat_mul(2, elements(x)));
+      break;
     default:
       break;
   }

@@ -166,6 +166,8 @@ double apply(const Params& p, double a, double b, double c) {
       return b > 0 ? a : a * p.alpha * std::exp(b);
     case PM::SoftplusBwd:
       return a * sigmoid(p.softplus_beta * b);
+    case PM::GenIndex:
+      break;  // run_gen_index: needs the element's position, not its value
   }
   return std::numeric_limits<double>::quiet_NaN();
 }
@@ -174,8 +176,23 @@ constexpr Role kInputRoles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
 
 }  // namespace
 
+// GEN_INDEX: each element's index along `axis` (the output's dims; the input's values unused).
+Status run_gen_index(KernelContext& ctx, int64_t axis) {
+  const std::vector<int64_t>& dims = ctx.tensor(Role::OUT_0).dim;
+  Dense out(dims);
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < dims.size(); ++d) inner *= dims[d];
+  const int64_t extent = dims[static_cast<size_t>(axis)];
+  for (int64_t i = 0; i < out.size(); ++i)
+    out[i] = ctx.round_compute(static_cast<double>((i / inner) % extent));
+  ctx.store(Role::OUT_0, out);
+  return Status::ok();
+}
+
 Status run_pointwise(KernelContext& ctx) {
-  const Params p = params_of(ctx.node().as<ir::PointwiseAttrs>());
+  const auto& attrs = ctx.node().as<ir::PointwiseAttrs>();
+  if (attrs.mode == PM::GenIndex) return run_gen_index(ctx, *attrs.axis);
+  const Params p = params_of(attrs);
   const std::vector<int64_t>& dims = ctx.tensor(Role::OUT_0).dim;
   const int arity = pointwise_arity(p.mode);
   Dense in[3];

@@ -66,6 +66,17 @@ Status infer_pointwise(Node& n, const InferContext& ctx) {
     if (t) in.push_back(t);
   }
   DNNGRAPH_PORT(out, required_output(n, Role::OUT_0));
+  if (attrs.mode == PointwiseMode::GenIndex) {
+    const int64_t rank = static_cast<int64_t>(in[0]->dim.size());
+    if (!attrs.axis || *attrs.axis < 0 || *attrs.axis >= rank)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": GEN_INDEX needs an axis in [0, ",
+                        rank, ") (a dim of ", port_label(Role::IN_0, in[0]), ", dims ",
+                        dims_str(in[0]->dim), ") but axis is ",
+                        attrs.axis ? std::to_string(*attrs.axis) : std::string("unset"));
+  } else if (attrs.axis) {
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": attribute axis ", *attrs.axis,
+                      " is only for GEN_INDEX, not ", pointwise_mode_name(attrs.mode));
+  }
 
   // The broadcast shape of the inputs. Scalar-like inputs only join when ranks agree, so a
   // [1] scalar against a rank-4 tensor leaves the rank at 4.

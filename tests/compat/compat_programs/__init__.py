@@ -9,6 +9,8 @@ NAMES = [
     "batchnorm_train",
     "instancenorm_train",
     "adalayernorm_train",
+    "conv_genstats",
+    "transpose_nchw_to_nhwc",
     "pointwise_forms",
     "reduction_sum",
     "sdpa_fwd",
