@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Mapping
 from typing import Any, Dict, List, Optional
 
 from . import _interop
@@ -27,7 +28,6 @@ from ._dnngraph import (
 )
 from ._dnngraph import pygraph as _native
 
-_native_execute = _native.execute
 from .datatypes import _library_type, is_dtype_like
 
 cudnnGraphNotSupportedError = NotSupportedError
@@ -716,27 +716,22 @@ class pygraph(_native):
             pack[k] = v
         return pack
 
-    def execute(self, tensor_dict: Any, workspace: Any = None, handle: Any = None,
-                override_uids: Any = None, override_shapes: Any = None,
-                override_strides: Any = None, tensor_uids: Any = None) -> None:
+    # execute() is the native method: it runs a plain call (a dict of tensors/uids -> arrays on
+    # a built graph) itself and hands everything else to _execute_slow (python/src/execute.cpp).
+    def _execute_slow(self, tensor_dict: Any, workspace: Any = None, handle: Any = None,
+                      override_uids: Any = None, override_shapes: Any = None,
+                      override_strides: Any = None, tensor_uids: Any = None) -> None:
         if override_uids or override_shapes or override_strides:
             self._no_overrides("execute", override_uids, override_shapes, override_strides)
-        d = self.__dict__
-        if tensor_uids is None and workspace is not None and d.get("_ready") and not d.get(
-                "_bindings"):
-            # The common call: a dict of tensors/uids -> arrays, nothing to convert.
-            for k, v in tensor_dict.items():
-                if v is None or type(k) is str:
-                    break
-            else:
-                return _native_execute(self, tensor_dict, workspace, handle)
+        if tensor_uids is None and not isinstance(tensor_dict, Mapping):
+            raise TypeError("execute: tensor_dict must be a mapping {tensor, uid or name: array} "
+                            f"(got {type(tensor_dict).__name__}; a list needs tensor_uids=)")
         try:
             if _native.get_execution_plan_count(self) <= 0:
                 self.build()
-            d["_ready"] = True
             if workspace is None:
                 workspace = self._own_workspace(_native.get_workspace_size(self))
-            _native.execute(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
+            _native._execute_direct(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
         except Exception as e:
             _remember(e)
             raise
@@ -782,7 +777,7 @@ class pygraph(_native):
         if ws_size > 0:
             ws = _Ptr(int(workspace), _Shape({"dim": [ws_size], "stride": [1],
                                               "data_type": "UINT8"}), cuda)
-        _native.execute(self, pack, ws, handle)
+        _native._execute_direct(self, pack, ws, handle)
 
 
 class GraphContext:

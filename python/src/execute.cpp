@@ -779,6 +779,32 @@ void with_pack(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandl
   throw_if_error(s);
 }
 
+// Whether execute() can run `pack` as given: no frontend-only arguments, a built plan, a
+// workspace when the plan needs one, a dict whose keys are tensors or uids and whose values are
+// not None, and no scalars bound by tensor_scalar() waiting to be added.
+static bool is_plain_call(PyGraph& g, nb::handle self, nb::handle pack, nb::handle workspace,
+                          nb::handle override_uids, nb::handle override_shapes,
+                          nb::handle override_strides, nb::handle tensor_uids) {
+  if (!override_uids.is_none() || !override_shapes.is_none() || !override_strides.is_none() ||
+      !tensor_uids.is_none() || !PyDict_Check(pack.ptr()))
+    return false;
+  if (g.graph.selected_plan_index() < 0) return false;
+  if (workspace.is_none()) {
+    auto ws = g.graph.get_workspace_size();
+    if (!ws || *ws > 0) return false;
+  }
+  PyObject** dict = _PyObject_GetDictPtr(self.ptr());
+  if (dict && *dict) {
+    PyObject* b = PyDict_GetItemString(*dict, "_bindings");  // borrowed
+    if (b && PyObject_IsTrue(b) == 1) return false;
+  }
+  PyObject *key = nullptr, *value = nullptr;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(pack.ptr(), &pos, &key, &value))
+    if (value == Py_None || PyUnicode_Check(key)) return false;
+  return true;
+}
+
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
   auto intern = [](const char* s) { return PyUnicode_InternFromString(s); };
   g_names = Names{intern("data_ptr"),
@@ -806,18 +832,53 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
                            static_cast<int>(arr.dtype().bits));
   });
 
+  // The frontend-compatible subclass (python/dnngraph/_compat.py) keeps this method as its
+  // `execute`, so the common call costs no Python frame: a dict of tensors/uids -> arrays on a
+  // built graph runs here; anything else (None entries, name keys, overrides, tensor_uids,
+  // bound scalars, no workspace where one is needed, not built yet) goes to the subclass's
+  // `_execute_slow`. The base class has no `_execute_slow` and always runs here.
   cls.def(
       "execute",
-      [](PyGraph& self, Pack pack, nb::handle workspace, const PyHandle* handle) {
-        run(self, pack, workspace, handle, std::nullopt);
+      [](nb::pointer_and_handle<PyGraph> self, nb::handle pack, nb::handle workspace,
+         nb::handle handle, nb::handle override_uids, nb::handle override_shapes,
+         nb::handle override_strides, nb::handle tensor_uids) {
+        PyGraph& g = *self.p;
+        if (!is_plain_call(g, self.h, pack, workspace, override_uids, override_shapes,
+                           override_strides, tensor_uids)) {
+          nb::object slow = nb::getattr(self.h, "_execute_slow", nb::none());
+          if (!slow.is_none()) {
+            slow(pack, workspace, handle, override_uids, override_shapes, override_strides,
+                 tensor_uids);
+            return;
+          }
+        }
+        if (!PyMapping_Check(pack.ptr()))
+          throw nb::type_error("execute: tensor_dict must be a mapping {tensor or uid: array}");
+        const PyHandle* h = handle.is_none() ? nullptr : nb::cast<const PyHandle*>(handle);
+        run(g, pack, workspace, h, std::nullopt);
       },
-      nb::arg("pack"), nb::arg("workspace").none(), nb::arg("handle").none() = nb::none(),
+      nb::arg("tensor_dict"), nb::arg("workspace").none() = nb::none(),
+      nb::arg("handle").none() = nb::none(), nb::arg("override_uids").none() = nb::none(),
+      nb::arg("override_shapes").none() = nb::none(),
+      nb::arg("override_strides").none() = nb::none(), nb::arg("tensor_uids").none() = nb::none(),
+      nb::sig(
+          "def execute(self, tensor_dict: typing.Mapping[Tensor | int, object], workspace: object "
+          "| None = None, handle: Handle | None = None, override_uids: object | None = None, "
+          "override_shapes: object | None = None, override_strides: object | None = None, "
+          "tensor_uids: object | None = None) -> None"),
       "Runs the selected plan. pack: {tensor or uid: array}; arrays are numpy arrays, torch\n"
       "tensors or any buffer / data_ptr() / __cuda_array_interface__ / __array_interface__ /\n"
       "DLPack object on the handle's device; pass-by-value tensors take host scalars (Python\n"
       "numbers too). Each array must have the tensor's data type, shape and strides (any layout\n"
       "that matches the tensor's strides exactly). workspace: a buffer of get_workspace_size()\n"
       "bytes, or None when 0.");
+  cls.def(
+      "_execute_direct",
+      [](PyGraph& self, Pack pack, nb::handle workspace, const PyHandle* handle) {
+        run(self, pack, workspace, handle, std::nullopt);
+      },
+      nb::arg("pack"), nb::arg("workspace").none(), nb::arg("handle").none() = nb::none(),
+      "execute() without the compatible subclass's dispatch (used by its slow path).");
   cls.def(
       "_time_execute",
       [](PyGraph& self, Pack pack, nb::handle workspace, int64_t calls, const PyHandle* handle) {

@@ -310,3 +310,29 @@ def test_last_error_string_and_query_by_uid(handle):
     Y.set_output(True)
     g.build()
     assert g.query_tensor_attributes_of_uid(X.get_uid()) is X
+
+
+def test_execute_is_the_native_method_and_slow_forms_still_work():
+    # No Python frame on the common call: the compatible class inherits the native execute,
+    # which hands None entries, name keys and a missing workspace to _execute_slow.
+    assert cudnn.pygraph.execute is cudnn.NativeGraph.execute
+    h = cudnn.create_handle("cpu")
+    g = cudnn.pygraph(handle=h, io_data_type=cudnn.data_type.FLOAT)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((1, 3, 5)).astype(np.float32)
+    b = rng.standard_normal((1, 5, 2)).astype(np.float32)
+    A, B = g.tensor_like(a, "A"), g.tensor_like(b, "B")
+    Y = g.matmul(A, B)
+    Y.set_output(True).set_name("Y")
+    y = np.full((1, 3, 2), np.nan, np.float32)
+    g.execute({A: a, B: b, Y: y, "unused": None})  # not built yet, None entry: slow path builds
+    np.testing.assert_allclose(y, a @ b, rtol=1e-5, atol=1e-6)
+    y[:] = np.nan
+    g.execute({"A": a, "B": b, "Y": y}, None)  # name keys
+    np.testing.assert_allclose(y, a @ b, rtol=1e-5, atol=1e-6)
+    y[:] = np.nan
+    ws = np.empty(max(g.get_workspace_size(), 1), np.uint8)
+    g.execute({A.get_uid(): a, B: b, Y: y}, ws)  # the plain call
+    np.testing.assert_allclose(y, a @ b, rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError):
+        g.execute([a, b, y], ws)
