@@ -68,6 +68,7 @@ struct Names {
   PyObject* strides;
   PyObject* typestr;
   PyTypeObject* tensor_type;
+  PyObject* bindings;
 };
 Names g_names;
 
@@ -795,7 +796,7 @@ static bool is_plain_call(PyGraph& g, nb::handle self, nb::handle pack, nb::hand
   }
   PyObject** dict = _PyObject_GetDictPtr(self.ptr());
   if (dict && *dict) {
-    PyObject* b = PyDict_GetItemString(*dict, "_bindings");  // borrowed
+    PyObject* b = PyDict_GetItem(*dict, g_names.bindings);  // borrowed
     if (b && PyObject_IsTrue(b) == 1) return false;
   }
   PyObject *key = nullptr, *value = nullptr;
@@ -818,7 +819,8 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
                   intern("shape"),
                   intern("strides"),
                   intern("typestr"),
-                  reinterpret_cast<PyTypeObject*>(m.attr("Tensor").ptr())};
+                  reinterpret_cast<PyTypeObject*>(m.attr("Tensor").ptr()),
+                  intern("_bindings")};
 
   // Layout of a DLPack object for dnngraph._interop.describe (tensor_like).
   m.def("_dlpack_layout", [](nb::handle obj) {
