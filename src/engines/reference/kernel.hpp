@@ -31,6 +31,9 @@ struct Dense {
 
 // Row-major packed strides of `dim`.
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dim);
+// y[i] = x[base + sum_k idx_k(i) * step[k]] for every row-major index i of y (idx_k: i's index
+// along y's dim k): the copy behind slice and transpose.
+void gather_strided(const Dense& x, int64_t base, const std::vector<int64_t>& step, Dense& y);
 
 // Element conversions (include/dnngraph/storage.hpp), also reachable as reference::*.
 using dnngraph::load_element;

@@ -16,19 +16,7 @@ Status run_slice(KernelContext& ctx) {
     step[d] = (a.stride.empty() ? 1 : a.stride[d]) * xs[d];
     base += a.start[d] * xs[d];
   }
-  std::vector<int64_t> idx(rank, 0);
-  int64_t xi = base;
-  for (int64_t i = 0; i < y.size(); ++i) {
-    y[i] = x[xi];
-    for (size_t d = rank; d-- > 0;) {  // odometer over Y's dims, tracking X's offset
-      if (++idx[d] < y.dim[d]) {
-        xi += step[d];
-        break;
-      }
-      xi -= step[d] * (y.dim[d] - 1);
-      idx[d] = 0;
-    }
-  }
+  gather_strided(x, base, step, y);
   ctx.store(Role::Y, y);
   return Status::ok();
 }

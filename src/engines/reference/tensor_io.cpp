@@ -18,6 +18,23 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dim) {
   return s;
 }
 
+void gather_strided(const Dense& x, int64_t base, const std::vector<int64_t>& step, Dense& y) {
+  const size_t rank = y.dim.size();
+  std::vector<int64_t> idx(rank, 0);
+  int64_t xi = base;
+  for (int64_t i = 0; i < y.size(); ++i) {
+    y[i] = x[xi];
+    for (size_t d = rank; d-- > 0;) {  // odometer over Y's dims, tracking X's offset
+      if (++idx[d] < y.dim[d]) {
+        xi += step[d];
+        break;
+      }
+      xi -= step[d] * (y.dim[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
 namespace {
 
 // Calls f(logical_index, storage_offset) for every element of `dims` in row-major order,

@@ -12,19 +12,7 @@ Status run_transpose(KernelContext& ctx) {
   const std::vector<int64_t> xs = row_major_strides(x.dim);
   std::vector<int64_t> step(rank);  // X's row-major step when Y's index k advances
   for (size_t k = 0; k < rank; ++k) step[k] = xs[static_cast<size_t>(p[k])];
-  std::vector<int64_t> idx(rank, 0);
-  int64_t xi = 0;
-  for (int64_t i = 0; i < y.size(); ++i) {
-    y[i] = x[xi];
-    for (size_t d = rank; d-- > 0;) {
-      if (++idx[d] < y.dim[d]) {
-        xi += step[d];
-        break;
-      }
-      xi -= step[d] * (y.dim[d] - 1);
-      idx[d] = 0;
-    }
-  }
+  gather_strided(x, 0, step, y);
   ctx.store(Role::Y, y);
   return Status::ok();
 }
