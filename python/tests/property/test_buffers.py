@@ -64,9 +64,10 @@ def matches(a, dims, strides_el, itemsize=4, kind="f"):
 
 
 def logical(x, dims, strides_el):
-    """A flat buffer viewed with the tensor's dims and strides; other arrays as they are."""
+    """A flat buffer viewed with the tensor's dims and strides; other arrays (accepted up to dims
+    of 1, e.g. (1, 2, 3, 4) for [2, 3, 4]) in the tensor's dims."""
     if x.ndim != 1:
-        return x
+        return x.reshape(dims)
     return np.lib.stride_tricks.as_strided(x, dims, [s * x.itemsize for s in strides_el])
 
 
