@@ -22,7 +22,10 @@ def examples(n):
 
 
 def prop_settings(n):
+    # Derandomized by default, so CI's verdict does not depend on the run: the same >= 1e5 cases
+    # every time. DNNGRAPH_PROPERTY_RANDOM=1 explores new cases (for hunting, not for gating).
     return settings(max_examples=examples(n), deadline=None, database=None,
+                    derandomize=os.environ.get("DNNGRAPH_PROPERTY_RANDOM") != "1",
                     suppress_health_check=list(HealthCheck))
 
 
