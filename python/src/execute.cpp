@@ -721,20 +721,31 @@ Status call(PyGraph& self, Handle& h, Scratch& sc, const Converted& c,
                     : self.graph.execute(h, sc.pack, c.ws, c.ws_bytes);
 }
 
-void run(PyGraph& self, nb::handle pack, nb::handle workspace, const PyHandle* handle,
-         std::optional<int64_t> plan_index) {
+// The frame every binding that runs a pack shares: the graph's lock (shared for executes,
+// alone for calls that build), the pack converted under the GIL, then `f(handle, scratch,
+// converted)` with the GIL released; an error Status raises.
+template <class Lock, class F>
+void with_converted(PyGraph& self, nb::handle pack, nb::handle workspace, const PyHandle* handle,
+                    F&& f) {
   Handle& h = self.handle_for(handle);
-  // No build of this graph from another thread while the pack is read and the plan runs.
-  std::shared_lock<std::shared_mutex> lock(self.mu, std::defer_lock);
+  Lock lock(self.mu, std::defer_lock);
   lock_released_gil(lock);
   ScratchLease lease;
   const Converted c = convert(self, pack, workspace, h.device(), lease.sc);
   Status s;
   {
     nb::gil_scoped_release release;
-    s = call(self, h, lease.sc, c, plan_index);
+    s = f(h, lease.sc, c);
   }
   throw_if_error(s);
+}
+
+void run(PyGraph& self, nb::handle pack, nb::handle workspace, const PyHandle* handle,
+         std::optional<int64_t> plan_index) {
+  // No build of this graph from another thread while the pack is read and the plan runs.
+  with_converted<std::shared_lock<std::shared_mutex>>(
+      self, pack, workspace, handle,
+      [&](Handle& h, Scratch& sc, const Converted& c) { return call(self, h, sc, c, plan_index); });
 }
 
 // Benchmark support (bench/python): host microseconds per call of the C++ execute on the
@@ -742,20 +753,15 @@ void run(PyGraph& self, nb::handle pack, nb::handle workspace, const PyHandle* h
 // process compare the Python binding with the C++ call on the same plan and pointers.
 double time_execute(PyGraph& self, nb::handle pack, nb::handle workspace, int64_t calls,
                     const PyHandle* handle) {
-  Handle& h = self.handle_for(handle);
-  std::shared_lock<std::shared_mutex> lock(self.mu, std::defer_lock);
-  lock_released_gil(lock);
-  ScratchLease lease;
-  const Converted c = convert(self, pack, workspace, h.device(), lease.sc);
-  Status s;
   std::chrono::steady_clock::duration took{};
-  {
-    nb::gil_scoped_release release;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int64_t i = 0; i < calls && s; ++i) s = call(self, h, lease.sc, c, std::nullopt);
-    took = std::chrono::steady_clock::now() - t0;
-  }
-  throw_if_error(s);
+  with_converted<std::shared_lock<std::shared_mutex>>(
+      self, pack, workspace, handle, [&](Handle& h, Scratch& sc, const Converted& c) {
+        Status s;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < calls && s; ++i) s = call(self, h, sc, c, std::nullopt);
+        took = std::chrono::steady_clock::now() - t0;
+        return s;
+      });
   return std::chrono::duration<double, std::micro>(took).count() / static_cast<double>(calls);
 }
 
@@ -766,18 +772,10 @@ using Pack = nb::typed<nb::mapping, std::variant<ir::Tensor, int64_t>, nb::objec
 
 void with_pack(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandle* handle,
                const std::function<Status(Handle&, const VariantPack&, void*, int64_t)>& f) {
-  Handle& h = self.handle_for(handle);
   // Alone: autotune builds and selects plans; the CUDA graph calls are rare.
-  std::unique_lock<std::shared_mutex> lock(self.mu, std::defer_lock);
-  lock_released_gil(lock);
-  ScratchLease lease;
-  const Converted c = convert(self, pack, workspace, h.device(), lease.sc);
-  Status s;
-  {
-    nb::gil_scoped_release release;
-    s = f(h, lease.sc.pack, c.ws, c.ws_bytes);
-  }
-  throw_if_error(s);
+  with_converted<std::unique_lock<std::shared_mutex>>(
+      self, pack, workspace, handle,
+      [&](Handle& h, Scratch& sc, const Converted& c) { return f(h, sc.pack, c.ws, c.ws_bytes); });
 }
 
 // Whether execute() can run `pack` as given: no frontend-only arguments, a built plan, a
