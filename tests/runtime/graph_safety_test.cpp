@@ -72,44 +72,51 @@ TEST(GraphSafety, BuiltTensorIsTheSnapshot) {
 }
 
 TEST(GraphSafety, ConcurrentBuildAndExecuteNeverCrash) {
+  // One thread rebuilds the graph from the first step, again and again; another executes it
+  // until the rebuilding is over. Each execute either gives relu(a + b) or a clear error (a
+  // rebuild in progress); nothing here requires that any execute overlaps a rebuild.
+  constexpr int kRebuilds = 15000;
+  constexpr int kMaxExecutes = 200000;  // ends the executor even if it never sees `done`
   AddRelu t;
   auto h = cpu();
   ASSERT_TRUE(t.g.build(h).is_ok());
   std::atomic<int> ready{0};
-  std::atomic<int> ok{0}, refused{0}, wrong{0};
+  std::atomic<bool> done{false};
+  std::atomic<int> ok{0}, refused{0}, wrong{0}, silent{0};
   auto start = [&] {
     ++ready;
     while (ready.load() < 2) std::this_thread::yield();
   };
   std::thread builder([&] {
     start();
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 0; i < kRebuilds; ++i) {
       (void)t.g.build_operation_graph(h);
       (void)t.g.create_execution_plans({HeurMode::A});
       (void)t.g.check_support();
       (void)t.g.build_plans();
     }
+    done = true;
   });
   std::thread executor([&] {
     auto a = random_vec(24, 3), b = random_vec(24, 4);
     start();
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 0; i < kMaxExecutes && !done.load(); ++i) {
       std::vector<float> y(24, std::numeric_limits<float>::quiet_NaN());
       Status s = run(t, *h, a, b, y);
       if (!s.is_ok()) {
         ++refused;  // between the steps: "called before build_plans()" and the like
-        EXPECT_FALSE(s.message().empty());
+        if (s.message().empty()) ++silent;
         continue;
       }
       ++ok;
-      for (size_t i = 0; i < 24; ++i)
-        if (y[i] != std::max(a[i] + b[i], 0.f)) ++wrong;
+      for (size_t k = 0; k < 24; ++k)
+        if (y[k] != std::max(a[k] + b[k], 0.f)) ++wrong;
     }
   });
   builder.join();
   executor.join();
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(ok.load() + refused.load(), 300);
+  EXPECT_EQ(silent.load(), 0);
   // Whether any execute landed between two rebuilds depends on the scheduler
   // (under ASan on two cores none may); once the builder has finished, the
   // graph must be usable again and give the right answer.
