@@ -151,6 +151,27 @@ Tensor Graph::transpose(Tensor x, TransposeAttrs a, OpOptions o) {
   return y;
 }
 
+Tensor Graph::reshape(Tensor x, ReshapeAttrs a, OpOptions o) {
+  Node& n = push(std::move(a), o, "reshape");
+  bind(n.inputs, Role::X, x);
+  Tensor y = make_output(n.name, Role::Y);
+  bind(n.outputs, Role::Y, y);
+  return y;
+}
+
+Tensor Graph::concatenate(const std::vector<Tensor>& inputs, ConcatAttrs a, OpOptions o) {
+  static constexpr Role kIn[kConcatMaxInputs] = {Role::IN_0, Role::IN_1, Role::IN_2, Role::IN_3,
+                                                 Role::IN_4, Role::IN_5, Role::IN_6, Role::IN_7};
+  Node& n = push(std::move(a), o, "concatenate");
+  // More than kConcatMaxInputs inputs: the extra ones are bound without a role the op
+  // knows, so validate() names them (see infer_concat).
+  for (size_t i = 0; i < inputs.size(); ++i)
+    bind(n.inputs, i < kConcatMaxInputs ? kIn[i] : Role::X, inputs[i]);
+  Tensor y = make_output(n.name, Role::Y);
+  bind(n.outputs, Role::Y, y);
+  return y;
+}
+
 std::array<Tensor, 2> Graph::genstats(Tensor x, OpOptions o) {
   Node& n = push(GenstatsAttrs{}, o, "genstats");
   bind(n.inputs, Role::X, x);
