@@ -5,8 +5,20 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 # Debian packages of scripts/setup.sh), else a pinned release downloaded at configure time
 # (FetchContent), so `pip install .` also builds on a machine without them. A GPU machine
 # without either can carry the headers in DNNGRAPH_EXTRA_INCLUDE_DIR.
+#
+# The pinned versions are Debian 12's (the same as the system packages the tests run with).
+# Each download names the upstream release first, then the same version's orig tarball in the
+# pool of the Debian archive this machine's apt already uses (cmake/debian_mirror.cmake; or
+# -DDNNGRAPH_DEBIAN_MIRROR=URL): the two are the same bytes, pinned by one SHA256, so a machine
+# that reaches only Debian's archive still builds.
 include(FetchContent)
 list(APPEND CMAKE_MODULE_PATH ${CMAKE_CURRENT_LIST_DIR})  # FindxxHash.cmake
+include(debian_mirror)
+dnngraph_debian_mirror(_dnngraph_deb)
+set(_dnngraph_pool "")
+if(_dnngraph_deb)
+  set(_dnngraph_pool "${_dnngraph_deb}/pool/main")
+endif()
 find_path(DNNGRAPH_JSON_INCLUDE_DIR nlohmann/json.hpp PATHS ${DNNGRAPH_EXTRA_INCLUDE_DIR} NO_DEFAULT_PATH)
 if(DNNGRAPH_JSON_INCLUDE_DIR)
   add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
@@ -14,13 +26,17 @@ if(DNNGRAPH_JSON_INCLUDE_DIR)
 else()
   find_package(nlohmann_json 3.10 QUIET)
   if(NOT nlohmann_json_FOUND)
-    message(STATUS "dnngraph: nlohmann-json not found on this system: downloading v3.11.3 "
+    message(STATUS "dnngraph: nlohmann-json not found on this system: downloading v3.11.2 "
                    "(FetchContent; "
                    "without network access install the Debian package nlohmann-json3-dev)")
   endif()
+  set(_urls https://github.com/nlohmann/json/archive/refs/tags/v3.11.2.tar.gz)
+  if(_dnngraph_pool)
+    list(APPEND _urls ${_dnngraph_pool}/n/nlohmann-json3/nlohmann-json3_3.11.2.orig.tar.gz)
+  endif()
   FetchContent_Declare(nlohmann_json
-    URL https://github.com/nlohmann/json/releases/download/v3.11.3/json.tar.xz
-    URL_HASH SHA256=d6c65aca6b1ed68e7a182f4757257b107ae403032760ed6ef121c9d55e81757d
+    URL ${_urls}
+    URL_HASH SHA256=d69f9deb6a75e2580465c6c4c5111b89c4dc2fa94e3a85fcd2ffcd9a143d9273
     DOWNLOAD_EXTRACT_TIMESTAMP TRUE
     FIND_PACKAGE_ARGS 3.10)
   FetchContent_MakeAvailable(nlohmann_json)
@@ -29,12 +45,16 @@ endif()
 # xxHash (XXH3-128 for fingerprints), used header-only.
 find_package(xxHash QUIET)
 if(NOT xxHash_FOUND)
-  message(STATUS "dnngraph: xxHash not found on this system: downloading v0.8.2 (FetchContent; "
+  message(STATUS "dnngraph: xxHash not found on this system: downloading v0.8.1 (FetchContent; "
                  "without network access install the Debian package libxxhash-dev)")
 endif()
+set(_urls https://github.com/Cyan4973/xxHash/archive/refs/tags/v0.8.1.tar.gz)
+if(_dnngraph_pool)
+  list(APPEND _urls ${_dnngraph_pool}/x/xxhash/xxhash_0.8.1.orig.tar.gz)
+endif()
 FetchContent_Declare(xxHash
-  URL https://github.com/Cyan4973/xxHash/archive/refs/tags/v0.8.2.tar.gz
-  URL_HASH SHA256=baee0c6afd4f03165de7a4e67988d16f0f2b257b51d0e3cb91909302a26a79c4
+  URL ${_urls}
+  URL_HASH SHA256=3bb6b7d6f30c591dd65aaaff1c8b7a5b94d81687998ca9400082c739a690436c
   DOWNLOAD_EXTRACT_TIMESTAMP TRUE
   SOURCE_SUBDIR no-cmake  # only the header is used: populate, add no subproject
   FIND_PACKAGE_ARGS)  # cmake/FindxxHash.cmake
@@ -106,13 +126,25 @@ if(DNNGRAPH_BUILD_TOOLS)
     target_include_directories(CLI11::CLI11 INTERFACE ${DNNGRAPH_CLI11_INCLUDE_DIR})
   else()
     find_package(CLI11 QUIET)
+    # Debian repacks CLI11 (2.1.2+ds: other bytes than upstream's 2.1.2 archive), so one pin
+    # cannot cover both: Debian's when this machine has a Debian archive, else upstream's.
+    if(_dnngraph_pool)
+      set(_cli11 2.1.2+ds ${_dnngraph_pool}/c/cli11/cli11_2.1.2+ds.orig.tar.xz
+                 8143d20b688e98ccce8e24562d3b68e5f47c12e896c42c7ca8553dbde5bed55d)
+    else()
+      set(_cli11 2.5.0 https://github.com/CLIUtils/CLI11/archive/refs/tags/v2.5.0.tar.gz
+                 17e02b4cddc2fa348e5dbdbb582c59a3486fa2b2433e70a0c3bacb871334fd55)
+    endif()
+    list(GET _cli11 0 _v)
+    list(GET _cli11 1 _url)
+    list(GET _cli11 2 _sha)
     if(NOT CLI11_FOUND)
-      message(STATUS "dnngraph: CLI11 not found on this system: downloading v2.5.0 (FetchContent; "
+      message(STATUS "dnngraph: CLI11 not found on this system: downloading ${_v} (FetchContent; "
                      "without network access install the Debian package libcli11-dev)")
     endif()
     FetchContent_Declare(CLI11
-      URL https://github.com/CLIUtils/CLI11/archive/refs/tags/v2.5.0.tar.gz
-      URL_HASH SHA256=17e02b4cddc2fa348e5dbdbb582c59a3486fa2b2433e70a0c3bacb871334fd55
+      URL ${_url}
+      URL_HASH SHA256=${_sha}
       DOWNLOAD_EXTRACT_TIMESTAMP TRUE
       SOURCE_SUBDIR no-cmake
       FIND_PACKAGE_ARGS)

@@ -35,47 +35,33 @@ nb::dict report_dict(const AutotuneReport& r) {
 using Pack = std::optional<nb::typed<nb::dict, std::variant<ir::Tensor, int64_t>, nb::object>>;
 
 // A filter setter that returns the graph (chainable, as in the frontend).
-template <class F>
-void filter(nb::class_<PyGraph>& cls, const char* name, F f, const char* doc) {
+template <class Arg>
+void filter(nb::class_<PyGraph>& cls, const char* name, Graph& (Graph::*set)(Arg),
+            const char* arg_name, const char* doc) {
   cls.def(
       name,
-      [f](nb::handle self, std::vector<std::string> v) {
-        f(nb::inst_ptr<PyGraph>(self)->graph, std::move(v));
+      [set](nb::handle self, Arg v) {
+        (nb::inst_ptr<PyGraph>(self)->graph.*set)(std::move(v));
         return nb::borrow(self);
       },
-      nb::arg("values"), doc);
+      nb::arg(arg_name), doc);
 }
 
 }  // namespace
 
 void bind_tune(nb::class_<PyGraph>& cls) {
-  filter(
-      cls, "deselect_engines",
-      [](Graph& g, std::vector<std::string> v) { g.deselect_engines(std::move(v)); },
-      "Skips candidates named here (full name, engine id such as 'eng0', or engine).");
-  filter(
-      cls, "select_numeric_notes",
-      [](Graph& g, std::vector<std::string> v) { g.select_numeric_notes(std::move(v)); },
-      "Keeps only candidates carrying every numerical note named (e.g. 'TENSOR_CORE').");
-  filter(
-      cls, "deselect_numeric_notes",
-      [](Graph& g, std::vector<std::string> v) { g.deselect_numeric_notes(std::move(v)); },
-      "Skips candidates carrying any numerical note named.");
-  filter(
-      cls, "select_behavior_notes",
-      [](Graph& g, std::vector<std::string> v) { g.select_behavior_notes(std::move(v)); },
-      "Keeps only candidates carrying every behaviour note named.");
-  filter(
-      cls, "deselect_behavior_notes",
-      [](Graph& g, std::vector<std::string> v) { g.deselect_behavior_notes(std::move(v)); },
-      "Skips candidates carrying any behaviour note named (e.g. 'RUNTIME_COMPILATION').");
-  cls.def(
-      "deselect_workspace_greater_than",
-      [](nb::handle self, int64_t bytes) {
-        nb::inst_ptr<PyGraph>(self)->graph.deselect_workspace_greater_than(bytes);
-        return nb::borrow(self);
-      },
-      nb::arg("workspace_limit"), "Skips candidates needing more workspace bytes than this.");
+  filter(cls, "deselect_engines", &Graph::deselect_engines, "values",
+         "Skips candidates named here (full name, engine id such as 'eng0', or engine).");
+  filter(cls, "select_numeric_notes", &Graph::select_numeric_notes, "values",
+         "Keeps only candidates carrying every numerical note named (e.g. 'TENSOR_CORE').");
+  filter(cls, "deselect_numeric_notes", &Graph::deselect_numeric_notes, "values",
+         "Skips candidates carrying any numerical note named.");
+  filter(cls, "select_behavior_notes", &Graph::select_behavior_notes, "values",
+         "Keeps only candidates carrying every behaviour note named.");
+  filter(cls, "deselect_behavior_notes", &Graph::deselect_behavior_notes, "values",
+         "Skips candidates carrying any behaviour note named (e.g. 'RUNTIME_COMPILATION').");
+  filter(cls, "deselect_workspace_greater_than", &Graph::deselect_workspace_greater_than,
+         "workspace_limit", "Skips candidates needing more workspace bytes than this.");
   cls.def(
       "plan_filters",
       [](const PyGraph& self) {

@@ -123,3 +123,87 @@ def test_errors():
         F.scaled_dot_product_attention(rand(2, 3, 4), rand(2, 3, 4), rand(2, 3, 4))
     with pytest.raises(ValueError, match="attn_bias of shape"):
         F.scaled_dot_product_attention(q, q, q, attn_mask=rand(3, 5))
+
+
+# ---------------------------------------------------------------- the op's graphs vs the Python API's
+
+
+def _canonical(graph_json):
+    """A graph's JSON with tensor names and uids left out: each node's ports hold the tensors'
+    attributes, the tensors' order is kept as (node, port) pairs."""
+    import json
+
+    j = json.loads(graph_json)
+    ts = j["tensors"]
+    where = {}
+    nodes = []
+    for n in j["nodes"]:
+        node = {k: v for k, v in n.items() if k not in ("name", "inputs", "outputs")}
+        for side in ("inputs", "outputs"):
+            node[side] = {}
+            for port, i in n[side].items():
+                t = {k: v for k, v in ts[i].items() if k not in ("name", "uid")}
+                node[side][port] = t
+                where.setdefault(i, (n["kind"], port))
+        nodes.append(node)
+    g = {k: v for k, v in j.items() if k not in ("name", "tensors", "nodes")}
+    return dict(g, nodes=nodes, tensor_order=[where.get(i) for i in range(len(ts))])
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_backward_graph_is_the_python_apis(causal):
+    """The graph sdpa_backward builds equals (modulo names and uids) the one the Python API
+    builds with pygraph.sdpa_backward for the same tensors: dims, strides, data types (stats
+    fp32 [B, H, S, 1]), io/intermediate/compute types, the scale as a value, the causal mask's
+    attributes, virtual and output flags, the tensors' order."""
+    import math
+
+    import dnngraph as cudnn
+
+    b, h, s, d = 2, 16, 128, 64
+    q, k, v = (rand(b, h, s, d, dtype=torch.bfloat16, grad=True) for _ in range(3))
+    dt.clear_cache()
+    o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    do = rand(*o.shape, dtype=torch.bfloat16)
+    o.backward(do)
+    (ours,) = torch.ops.dnngraph._graph_json("sdpa_backward")
+    (ours_fwd,) = torch.ops.dnngraph._graph_json("sdpa")
+
+    qd, kd, vd = q.detach(), k.detach(), v.detach()
+    out, lse = torch.ops.dnngraph.sdpa(qd, kd, vd, None, 0.0, causal, None, False)
+    handle = cudnn.create_handle(device="cpu")
+
+    def new_graph():
+        return cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.BFLOAT16,
+                             intermediate_data_type=cudnn.data_type.FLOAT,
+                             compute_data_type=cudnn.data_type.FLOAT)
+
+    scale = 1 / math.sqrt(d)
+    g = new_graph()
+    Q, K, V = g.tensor_like(qd, "Q"), g.tensor_like(kd, "K"), g.tensor_like(vd, "V")
+    O, ST = g.sdpa(q=Q, k=K, v=V, is_inference=False, attn_scale=scale, use_causal_mask=causal)
+    O.set_output(True).set_dim(list(out.shape)).set_stride(list(out.stride()))
+    ST.set_output(True)
+    g.validate()
+    assert _canonical(ours_fwd) == _canonical(g.to_json())
+
+    g = new_graph()
+    Q, K, V = g.tensor_like(qd, "Q"), g.tensor_like(kd, "K"), g.tensor_like(vd, "V")
+    O, DO = g.tensor_like(out, "O"), g.tensor_like(do, "dO")
+    ST = g.tensor_like(lse.unsqueeze(-1), "stats")
+    DQ, DK, DV = g.sdpa_backward(q=Q, k=K, v=V, o=O, dO=DO, stats=ST, attn_scale=scale,
+                                 use_causal_mask=causal)
+    for T, t in ((DQ, qd), (DK, kd), (DV, vd)):
+        T.set_output(True).set_dim(list(t.shape)).set_stride(list(t.stride()))
+    g.validate()
+    theirs = _canonical(g.to_json())
+    mine = _canonical(ours)
+    assert mine == theirs
+    attrs = mine["nodes"][0]["attrs"]
+    assert attrs["causal"] is causal and attrs["attn_scale"] == scale
+    assert mine["nodes"][0]["inputs"]["STATS"]["data_type"] == "FLOAT"
+    # And it computes what torch computes.
+    qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
+    TF.scaled_dot_product_attention(qr, kr, vr, is_causal=causal).backward(do.double())
+    for gr, ref in ((q.grad, qr.grad), (k.grad, kr.grad), (v.grad, vr.grad)):
+        assert_close(gr, ref, torch.bfloat16, scale=4)

@@ -46,14 +46,23 @@ Tensor Graph::make_output(const std::string& node_name, Role role) {
   return t;
 }
 
-Node& Graph::push(OpAttrs attrs, OpOptions& o, std::string_view op) {
+Node& Graph::push(OpAttrs attrs, OpOptions& o, std::string_view op,
+                  std::initializer_list<Port> inputs) {
   Node n;
   n.name = o.name.empty() ? next_name(op) : o.name;
   n.compute_data_type = o.compute_data_type;
   n.attrs = std::move(attrs);
+  for (const Port& p : inputs)
+    if (p.tensor) n.inputs.push_back(p);
   nodes_.push_back(std::move(n));
   validated_ = false;
   return nodes_.back();
+}
+
+Tensor Graph::add_output(Node& n, Role role) {
+  Tensor t = make_output(n.name, role);
+  n.outputs.push_back({role, t});
+  return t;
 }
 
 void Graph::add_node(Node node) {
@@ -67,46 +76,20 @@ void Graph::add_node(Node node) {
   validated_ = false;
 }
 
-namespace {
-void bind(std::vector<Port>& ports, Role role, const Tensor& t) {
-  if (t) ports.push_back({role, t});
-}
-}  // namespace
-
 Tensor Graph::conv_fprop(Tensor x, Tensor w, ConvFpropAttrs a, OpOptions o) {
-  Node& n = push(std::move(a), o, "conv_fprop");
-  bind(n.inputs, Role::X, x);
-  bind(n.inputs, Role::W, w);
-  Tensor y = make_output(n.name, Role::Y);
-  bind(n.outputs, Role::Y, y);
-  return y;
+  return add_output(push(std::move(a), o, "conv_fprop", {{Role::X, x}, {Role::W, w}}), Role::Y);
 }
 
 Tensor Graph::conv_dgrad(Tensor dy, Tensor w, ConvDgradAttrs a, OpOptions o) {
-  Node& n = push(std::move(a), o, "conv_dgrad");
-  bind(n.inputs, Role::DY, dy);
-  bind(n.inputs, Role::W, w);
-  Tensor dx = make_output(n.name, Role::DX);
-  bind(n.outputs, Role::DX, dx);
-  return dx;
+  return add_output(push(std::move(a), o, "conv_dgrad", {{Role::DY, dy}, {Role::W, w}}), Role::DX);
 }
 
 Tensor Graph::conv_wgrad(Tensor dy, Tensor x, ConvWgradAttrs a, OpOptions o) {
-  Node& n = push(std::move(a), o, "conv_wgrad");
-  bind(n.inputs, Role::DY, dy);
-  bind(n.inputs, Role::X, x);
-  Tensor dw = make_output(n.name, Role::DW);
-  bind(n.outputs, Role::DW, dw);
-  return dw;
+  return add_output(push(std::move(a), o, "conv_wgrad", {{Role::DY, dy}, {Role::X, x}}), Role::DW);
 }
 
 Tensor Graph::matmul(Tensor a, Tensor b, MatmulAttrs attrs, OpOptions o) {
-  Node& n = push(std::move(attrs), o, "matmul");
-  bind(n.inputs, Role::A, a);
-  bind(n.inputs, Role::B, b);
-  Tensor c = make_output(n.name, Role::C);
-  bind(n.outputs, Role::C, c);
-  return c;
+  return add_output(push(std::move(attrs), o, "matmul", {{Role::A, a}, {Role::B, b}}), Role::C);
 }
 
 Tensor Graph::pointwise(Tensor in0, PointwiseAttrs a, OpOptions o) {
@@ -118,37 +101,20 @@ Tensor Graph::pointwise(Tensor in0, Tensor in1, PointwiseAttrs a, OpOptions o) {
 Tensor Graph::pointwise(Tensor in0, Tensor in1, Tensor in2, PointwiseAttrs a, OpOptions o) {
   std::string op = "pw_" + std::string(pointwise_mode_name(a.mode));
   std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return std::tolower(c); });
-  Node& n = push(std::move(a), o, op);
-  bind(n.inputs, Role::IN_0, in0);
-  bind(n.inputs, Role::IN_1, in1);
-  bind(n.inputs, Role::IN_2, in2);
-  Tensor out = make_output(n.name, Role::OUT_0);
-  bind(n.outputs, Role::OUT_0, out);
-  return out;
+  Node& n = push(std::move(a), o, op, {{Role::IN_0, in0}, {Role::IN_1, in1}, {Role::IN_2, in2}});
+  return add_output(n, Role::OUT_0);
 }
 
 Tensor Graph::reduction(Tensor x, ReductionAttrs a, OpOptions o) {
-  Node& n = push(std::move(a), o, "reduction");
-  bind(n.inputs, Role::X, x);
-  Tensor y = make_output(n.name, Role::Y);
-  bind(n.outputs, Role::Y, y);
-  return y;
+  return add_output(push(std::move(a), o, "reduction", {{Role::X, x}}), Role::Y);
 }
 
 Tensor Graph::slice(Tensor x, SliceAttrs a, OpOptions o) {
-  Node& n = push(std::move(a), o, "slice");
-  bind(n.inputs, Role::X, x);
-  Tensor y = make_output(n.name, Role::Y);
-  bind(n.outputs, Role::Y, y);
-  return y;
+  return add_output(push(std::move(a), o, "slice", {{Role::X, x}}), Role::Y);
 }
 
 Tensor Graph::transpose(Tensor x, TransposeAttrs a, OpOptions o) {
-  Node& n = push(std::move(a), o, "transpose");
-  bind(n.inputs, Role::X, x);
-  Tensor y = make_output(n.name, Role::Y);
-  bind(n.outputs, Role::Y, y);
-  return y;
+  return add_output(push(std::move(a), o, "transpose", {{Role::X, x}}), Role::Y);
 }
 
 Tensor Graph::reshape(Tensor x, ReshapeAttrs a, OpOptions o) {
@@ -173,12 +139,9 @@ Tensor Graph::concatenate(const std::vector<Tensor>& inputs, ConcatAttrs a, OpOp
 }
 
 std::array<Tensor, 2> Graph::genstats(Tensor x, OpOptions o) {
-  Node& n = push(GenstatsAttrs{}, o, "genstats");
-  bind(n.inputs, Role::X, x);
-  std::array<Tensor, 2> out{make_output(n.name, Role::SUM), make_output(n.name, Role::SQ_SUM)};
-  bind(n.outputs, Role::SUM, out[0]);
-  bind(n.outputs, Role::SQ_SUM, out[1]);
-  return out;
+  Node& n = push(GenstatsAttrs{}, o, "genstats", {{Role::X, x}});
+  Tensor sum = add_output(n, Role::SUM);
+  return {sum, add_output(n, Role::SQ_SUM)};
 }
 
 std::array<Tensor, 3> Graph::layernorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
@@ -196,75 +159,58 @@ std::array<Tensor, 3> Graph::adalayernorm(Tensor x, Tensor scale, Tensor bias, T
 std::array<Tensor, 3> Graph::norm_with_mean(NormKind kind, Tensor x, Tensor scale, Tensor bias,
                                             Tensor epsilon, NormForwardPhase phase, OpOptions o,
                                             const char* prefix) {
-  Node& n = push(NormFwdAttrs{kind, phase}, o, prefix);
-  bind(n.inputs, Role::X, x);
-  bind(n.inputs, Role::SCALE, scale);
-  bind(n.inputs, Role::BIAS, bias);
-  bind(n.inputs, Role::EPSILON, epsilon);
-  std::array<Tensor, 3> out{make_output(n.name, Role::Y), nullptr, nullptr};
-  bind(n.outputs, Role::Y, out[0]);
+  Node& n =
+      push(NormFwdAttrs{kind, phase}, o, prefix,
+           {{Role::X, x}, {Role::SCALE, scale}, {Role::BIAS, bias}, {Role::EPSILON, epsilon}});
+  std::array<Tensor, 3> out{add_output(n, Role::Y), nullptr, nullptr};
   if (phase == NormForwardPhase::Training) {
-    out[1] = make_output(n.name, Role::MEAN);
-    out[2] = make_output(n.name, Role::INV_VARIANCE);
-    bind(n.outputs, Role::MEAN, out[1]);
-    bind(n.outputs, Role::INV_VARIANCE, out[2]);
+    out[1] = add_output(n, Role::MEAN);
+    out[2] = add_output(n, Role::INV_VARIANCE);
   }
   return out;
 }
 
 std::array<Tensor, 2> Graph::rmsnorm(Tensor x, Tensor scale, Tensor bias, Tensor epsilon,
                                      NormForwardPhase phase, OpOptions o) {
-  Node& n = push(NormFwdAttrs{NormKind::RmsNorm, phase}, o, "rmsnorm");
-  bind(n.inputs, Role::X, x);
-  bind(n.inputs, Role::SCALE, scale);
-  bind(n.inputs, Role::BIAS, bias);
-  bind(n.inputs, Role::EPSILON, epsilon);
-  std::array<Tensor, 2> out{make_output(n.name, Role::Y), nullptr};
-  bind(n.outputs, Role::Y, out[0]);
-  if (phase == NormForwardPhase::Training) {
-    out[1] = make_output(n.name, Role::INV_VARIANCE);
-    bind(n.outputs, Role::INV_VARIANCE, out[1]);
-  }
+  Node& n =
+      push(NormFwdAttrs{NormKind::RmsNorm, phase}, o, "rmsnorm",
+           {{Role::X, x}, {Role::SCALE, scale}, {Role::BIAS, bias}, {Role::EPSILON, epsilon}});
+  std::array<Tensor, 2> out{add_output(n, Role::Y), nullptr};
+  if (phase == NormForwardPhase::Training) out[1] = add_output(n, Role::INV_VARIANCE);
   return out;
 }
 
 std::array<Tensor, 5> Graph::batchnorm(Tensor x, Tensor scale, Tensor bias,
                                        Tensor prev_running_mean, Tensor prev_running_var,
                                        Tensor epsilon, Tensor momentum, OpOptions o) {
-  Node& n = push(NormFwdAttrs{NormKind::BatchNorm, NormForwardPhase::Training}, o, "batchnorm");
-  bind(n.inputs, Role::X, x);
-  bind(n.inputs, Role::SCALE, scale);
-  bind(n.inputs, Role::BIAS, bias);
-  bind(n.inputs, Role::EPSILON, epsilon);
-  bind(n.inputs, Role::MOMENTUM, momentum);
-  bind(n.inputs, Role::PREV_RUNNING_MEAN, prev_running_mean);
-  bind(n.inputs, Role::PREV_RUNNING_VAR, prev_running_var);
-  std::array<Tensor, 5> out{make_output(n.name, Role::Y), make_output(n.name, Role::MEAN),
-                            make_output(n.name, Role::INV_VARIANCE), nullptr, nullptr};
-  bind(n.outputs, Role::Y, out[0]);
-  bind(n.outputs, Role::MEAN, out[1]);
-  bind(n.outputs, Role::INV_VARIANCE, out[2]);
+  Node& n = push(NormFwdAttrs{NormKind::BatchNorm, NormForwardPhase::Training}, o, "batchnorm",
+                 {{Role::X, x},
+                  {Role::SCALE, scale},
+                  {Role::BIAS, bias},
+                  {Role::EPSILON, epsilon},
+                  {Role::MOMENTUM, momentum},
+                  {Role::PREV_RUNNING_MEAN, prev_running_mean},
+                  {Role::PREV_RUNNING_VAR, prev_running_var}});
+  std::array<Tensor, 5> out{add_output(n, Role::Y), nullptr, nullptr, nullptr, nullptr};
+  out[1] = add_output(n, Role::MEAN);
+  out[2] = add_output(n, Role::INV_VARIANCE);
   if (prev_running_mean && prev_running_var) {
-    out[3] = make_output(n.name, Role::NEXT_RUNNING_MEAN);
-    out[4] = make_output(n.name, Role::NEXT_RUNNING_VAR);
-    bind(n.outputs, Role::NEXT_RUNNING_MEAN, out[3]);
-    bind(n.outputs, Role::NEXT_RUNNING_VAR, out[4]);
+    out[3] = add_output(n, Role::NEXT_RUNNING_MEAN);
+    out[4] = add_output(n, Role::NEXT_RUNNING_VAR);
   }
   return out;
 }
 
 Tensor Graph::batchnorm_inference(Tensor x, Tensor mean, Tensor inv_variance, Tensor scale,
                                   Tensor bias, OpOptions o) {
-  Node& n = push(NormFwdAttrs{NormKind::BatchNorm, NormForwardPhase::Inference}, o,
-                 "batchnorm_inference");
-  bind(n.inputs, Role::X, x);
-  bind(n.inputs, Role::MEAN, mean);
-  bind(n.inputs, Role::INV_VARIANCE, inv_variance);
-  bind(n.inputs, Role::SCALE, scale);
-  bind(n.inputs, Role::BIAS, bias);
-  Tensor y = make_output(n.name, Role::Y);
-  bind(n.outputs, Role::Y, y);
-  return y;
+  Node& n =
+      push(NormFwdAttrs{NormKind::BatchNorm, NormForwardPhase::Inference}, o, "batchnorm_inference",
+           {{Role::X, x},
+            {Role::MEAN, mean},
+            {Role::INV_VARIANCE, inv_variance},
+            {Role::SCALE, scale},
+            {Role::BIAS, bias}});
+  return add_output(n, Role::Y);
 }
 
 std::array<Tensor, 3> Graph::layernorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
@@ -282,70 +228,45 @@ std::array<Tensor, 3> Graph::adalayernorm_backward(Tensor dy, Tensor x, Tensor s
   return norm_backward_with_mean(NormKind::AdaLayerNorm, dy, x, scale, mean, inv_variance, o,
                                  "adalayernorm_backward");
 }
+std::array<Tensor, 3> Graph::batchnorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
+                                                Tensor inv_variance, OpOptions o) {
+  return norm_backward_with_mean(NormKind::BatchNorm, dy, x, scale, mean, inv_variance, o,
+                                 "batchnorm_backward");
+}
 std::array<Tensor, 3> Graph::norm_backward_with_mean(NormKind kind, Tensor dy, Tensor x,
                                                      Tensor scale, Tensor mean, Tensor inv_variance,
                                                      OpOptions o, const char* prefix) {
-  Node& n = push(NormBwdAttrs{kind}, o, prefix);
-  bind(n.inputs, Role::DY, dy);
-  bind(n.inputs, Role::X, x);
-  bind(n.inputs, Role::SCALE, scale);
-  bind(n.inputs, Role::MEAN, mean);
-  bind(n.inputs, Role::INV_VARIANCE, inv_variance);
-  std::array<Tensor, 3> out{make_output(n.name, Role::DX), make_output(n.name, Role::DSCALE),
-                            make_output(n.name, Role::DBIAS)};
-  bind(n.outputs, Role::DX, out[0]);
-  bind(n.outputs, Role::DSCALE, out[1]);
-  bind(n.outputs, Role::DBIAS, out[2]);
-  return out;
+  Node& n = push(NormBwdAttrs{kind}, o, prefix,
+                 {{Role::DY, dy},
+                  {Role::X, x},
+                  {Role::SCALE, scale},
+                  {Role::MEAN, mean},
+                  {Role::INV_VARIANCE, inv_variance}});
+  Tensor dx = add_output(n, Role::DX);
+  Tensor dscale = add_output(n, Role::DSCALE);
+  return {dx, dscale, add_output(n, Role::DBIAS)};
 }
 
 std::array<Tensor, 3> Graph::rmsnorm_backward(Tensor dy, Tensor x, Tensor scale,
                                               Tensor inv_variance, bool has_dbias, OpOptions o) {
-  Node& n = push(NormBwdAttrs{NormKind::RmsNorm}, o, "rmsnorm_backward");
-  bind(n.inputs, Role::DY, dy);
-  bind(n.inputs, Role::X, x);
-  bind(n.inputs, Role::SCALE, scale);
-  bind(n.inputs, Role::INV_VARIANCE, inv_variance);
-  std::array<Tensor, 3> out{make_output(n.name, Role::DX), make_output(n.name, Role::DSCALE),
-                            nullptr};
-  bind(n.outputs, Role::DX, out[0]);
-  bind(n.outputs, Role::DSCALE, out[1]);
-  if (has_dbias) {
-    out[2] = make_output(n.name, Role::DBIAS);
-    bind(n.outputs, Role::DBIAS, out[2]);
-  }
-  return out;
-}
-
-std::array<Tensor, 3> Graph::batchnorm_backward(Tensor dy, Tensor x, Tensor scale, Tensor mean,
-                                                Tensor inv_variance, OpOptions o) {
-  Node& n = push(NormBwdAttrs{NormKind::BatchNorm}, o, "batchnorm_backward");
-  bind(n.inputs, Role::DY, dy);
-  bind(n.inputs, Role::X, x);
-  bind(n.inputs, Role::SCALE, scale);
-  bind(n.inputs, Role::MEAN, mean);
-  bind(n.inputs, Role::INV_VARIANCE, inv_variance);
-  std::array<Tensor, 3> out{make_output(n.name, Role::DX), make_output(n.name, Role::DSCALE),
-                            make_output(n.name, Role::DBIAS)};
-  bind(n.outputs, Role::DX, out[0]);
-  bind(n.outputs, Role::DSCALE, out[1]);
-  bind(n.outputs, Role::DBIAS, out[2]);
-  return out;
+  Node& n = push(
+      NormBwdAttrs{NormKind::RmsNorm}, o, "rmsnorm_backward",
+      {{Role::DY, dy}, {Role::X, x}, {Role::SCALE, scale}, {Role::INV_VARIANCE, inv_variance}});
+  Tensor dx = add_output(n, Role::DX);
+  Tensor dscale = add_output(n, Role::DSCALE);
+  return {dx, dscale, has_dbias ? add_output(n, Role::DBIAS) : nullptr};
 }
 
 std::array<Tensor, 2> Graph::softmax(Tensor x, bool generate_stats, OpOptions o) {
-  Node& n = push(SoftmaxAttrs{}, o, "softmax");
-  bind(n.inputs, Role::X, x);
-  std::array<Tensor, 2> out{make_output(n.name, Role::Y), nullptr};
-  bind(n.outputs, Role::Y, out[0]);
-  if (generate_stats) {
-    out[1] = make_output(n.name, Role::STATS);
-    bind(n.outputs, Role::STATS, out[1]);
-  }
-  return out;
+  Node& n = push(SoftmaxAttrs{}, o, "softmax", {{Role::X, x}});
+  Tensor y = add_output(n, Role::Y);
+  return {y, generate_stats ? add_output(n, Role::STATS) : nullptr};
 }
 
 namespace {
+void bind(std::vector<Port>& ports, Role role, const Tensor& t) {
+  if (t) ports.push_back({role, t});
+}
 void bind_sdpa_extra(std::vector<Port>& in, const SdpaInputs& e) {
   bind(in, Role::ATTN_SCALE, e.attn_scale);
   bind(in, Role::BIAS, e.bias);
@@ -362,20 +283,13 @@ std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
                                   OpOptions o) {
   if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
   const bool inference = attrs.is_inference;
-  Node& n = push(std::move(attrs), o, "sdpa");
-  bind(n.inputs, Role::Q, q);
-  bind(n.inputs, Role::K, k);
-  bind(n.inputs, Role::V, v);
+  Node& n = push(std::move(attrs), o, "sdpa", {{Role::Q, q}, {Role::K, k}, {Role::V, v}});
   bind_sdpa_extra(n.inputs, extra);
-  std::array<Tensor, 2> out{make_output(n.name, Role::O), nullptr};
-  bind(n.outputs, Role::O, out[0]);
-  if (!inference) {
-    out[1] = make_output(n.name, Role::STATS);
-    bind(n.outputs, Role::STATS, out[1]);
-  }
-  if (extra.rng_dump) bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);
+  std::array<Tensor, 2> out{add_output(n, Role::O), nullptr};
+  if (!inference) out[1] = add_output(n, Role::STATS);
+  bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);
   // The forward has no DBIAS: bound anyway, so validate() names the mistake.
-  if (extra.dbias) bind(n.outputs, Role::DBIAS, extra.dbias);
+  bind(n.outputs, Role::DBIAS, extra.dbias);
   return out;
 }
 
@@ -384,27 +298,24 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
                                            OpOptions opts) {
   if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
   const bool has_bias = static_cast<bool>(extra.bias);
-  Node& n = push(std::move(attrs), opts, "sdpa_backward");
-  bind(n.inputs, Role::Q, q);
-  bind(n.inputs, Role::K, k);
-  bind(n.inputs, Role::V, v);
-  bind(n.inputs, Role::O, o);
-  bind(n.inputs, Role::DO, d_o);
-  bind(n.inputs, Role::STATS, stats);
+  Node& n = push(std::move(attrs), opts, "sdpa_backward",
+                 {{Role::Q, q},
+                  {Role::K, k},
+                  {Role::V, v},
+                  {Role::O, o},
+                  {Role::DO, d_o},
+                  {Role::STATS, stats}});
   bind_sdpa_extra(n.inputs, extra);
-  std::array<Tensor, 4> out{make_output(n.name, Role::DQ), make_output(n.name, Role::DK),
-                            make_output(n.name, Role::DV), nullptr};
-  bind(n.outputs, Role::DQ, out[0]);
-  bind(n.outputs, Role::DK, out[1]);
-  bind(n.outputs, Role::DV, out[2]);
+  Tensor dq = add_output(n, Role::DQ);
+  Tensor dk = add_output(n, Role::DK);
+  std::array<Tensor, 4> out{dq, dk, add_output(n, Role::DV), nullptr};
   if (extra.dbias) {
     out[3] = extra.dbias;
     bind(n.outputs, Role::DBIAS, out[3]);
   } else if (has_bias && extra.dbias_output) {
-    out[3] = make_output(n.name, Role::DBIAS);
-    bind(n.outputs, Role::DBIAS, out[3]);
+    out[3] = add_output(n, Role::DBIAS);
   }
-  if (extra.rng_dump) bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);  // refused by validate()
+  bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);  // refused by validate()
   return out;
 }
 

@@ -6,35 +6,15 @@
 #include <limits>
 #include <random>
 
+#include "common/add_relu.hpp"
 #include "dnngraph/dnngraph.hpp"
 
 namespace dnngraph {
 namespace {
 
-// Y = relu(A + B) on [2,3,4] fp32, with user uids.
-struct AddRelu {
-  Graph g;
-  ir::Tensor a, b, y;
-  AddRelu() {
-    g.set_name("add_relu").set_io_data_type(DataType::Float);
-    a = g.tensor(
-        ir::TensorAttrs().set_name("A").set_dim({2, 3, 4}).set_stride({12, 4, 1}).set_uid(1));
-    b = g.tensor(
-        ir::TensorAttrs().set_name("B").set_dim({2, 3, 4}).set_stride({12, 4, 1}).set_uid(2));
-    y = g.relu(g.add(a, b));
-    y->set_output(true).set_name("Y").set_uid(3);
-  }
-};
-
-HandlePtr cpu() { return Handle::create(Device::cpu()).value(); }
-
-std::vector<float> random_vec(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-2.f, 2.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
+using test::AddRelu;
+using test::cpu;
+using test::random_vec;
 
 TEST(Pipeline, RunsAndMatchesHandComputedValues) {
   AddRelu t;

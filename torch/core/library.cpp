@@ -11,6 +11,7 @@ namespace {
 std::vector<int64_t> cache_info() { return cache_stats(); }
 void clear_cache() { cache_clear(); }
 void set_cache_capacity(int64_t capacity) { cache_set_capacity(capacity); }
+std::vector<std::string> graph_json(const std::string& op) { return cached_graph_json(op); }
 
 }  // namespace
 
@@ -19,6 +20,8 @@ TORCH_LIBRARY(dnngraph, m) {
   m.def("cache_info() -> int[]", &cache_info);
   m.def("clear_cache() -> ()", &clear_cache);
   m.def("set_cache_capacity(int capacity) -> ()", &set_cache_capacity);
+  // The JSON of the cached graphs op `op` built (most recently used first), for tests/debugging.
+  m.def("_graph_json(str op) -> str[]", &graph_json);
 }
 
 }  // namespace dnngraph::torch_ops

@@ -1,5 +1,7 @@
 #include "core/runtime.hpp"
 
+#include "dnngraph/ir/json.hpp"
+
 #include <ATen/ATen.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/gelu.h>
@@ -283,6 +285,11 @@ class GraphCache {
     evict_locked();
     return g;
   }
+  template <class F>
+  void for_each(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Key& k : lru_) f(*map_.at(k).first);
+  }
   std::vector<int64_t> stats() {
     std::lock_guard<std::mutex> lock(mu_);
     return {static_cast<int64_t>(map_.size()), capacity_, hits_, misses_};
@@ -393,6 +400,13 @@ void warn_fallback(const char* op, const Status& why) {
 }
 
 std::vector<int64_t> cache_stats() { return cache().stats(); }
+std::vector<std::string> cached_graph_json(std::string_view op) {
+  std::vector<std::string> out;
+  cache().for_each([&](const BuiltGraph& b) {
+    if (b.graph && b.graph->name() == op) out.push_back(ir::to_json(*b.graph));
+  });
+  return out;
+}
 void cache_clear() { cache().clear(); }
 void cache_set_capacity(int64_t capacity) {
   TORCH_CHECK_VALUE(capacity >= 1, "dnngraph: cache capacity must be >= 1, got ", capacity);

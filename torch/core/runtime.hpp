@@ -110,6 +110,9 @@ void warn_fallback(const char* op, const Status& why);
 // Cache statistics and control (for tests and users): {size, capacity, hits, misses}.
 std::vector<int64_t> cache_stats();
 void cache_clear();
+// The JSON description (ir::to_json) of every cached graph the op `op` built, most recently
+// used first: lets tests compare the op's graph with one built through the Python API.
+std::vector<std::string> cached_graph_json(std::string_view op);
 void cache_set_capacity(int64_t capacity);
 
 // Makes a graph tensor with explicit uid, dims and strides of a torch tensor.

@@ -69,6 +69,13 @@ ir::SdpaAttrs sdpa_attrs(const Attn& a, bool causal) {
   return s;
 }
 
+// The numerics of the graphs the Python API builds for attention (io type of q, fp32
+// intermediates and compute; fp64 throughout for fp64): test_torch_sdpa.py pins the equality.
+void sdpa_numerics(Graph& g, const Tensor& q) {
+  set_numerics(g, q);
+  g.set_io_data_type(data_type_of(q, g.name().c_str(), "q"));
+}
+
 // STATS as the graph sees it: [B, H, S_q, 1] over a torch [B, H, S_q] tensor.
 void stats_port(const ir::Tensor& t, const Tensor& lse) {
   t->set_dim({lse.size(0), lse.size(1), lse.size(2), 1})
@@ -135,11 +142,14 @@ std::tuple<Tensor, Tensor> sdpa(const Tensor& q, const Tensor& k, const Tensor& 
   Key key(op);
   key.add(q).add(k).add(v).add(a.bias).add(a.scale).add(causal).add_device(q.device());
   auto g = cached_graph(key, q.device(), op, [&](Graph& gr) {
-    set_numerics(gr, q);
+    sdpa_numerics(gr, q);
+    // One statement per tensor: the graph's tensor order is fixed (argument evaluation order
+    // is not), the order the Python API's users write them in.
+    ir::Tensor tq = tensor_like(gr, Q, "q", q), tk = tensor_like(gr, K, "k", k);
+    ir::Tensor tv = tensor_like(gr, V, "v", v);
     ir::SdpaInputs extra;
     if (a.bias.defined()) extra.bias = tensor_like(gr, BIAS, "attn_bias", a.bias);
-    auto r = gr.sdpa(tensor_like(gr, Q, "q", q), tensor_like(gr, K, "k", k),
-                     tensor_like(gr, V, "v", v), sdpa_attrs(a, causal), extra);
+    auto r = gr.sdpa(tq, tk, tv, sdpa_attrs(a, causal), extra);
     output_like(r[0], OUT_O, "out", out);
     r[1]->set_output(true).set_name("logsumexp").set_uid(OUT_STATS);
     stats_port(r[1], lse);
@@ -189,16 +199,17 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout, con
   key.add(dout).add(q).add(k).add(v).add(out).add(lse).add(a.bias).add(a.scale).add(causal);
   key.add(dq).add(dk).add(dv).add_device(q.device());
   auto g = cached_graph(key, q.device(), op, [&](Graph& gr) {
-    set_numerics(gr, q);
-    ir::SdpaInputs extra;
-    if (a.bias.defined()) extra.bias = tensor_like(gr, BIAS, "attn_bias", a.bias);
+    sdpa_numerics(gr, q);
+    ir::Tensor tq = tensor_like(gr, Q, "q", q), tk = tensor_like(gr, K, "k", k);
+    ir::Tensor tv = tensor_like(gr, V, "v", v), to = tensor_like(gr, O, "out", out);
+    ir::Tensor tdo = tensor_like(gr, DO, "dout", dout);
     ir::Tensor S = tensor_like(gr, STATS, "logsumexp", lse);
     stats_port(S, lse);
+    ir::SdpaInputs extra;
+    if (a.bias.defined()) extra.bias = tensor_like(gr, BIAS, "attn_bias", a.bias);
     ir::SdpaBwdAttrs attrs;
     static_cast<ir::SdpaOptions&>(attrs) = sdpa_attrs(a, causal);
-    auto r = gr.sdpa_backward(tensor_like(gr, Q, "q", q), tensor_like(gr, K, "k", k),
-                              tensor_like(gr, V, "v", v), tensor_like(gr, O, "out", out),
-                              tensor_like(gr, DO, "dout", dout), S, attrs, extra);
+    auto r = gr.sdpa_backward(tq, tk, tv, to, tdo, S, attrs, extra);
     output_like(r[0], DQ, "dq", dq);
     output_like(r[1], DK, "dk", dk);
     output_like(r[2], DV, "dv", dv);

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -196,7 +197,10 @@ class Graph {
   Tensor make_output(const std::string& node_name, Role role);
   std::string next_name(std::string_view op);
   ValidatedGraphPtr take_snapshot() const;
-  Node& push(OpAttrs attrs, OpOptions& o, std::string_view op);
+  // Adds a node wired to `inputs` (null tensors stay unbound; validate() names missing ones).
+  Node& push(OpAttrs attrs, OpOptions& o, std::string_view op, std::initializer_list<Port> inputs);
+  // Makes the virtual tensor of `n`'s output `role` and binds it.
+  Tensor add_output(Node& n, Role role);
   std::array<Tensor, 3> norm_with_mean(NormKind kind, Tensor x, Tensor scale, Tensor bias,
                                        Tensor epsilon, NormForwardPhase phase, OpOptions o,
                                        const char* prefix);
