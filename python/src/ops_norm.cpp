@@ -9,6 +9,47 @@ namespace {
 using Scalar = std::optional<TensorOrScalar>;
 using OptT = ir::Tensor;  // nullable tensor argument
 constexpr DataType kNotSet = DataType::NotSet;
+
+using NormFwd = std::array<ir::Tensor, 3> (ir::Graph::*)(ir::Tensor, ir::Tensor, ir::Tensor,
+                                                         ir::Tensor, NormForwardPhase,
+                                                         ir::OpOptions);
+using NormBwd = std::array<ir::Tensor, 3> (ir::Graph::*)(ir::Tensor, ir::Tensor, ir::Tensor,
+                                                         ir::Tensor, ir::Tensor, ir::OpOptions);
+
+// layernorm, instancenorm, adalayernorm: (phase, input, scale, bias, epsilon) -> (Y, mean,
+// inv_variance). Only layernorm's bias may be None.
+template <bool BiasOptional>
+void def_norm_with_mean(nb::class_<PyGraph>& cls, const char* name, NormFwd f, const char* doc) {
+  auto bias = [] {
+    if constexpr (BiasOptional)
+      return nb::arg("bias").none();
+    else
+      return nb::arg("bias");
+  }();
+  cls.def(
+      name,
+      [f](PyGraph& g, NormForwardPhase phase, ir::Tensor input, ir::Tensor scale, OptT bias,
+          TensorOrScalar epsilon, DataType compute, std::string op_name) {
+        return as_tuple((g.graph.*f)(input, scale, bias, as_tensor(g, epsilon), phase,
+                                     op_options(compute, std::move(op_name))));
+      },
+      nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), bias, nb::arg("epsilon"),
+      nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "", doc);
+}
+
+// The backward of the norms above and of batchnorm: (grad, input, scale, mean, inv_variance)
+// -> (dX, dscale, dbias).
+void def_norm_backward_with_mean(nb::class_<PyGraph>& cls, const char* name, NormBwd f) {
+  cls.def(
+      name,
+      [f](PyGraph& g, ir::Tensor grad, ir::Tensor input, ir::Tensor scale, ir::Tensor mean,
+          ir::Tensor inv_variance, DataType compute, std::string op_name) {
+        return as_tuple((g.graph.*f)(grad, input, scale, mean, inv_variance,
+                                     op_options(compute, std::move(op_name))));
+      },
+      nb::arg("grad"), nb::arg("input"), nb::arg("scale"), nb::arg("mean"), nb::arg("inv_variance"),
+      nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "", "Returns (dX, dscale, dbias).");
+}
 }  // namespace
 
 void bind_ops_norm(nb::class_<PyGraph>& cls) {
@@ -22,37 +63,16 @@ void bind_ops_norm(nb::class_<PyGraph>& cls) {
       "Reduces over every dim where the output's dim is 1 (default: all ones; set_dim to keep "
       "dims).");
 
-  cls.def(
-      "layernorm",
-      [](PyGraph& g, NormForwardPhase phase, ir::Tensor input, ir::Tensor scale, OptT bias,
-         TensorOrScalar epsilon, DataType compute, std::string name) {
-        return as_tuple(g.graph.layernorm(input, scale, bias, as_tensor(g, epsilon), phase,
-                                          op_options(compute, std::move(name))));
-      },
-      nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), nb::arg("bias").none(),
-      nb::arg("epsilon"), nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "",
+  def_norm_with_mean</*BiasOptional=*/true>(
+      cls, "layernorm", &ir::Graph::layernorm,
       "Returns (Y, mean, inv_variance); mean and inv_variance are None in INFERENCE.");
-  cls.def(
-      "instancenorm",
-      [](PyGraph& g, NormForwardPhase phase, ir::Tensor input, ir::Tensor scale, ir::Tensor bias,
-         TensorOrScalar epsilon, DataType compute, std::string name) {
-        return as_tuple(g.graph.instancenorm(input, scale, bias, as_tensor(g, epsilon), phase,
-                                             op_options(compute, std::move(name))));
-      },
-      nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), nb::arg("bias"),
-      nb::arg("epsilon"), nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "",
+  def_norm_with_mean<false>(
+      cls, "instancenorm", &ir::Graph::instancenorm,
       "Instance norm: statistics per sample and channel over the spatial dims; scale and bias "
       "[1,C,1,..]. Returns (Y, mean, inv_variance) ([N,C,1,..]); the last two are None in "
       "INFERENCE.");
-  cls.def(
-      "adalayernorm",
-      [](PyGraph& g, NormForwardPhase phase, ir::Tensor input, ir::Tensor scale, ir::Tensor bias,
-         TensorOrScalar epsilon, DataType compute, std::string name) {
-        return as_tuple(g.graph.adalayernorm(input, scale, bias, as_tensor(g, epsilon), phase,
-                                             op_options(compute, std::move(name))));
-      },
-      nb::arg("norm_forward_phase"), nb::arg("input"), nb::arg("scale"), nb::arg("bias"),
-      nb::arg("epsilon"), nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "",
+  def_norm_with_mean<false>(
+      cls, "adalayernorm", &ir::Graph::adalayernorm,
       "Adaptive layer norm: scale and bias per sample ([N|1, ...]); the dims 1.. where scale is "
       "not 1 are normalized (X [B,S,D], scale [B,1,D] -> statistics [B,S,1]). Returns (Y, mean, "
       "inv_variance); the last two are None in INFERENCE.");
@@ -92,15 +112,7 @@ void bind_ops_norm(nb::class_<PyGraph>& cls) {
       nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "",
       "Y = (input - mean) * inv_variance * scale + bias per channel (dim 1).");
 
-  cls.def(
-      "layernorm_backward",
-      [](PyGraph& g, ir::Tensor grad, ir::Tensor input, ir::Tensor scale, ir::Tensor mean,
-         ir::Tensor inv_variance, DataType compute, std::string name) {
-        return as_tuple(g.graph.layernorm_backward(grad, input, scale, mean, inv_variance,
-                                                   op_options(compute, std::move(name))));
-      },
-      nb::arg("grad"), nb::arg("input"), nb::arg("scale"), nb::arg("mean"), nb::arg("inv_variance"),
-      nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "", "Returns (dX, dscale, dbias).");
+  def_norm_backward_with_mean(cls, "layernorm_backward", &ir::Graph::layernorm_backward);
   cls.def(
       "rmsnorm_backward",
       [](PyGraph& g, ir::Tensor grad, ir::Tensor input, ir::Tensor scale, ir::Tensor inv_variance,
@@ -111,34 +123,10 @@ void bind_ops_norm(nb::class_<PyGraph>& cls) {
       nb::arg("grad"), nb::arg("input"), nb::arg("scale"), nb::arg("inv_variance"),
       nb::arg("has_dbias") = false, nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "",
       "Returns (dX, dscale, dbias); dbias is None unless has_dbias.");
-  cls.def(
-      "batchnorm_backward",
-      [](PyGraph& g, ir::Tensor grad, ir::Tensor input, ir::Tensor scale, ir::Tensor mean,
-         ir::Tensor inv_variance, DataType compute, std::string name) {
-        return as_tuple(g.graph.batchnorm_backward(grad, input, scale, mean, inv_variance,
-                                                   op_options(compute, std::move(name))));
-      },
-      nb::arg("grad"), nb::arg("input"), nb::arg("scale"), nb::arg("mean"), nb::arg("inv_variance"),
-      nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "", "Returns (dX, dscale, dbias).");
+  def_norm_backward_with_mean(cls, "batchnorm_backward", &ir::Graph::batchnorm_backward);
 
-  cls.def(
-      "instancenorm_backward",
-      [](PyGraph& g, ir::Tensor grad, ir::Tensor input, ir::Tensor scale, ir::Tensor mean,
-         ir::Tensor inv_variance, DataType compute, std::string name) {
-        return as_tuple(g.graph.instancenorm_backward(grad, input, scale, mean, inv_variance,
-                                                      op_options(compute, std::move(name))));
-      },
-      nb::arg("grad"), nb::arg("input"), nb::arg("scale"), nb::arg("mean"), nb::arg("inv_variance"),
-      nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "", "Returns (dX, dscale, dbias).");
-  cls.def(
-      "adalayernorm_backward",
-      [](PyGraph& g, ir::Tensor grad, ir::Tensor input, ir::Tensor scale, ir::Tensor mean,
-         ir::Tensor inv_variance, DataType compute, std::string name) {
-        return as_tuple(g.graph.adalayernorm_backward(grad, input, scale, mean, inv_variance,
-                                                      op_options(compute, std::move(name))));
-      },
-      nb::arg("grad"), nb::arg("input"), nb::arg("scale"), nb::arg("mean"), nb::arg("inv_variance"),
-      nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "", "Returns (dX, dscale, dbias).");
+  def_norm_backward_with_mean(cls, "instancenorm_backward", &ir::Graph::instancenorm_backward);
+  def_norm_backward_with_mean(cls, "adalayernorm_backward", &ir::Graph::adalayernorm_backward);
 
   cls.def(
       "softmax",

@@ -3,6 +3,8 @@
 // stride, dilation, asymmetric padding and true convolution.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "common/ref_harness.hpp"
 
 namespace {
@@ -113,49 +115,51 @@ Node conv_node(OpKind kind, const Problem& p, const Tensors& t) {
   return n;
 }
 
+// One direction of the convolution on random inputs `in0`, `in1` against the naive loops:
+// out[o] += in0[i0] * in1[i1] for every multiply-accumulate, where pick(xi, wi, yi) returns
+// {i0, i1, o}.
+template <class Pick>
+void check_direction(const Problem& p, const Tensors& t, OpKind kind,
+                     const dnngraph::ir::Tensor& in0, const dnngraph::ir::Tensor& in1,
+                     const dnngraph::ir::Tensor& out, ref_test::Rng& rng, Pick pick) {
+  const Node n = conv_node(kind, p, t);
+  ASSERT_OK(ref_test::validate_node(n));
+  ref_test::Buffers b;
+  const auto v0 = b.random(in0, rng), v1 = b.random(in1, rng);
+  ASSERT_OK(b.run_kernel(n));
+  std::vector<double> want(static_cast<size_t>(out->volume()), 0.0);
+  for_each_mac(p, [&](int64_t xi, int64_t wi, int64_t yi) {
+    const auto [i0, i1, o] = pick(xi, wi, yi);
+    want[static_cast<size_t>(o)] += v0[static_cast<size_t>(i0)] * v1[static_cast<size_t>(i1)];
+  });
+  EXPECT_TRUE(ref_test::all_close(b.values(out), want, ref_test::tol(p.io)));
+}
+
 // Runs all three directions on random inputs and compares with the naive loops.
 void check_problem(const Problem& p, uint64_t seed) {
   ref_test::Rng rng(seed);
   const Tensors t = make(p, p.io);
-  const ref_test::Tol tol = ref_test::tol(p.io);
+  using Idx = std::array<int64_t, 3>;
   {
-    SCOPED_TRACE("fprop");
-    const Node n = conv_node(OpKind::ConvFprop, p, t);
-    ASSERT_OK(ref_test::validate_node(n));
-    ref_test::Buffers b;
-    const auto x = b.random(t.x, rng), w = b.random(t.w, rng);
-    ASSERT_OK(b.run_kernel(n));
-    std::vector<double> want(static_cast<size_t>(t.y->volume()), 0.0);
-    for_each_mac(p, [&](int64_t xi, int64_t wi, int64_t yi) {
-      want[static_cast<size_t>(yi)] += x[static_cast<size_t>(xi)] * w[static_cast<size_t>(wi)];
-    });
-    EXPECT_TRUE(ref_test::all_close(b.values(t.y), want, tol));
+    SCOPED_TRACE("fprop");  // Y += X * W
+    check_direction(p, t, OpKind::ConvFprop, t.x, t.w, t.y, rng,
+                    [](int64_t xi, int64_t wi, int64_t yi) {
+                      return Idx{xi, wi, yi};
+                    });
   }
   {
-    SCOPED_TRACE("dgrad");
-    const Node n = conv_node(OpKind::ConvDgrad, p, t);
-    ASSERT_OK(ref_test::validate_node(n));
-    ref_test::Buffers b;
-    const auto dy = b.random(t.y, rng), w = b.random(t.w, rng);
-    ASSERT_OK(b.run_kernel(n));
-    std::vector<double> want(static_cast<size_t>(t.x->volume()), 0.0);
-    for_each_mac(p, [&](int64_t xi, int64_t wi, int64_t yi) {
-      want[static_cast<size_t>(xi)] += dy[static_cast<size_t>(yi)] * w[static_cast<size_t>(wi)];
-    });
-    EXPECT_TRUE(ref_test::all_close(b.values(t.x), want, tol));
+    SCOPED_TRACE("dgrad");  // DX += DY * W
+    check_direction(p, t, OpKind::ConvDgrad, t.y, t.w, t.x, rng,
+                    [](int64_t xi, int64_t wi, int64_t yi) {
+                      return Idx{yi, wi, xi};
+                    });
   }
   {
-    SCOPED_TRACE("wgrad");
-    const Node n = conv_node(OpKind::ConvWgrad, p, t);
-    ASSERT_OK(ref_test::validate_node(n));
-    ref_test::Buffers b;
-    const auto dy = b.random(t.y, rng), x = b.random(t.x, rng);
-    ASSERT_OK(b.run_kernel(n));
-    std::vector<double> want(static_cast<size_t>(t.w->volume()), 0.0);
-    for_each_mac(p, [&](int64_t xi, int64_t wi, int64_t yi) {
-      want[static_cast<size_t>(wi)] += dy[static_cast<size_t>(yi)] * x[static_cast<size_t>(xi)];
-    });
-    EXPECT_TRUE(ref_test::all_close(b.values(t.w), want, tol));
+    SCOPED_TRACE("wgrad");  // DW += DY * X
+    check_direction(p, t, OpKind::ConvWgrad, t.y, t.x, t.w, rng,
+                    [](int64_t xi, int64_t wi, int64_t yi) {
+                      return Idx{yi, xi, wi};
+                    });
   }
 }
 
