@@ -58,12 +58,16 @@ done
 if [ "${TORCH_CHECKS:-1}" = 1 ] && [ -f "$build/python/dnngraph/torch/libdnngraph_torch.so" ]; then
   run torch_tests 300 env PYTHONPATH="$build/python" python3 -m pytest -q -p no:cacheprovider \
     python/tests/test_torch_norm.py python/tests/test_torch_gemm.py python/tests/test_torch_conv.py \
-    python/tests/test_torch_sdpa.py python/tests/test_torch_runtime.py python/tests/test_torch_examples.py
+    python/tests/test_torch_sdpa.py python/tests/test_torch_runtime.py python/tests/test_torch_examples.py \
+    python/tests/test_torch_out.py python/tests/test_torch_distributed.py
   tail -n 15 "$out/torch_tests.log"
   run torch_blocks 240 env PYTHONPATH="$build/python" python3 examples/torch_blocks.py --bench
   cat "$out/torch_blocks.log"
   run torch_bench 300 env PYTHONPATH="$build/python" python3 bench/torch/bench_torch_ops.py ${TORCH_BENCH_ARGS:-}
   cat "$out/torch_bench.log"
+  # conv2d_bias_act vs eager and torch.compile max-autotune (minutes the first time).
+  run torch_conv_autotune 420 env PYTHONPATH="$build/python" python3 bench/torch/bench_conv_autotune.py
+  cat "$out/torch_conv_autotune.log"
 fi
 [ "${TORCH_ONLY:-0}" = 1 ] && { for k in "${!result[@]}"; do printf "%-28s rc=%s\n" "$k" "${result[$k]}"; done; exit 0; }
 # Python on the GPU: the pytest suite (torch tests included) and the tutorial's code unchanged.

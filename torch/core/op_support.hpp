@@ -28,8 +28,8 @@ inline at::ScalarType stat_dtype(at::ScalarType x) {
 
 // The op `dnngraph::<name>` as a typed handle, looked up once.
 template <class Sig>
-c10::TypedOperatorHandle<Sig> op_handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").template typed<Sig>();
+c10::TypedOperatorHandle<Sig> op_handle(const char* name, const char* overload = "") {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload).template typed<Sig>();
 }
 
 inline const at::Tensor& value_or_undefined(const OptTensor& t) {

@@ -234,7 +234,8 @@ Device dnngraph_device(const at::Device& d) {
   return d.is_cpu() ? Device::cpu() : Device::cuda(d.has_index() ? d.index() : 0);
 }
 
-HandlePtr handle_for(const at::Device& d, const char* op) {
+// The device's slot with its handle created (the handle is never replaced once made).
+DeviceSlot& ready_slot(const at::Device& d, const char* op) {
   DeviceSlot& s = slot_for(d);
   std::call_once(s.once, [&] {
     std::optional<c10::DeviceGuard> guard;
@@ -246,7 +247,10 @@ HandlePtr handle_for(const at::Device& d, const char* op) {
       s.error = h.status();
   });
   if (!s.handle) throw_status(op, s.error);
-  return s.handle;
+  return s;
+}
+const HandlePtr& handle_for(const at::Device& d, const char* op) {
+  return ready_slot(d, op).handle;
 }
 
 // ---------------------------------------------------------------- cache
@@ -329,9 +333,9 @@ GraphCache& cache() {
 }  // namespace
 
 std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device& device,
-                                               const char* op, const GraphBuilder& build) {
+                                               const char* op, GraphBuilder build) {
   if (auto g = cache().find(key)) return g;
-  HandlePtr h = handle_for(device, op);
+  const HandlePtr& h = handle_for(device, op);
   auto built = std::make_shared<BuiltGraph>();
   // Tests of the ATen fallbacks (which a CPU machine never takes otherwise).
   static const bool force_fallback = std::getenv("DNNGRAPH_TORCH_FORCE_FALLBACK") != nullptr;
@@ -365,16 +369,33 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
 
 void execute(const BuiltGraph& g, const at::Device& device, const char* op,
              std::initializer_list<std::pair<int64_t, const at::Tensor*>> pack) {
-  VariantPack vp;
-  vp.reserve(pack.size());
-  for (const auto& [uid, t] : pack)
-    if (t && t->defined() && std::find(g.io_uids.begin(), g.io_uids.end(), uid) != g.io_uids.end())
-      vp.emplace(uid, t->data_ptr());
+  // One variant pack per thread, reused: a call of the same op finds the map's nodes for the
+  // same uids and only overwrites the pointers (no allocation). It is rebuilt when the uids
+  // differ, so that it never holds a uid the graph does not have or misses one it has.
+  thread_local VariantPack vp;
+  auto fill = [&] {
+    size_t n = 0;
+    for (const auto& [uid, t] : pack)
+      if (t && t->defined() &&
+          std::find(g.io_uids.begin(), g.io_uids.end(), uid) != g.io_uids.end()) {
+        vp[uid] = t->data_ptr();
+        ++n;
+      }
+    return n;
+  };
+  bool same_uids = vp.size() == g.io_uids.size();
+  for (size_t i = 0; same_uids && i < g.io_uids.size(); ++i)
+    same_uids = vp.count(g.io_uids[i]) != 0;
+  if (!same_uids) vp.clear();
+  if (fill() != vp.size()) {  // an io uid with no tensor this call: no stale pointer may stay
+    vp.clear();
+    fill();
+  }
   at::Tensor ws;
   if (g.workspace_bytes > 0)
     ws = at::empty({g.workspace_bytes}, at::TensorOptions().dtype(at::kByte).device(device));
-  HandlePtr h = handle_for(device, op);
-  DeviceSlot& slot = slot_for(device);
+  DeviceSlot& slot = ready_slot(device, op);
+  Handle* h = slot.handle.get();
   Status s;
   if (device.is_cuda()) {
     c10::DeviceGuard guard(device);

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/FunctionRef.h>
+#include <c10/util/SmallVector.h>
 
 #include <cstdint>
 #include <cstring>
@@ -56,7 +58,7 @@ at::Tensor aten_act_backward(Act act, const at::Tensor& dy, const at::Tensor& z)
 // ---------------------------------------------------------------- cache key
 class Key {
  public:
-  explicit Key(const char* op) { words_.reserve(48), add_str(op); }
+  explicit Key(const char* op) { add_str(op); }
   Key& add(int64_t v) {
     words_.push_back(v);
     return *this;
@@ -79,7 +81,9 @@ class Key {
   size_t hash() const;
 
  private:
-  std::vector<int64_t> words_;
+  // Inline storage: building a key on a call allocates nothing (it is copied into the cache
+  // on a miss only).
+  c10::SmallVector<int64_t, 64> words_;
 };
 
 // ---------------------------------------------------------------- built graphs
@@ -90,13 +94,15 @@ struct BuiltGraph {
   std::vector<int64_t> io_uids;  // the graph's non-virtual tensors: what a variant pack holds
   Status unsupported;            // why the engine has no plan (the op then falls back to ATen)
 };
-using GraphBuilder = std::function<void(Graph& g)>;  // adds tensors (explicit uids) and ops
+// Adds tensors (explicit uids) and ops. A reference to the caller's lambda: nothing is
+// allocated to pass it on a cache hit (a std::function of a capturing lambda would be).
+using GraphBuilder = c10::function_ref<void(Graph& g)>;
 
 // Returns the cached graph for `key`, building it on the tensors' device with `build`
 // (validate + build with heuristics A then FALLBACK) on a miss. Invalid graphs throw (bad
 // input); NotSupported is cached as `unsupported` so that the caller falls back to ATen.
 std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device& device,
-                                               const char* op, const GraphBuilder& build);
+                                               const char* op, GraphBuilder build);
 
 // Runs a built graph: uid -> tensor pointers (entries whose uid the graph does not hold, e.g.
 // an optional input it was built without, are skipped), the device's current stream (set on the

@@ -11,6 +11,14 @@ from typing import List, Optional, Sequence, Tuple, Union
 import torch
 
 _ops = torch.ops.dnngraph
+# The overloads themselves, looked up once: calling the packet (torch.ops.dnngraph.layer_norm)
+# would pick among the op's overloads (the out= variants) on every call.
+_layer_norm = _ops.layer_norm.default
+_rms_norm = _ops.rms_norm.default
+_linear_act = _ops.linear_act.default
+_matmul_epilogue = _ops.matmul_epilogue.default
+_conv2d_bias_act = _ops.conv2d_bias_act.default
+_sdpa = _ops.sdpa.default
 
 __all__ = [
     "layer_norm",
@@ -22,12 +30,6 @@ __all__ = [
 ]
 
 
-def _shape(normalized_shape: Union[int, Sequence[int]]) -> List[int]:
-    if isinstance(normalized_shape, int):
-        return [normalized_shape]
-    return list(normalized_shape)
-
-
 def layer_norm(
     input: torch.Tensor,
     normalized_shape: Union[int, Sequence[int]],
@@ -36,7 +38,8 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> torch.Tensor:
     """Like ``torch.nn.functional.layer_norm``."""
-    return _ops.layer_norm(input, _shape(normalized_shape), weight, bias, eps)[0]
+    shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    return _layer_norm(input, shape, weight, bias, eps)[0]
 
 
 def rms_norm(
@@ -46,7 +49,8 @@ def rms_norm(
     eps: Optional[float] = None,
 ) -> torch.Tensor:
     """Like ``torch.nn.functional.rms_norm`` (eps None: ``torch.finfo(input.dtype).eps``)."""
-    return _ops.rms_norm(input, _shape(normalized_shape), weight, eps)[0]
+    shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    return _rms_norm(input, shape, weight, eps)[0]
 
 
 def linear(
@@ -57,7 +61,7 @@ def linear(
 ) -> torch.Tensor:
     """``activation(input @ weight.T + bias)``, like ``torch.nn.functional.linear`` then the
     activation, fused into one graph."""
-    return _ops.linear_act(input, weight, bias, activation)
+    return _linear_act(input, weight, bias, activation)
 
 
 def matmul_epilogue(
@@ -71,7 +75,7 @@ def matmul_epilogue(
     """``y = activation(alpha * (a @ b) + bias)`` for a ``[B,M,K]`` or ``[M,K]`` and b ``[B|1,K,N]``
     or ``[K,N]``, bias broadcastable to y. With ``amax=True`` returns ``(y, max(|y|))``, the
     FP8-recipe epilogue (amax is a 0-dim float32 tensor)."""
-    y, m = _ops.matmul_epilogue(a, b, bias, alpha, activation, amax)
+    y, m = _matmul_epilogue(a, b, bias, alpha, activation, amax)
     return (y, m) if amax else y
 
 
@@ -97,7 +101,7 @@ def conv2d_bias_act(
             f"dnngraph conv2d_bias_act: padding='{padding}' is not supported; give the padding "
             "as an int or a pair of ints"
         )
-    return _ops.conv2d_bias_act(
+    return _conv2d_bias_act(
         input, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups, activation
     )
 
@@ -119,4 +123,4 @@ def scaled_dot_product_attention(
         attn_mask = torch.zeros(attn_mask.shape, dtype=query.dtype, device=query.device).masked_fill(
             ~attn_mask, float("-inf")
         )
-    return _ops.sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)[0]
+    return _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)[0]

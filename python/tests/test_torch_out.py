@@ -1,0 +1,113 @@
+"""dnngraph.torch out= variants (those whose ATen counterparts have one: layer_norm.out,
+linear_act.out, matmul_epilogue.out, conv2d_bias_act.out): values equal the functional op's,
+ATen's resize semantics (an empty out silently, a wrong-shaped one with ATen's warning, a
+storage that cannot grow is an error), wrong dtype/device errors, no autograd, Meta, opcheck."""
+
+import warnings
+
+import pytest
+
+from torch_util import DEVICES, rand, torch
+
+import dnngraph.torch  # noqa: F401
+
+ops = torch.ops.dnngraph
+
+
+def cases(device, dtype=torch.float32):
+    x, w, b = rand(3, 5, 8, dtype=dtype, device=device), rand(8, dtype=dtype, device=device), rand(
+        8, dtype=dtype, device=device)
+    W, bias = rand(6, 8, dtype=dtype, device=device), rand(6, dtype=dtype, device=device)
+    a3, b3 = rand(2, 4, 8, dtype=dtype, device=device), rand(2, 8, 5, dtype=dtype, device=device)
+    xc = rand(2, 3, 6, 6, dtype=dtype, device=device)
+    wc, bc = rand(4, 3, 3, 3, dtype=dtype, device=device), rand(4, dtype=dtype, device=device)
+    return {
+        "layer_norm": (ops.layer_norm, (x, [8], w, b, 1e-5), ("out0", "out1", "out2")),
+        "linear_act": (ops.linear_act, (x, W, bias, "gelu"), ("out",)),
+        "matmul_epilogue": (ops.matmul_epilogue, (a3, b3, None, 0.5, "relu", True), ("out", "amax")),
+        "conv2d_bias_act": (ops.conv2d_bias_act, (xc, wc, bc, [1, 1], [1, 1], [1, 1], 1, "silu"),
+                            ("out",)),
+    }
+
+
+def as_tuple(r):
+    return r if isinstance(r, tuple) else (r,)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["layer_norm", "linear_act", "matmul_epilogue", "conv2d_bias_act"])
+def test_out_equals_functional(device, name):
+    op, args, names = cases(device)[name]
+    want = as_tuple(op.default(*args))
+    # Right-shaped outs, poisoned: written in place, returned.
+    outs = {n: torch.full_like(t, float("nan")) for n, t in zip(names, want)}
+    got = as_tuple(op.out(*args, **outs))
+    for n, g, w in zip(names, got, want):
+        assert g.data_ptr() == outs[n].data_ptr()
+        torch.testing.assert_close(outs[n], w, rtol=0, atol=0)
+    # Empty outs are resized silently (ATen's resize_output).
+    outs = {n: torch.empty(0, dtype=t.dtype, device=device) for n, t in zip(names, want)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        op.out(*args, **outs)
+    for n, w in zip(names, want):
+        assert outs[n].shape == w.shape
+        torch.testing.assert_close(outs[n], w, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "linear_act", "matmul_epilogue", "conv2d_bias_act"])
+def test_out_errors_and_resize_warning(name):
+    op, args, names = cases("cpu")[name]
+    want = as_tuple(op.default(*args))
+    good = {n: torch.empty_like(t) for n, t in zip(names, want)}
+    first = names[0]
+    # A non-empty out of another shape: ATen's deprecation warning, then resized.
+    outs = dict(good, **{first: torch.randn(7, dtype=want[0].dtype)})
+    with pytest.warns(UserWarning, match="resized"):
+        op.out(*args, **outs)
+    assert outs[first].shape == want[0].shape
+    torch.testing.assert_close(outs[first], want[0], rtol=0, atol=0)
+    # A storage that cannot grow: a clear error, as ATen's.
+    fixed = torch.frombuffer(bytearray(4), dtype=want[0].dtype)
+    with pytest.raises(RuntimeError, match="not resizable"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ATen warns of the resize before it fails
+        op.out(*args, **dict(good, **{first: fixed}))
+    # Wrong dtype: TypeError naming the op and the out tensor.
+    with pytest.raises(TypeError, match=rf"dnngraph::{name}\.out: '{first}' has dtype Double but the result has dtype Float"):
+        op.out(*args, **dict(good, **{first: torch.empty_like(want[0], dtype=torch.float64)}))
+    # An out that overlaps itself.
+    with pytest.raises(RuntimeError, match="internal overlap|single memory location"):
+        op.out(*args, **dict(good, **{first: torch.empty(1).expand(want[0].shape)}))
+    # No autograd through out= (as ATen's out= functions).
+    grad_args = tuple(a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) else a
+                      for a in args)
+    with pytest.raises(RuntimeError, match="do not support automatic differentiation"):
+        op.out(*grad_args, **good)
+    with torch.no_grad():
+        op.out(*grad_args, **good)
+
+
+def test_out_bumps_version_and_runs_on_meta():
+    op, args, names = cases("cpu")["linear_act"]
+    out = torch.empty(3, 5, 6)
+    v = out._version
+    op.out(*args, out=out)
+    assert out._version > v
+    margs = tuple(a.to("meta") if isinstance(a, torch.Tensor) else a for a in args)
+    mout = torch.empty(0, device="meta")
+    r = op.out(*margs, out=mout)
+    assert r is mout or r.shape == mout.shape
+    assert mout.shape == (3, 5, 6) and mout.device.type == "meta"
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "linear_act", "matmul_epilogue", "conv2d_bias_act"])
+def test_opcheck_out(name):
+    """Schema (mutation annotations), autograd registration and fake tensors. Not
+    test_aot_dispatch_dynamic: torch's functionalization refuses custom ops whose outputs alias
+    an input (`-> Tensor(a!)`, the schema of ATen's out= ops), so the out= forms do not trace
+    under torch.compile; the functional forms do."""
+    op, args, names = cases("cpu", torch.float64)[name]
+    want = as_tuple(op.default(*args))
+    outs = {n: torch.empty_like(t) for n, t in zip(names, want)}
+    torch.library.opcheck(op.out, args, outs,
+                          test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
