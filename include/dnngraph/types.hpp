@@ -77,9 +77,12 @@ enum class PointwiseMode : int {
   SiluBwd,
   EluBwd,
   SoftplusBwd,
-  GenIndex,  // out = the index of each element along PointwiseAttrs::axis (in0 gives the dims)
+  GenIndex,   // out = the index of each element along PointwiseAttrs::axis (in0 gives the dims)
+  AddSquare,  // out = in0 + in1 * in1
+  Mod,        // out = fmod(in0, in1): the remainder with the sign of in0
+  Tan,
 };
-constexpr int kPointwiseModeCount = static_cast<int>(PointwiseMode::GenIndex) + 1;
+constexpr int kPointwiseModeCount = static_cast<int>(PointwiseMode::Tan) + 1;
 
 std::string_view pointwise_mode_name(PointwiseMode m);  // "ADD", "RELU_BWD", ...
 std::optional<PointwiseMode> pointwise_mode_from_name(std::string_view name);

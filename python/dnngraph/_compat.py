@@ -203,13 +203,13 @@ _ITEMSIZE = {
 #                     fixed native kwargs)
 _UNARY = ["abs", "ceil", "cos", "elu", "erf", "exp", "floor", "gelu", "gelu_approx_tanh",
           "identity", "log", "logical_not", "neg", "reciprocal", "rsqrt", "sigmoid", "sin",
-          "softplus", "sqrt", "tanh"]
+          "softplus", "sqrt", "tan", "tanh"]
 _OPS: Dict[str, tuple] = {}
 for _n in _UNARY:
     _OPS[_n] = (_n, ("input",), {}, {})
-for _n in ("add", "div", "logical_and", "logical_or", "mul", "sub"):
+for _n in ("add", "add_square", "div", "logical_and", "logical_or", "mul", "sub"):
     _OPS[_n] = (_n, ("a", "b"), {}, {})
-for _n in ("max", "min", "pow"):
+for _n in ("max", "min", "mod", "pow"):
     _OPS[_n] = (_n, ("input0", "input1"), {"input0": "a", "input1": "b"}, {})
 for _n in ("cmp_eq", "cmp_ge", "cmp_gt", "cmp_le", "cmp_lt", "cmp_neq"):
     _OPS[_n] = (_n, ("input", "comparison"), {"input": "a", "comparison": "b"}, {})
@@ -259,6 +259,8 @@ _OPS.update({
     "genstats": ("genstats", ("input",), {}, {}),
     "gen_index": ("gen_index", ("input", "axis", "name", "compute_data_type"), {}, {}),
     "transpose": ("transpose", ("input", "permutation"), {}, {}),
+    "reshape": ("reshape", ("input", "reshape_mode", "name"), {}, {}),
+    "concatenate": ("concatenate", ("inputs", "axis", "in_place_index", "name"), {}, {}),
     "sdpa": ("sdpa", ("q", "k", "v"), {}, {}),
     "sdpa_backward": ("sdpa_backward", ("q", "k", "v", "o", "dO", "stats"), {}, {}),
 })
@@ -266,7 +268,6 @@ _OPS.update({
 # Frontend methods for ops dnngraph does not have (yet): each raises NotSupported naming it.
 # Those another part of dnngraph implements (the native class has them) are not overridden.
 _LACKING_OPS = [
-    "add_square", "mod", "tan", "reshape", "concatenate",
     "slice", "rope", "rope_backward", "block_scale_quantize", "block_scale_dequantize",
     "moe_grouped_matmul", "moe_grouped_matmul_bwd", "sdpa_fp8", "sdpa_fp8_backward",
     "sdpa_mxfp8", "sdpa_mxfp8_backward", "gdn", "gdn_bwd", "gdn_summary", "gdn_summary_bwd",
@@ -891,8 +892,15 @@ def _make_op(fe_name: str, native_name: str, pos: tuple, renames: dict, fixed: d
             raise _missing("matmul(padding=...)")
         elif fe_name == "reduction" and kw.get("group_offset") is not None:
             raise _missing("reduction(group_offset=...)")
+        elif fe_name == "reshape":
+            mode = kw.pop("reshape_mode", None)
+            kw["logical"] = mode is not None and getattr(mode, "name", str(mode)).endswith(
+                "LOGICAL")
         kw.pop("group_offset", None)
         name = kw.get("name") or fe_name
+        if fe_name == "concatenate" and isinstance(kw.get("inputs"), (list, tuple)):
+            kw["inputs"] = [self._ensure_tensor(_dtype(e), f"{name}::IN_{i}")
+                            for i, e in enumerate(kw["inputs"])]
         out: Dict[str, Any] = dict(fixed)
         for k, v in kw.items():
             if v is None:

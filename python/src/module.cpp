@@ -21,6 +21,8 @@ NB_MODULE(_dnngraph, m) {
   bind_ops_slice(graph);
   bind_ops_genstats(graph);
   bind_ops_transpose(graph);
+  bind_ops_reshape(graph);
+  bind_ops_concat(graph);
   bind_execute(m, graph);
   bind_serialize(graph);
   bind_log(m);

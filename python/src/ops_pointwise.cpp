@@ -46,6 +46,7 @@ constexpr Named kUnary[] = {
     {"ceil", PointwiseMode::Ceil},
     {"identity", PointwiseMode::Identity},
     {"logical_not", PointwiseMode::LogicalNot},
+    {"tan", PointwiseMode::Tan},
 };
 constexpr Named kBinary[] = {
     {"add", PointwiseMode::Add},
@@ -65,6 +66,8 @@ constexpr Named kBinary[] = {
     {"cmp_le", PointwiseMode::CmpLe},
     {"logical_and", PointwiseMode::LogicalAnd},
     {"logical_or", PointwiseMode::LogicalOr},
+    {"add_square", PointwiseMode::AddSquare},
+    {"mod", PointwiseMode::Mod},
 };
 // Backward modes: (loss = dy, input = x) -> dx.
 constexpr Named kBackward[] = {

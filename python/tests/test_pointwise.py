@@ -45,6 +45,7 @@ UNARY = {
     "erf": (erf, "any"),
     "sin": (np.sin, "any"),
     "cos": (np.cos, "any"),
+    "tan": (np.tan, "any"),
     "floor": (np.floor, "any"),
     "ceil": (np.ceil, "any"),
     "identity": (lambda x: x, "any"),
@@ -64,6 +65,8 @@ BINARY = {
     "maximum": (np.maximum, "any"),
     "minimum": (np.minimum, "any"),
     "pow": (np.power, "pos"),
+    "add_square": (lambda a, b: a + b * b, "any"),
+    "mod": (np.fmod, "pos"),
     "bias": (np.add, "any"),
     "scale": (np.multiply, "any"),
 }
@@ -142,6 +145,16 @@ def test_compare(handle, rng, method):
     out = run(handle, lambda g, x, y: getattr(g, method)(a=x, b=y), [a, b], np.bool_,
               cudnn.data_type.BOOLEAN)
     np.testing.assert_array_equal(out, COMPARE[method](a, b))
+
+
+def test_mod_keeps_the_sign_of_the_dividend(handle, rng):
+    # fmod, as cuDNN's MOD: -7.5 mod 2 = -1.5 (Python's % would give 0.5).
+    a = (rng.standard_normal(SHAPE) * 4).astype(np.float32)
+    b = (np.abs(rng.standard_normal(SHAPE)) + 0.75).astype(np.float32)
+    a[0, 0, 0], b[0, 0, 0] = -7.5, 2.0
+    out = run(handle, lambda g, x, y: g.mod(a=x, b=y), [a, b])
+    assert out[0, 0, 0] == -1.5
+    assert_close(out, np.fmod(a.astype(np.float64), b), rtol=1e-5, atol=1e-6)
 
 
 def test_logical_and_select(handle, rng):

@@ -77,7 +77,10 @@ constexpr std::array<std::string_view, kPointwiseModeCount> kPointwiseNames = {
     "SILU_BWD",
     "ELU_BWD",
     "SOFTPLUS_BWD",
-    "GEN_INDEX"};
+    "GEN_INDEX",
+    "ADD_SQUARE",
+    "MOD",
+    "TAN"};
 
 constexpr std::array<std::string_view, 8> kReductionNames = {"ADD",  "MUL", "MIN",   "MAX",
                                                              "AMAX", "AVG", "NORM1", "NORM2"};
@@ -133,6 +136,8 @@ int pointwise_arity(PointwiseMode m) {
     case M::Max:
     case M::Min:
     case M::Pow:
+    case M::AddSquare:
+    case M::Mod:
     case M::CmpEq:
     case M::CmpNeq:
     case M::CmpGt:

@@ -117,6 +117,21 @@ Tensor Graph::transpose(Tensor x, TransposeAttrs a, OpOptions o) {
   return add_output(push(std::move(a), o, "transpose", {{Role::X, x}}), Role::Y);
 }
 
+Tensor Graph::reshape(Tensor x, ReshapeAttrs a, OpOptions o) {
+  return add_output(push(std::move(a), o, "reshape", {{Role::X, x}}), Role::Y);
+}
+
+Tensor Graph::concatenate(const std::vector<Tensor>& inputs, ConcatAttrs a, OpOptions o) {
+  static constexpr Role kIn[kConcatMaxInputs] = {Role::IN_0, Role::IN_1, Role::IN_2, Role::IN_3,
+                                                 Role::IN_4, Role::IN_5, Role::IN_6, Role::IN_7};
+  // More than kConcatMaxInputs inputs: the extra ones are bound as X, a role concatenate does
+  // not know, so validate() refuses the node and names it.
+  Node& n = push(std::move(a), o, "concatenate", {});
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i]) n.inputs.push_back({i < kConcatMaxInputs ? kIn[i] : Role::X, inputs[i]});
+  return add_output(n, Role::Y);
+}
+
 std::array<Tensor, 2> Graph::genstats(Tensor x, OpOptions o) {
   Node& n = push(GenstatsAttrs{}, o, "genstats", {{Role::X, x}});
   Tensor sum = add_output(n, Role::SUM);

@@ -44,6 +44,10 @@ Status infer_node(Node& n, const InferContext& ctx) {
       return infer_genstats(n, ctx);
     case OpKind::Transpose:
       return infer_transpose(n, ctx);
+    case OpKind::Reshape:
+      return infer_reshape(n, ctx);
+    case OpKind::Concat:
+      return infer_concat(n, ctx);
   }
   return make_error(ErrorCode::Internal, op_label(n), ": unknown op kind");
 }

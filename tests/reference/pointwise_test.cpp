@@ -88,6 +88,11 @@ std::vector<Case> forward_cases() {
        [](double a, double b, double) { return (a == 0 && b == 0) ? 0.0 : 1.0; }},
       {PM::LogicalNot, -1, 1, true, [](double a, double, double) { return a == 0 ? 1.0 : 0.0; }},
       {PM::BinarySelect, -2, 2, true, [](double a, double b, double c) { return c == 0 ? b : a; }},
+      {PM::AddSquare, -2, 2, false, [](double a, double b, double) { return a + std::pow(b, 2); }},
+      {PM::Mod, 0.5, 3, false,
+       [](double a, double b, double) { return a - b * std::trunc(a / b); }},
+      {PM::Tan, -1.2, 1.2, false,
+       [](double a, double, double) { return std::sin(a) / std::cos(a); }},
   };
 }
 

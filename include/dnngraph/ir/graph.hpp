@@ -115,6 +115,10 @@ class Graph {
   Tensor slice(Tensor x, SliceAttrs a, OpOptions o = {});
   // Y's dim i is X's dim a.permutation[i].
   Tensor transpose(Tensor x, TransposeAttrs a, OpOptions o = {});
+  // X with other dims: set the returned tensor's dims (ReshapeAttrs).
+  Tensor reshape(Tensor x, ReshapeAttrs a = {}, OpOptions o = {});
+  // The inputs joined along a.axis (at most kConcatMaxInputs of them; ConcatAttrs).
+  Tensor concatenate(const std::vector<Tensor>& inputs, ConcatAttrs a, OpOptions o = {});
   // Per-channel statistics of X: returns {SUM, SQ_SUM}, dims [1,C,1,..].
   std::array<Tensor, 2> genstats(Tensor x, OpOptions o = {});
 

@@ -67,7 +67,12 @@ namespace dnngraph::ir {
   R(DROPOUT_SCALE)        \
   R(RNG_DUMP)             \
   R(SUM)                  \
-  R(SQ_SUM)
+  R(SQ_SUM)               \
+  R(IN_3)                 \
+  R(IN_4)                 \
+  R(IN_5)                 \
+  R(IN_6)                 \
+  R(IN_7)
 
 enum class Role : uint8_t {
 #define DNNGRAPH_ROLE_ENUM(r) r,
@@ -349,6 +354,38 @@ struct TransposeAttrs {
   }
 };
 
+// Y = X with other dims (the cuDNN frontend's reshape; Y's dims are set by the caller and hold
+// as many elements as X's). VIEW_ONLY (logical = false, the default): Y describes X's memory
+// with other dims and strides: the element at memory offset o of Y is the one at offset o of
+// X, so X and Y must both be packed (dense, no gaps, no overlap). LOGICAL: Y lists X's
+// elements in row-major (lexicographic) order, whatever either layout. Y's strides default to
+// the frontend's: packed channels-last (dim 1 innermost) from rank 2 up, row-major below.
+struct ReshapeAttrs {
+  bool logical = false;
+  bool operator==(const ReshapeAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("logical", s.logical);
+  }
+};
+
+// Y = the inputs IN_0, IN_1, ... (no gaps, at most kConcatMaxInputs) joined along `axis` (the
+// cuDNN frontend's concatenate): every input has the same rank, data type and dims but along
+// the axis, where Y's dim is their sum. in_place_index names an input whose memory already is
+// its part of Y's (the backend then skips its copy; the result is the same). Y keeps the
+// inputs' data type; its strides default to packed in IN_0's dim order.
+struct ConcatAttrs {
+  int64_t axis = 0;
+  std::optional<int64_t> in_place_index;
+  bool operator==(const ConcatAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("axis", s.axis, FieldUse::Required);
+    v("in_place_index", s.in_place_index);
+  }
+};
+inline constexpr size_t kConcatMaxInputs = 8;
+
 // ---- the op table: one line per op family ----
 // OP(OpKind enumerator, name (JSON, Python, messages), attribute struct, (input roles),
 //    (output roles)). Ports not listed are refused by validate(); which are required, and their
@@ -376,7 +413,9 @@ struct TransposeAttrs {
      (DQ, DK, DV, DBIAS))                                                                          \
   OP(Slice, slice, SliceAttrs, (X), (Y))                                                           \
   OP(Genstats, genstats, GenstatsAttrs, (X), (SUM, SQ_SUM))                                        \
-  OP(Transpose, transpose, TransposeAttrs, (X), (Y))
+  OP(Transpose, transpose, TransposeAttrs, (X), (Y))                                               \
+  OP(Reshape, reshape, ReshapeAttrs, (X), (Y))                                                     \
+  OP(Concat, concatenate, ConcatAttrs, (IN_0, IN_1, IN_2, IN_3, IN_4, IN_5, IN_6, IN_7), (Y))
 
 enum class OpKind : int {
 #define DNNGRAPH_OP_KIND(kind, name, Attrs, in, out) kind,

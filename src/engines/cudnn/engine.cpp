@@ -86,6 +86,10 @@ Status lower_node(LowerContext& cx, const ir::Node& n) {
       return lower_genstats(cx, n);
     case ir::OpKind::Transpose:
       return lower_transpose(cx, n);
+    case ir::OpKind::Reshape:
+      return lower_reshape(cx, n);
+    case ir::OpKind::Concat:
+      return lower_concat(cx, n);
   }
   return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
 }

@@ -102,6 +102,8 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n);
 Status lower_slice(LowerContext& cx, const ir::Node& n);
 Status lower_genstats(LowerContext& cx, const ir::Node& n);
 Status lower_transpose(LowerContext& cx, const ir::Node& n);
+Status lower_reshape(LowerContext& cx, const ir::Node& n);
+Status lower_concat(LowerContext& cx, const ir::Node& n);
 
 // Helpers shared by composite lowerings (sdpa, softmax): one pointwise / reduction operation
 // on already-created tensor descriptors.

@@ -101,6 +101,12 @@ cudnnPointwiseMode_t mode_of(PointwiseMode m) {
       return CUDNN_POINTWISE_SOFTPLUS_BWD;
     case M::GenIndex:
       return CUDNN_POINTWISE_GEN_INDEX;
+    case M::AddSquare:
+      return CUDNN_POINTWISE_ADD_SQUARE;
+    case M::Mod:
+      return CUDNN_POINTWISE_MOD;
+    case M::Tan:
+      return CUDNN_POINTWISE_TAN;
   }
   return CUDNN_POINTWISE_IDENTITY;
 }

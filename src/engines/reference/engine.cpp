@@ -43,6 +43,10 @@ RunFn kernel_of(ir::OpKind k) {
       return run_genstats;
     case ir::OpKind::Transpose:
       return run_transpose;
+    case ir::OpKind::Reshape:
+      return run_reshape;
+    case ir::OpKind::Concat:
+      return run_concat;
   }
   return nullptr;
 }

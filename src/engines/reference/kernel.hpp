@@ -96,5 +96,7 @@ Status run_sdpa(KernelContext& ctx);  // sdpa and sdpa_backward
 Status run_slice(KernelContext& ctx);
 Status run_genstats(KernelContext& ctx);
 Status run_transpose(KernelContext& ctx);
+Status run_reshape(KernelContext& ctx);
+Status run_concat(KernelContext& ctx);
 
 }  // namespace dnngraph::reference

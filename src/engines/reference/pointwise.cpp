@@ -166,6 +166,12 @@ double apply(const Params& p, double a, double b, double c) {
       return b > 0 ? a : a * p.alpha * std::exp(b);
     case PM::SoftplusBwd:
       return a * sigmoid(p.softplus_beta * b);
+    case PM::AddSquare:
+      return a + b * b;
+    case PM::Mod:
+      return std::fmod(a, b);
+    case PM::Tan:
+      return std::tan(a);
     case PM::GenIndex:
       break;  // run_gen_index: needs the element's position, not its value
   }

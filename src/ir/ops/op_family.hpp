@@ -29,6 +29,8 @@ Status infer_sdpa_backward(Node& node, const InferContext& ctx);
 Status infer_slice(Node& node, const InferContext& ctx);
 Status infer_genstats(Node& node, const InferContext& ctx);
 Status infer_transpose(Node& node, const InferContext& ctx);
+Status infer_reshape(Node& node, const InferContext& ctx);
+Status infer_concat(Node& node, const InferContext& ctx);
 
 // Dispatches on node.kind().
 Status infer_node(Node& node, const InferContext& ctx);
