@@ -12,7 +12,7 @@
 // Dropout: P * MASK * SCALE after the softmax (sdpa_dropout; the RNG is cuDNN's Philox, so its
 // keep mask differs from the reference engine's: tests compare through RNG_DUMP and the mask
 // form). Not lowered (NotSupported, named): a left window bound with a padding mask or with a
-// shifted (bottom-right, s_q != s_kv) diagonal.
+// shifted (bottom-right, s_q != s_kv) diagonal; use_alibi_mask (forward and backward).
 // This file also holds the pieces sdpa_backward.cpp shares (sdpa_common.hpp).
 #include <algorithm>
 #include <cmath>
@@ -39,6 +39,12 @@ Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::str
   if (s.hk <= 0 || s.hv <= 0 || s.hq % s.hk != 0 || s.hq % s.hv != 0)
     return make_error(ErrorCode::NotSupported, what, ": query heads (", s.hq,
                       ") must be a multiple of the K heads (", s.hk, ") and V heads (", s.hv, ")");
+  // cuDNN's ALiBi graph multiplies (col - row) by a [1,hq,1,1] float slope tensor in device
+  // memory that the plan would have to own and fill; plans here own no such memory yet.
+  if (a.alibi_mask)
+    return sdpa_unsupported(what,
+                            "use_alibi_mask (its per-head slope tensor needs device memory owned "
+                            "by the plan, which this lowering does not provide yet)");
   return s;
 }
 
