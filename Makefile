@@ -34,7 +34,7 @@ build-asan: setup $(ASAN)/CMakeCache.txt
 
 # ThreadSanitizer over the threaded tests (handles, engine state, concurrent executes). OpenMP
 # runs one thread per team here: libgomp is not instrumented, so its own threads would only
-# give false reports.
+# give false reports. Not in CI: the TSan tree is a third full build (docs/hardening.md).
 $(TSAN)/CMakeCache.txt:
 	cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDNNGRAPH_SANITIZE=thread -DDNNGRAPH_CUDA=OFF \
 	  -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF -DDNNGRAPH_BUILD_TOOLS=OFF $(CMAKE_FLAGS)

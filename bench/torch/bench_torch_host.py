@@ -60,7 +60,7 @@ def cases():
     aten_ln = torch.ops.aten.native_layer_norm.default
     return [
         ("layer_norm", lambda: F.layer_norm(x, [8], w, b), lambda: TF.layer_norm(x, [8], w, b)),
-        ("layer_norm (op, no wrapper)", lambda: ops.layer_norm.default(x, [8], w, b, 1e-5),
+        ("layer_norm via torch.ops", lambda: ops.layer_norm.default(x, [8], w, b, 1e-5),
          lambda: torch.native_layer_norm(x, [8], w, b, 1e-5)),
         # Not dnngraph: what calling an ATen op through torch.ops (boxed arguments) costs
         # against its generated Python binding; every torch.ops.dnngraph call pays it.

@@ -200,3 +200,96 @@ def test_aten_fallbacks_match_torch_and_warn_once():
         n_err = r.stderr.count(f"dnngraph::{op}:")
         assert f"'{op}'" in r.stdout or n_err > 0, r.stdout + r.stderr
         assert n_err <= 1, f"{op} warned {n_err} times: " + r.stderr
+
+
+# ---------------------------------------------------------------- the direct entries (_fast)
+
+
+def _functional_cases():
+    x, w, b = rand(3, 8, grad=True), rand(8, grad=True), rand(8, grad=True)
+    W = rand(5, 8, grad=True)
+    a3, b3 = rand(2, 3, 8, grad=True), rand(2, 8, 4, grad=True)
+    xc, wc, bc = rand(1, 2, 5, 5, grad=True), rand(3, 2, 3, 3, grad=True), rand(3, grad=True)
+    q = rand(1, 2, 4, 8, grad=True)
+    ops = torch.ops.dnngraph
+    return [
+        (lambda: F.layer_norm(x, (8,), w, b), lambda: ops.layer_norm.default(x, [8], w, b, 1e-5)[0]),
+        (lambda: F.rms_norm(x, 8, w), lambda: ops.rms_norm.default(x, [8], w, None)[0]),
+        (lambda: F.linear(x, W, None, "silu"), lambda: ops.linear_act.default(x, W, None, "silu")),
+        (lambda: F.matmul_epilogue(a3, b3, None, 2, "gelu", amax=True)[0],
+         lambda: ops.matmul_epilogue.default(a3, b3, None, 2.0, "gelu", True)[0]),
+        (lambda: F.conv2d_bias_act(xc, wc, bc, 1, (1, 1), [1, 1], 1, "relu"),
+         lambda: ops.conv2d_bias_act.default(xc, wc, bc, [1, 1], [1, 1], [1, 1], 1, "relu")),
+        (lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True, scale=0.3),
+         lambda: ops.sdpa.default(q, q, q, None, 0.0, True, 0.3, False)[0]),
+    ]
+
+
+def test_direct_entries_equal_torch_ops_with_autograd():
+    from dnngraph.torch import _fast  # built with the op library
+
+    assert _fast.layer_norm(rand(2, 4), [4], None, None, 1e-5) is not NotImplemented
+    for fast, boxed in _functional_cases():
+        y, yr = fast(), boxed()
+        torch.testing.assert_close(y, yr, rtol=0, atol=0)
+        leaves = [t for t in y.grad_fn.next_functions if t[0] is not None]
+        assert leaves, "the direct entry must record autograd like the op"
+        g = rand(*y.shape)
+        ins = [t for t in _inputs_of(y)]
+        ga = torch.autograd.grad(y, ins, g)
+        gb = torch.autograd.grad(yr, ins, g)
+        for u, v in zip(ga, gb):
+            torch.testing.assert_close(u, v, rtol=0, atol=0)
+
+
+def _inputs_of(y):
+    """The leaf tensors y depends on (AccumulateGrad nodes' variables)."""
+    seen, out, stack = set(), [], [y.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        if hasattr(fn, "variable"):
+            out.append(fn.variable)
+        stack.extend(f for f, _ in fn.next_functions)
+    return out
+
+
+def test_direct_entries_defer_to_torch_function():
+    from torch.overrides import TorchFunctionMode
+
+    from dnngraph.torch import _fast
+
+    seen = []
+
+    class Record(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x, w = rand(2, 8), rand(8)
+    with Record():
+        assert _fast.layer_norm(x, [8], w, None, 1e-5) is NotImplemented
+        y = F.layer_norm(x, [8], w)
+    assert any("dnngraph.layer_norm" in s for s in seen), seen
+
+    class Sub(torch.Tensor):
+        pass
+
+    xs = x.as_subclass(Sub)
+    assert _fast.layer_norm(xs, [8], w, None, 1e-5) is NotImplemented
+    torch.testing.assert_close(F.layer_norm(xs, [8], w).as_subclass(torch.Tensor), y)
+    # Arguments of types the direct entries do not take go the torch.ops way too.
+    assert _fast.matmul_epilogue(rand(2, 3), rand(3, 2), None, 1.0, "none", 1) is NotImplemented
+    assert F.matmul_epilogue(rand(2, 3), rand(3, 2), None, 1.0, "none", 1)[1].dim() == 0
+
+
+def test_direct_entries_raise_the_ops_errors():
+    xi = torch.ones(2, 8, dtype=torch.int32)
+    with pytest.raises(TypeError, match="dnngraph::layer_norm: tensor 'x' has dtype"):
+        F.layer_norm(xi, [8])
+    with pytest.raises(ValueError, match="unknown activation 'nope'"):
+        F.linear(rand(2, 8), rand(3, 8), None, "nope")
+    with pytest.raises(ValueError, match="does not end with normalized_shape"):
+        F.layer_norm(rand(2, 8), [7])

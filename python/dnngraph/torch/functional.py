@@ -20,6 +20,17 @@ _matmul_epilogue = _ops.matmul_epilogue.default
 _conv2d_bias_act = _ops.conv2d_bias_act.default
 _sdpa = _ops.sdpa.default
 
+# Direct entries of the same ops (torch/python/fast.cpp): the arguments go straight to C++ and
+# the op is called unboxed, as torch's own bindings call ATen, instead of through torch.ops'
+# boxed path. They answer NotImplemented for anything but plain tensors and values (tensor
+# subclasses, torch function modes), and are not used while torch.compile traces: both then
+# take the torch.ops path.
+try:
+    from . import _fast
+except ImportError:  # built without it
+    _fast = None
+_compiling = torch.compiler.is_dynamo_compiling
+
 __all__ = [
     "layer_norm",
     "rms_norm",
@@ -38,6 +49,10 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> torch.Tensor:
     """Like ``torch.nn.functional.layer_norm``."""
+    if _fast is not None and not _compiling():
+        y = _fast.layer_norm(input, normalized_shape, weight, bias, eps)
+        if y is not NotImplemented:
+            return y
     shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
     return _layer_norm(input, shape, weight, bias, eps)[0]
 
@@ -49,6 +64,10 @@ def rms_norm(
     eps: Optional[float] = None,
 ) -> torch.Tensor:
     """Like ``torch.nn.functional.rms_norm`` (eps None: ``torch.finfo(input.dtype).eps``)."""
+    if _fast is not None and not _compiling():
+        y = _fast.rms_norm(input, normalized_shape, weight, eps)
+        if y is not NotImplemented:
+            return y
     shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
     return _rms_norm(input, shape, weight, eps)[0]
 
@@ -61,6 +80,10 @@ def linear(
 ) -> torch.Tensor:
     """``activation(input @ weight.T + bias)``, like ``torch.nn.functional.linear`` then the
     activation, fused into one graph."""
+    if _fast is not None and not _compiling():
+        y = _fast.linear_act(input, weight, bias, activation)
+        if y is not NotImplemented:
+            return y
     return _linear_act(input, weight, bias, activation)
 
 
@@ -75,6 +98,10 @@ def matmul_epilogue(
     """``y = activation(alpha * (a @ b) + bias)`` for a ``[B,M,K]`` or ``[M,K]`` and b ``[B|1,K,N]``
     or ``[K,N]``, bias broadcastable to y. With ``amax=True`` returns ``(y, max(|y|))``, the
     FP8-recipe epilogue (amax is a 0-dim float32 tensor)."""
+    if _fast is not None and not _compiling():
+        r = _fast.matmul_epilogue(a, b, bias, alpha, activation, amax)
+        if r is not NotImplemented:
+            return r
     y, m = _matmul_epilogue(a, b, bias, alpha, activation, amax)
     return (y, m) if amax else y
 
@@ -101,6 +128,10 @@ def conv2d_bias_act(
             f"dnngraph conv2d_bias_act: padding='{padding}' is not supported; give the padding "
             "as an int or a pair of ints"
         )
+    if _fast is not None and not _compiling():
+        y = _fast.conv2d_bias_act(input, weight, bias, stride, padding, dilation, groups, activation)
+        if y is not NotImplemented:
+            return y
     return _conv2d_bias_act(
         input, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups, activation
     )
@@ -123,4 +154,8 @@ def scaled_dot_product_attention(
         attn_mask = torch.zeros(attn_mask.shape, dtype=query.dtype, device=query.device).masked_fill(
             ~attn_mask, float("-inf")
         )
+    if _fast is not None and not _compiling():
+        out = _fast.sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        if out is not NotImplemented:
+            return out
     return _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)[0]

@@ -132,7 +132,10 @@ inline int64_t tap(const Geometry& g, int64_t kd, int64_t kh, int64_t kw) {
 // Register tile: kPix output positions along the last spatial dim x kKb output channels.
 constexpr int64_t kPix = 4, kKb = 8;
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// The clones' resolver is an IFUNC that the dynamic loader calls while relocating the library;
+// under ThreadSanitizer it is instrumented and runs before the TSan runtime is initialized,
+// which segfaulted every TSan test binary in ld.so before main. TSan builds take the default.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 // The hot loop: a 256-bit FMA clone where the CPU has it (chosen once at load time).
 #define DNNGRAPH_FPROP_CLONES __attribute__((target_clones("fma", "default")))
 #else
