@@ -111,3 +111,61 @@ def test_opcheck_out(name):
     outs = {n: torch.empty_like(t) for n, t in zip(names, want)}
     torch.library.opcheck(op.out, args, outs,
                           test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
+
+
+def backward_cases(device="cpu", dtype=torch.float32):
+    x, w, b = (rand(3, 5, 8, dtype=dtype, device=device), rand(8, dtype=dtype, device=device),
+               rand(8, dtype=dtype, device=device))
+    _, mean, rstd = ops.layer_norm.default(x, [8], w, b, 1e-5)
+    W, bias = rand(6, 8, dtype=dtype, device=device), rand(6, dtype=dtype, device=device)
+    xc = rand(2, 3, 6, 6, dtype=dtype, device=device)
+    wc, bc = rand(4, 3, 3, 3, dtype=dtype, device=device), rand(4, dtype=dtype, device=device)
+    return {
+        "layer_norm_backward": (ops.layer_norm_backward,
+                                (rand(3, 5, 8, dtype=dtype, device=device), x, [8], mean, rstd, w, b)),
+        "linear_act_backward": (ops.linear_act_backward,
+                                (rand(3, 5, 6, dtype=dtype, device=device), x, W, bias, "gelu")),
+        "conv2d_bias_act_backward": (
+            ops.conv2d_bias_act_backward,
+            (rand(2, 4, 6, 6, dtype=dtype, device=device), xc, wc, bc, [1, 1], [1, 1], [1, 1], 1,
+             "relu")),
+    }
+
+
+BACKWARDS = ["layer_norm_backward", "linear_act_backward", "conv2d_bias_act_backward"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", BACKWARDS)
+@pytest.mark.parametrize("mask", [[True, True, True], [True, False, True]])
+def test_backward_out_equals_functional(device, name, mask):
+    op, args = backward_cases(device)[name]
+    want = op.default(*args, mask)
+    outs = {f"out{i}": torch.full_like(want[0] if t is None else t, float("nan"))
+            if t is not None else torch.full((2,), 7.0, device=device)
+            for i, t in enumerate(want)}
+    before = {n: t.clone() for n, t in outs.items()}
+    got = op.out(*args, mask, **outs)
+    for i, (w, asked) in enumerate(zip(want, mask)):
+        n = f"out{i}"
+        assert got[i].data_ptr() == outs[n].data_ptr()
+        if asked:
+            torch.testing.assert_close(outs[n], w, rtol=0, atol=0)
+        else:  # not computed: left as given
+            torch.testing.assert_close(outs[n], before[n], rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", BACKWARDS)
+def test_backward_out_errors_and_opcheck(name):
+    op, args = backward_cases("cpu", torch.float64)[name]
+    mask = [True, True, True]
+    want = op.default(*args, mask)
+    outs = {f"out{i}": torch.empty_like(t) for i, t in enumerate(want)}
+    with pytest.raises(TypeError, match=rf"dnngraph::{name}\.out: 'out1' has dtype Float"):
+        op.out(*args, mask, **dict(outs, out1=torch.empty_like(want[1], dtype=torch.float32)))
+    grad_args = tuple(a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) else a
+                      for a in args)
+    with pytest.raises(RuntimeError, match="do not support automatic differentiation"):
+        op.out(*grad_args, mask, **outs)
+    torch.library.opcheck(op.out, (*args, mask), outs,
+                          test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))

@@ -1,7 +1,10 @@
 // out= variants of the ops whose ATen counterparts have one: layer_norm.out
 // (native_layer_norm.out), linear_act.out (linear.out), matmul_epilogue.out (bmm/baddbmm.out),
-// conv2d_bias_act.out (convolution.out). rms_norm and sdpa have none (ATen's have none); the
-// backward ops have none yet.
+// conv2d_bias_act.out (convolution.out), and the backward ops layer_norm_backward.out
+// (native_layer_norm_backward.out), linear_act_backward.out (linear_backward.out),
+// conv2d_bias_act_backward.out (convolution_backward.out). rms_norm, sdpa, matmul_epilogue's
+// backward have none (ATen's counterparts have none). A gradient output_mask leaves out is not
+// computed and its out tensor is left as it was given.
 //
 // Semantics as ATen's out= ops: each out tensor is resized with at::native::resize_output (an
 // empty one silently, one of another shape with ATen's deprecation warning, a storage that
@@ -41,6 +44,15 @@ void refuse_grad(const char* op, const T&... inputs) {
               ".out: out= variants do not support automatic differentiation (as torch's out= "
               "functions), but an input requires grad; call the functional form, or this one "
               "under torch.no_grad()");
+}
+// write_out for each of a backward's three gradients that the output mask asked for.
+void write_grads(const char* op, const std::tuple<Tensor, Tensor, Tensor>& r,
+                 std::array<bool, 3> mask, Tensor& o0, Tensor& o1, Tensor& o2) {
+  const Tensor* got[3] = {&std::get<0>(r), &std::get<1>(r), &std::get<2>(r)};
+  Tensor* outs[3] = {&o0, &o1, &o2};
+  const char* names[3] = {"out0", "out1", "out2"};
+  for (int i = 0; i < 3; ++i)
+    if (mask[i] && got[i]->defined()) write_out(op, names[i], *got[i], *outs[i]);
 }
 void bump(std::initializer_list<const Tensor*> outs) {
   for (const Tensor* t : outs) torch::autograd::impl::bump_version(*t);
@@ -167,9 +179,116 @@ Tensor& conv2d_bias_act_out_autograd(const Tensor& x, const Tensor& w, const Opt
   return out;
 }
 
+// ---------------------------------------------------------------- backward ops
+
+using Grads = std::tuple<Tensor, Tensor, Tensor>;
+using GradsOut = std::tuple<Tensor&, Tensor&, Tensor&>;
+using LnBwdSig = Grads(const Tensor&, const Tensor&, c10::SymIntArrayRef, const Tensor&,
+                       const Tensor&, const OptTensor&, const OptTensor&, std::array<bool, 3>);
+using LnBwdOutSig = GradsOut(const Tensor&, const Tensor&, c10::SymIntArrayRef, const Tensor&,
+                             const Tensor&, const OptTensor&, const OptTensor&, std::array<bool, 3>,
+                             Tensor&, Tensor&, Tensor&);
+
+GradsOut layer_norm_backward_out(const Tensor& dy, const Tensor& x, c10::SymIntArrayRef shape,
+                                 const Tensor& mean, const Tensor& rstd, const OptTensor& w,
+                                 const OptTensor& b, std::array<bool, 3> mask, Tensor& o0,
+                                 Tensor& o1, Tensor& o2) {
+  static auto op = op_handle<LnBwdSig>("dnngraph::layer_norm_backward");
+  write_grads("layer_norm_backward", op.call(dy, x, shape, mean, rstd, w, b, mask), mask, o0, o1,
+              o2);
+  return {o0, o1, o2};
+}
+GradsOut layer_norm_backward_out_autograd(const Tensor& dy, const Tensor& x,
+                                          c10::SymIntArrayRef shape, const Tensor& mean,
+                                          const Tensor& rstd, const OptTensor& w,
+                                          const OptTensor& b, std::array<bool, 3> mask, Tensor& o0,
+                                          Tensor& o1, Tensor& o2) {
+  refuse_grad("layer_norm_backward", dy, x, mean, rstd, w, b);
+  static auto op = op_handle<LnBwdOutSig>("dnngraph::layer_norm_backward", "out");
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.call(dy, x, shape, mean, rstd, w, b, mask, o0, o1, o2);
+  }
+  bump({&o0, &o1, &o2});
+  return {o0, o1, o2};
+}
+
+using LinBwdSig = Grads(const Tensor&, const Tensor&, const Tensor&, const OptTensor&,
+                        c10::string_view, std::array<bool, 3>);
+using LinBwdOutSig = GradsOut(const Tensor&, const Tensor&, const Tensor&, const OptTensor&,
+                              c10::string_view, std::array<bool, 3>, Tensor&, Tensor&, Tensor&);
+
+GradsOut linear_act_backward_out(const Tensor& dy, const Tensor& x, const Tensor& w,
+                                 const OptTensor& bias, c10::string_view act,
+                                 std::array<bool, 3> mask, Tensor& o0, Tensor& o1, Tensor& o2) {
+  static auto op = op_handle<LinBwdSig>("dnngraph::linear_act_backward");
+  write_grads("linear_act_backward", op.call(dy, x, w, bias, act, mask), mask, o0, o1, o2);
+  return {o0, o1, o2};
+}
+GradsOut linear_act_backward_out_autograd(const Tensor& dy, const Tensor& x, const Tensor& w,
+                                          const OptTensor& bias, c10::string_view act,
+                                          std::array<bool, 3> mask, Tensor& o0, Tensor& o1,
+                                          Tensor& o2) {
+  refuse_grad("linear_act_backward", dy, x, w, bias);
+  static auto op = op_handle<LinBwdOutSig>("dnngraph::linear_act_backward", "out");
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.call(dy, x, w, bias, act, mask, o0, o1, o2);
+  }
+  bump({&o0, &o1, &o2});
+  return {o0, o1, o2};
+}
+
+using ConvBwdSig = Grads(const Tensor&, const Tensor&, const Tensor&, const OptTensor&,
+                         at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
+                         c10::string_view, std::array<bool, 3>);
+using ConvBwdOutSig = GradsOut(const Tensor&, const Tensor&, const Tensor&, const OptTensor&,
+                               at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
+                               c10::string_view, std::array<bool, 3>, Tensor&, Tensor&, Tensor&);
+
+GradsOut conv2d_bias_act_backward_out(const Tensor& dy, const Tensor& x, const Tensor& w,
+                                      const OptTensor& bias, at::IntArrayRef stride,
+                                      at::IntArrayRef padding, at::IntArrayRef dilation,
+                                      int64_t groups, c10::string_view act,
+                                      std::array<bool, 3> mask, Tensor& o0, Tensor& o1,
+                                      Tensor& o2) {
+  static auto op = op_handle<ConvBwdSig>("dnngraph::conv2d_bias_act_backward");
+  write_grads("conv2d_bias_act_backward",
+              op.call(dy, x, w, bias, stride, padding, dilation, groups, act, mask), mask, o0, o1,
+              o2);
+  return {o0, o1, o2};
+}
+GradsOut conv2d_bias_act_backward_out_autograd(const Tensor& dy, const Tensor& x, const Tensor& w,
+                                               const OptTensor& bias, at::IntArrayRef stride,
+                                               at::IntArrayRef padding, at::IntArrayRef dilation,
+                                               int64_t groups, c10::string_view act,
+                                               std::array<bool, 3> mask, Tensor& o0, Tensor& o1,
+                                               Tensor& o2) {
+  refuse_grad("conv2d_bias_act_backward", dy, x, w, bias);
+  static auto op = op_handle<ConvBwdOutSig>("dnngraph::conv2d_bias_act_backward", "out");
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.call(dy, x, w, bias, stride, padding, dilation, groups, act, mask, o0, o1, o2);
+  }
+  bump({&o0, &o1, &o2});
+  return {o0, o1, o2};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
+  m.def(
+      "layer_norm_backward.out(Tensor dy, Tensor x, SymInt[] normalized_shape, Tensor mean, "
+      "Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask, *, Tensor(a!) out0, "
+      "Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))");
+  m.def(
+      "linear_act_backward.out(Tensor dy, Tensor x, Tensor w, Tensor? bias, str act, bool[3] "
+      "output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), "
+      "Tensor(b!), Tensor(c!))");
+  m.def(
+      "conv2d_bias_act_backward.out(Tensor dy, Tensor x, Tensor w, Tensor? bias, int[2] stride, "
+      "int[2] padding, int[2] dilation, int groups, str act, bool[3] output_mask, *, Tensor(a!) "
+      "out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))");
   m.def(
       "layer_norm.out(Tensor x, SymInt[] normalized_shape, Tensor? weight=None, Tensor? "
       "bias=None, float eps=1e-05, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> "
@@ -194,12 +313,18 @@ TORCH_LIBRARY_IMPL(dnngraph, CompositeExplicitAutograd, m) {
   m.impl("linear_act.out", &linear_act_out);
   m.impl("matmul_epilogue.out", &matmul_epilogue_out);
   m.impl("conv2d_bias_act.out", &conv2d_bias_act_out);
+  m.impl("layer_norm_backward.out", &layer_norm_backward_out);
+  m.impl("linear_act_backward.out", &linear_act_backward_out);
+  m.impl("conv2d_bias_act_backward.out", &conv2d_bias_act_backward_out);
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
   m.impl("layer_norm.out", &layer_norm_out_autograd);
   m.impl("linear_act.out", &linear_act_out_autograd);
   m.impl("matmul_epilogue.out", &matmul_epilogue_out_autograd);
   m.impl("conv2d_bias_act.out", &conv2d_bias_act_out_autograd);
+  m.impl("layer_norm_backward.out", &layer_norm_backward_out_autograd);
+  m.impl("linear_act_backward.out", &linear_act_backward_out_autograd);
+  m.impl("conv2d_bias_act_backward.out", &conv2d_bias_act_backward_out_autograd);
 }
 
 }  // namespace dnngraph::torch_ops
