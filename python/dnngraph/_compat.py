@@ -261,6 +261,10 @@ _OPS.update({
     "transpose": ("transpose", ("input", "permutation"), {}, {}),
     "reshape": ("reshape", ("input", "reshape_mode", "name"), {}, {}),
     "concatenate": ("concatenate", ("inputs", "axis", "in_place_index", "name"), {}, {}),
+    "block_scale_quantize": ("block_scale_quantize", ("input", "group_offset", "block_size", "axis",
+                                                      "transpose"), {}, {}),
+    "block_scale_dequantize": ("block_scale_dequantize", ("input", "descale", "block_size",
+                                                          "is_negative_scale"), {}, {}),
     "sdpa": ("sdpa", ("q", "k", "v"), {}, {}),
     "sdpa_backward": ("sdpa_backward", ("q", "k", "v", "o", "dO", "stats"), {}, {}),
 })
@@ -268,7 +272,7 @@ _OPS.update({
 # Frontend methods for ops dnngraph does not have (yet): each raises NotSupported naming it.
 # Those another part of dnngraph implements (the native class has them) are not overridden.
 _LACKING_OPS = [
-    "slice", "rope", "rope_backward", "block_scale_quantize", "block_scale_dequantize",
+    "slice", "rope", "rope_backward",
     "moe_grouped_matmul", "moe_grouped_matmul_bwd", "sdpa_fp8", "sdpa_fp8_backward",
     "sdpa_mxfp8", "sdpa_mxfp8_backward", "gdn", "gdn_bwd", "gdn_summary", "gdn_summary_bwd",
     "gdn2", "gdn2_bwd", "gdn2_summary", "gdn2_summary_bwd", "gdp", "gdp_bwd", "gdp_summary",
@@ -904,14 +908,17 @@ def _make_op(fe_name: str, native_name: str, pos: tuple, renames: dict, fixed: d
             kw = _conv_kwargs(fe_name, kw)
         elif fe_name == "matmul" and kw.pop("padding", 0.0) not in (0, 0.0, None):
             raise _missing("matmul(padding=...)")
-        elif fe_name == "reduction" and kw.get("group_offset") is not None:
-            raise _missing("reduction(group_offset=...)")
+        elif fe_name in ("reduction", "block_scale_quantize") and \
+                kw.get("group_offset") is not None:
+            raise _missing(f"{fe_name}(group_offset=...)")
         elif fe_name == "reshape":
             mode = kw.pop("reshape_mode", None)
             kw["logical"] = mode is not None and getattr(mode, "name", str(mode)).endswith(
                 "LOGICAL")
         kw.pop("group_offset", None)
         name = kw.get("name") or fe_name
+        if fe_name == "block_scale_dequantize" and isinstance(kw.get("block_size"), int):
+            kw["block_size"] = [kw["block_size"]]
         if fe_name == "concatenate" and isinstance(kw.get("inputs"), (list, tuple)):
             kw["inputs"] = [self._ensure_tensor(_dtype(e), f"{name}::IN_{i}")
                             for i, e in enumerate(kw["inputs"])]
@@ -948,9 +955,17 @@ for _fe, (_nat, _pos, _ren, _fix) in _OPS.items():
 for _fe in ("build", "build_plans", "execute_plan_at_index", "_execute_with_ptrs", "tensor",
             "tensor_like", "deserialize"):
     setattr(pygraph, _fe, _recording(getattr(pygraph, _fe)))
+# Why some are lacking, where it is more than "not implemented".
+_LACKING_WHY = {
+    "rope": "cuDNN's rope operation arrived in cuDNN 9.24 (dnngraph's cuDNN engine is built "
+            "against 9.19's API) and the CPU reference engine does not implement it",
+}
+_LACKING_WHY["rope_backward"] = _LACKING_WHY["rope"]
 for _fe in _LACKING_OPS:
     if not hasattr(_native, _fe):
-        setattr(pygraph, _fe, _make_lacking(_fe, f"the {_fe} operation"))
+        _why = _LACKING_WHY.get(_fe)
+        setattr(pygraph, _fe, _make_lacking(
+            _fe, f"the {_fe} operation" + (f" ({_why})" if _why else "")))
 for _fe, _what in _LACKING_METHODS.items():
     if not hasattr(_native, _fe):
         setattr(pygraph, _fe, _make_lacking(_fe, f"{_fe} ({_what})"))

@@ -132,6 +132,20 @@ Tensor Graph::concatenate(const std::vector<Tensor>& inputs, ConcatAttrs a, OpOp
   return add_output(n, Role::Y);
 }
 
+std::array<Tensor, 2> Graph::block_scale_quantize(Tensor x, BlockScaleQuantizeAttrs a,
+                                                  OpOptions o) {
+  Node& n = push(std::move(a), o, "block_scale_quantize", {{Role::X, x}});
+  Tensor y = add_output(n, Role::Y);
+  return {y, add_output(n, Role::SCALE)};
+}
+
+Tensor Graph::block_scale_dequantize(Tensor x, Tensor scale, BlockScaleDequantizeAttrs a,
+                                     OpOptions o) {
+  return add_output(
+      push(std::move(a), o, "block_scale_dequantize", {{Role::X, x}, {Role::SCALE, scale}}),
+      Role::Y);
+}
+
 std::array<Tensor, 2> Graph::genstats(Tensor x, OpOptions o) {
   Node& n = push(GenstatsAttrs{}, o, "genstats", {{Role::X, x}});
   Tensor sum = add_output(n, Role::SUM);

@@ -48,6 +48,10 @@ Status infer_node(Node& n, const InferContext& ctx) {
       return infer_reshape(n, ctx);
     case OpKind::Concat:
       return infer_concat(n, ctx);
+    case OpKind::BlockScaleQuantize:
+      return infer_block_scale_quantize(n, ctx);
+    case OpKind::BlockScaleDequantize:
+      return infer_block_scale_dequantize(n, ctx);
   }
   return make_error(ErrorCode::Internal, op_label(n), ": unknown op kind");
 }

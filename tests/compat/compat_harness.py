@@ -54,10 +54,10 @@ class Harness:
         """A dtype the array library understands ("float16", "float32", "bfloat16", ...)."""
         if torch is not None:
             return getattr(torch, name)
-        if name == "bfloat16":
+        if name == "bfloat16" or name.startswith("float8"):
             import ml_dtypes
 
-            return ml_dtypes.bfloat16
+            return getattr(ml_dtypes, name)
         return np.dtype(name)
 
     def array(self, values: np.ndarray, dtype: str = "float32",
@@ -89,7 +89,9 @@ class Harness:
                 t = torch.empty(tuple(shape), dtype=dt, device=self.device)
             else:
                 t = torch.empty_strided(tuple(shape), tuple(stride), dtype=dt, device=self.device)
-            if t.is_floating_point():
+            if t.is_floating_point() and t.element_size() == 1:
+                t.view(torch.uint8).fill_(0xFF)  # NaN in every fp8 type
+            elif t.is_floating_point():
                 t.fill_(float("nan"))
             return t
         dt = np.dtype(self.dtype(dtype))
@@ -97,6 +99,8 @@ class Harness:
         base = np.empty(span if stride else tuple(shape), dtype=dt)
         if np.issubdtype(dt, np.floating):
             base.fill(np.nan)
+        elif dt.itemsize == 1 and dtype.startswith("float8"):
+            base.view(np.uint8).fill(0xFF)  # NaN in every fp8 type
         if stride is None:
             return base
         a = np.lib.stride_tricks.as_strided(base, tuple(shape),

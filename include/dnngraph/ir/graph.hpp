@@ -119,6 +119,11 @@ class Graph {
   Tensor reshape(Tensor x, ReshapeAttrs a = {}, OpOptions o = {});
   // The inputs joined along a.axis (at most kConcatMaxInputs of them; ConcatAttrs).
   Tensor concatenate(const std::vector<Tensor>& inputs, ConcatAttrs a, OpOptions o = {});
+  // Block-scaled quantization: returns {Y, SCALE}; set Y's data type (BlockScaleQuantizeAttrs).
+  std::array<Tensor, 2> block_scale_quantize(Tensor x, BlockScaleQuantizeAttrs a, OpOptions o = {});
+  // Y = X * SCALE per block (BlockScaleDequantizeAttrs).
+  Tensor block_scale_dequantize(Tensor x, Tensor scale, BlockScaleDequantizeAttrs a,
+                                OpOptions o = {});
   // Per-channel statistics of X: returns {SUM, SQ_SUM}, dims [1,C,1,..].
   std::array<Tensor, 2> genstats(Tensor x, OpOptions o = {});
 

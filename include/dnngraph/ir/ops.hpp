@@ -395,6 +395,42 @@ struct ConcatAttrs {
 };
 inline constexpr size_t kConcatMaxInputs = 8;
 
+// Block-scaled quantization (the cuDNN frontend's block_scale_quantize; the OCP MX scheme):
+// X is cut into blocks of block_size consecutive elements along `axis` (default: the last
+// dim); each block gets one power-of-two scale 2^(floor(log2(amax)) - emax), emax being the
+// largest exponent of Y's type (E4M3: 8, E5M2: 15), stored in SCALE (FP8_E8M0; 2^-127 for a
+// block of zeros) and Y = X / scale, saturated to Y's largest finite value. Y has X's dims
+// and the data type you set (FP8_E4M3 or FP8_E5M2); SCALE has X's dims with the axis divided
+// by block_size. `transpose` only changes the default strides: Y and SCALE become packed
+// with the axis innermost.
+struct BlockScaleQuantizeAttrs {
+  int64_t block_size = 0;
+  std::optional<int64_t> axis;
+  bool transpose = false;
+  bool operator==(const BlockScaleQuantizeAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("block_size", s.block_size, FieldUse::Required);
+    v("axis", s.axis);
+    v("transpose", s.transpose);
+  }
+};
+// Y = X * SCALE, each scale shared by a block of X (the cuDNN frontend's
+// block_scale_dequantize): block_size holds one entry per trailing dim of X (leading dims not
+// listed have blocks of 1), and SCALE's dim d is X's dim d / block_size d. Y has X's dims.
+// negative_scale: the scale type may hold negative values (passed to cuDNN; the reference
+// multiplies either way).
+struct BlockScaleDequantizeAttrs {
+  std::vector<int64_t> block_size;
+  bool negative_scale = false;
+  bool operator==(const BlockScaleDequantizeAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("block_size", s.block_size, FieldUse::Required);
+    v("negative_scale", s.negative_scale);
+  }
+};
+
 // ---- the op table: one line per op family ----
 // OP(OpKind enumerator, name (JSON, Python, messages), attribute struct, (input roles),
 //    (output roles)). Ports not listed are refused by validate(); which are required, and their
@@ -424,7 +460,9 @@ inline constexpr size_t kConcatMaxInputs = 8;
   OP(Genstats, genstats, GenstatsAttrs, (X), (SUM, SQ_SUM))                                        \
   OP(Transpose, transpose, TransposeAttrs, (X), (Y))                                               \
   OP(Reshape, reshape, ReshapeAttrs, (X), (Y))                                                     \
-  OP(Concat, concatenate, ConcatAttrs, (IN_0, IN_1, IN_2, IN_3, IN_4, IN_5, IN_6, IN_7), (Y))
+  OP(Concat, concatenate, ConcatAttrs, (IN_0, IN_1, IN_2, IN_3, IN_4, IN_5, IN_6, IN_7), (Y))      \
+  OP(BlockScaleQuantize, block_scale_quantize, BlockScaleQuantizeAttrs, (X), (Y, SCALE))           \
+  OP(BlockScaleDequantize, block_scale_dequantize, BlockScaleDequantizeAttrs, (X, SCALE), (Y))
 
 enum class OpKind : int {
 #define DNNGRAPH_OP_KIND(kind, name, Attrs, in, out) kind,

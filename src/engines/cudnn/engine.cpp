@@ -90,6 +90,10 @@ Status lower_node(LowerContext& cx, const ir::Node& n) {
       return lower_reshape(cx, n);
     case ir::OpKind::Concat:
       return lower_concat(cx, n);
+    case ir::OpKind::BlockScaleQuantize:
+      return lower_block_scale_quantize(cx, n);
+    case ir::OpKind::BlockScaleDequantize:
+      return lower_block_scale_dequantize(cx, n);
   }
   return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
 }

@@ -118,6 +118,8 @@ Status lower_genstats(LowerContext& cx, const ir::Node& n);
 Status lower_transpose(LowerContext& cx, const ir::Node& n);
 Status lower_reshape(LowerContext& cx, const ir::Node& n);
 Status lower_concat(LowerContext& cx, const ir::Node& n);
+Status lower_block_scale_quantize(LowerContext& cx, const ir::Node& n);
+Status lower_block_scale_dequantize(LowerContext& cx, const ir::Node& n);
 
 // Helpers shared by composite lowerings (sdpa, softmax): one pointwise / reduction operation
 // on already-created tensor descriptors.

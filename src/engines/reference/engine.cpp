@@ -47,6 +47,9 @@ RunFn kernel_of(ir::OpKind k) {
       return run_reshape;
     case ir::OpKind::Concat:
       return run_concat;
+    case ir::OpKind::BlockScaleQuantize:
+    case ir::OpKind::BlockScaleDequantize:
+      return run_block_scale;
   }
   return nullptr;
 }

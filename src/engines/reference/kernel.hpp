@@ -98,5 +98,6 @@ Status run_genstats(KernelContext& ctx);
 Status run_transpose(KernelContext& ctx);
 Status run_reshape(KernelContext& ctx);
 Status run_concat(KernelContext& ctx);
+Status run_block_scale(KernelContext& ctx);  // block_scale_quantize and _dequantize
 
 }  // namespace dnngraph::reference

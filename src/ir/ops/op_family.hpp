@@ -31,6 +31,8 @@ Status infer_genstats(Node& node, const InferContext& ctx);
 Status infer_transpose(Node& node, const InferContext& ctx);
 Status infer_reshape(Node& node, const InferContext& ctx);
 Status infer_concat(Node& node, const InferContext& ctx);
+Status infer_block_scale_quantize(Node& node, const InferContext& ctx);
+Status infer_block_scale_dequantize(Node& node, const InferContext& ctx);
 
 // Dispatches on node.kind().
 Status infer_node(Node& node, const InferContext& ctx);

@@ -1,4 +1,4 @@
-"""concatenate(inputs, axis, name) of three packed tensors along the channel dim, into a
+"""concatenate(inputs=..., axis, name) of three packed tensors along the channel dim, into a
 non-virtual output whose dims and strides the op infers."""
 
 import numpy as np
@@ -13,7 +13,7 @@ def run(h):
                       intermediate_data_type=cudnn.data_type.FLOAT,
                       compute_data_type=cudnn.data_type.FLOAT)
     X = [g.tensor_like(x) for x in xs]
-    Y = g.concatenate(X, axis=1, name="cat")
+    Y = g.concatenate(inputs=X, axis=1, name="cat")  # the frontend takes inputs by keyword
     Y.set_output(True).set_data_type(cudnn.data_type.FLOAT)
     g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
     y = h.empty((2, 16, 4, 8), "float32")
