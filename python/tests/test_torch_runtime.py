@@ -293,3 +293,14 @@ def test_direct_entries_raise_the_ops_errors():
         F.linear(rand(2, 8), rand(3, 8), None, "nope")
     with pytest.raises(ValueError, match="does not end with normalized_shape"):
         F.layer_norm(rand(2, 8), [7])
+
+
+def test_direct_entries_leave_unconvertible_numbers_to_torch_ops():
+    # An int too large for a double: the direct entry must not leave a Python error pending
+    # (that would surface as SystemError); it defers, and torch.ops raises its own error.
+    from dnngraph.torch import _fast
+
+    assert _fast.layer_norm(rand(2, 8), [8], None, None, 10**400) is NotImplemented
+    assert _fast.layer_norm(rand(2, 8), [2**70], None, None, 1e-5) is NotImplemented
+    with pytest.raises((TypeError, RuntimeError, OverflowError)):
+        F.layer_norm(rand(2, 8), [8], eps=10**400)

@@ -257,14 +257,16 @@ TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
       "Tensor, Tensor)");
 }
 
-TORCH_LIBRARY_IMPL(dnngraph, CPU, m) {
+// The same kernels serve CPU (reference engine) and CUDA (cuDNN): the handle follows the
+// tensors' device.
+namespace {
+void impl_devices(torch::Library& m) {
   m.impl("conv2d_bias_act", &conv2d_bias_act);
   m.impl("conv2d_bias_act_backward", &conv2d_bias_act_backward);
 }
-TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) {
-  m.impl("conv2d_bias_act", &conv2d_bias_act);
-  m.impl("conv2d_bias_act_backward", &conv2d_bias_act_backward);
-}
+}  // namespace
+TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
+TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
   m.impl("conv2d_bias_act", &conv2d_bias_act_meta);
   m.impl("conv2d_bias_act_backward", &conv2d_bias_act_backward_meta);

@@ -342,18 +342,18 @@ TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
       "str act, bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
 }
 
-TORCH_LIBRARY_IMPL(dnngraph, CPU, m) {
+// The same kernels serve CPU (reference engine) and CUDA (cuDNN): the handle follows the
+// tensors' device.
+namespace {
+void impl_devices(torch::Library& m) {
   m.impl("linear_act", &linear_act);
   m.impl("linear_act_backward", &linear_act_backward);
   m.impl("matmul_epilogue", &matmul_epilogue);
   m.impl("matmul_epilogue_backward", &matmul_epilogue_backward);
 }
-TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) {
-  m.impl("linear_act", &linear_act);
-  m.impl("linear_act_backward", &linear_act_backward);
-  m.impl("matmul_epilogue", &matmul_epilogue);
-  m.impl("matmul_epilogue_backward", &matmul_epilogue_backward);
-}
+}  // namespace
+TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
+TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
   m.impl("linear_act", &linear_act_meta);
   m.impl("linear_act_backward", &linear_act_backward_meta);

@@ -458,18 +458,18 @@ TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
       "Tensor? weight, bool[2] output_mask) -> (Tensor, Tensor)");
 }
 
-TORCH_LIBRARY_IMPL(dnngraph, CPU, m) {
+// The same kernels serve CPU (reference engine) and CUDA (cuDNN): the handle follows the
+// tensors' device.
+namespace {
+void impl_devices(torch::Library& m) {
   m.impl("layer_norm", &layer_norm);
   m.impl("layer_norm_backward", &layer_norm_backward);
   m.impl("rms_norm", &rms_norm);
   m.impl("rms_norm_backward", &rms_norm_backward);
 }
-TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) {
-  m.impl("layer_norm", &layer_norm);
-  m.impl("layer_norm_backward", &layer_norm_backward);
-  m.impl("rms_norm", &rms_norm);
-  m.impl("rms_norm_backward", &rms_norm_backward);
-}
+}  // namespace
+TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
+TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
   m.impl("layer_norm", &layer_norm_meta);
   m.impl("layer_norm_backward", &layer_norm_backward_meta);

@@ -326,14 +326,16 @@ TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
       "(Tensor, Tensor, Tensor, Tensor)");
 }
 
-TORCH_LIBRARY_IMPL(dnngraph, CPU, m) {
+// The same kernels serve CPU (reference engine) and CUDA (cuDNN): the handle follows the
+// tensors' device.
+namespace {
+void impl_devices(torch::Library& m) {
   m.impl("sdpa", &sdpa);
   m.impl("sdpa_backward", &sdpa_backward);
 }
-TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) {
-  m.impl("sdpa", &sdpa);
-  m.impl("sdpa_backward", &sdpa_backward);
-}
+}  // namespace
+TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
+TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
   m.impl("sdpa", &sdpa_meta);
   m.impl("sdpa_backward", &sdpa_backward_meta);

@@ -51,7 +51,12 @@ struct Args {
       ok = false;
       return 0;
     }
-    return PyFloat_AsDouble(o);
+    const double v = PyFloat_AsDouble(o);  // an int too large for a double raises
+    if (v == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      ok = false;  // torch.ops then raises its own error
+    }
+    return v;
   }
   std::optional<double> opt_real(Py_ssize_t i) {
     if (a[i] == Py_None) return std::nullopt;
