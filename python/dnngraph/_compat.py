@@ -287,19 +287,33 @@ _LACKING_METHODS = {
 # SDPA keywords: frontend name -> native name.
 _SDPA_RENAMES = {"diagonal_band_left_bound": "left_bound",
                  "diagonal_band_right_bound": "right_bound"}
-# SDPA keywords accepted when unset (None/False/0), refused otherwise.
-_SDPA_UNSUPPORTED = ("block_mask", "use_alibi_mask", "paged_attention_k_table",
-                     "paged_attention_v_table", "paged_attention_max_seq_len_kv",
-                     "max_total_seq_len_q", "max_total_seq_len_kv", "score_max",
-                     "score_sum_exp", "sink_token", "dSink_token",
-                     "softmax_precision", "attn_scale_prefolded", "kv_mask")
+# SDPA keywords accepted when unset (None/False/0), refused otherwise: keyword -> why.
+_NOT_YET = "dnngraph's IR has no such input yet (cuDNN 9.19's backend can express it)"
+_PY_ONLY = ("the frontend serves it only with its Python kernels for compute capability 10.x; "
+            "cuDNN's backend (9.19) has no attribute for it")
+_SDPA_UNSUPPORTED = {
+    "block_mask": _NOT_YET,
+    "paged_attention_k_table": _NOT_YET,
+    "paged_attention_v_table": _NOT_YET,
+    "paged_attention_max_seq_len_kv": _NOT_YET,
+    "max_total_seq_len_q": "it belongs with ragged offsets, which dnngraph does not have yet",
+    "max_total_seq_len_kv": "it belongs with ragged offsets, which dnngraph does not have yet",
+    "score_max": "dnngraph's SDPA has no row-max output yet (use the Stats log-sum-exp)",
+    "score_sum_exp": "dnngraph's SDPA has no sum-of-exp output yet (use the Stats log-sum-exp)",
+    "sink_token": _NOT_YET,
+    "dSink_token": _NOT_YET,
+    "softmax_precision": _PY_ONLY,
+    "attn_scale_prefolded": _PY_ONLY,
+    "kv_mask": "the frontend serves it only with its Python kernels; cuDNN's backend has no "
+               "input for it",
+}
 
 
 def _sdpa_kwargs(op: str, kw: Dict[str, Any]) -> Dict[str, Any]:
-    for k in _SDPA_UNSUPPORTED:
+    for k, why in _SDPA_UNSUPPORTED.items():
         v = kw.pop(k, None)
         if v is not None and v is not False:
-            raise _missing(f"{op}({k}=...)")
+            raise _missing(f"{op}({k}=...)", why)
     for k, nk in _SDPA_RENAMES.items():
         if k in kw:
             kw[nk] = kw.pop(k)

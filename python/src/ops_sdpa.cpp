@@ -25,7 +25,8 @@ void fill_common(PyGraph& g, ir::SdpaOptions& a, ir::SdpaInputs& extra,
                  const std::optional<TensorOrScalar>& attn_scale, OptT bias, bool causal,
                  bool causal_bottom_right, DiagonalAlignment alignment,
                  std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
-                 bool padding_mask, OptT seq_len_q, OptT seq_len_kv, const Dropout& dropout) {
+                 bool padding_mask, OptT seq_len_q, OptT seq_len_kv, const Dropout& dropout,
+                 bool alibi) {
   if (attn_scale) {
     // A float stays an attribute of the node; a tensor is bound to the ATTN_SCALE port.
     if (auto* t = std::get_if<ir::Tensor>(&*attn_scale))
@@ -38,6 +39,7 @@ void fill_common(PyGraph& g, ir::SdpaOptions& a, ir::SdpaInputs& extra,
   a.diagonal_alignment = causal_bottom_right ? DiagonalAlignment::BottomRight : alignment;
   a.left_bound = left_bound;
   a.right_bound = right_bound;
+  a.alibi_mask = alibi;
   if (padding_mask && !(seq_len_q && seq_len_kv))
     throw nb::value_error("sdpa: use_padding_mask=True needs seq_len_q and seq_len_kv tensors");
   a.padding_mask = padding_mask;
@@ -66,13 +68,14 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          bool use_causal_mask_bottom_right, DiagonalAlignment alignment,
          std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
          bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, OptT rng_dump,
-         DataType compute, std::string name) {
+         bool use_alibi_mask, DataType compute, std::string name) {
         ir::SdpaAttrs a;
         a.is_inference = is_inference;
         ir::SdpaInputs extra;
         fill_common(g, a, extra, attn_scale, std::move(bias), use_causal_mask,
                     use_causal_mask_bottom_right, alignment, left_bound, right_bound,
-                    use_padding_mask, std::move(seq_len_q), std::move(seq_len_kv), dropout);
+                    use_padding_mask, std::move(seq_len_q), std::move(seq_len_kv), dropout,
+                    use_alibi_mask);
         extra.rng_dump = std::move(rng_dump);
         return as_tuple(g.graph.sdpa(q, k, v, a, extra, op_options(compute, std::move(name))));
       },
@@ -83,12 +86,14 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("left_bound").none() = nb::none(), nb::arg("right_bound").none() = nb::none(),
       nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
       nb::arg("seq_len_kv").none() = nb::none(), nb::arg("dropout").none() = nb::none(),
-      nb::arg("rng_dump").none() = nb::none(), nb::arg("compute_data_type") = DataType::NotSet,
-      nb::arg("name") = "",
+      nb::arg("rng_dump").none() = nb::none(), nb::arg("use_alibi_mask") = false,
+      nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
       "Attention O = softmax(scale * Q K^T + bias, masked) V with Q [b,h,s_q,d], K "
       "[b,h_k,s_kv,d],\n"
       "V [b,h_v,s_kv,d_v]. attn_scale: float or pass-by-value tensor (default 1/sqrt(d)).\n"
       "use_causal_mask is diagonal_alignment=TOP_LEFT with right_bound=0.\n"
+      "use_alibi_mask adds the ALiBi bias slope[h] * (col - row) after bias, with the cuDNN\n"
+      "frontend's per-query-head slopes; it needs use_causal_mask (top-left).\n"
       "dropout, one of two forms (P = softmax probabilities; stats are taken before dropout):\n"
       "  (p, seed, offset): the engine draws a keep mask with probability 1-p and uses\n"
       "    P * keep / (1-p); seed and offset are int64 tensors or ints.\n"
@@ -107,12 +112,13 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          bool use_causal_mask, bool use_causal_mask_bottom_right, DiagonalAlignment alignment,
          std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
          bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, OptT dBias,
-         bool dbias_output, DataType compute, std::string name) {
+         bool dbias_output, bool use_alibi_mask, DataType compute, std::string name) {
         ir::SdpaBwdAttrs a;
         ir::SdpaInputs extra;
         fill_common(g, a, extra, attn_scale, std::move(bias), use_causal_mask,
                     use_causal_mask_bottom_right, alignment, left_bound, right_bound,
-                    use_padding_mask, std::move(seq_len_q), std::move(seq_len_kv), dropout);
+                    use_padding_mask, std::move(seq_len_q), std::move(seq_len_kv), dropout,
+                    use_alibi_mask);
         const bool given = static_cast<bool>(dBias);
         extra.dbias = std::move(dBias);
         extra.dbias_output = dbias_output;
@@ -129,9 +135,11 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
       nb::arg("seq_len_kv").none() = nb::none(), nb::arg("dropout").none() = nb::none(),
       nb::arg("dBias").none() = nb::none(), nb::arg("dbias_output") = true,
-      nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
-      "Gradients of sdpa. Pass the forward's options, dropout included (either form: the\n"
-      "same (p, seed, offset) redraws the same mask; (mask, scale) reuses it). Returns\n"
+      nb::arg("use_alibi_mask") = false, nb::arg("compute_data_type") = DataType::NotSet,
+      nb::arg("name") = "",
+      "Gradients of sdpa. Pass the forward's options, use_alibi_mask and dropout included\n"
+      "(dropout in either form: the same (p, seed, offset) redraws the same mask; (mask,\n"
+      "scale) reuses it). Returns\n"
       "(dQ, dK, dV), or (dQ, dK, dV, dBias) when bias is given (dbias_output=False: no dBias).\n"
       "dBias=tensor (the frontend's form): that tensor receives the bias gradient and the\n"
       "return is (dQ, dK, dV).");

@@ -30,6 +30,7 @@ struct Case {
   std::vector<int32_t> len_q, len_kv;  // padding mask when set (one per batch item)
   bool backward = false;
   std::vector<int64_t> bias;  // BIAS dims when set (and DBIAS in the backward)
+  bool alibi = false;         // alibi_mask (needs causal)
 };
 
 std::function<void(Graph&)> make_graph(const Case& c) {
@@ -45,6 +46,7 @@ std::function<void(Graph&)> make_graph(const Case& c) {
     a.left_bound = c.left;
     a.right_bound = c.causal ? std::optional<int64_t>(0) : c.right;
     a.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+    a.alibi_mask = c.alibi;
     ir::SdpaInputs extra;
     if (!c.bias.empty()) extra.bias = input(g, "BIAS", c.bias, t);
     if (!c.len_q.empty()) {
@@ -210,8 +212,32 @@ TEST(GpuSdpaBackward, MqaPaddingNonCausal) {
   c.len_kv = {128, 70};
   check(c);
 }
+// ALiBi (6 query heads: the frontend's interleaved slopes for the heads past 4) with GQA and a
+// bias; written from cuDNN's own ALiBi graph, not yet run on a GPU.
+TEST(GpuSdpaBackward, AlibiCausalGqaBias) {
+  DNNGRAPH_REQUIRE_GPU();
+  Case c = bwd("bwd ALiBi causal GQA hq6 hk2 bias [1,h,s,s] b2 s128 d64");
+  c.hq = 6;
+  c.hk = 2;
+  c.causal = true;
+  c.alibi = true;
+  c.bias = {1, c.hq, c.sq, c.skv};
+  check(c);
+}
 
 // ---------------------------------------------------------------- forward
+TEST(GpuSdpaForward, AlibiCausal) {
+  DNNGRAPH_REQUIRE_GPU();
+  for (int64_t hq : {4, 6}) {
+    Case c;
+    c.name = hq == 4 ? "fwd ALiBi causal h4 b2 s128 d64" : "fwd ALiBi causal h6 b2 s128 d64";
+    c.hq = hq;
+    c.hk = hq;
+    c.causal = true;
+    c.alibi = true;
+    check(c);
+  }
+}
 TEST(GpuSdpaForward, PaddingNonCausal) {
   DNNGRAPH_REQUIRE_GPU();
   Case c;

@@ -164,6 +164,7 @@ TEST(Fingerprint, SdpaAndOtherAttributesChangeTheHash) {
       [](SdpaAttrs& a) { a.right_bound = 0; },
       [](SdpaAttrs& a) { a.padding_mask = true; },
       [](SdpaAttrs& a) { a.dropout_probability = 0.1; },
+      [](SdpaAttrs& a) { a.causal = true, a.alibi_mask = true; },
   };
   std::set<std::string> seen;
   for (size_t i = 0; i < edits.size(); ++i)

@@ -159,6 +159,7 @@ Graph every_family() {
   g.sdpa(t("q"), t("k"), t("v"), sa, extra);
   SdpaBwdAttrs sb;
   sb.causal = true;
+  sb.alibi_mask = true;
   SdpaInputs bwd_extra;
   bwd_extra.bias = t("bbias");
   g.sdpa_backward(t("bq"), t("bk"), t("bv"), t("bo"), t("bdo"), t("bstats"), sb, bwd_extra);

@@ -1,6 +1,8 @@
 // Scaled dot-product attention inference and checks (forward and backward).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ir/test_util.hpp"
 
 namespace dnngraph::ir {
@@ -175,6 +177,62 @@ TEST(SdpaInfer, OptionChecks) {
     build(g, a, {});
     expect_invalid(g, {"sdpa 'attn'", "right_bound is 2"});
   }
+}
+
+TEST(SdpaInfer, AlibiRules) {
+  auto build = [](Graph& g, SdpaAttrs a) {
+    Tensor q = make_input(g, "q", {2, 4, 5, 8});
+    Tensor k = make_input(g, "k", {2, 4, 5, 8});
+    Tensor v = make_input(g, "v", {2, 4, 5, 8});
+    g.sdpa(q, k, v, a, {}, {"attn"})[0]->set_output(true);
+  };
+  SdpaAttrs a;
+  a.alibi_mask = true;
+  {
+    Graph g;
+    build(g, a);
+    expect_invalid(g, {"sdpa 'attn'", "use_alibi_mask needs causal", "no causal mask is set"});
+  }
+  {
+    Graph g;
+    SdpaAttrs b = a;
+    b.right_bound = 3;
+    build(g, b);
+    expect_invalid(g, {"sdpa 'attn'", "use_alibi_mask", "right_bound is 3"});
+  }
+  {
+    Graph g;
+    SdpaAttrs b = a;
+    b.causal = true;
+    b.diagonal_alignment = DiagonalAlignment::BottomRight;
+    build(g, b);
+    expect_invalid(g, {"sdpa 'attn'", "use_alibi_mask needs the top-left", "BOTTOM_RIGHT"});
+  }
+  for (auto causal : {true, false}) {
+    Graph g;
+    SdpaAttrs b = a;
+    if (causal)
+      b.causal = true;
+    else
+      b.right_bound = 0;  // the frontend's other spelling
+    b.left_bound = 2;
+    build(g, b);
+    EXPECT_TRUE(g.validate().is_ok()) << g.validate().to_string();
+  }
+}
+
+TEST(SdpaInfer, AlibiSlopesAsTheFrontendDefinesThem) {
+  // n = largest power of two <= heads; 2^(-8 i / n), i = 1..n; then 2^(-8 (i - 1/2) / n).
+  EXPECT_EQ(sdpa_alibi_slopes(1), (std::vector<double>{0x1p-8}));
+  EXPECT_EQ(sdpa_alibi_slopes(4), (std::vector<double>{0x1p-2, 0x1p-4, 0x1p-6, 0x1p-8}));
+  EXPECT_EQ(sdpa_alibi_slopes(6),
+            (std::vector<double>{0x1p-2, 0x1p-4, 0x1p-6, 0x1p-8, 0x1p-1, 0x1p-3}));
+  const std::vector<double> s12 = sdpa_alibi_slopes(12);  // n = 8: 2^-i then 2^-(2i-1)/2
+  ASSERT_EQ(s12.size(), 12u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(s12[static_cast<size_t>(i)], std::ldexp(1.0, -(i + 1)));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(s12[static_cast<size_t>(8 + i)], std::pow(2.0, -(i + 0.5)), 1e-7);
+  EXPECT_TRUE(sdpa_alibi_slopes(0).empty());
 }
 
 TEST(SdpaInfer, Backward) {

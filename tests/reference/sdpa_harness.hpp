@@ -48,6 +48,7 @@ struct Spec {
   std::optional<int64_t> left, right;
   std::vector<int64_t> len_q, len_kv;  // padding mask when not empty
   std::vector<int64_t> bias_dims;      // additive bias when not empty
+  std::vector<double> alibi;           // ALiBi slope per query head (alibi_mask) when not empty
   std::optional<double> attr_scale, tensor_scale;
   double dropout = 0.0;  // dropout by probability when > 0
   int64_t seed = 0, offset = 0;
@@ -75,6 +76,7 @@ struct Spec {
     a.left_bound = left;
     a.right_bound = right;
     a.padding_mask = !len_q.empty() || !len_kv.empty();
+    a.alibi_mask = !alibi.empty();
     if (dropout > 0.0) a.dropout_probability = dropout;
     return a;
   }
@@ -141,7 +143,9 @@ inline double score(const Spec& s, const Inputs& in, int64_t bi, int64_t h, int6
   for (int64_t c = 0; c < s.d; ++c)
     dot += in.q[((bi * s.hq + h) * s.sq + i) * s.d + c] *
            in.k[((bi * s.hk + kh) * s.skv + j) * s.d + c];
-  return s.scale() * dot + (s.bias_dims.empty() ? 0.0 : in.bias[bias_index(s, bi, h, i, j)]);
+  const double alibi = s.alibi.empty() ? 0.0 : s.alibi[static_cast<size_t>(h)] * double(j - i);
+  return s.scale() * dot + (s.bias_dims.empty() ? 0.0 : in.bias[bias_index(s, bi, h, i, j)]) +
+         alibi;
 }
 
 struct Fwd {

@@ -256,6 +256,28 @@ TEST(RefSdpa, BackwardMatchesFiniteDifferences) {
   finite_difference_case(s, 101, "window, dropout, bias [b,1,sq,skv]");
 }
 
+// use_alibi_mask: slope[h] * (j - i) added after the bias, the frontend's slopes written out by
+// hand (3 heads: n = 2 gives 2^-4, 2^-8, then 2^-2; 6 heads: n = 4 gives 2^-2 .. 2^-8, then
+// 2^-1, 2^-3).
+TEST(RefSdpa, AlibiMatchesNaive) {
+  Spec s;
+  s.hq = 3, s.hk = 3, s.hv = 3, s.causal = true;
+  s.alibi = {0x1p-4, 0x1p-8, 0x1p-2};
+  forward_case(s, 120, "alibi, 3 heads");
+  backward_case(s, 121, "alibi, 3 heads");
+  s.hq = 6, s.hk = 2, s.hv = 1, s.left = 3, s.bias_dims = {1, 6, 5, 7}, s.bshd = true;
+  s.alibi = {0x1p-2, 0x1p-4, 0x1p-6, 0x1p-8, 0x1p-1, 0x1p-3};
+  forward_case(s, 122, "alibi, GQA, window, bias, BSHD");
+  backward_case(s, 123, "alibi, GQA, window, bias, BSHD");
+  s.bshd = false, s.len_q = {4, 5}, s.len_kv = {6, 3}, s.dropout = 0.2, s.seed = 3, s.offset = 4;
+  forward_case(s, 124, "alibi, padding, dropout");
+  backward_case(s, 125, "alibi, padding, dropout");
+  Spec f;
+  f.b = 1, f.hq = 2, f.hk = 2, f.hv = 2, f.sq = 3, f.skv = 4, f.d = 2, f.dv = 2, f.causal = true;
+  f.alibi = {0x1p-4, 0x1p-8};
+  finite_difference_case(f, 126, "alibi");
+}
+
 // The seed tutorial's causal attention at a reduced size, large enough for the threaded path.
 TEST(RefSdpa, ThreadedPathMatchesNaive) {
   Spec s;

@@ -289,6 +289,10 @@ struct SdpaOptions {
   std::optional<int64_t> right_bound;  // keys with col > row' + right_bound are masked
   bool padding_mask = false;           // SEQ_LEN_Q / SEQ_LEN_KV present
   std::optional<double> dropout_probability;
+  // The cuDNN frontend's use_alibi_mask: adds slope[h] * (col - row) to the scores after the
+  // bias, with the frontend's per-query-head slopes (sdpa_alibi_slopes). Needs causal masking
+  // (right bound 0) with top-left alignment, as the frontend requires.
+  bool alibi_mask = false;
   bool operator==(const SdpaOptions&) const = default;
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -299,8 +303,13 @@ struct SdpaOptions {
     v("right_bound", s.right_bound);
     v("padding_mask", s.padding_mask);
     v("dropout_probability", s.dropout_probability);
+    v("alibi_mask", s.alibi_mask);
   }
 };
+// ALiBi slopes of `heads` query heads as the cuDNN frontend defines them: with n the largest
+// power of two <= heads, 2^(-8 (i+1) / n) for i < n, then 2^(-4 (2i+1) / n) for the remaining
+// heads; computed in float like the frontend (the value cuDNN reads), widened to double.
+std::vector<double> sdpa_alibi_slopes(int64_t heads);
 struct SdpaAttrs : SdpaOptions {
   bool is_inference = true;  // false: also write STATS (needed by the backward)
   bool operator==(const SdpaAttrs&) const = default;

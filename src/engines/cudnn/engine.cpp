@@ -454,6 +454,13 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
     else
       st->io.push_back({c.uid, name, true, idx, data_type_size(type)});
   }
+  for (const auto& c : st->cx->device_constants()) {
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        void* p, upload_device_constant(st->device, c.values, st->what + ": " + c.name));
+    st->device_buffers.push_back(p);
+    const int idx = static_cast<int>(st->device_buffers.size() - 1);
+    st->io.push_back({c.uid, c.name, false, -1, data_type_size(DataType::Float), idx});
+  }
   std::sort(st->io.begin(), st->io.end(),
             [](const IoSlot& a, const IoSlot& b) { return a.uid < b.uid; });
   return st;

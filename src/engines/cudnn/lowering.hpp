@@ -26,6 +26,14 @@ struct ByValueConstant {
   ir::Scalar value;
 };
 
+// A float tensor in device memory whose values the plan uploads once and owns (e.g. the ALiBi
+// slopes cuDNN's attention graph multiplies by).
+struct DeviceConstant {
+  int64_t uid;
+  std::string name;
+  std::vector<float> values;
+};
+
 cudnnDataType_t to_cudnn(DataType t);
 
 // One of the equivalent ways to lower a graph. Some graphs have several: cuDNN's engines take
@@ -63,6 +71,10 @@ class LowerContext {
                                                   DataType type);
   // A new pass-by-value constant of rank `rank` whose value the plan supplies.
   Result<cudnnBackendDescriptor_t> constant(const std::string& name, ir::Scalar value, size_t rank);
+  // A new float tensor of dims `dim` (packed) in device memory the plan owns, holding `values`.
+  Result<cudnnBackendDescriptor_t> device_constant(const std::string& name,
+                                                   const std::vector<int64_t>& dim,
+                                                   std::vector<float> values);
   // The variant being lowered (lowering_variants).
   LoweringVariant variant;
   // Keeps a helper descriptor (conv/matmul/pointwise/reduction descriptor) alive.
@@ -75,6 +87,7 @@ class LowerContext {
 
   std::vector<Descriptor>& ops() { return ops_; }
   const std::vector<ByValueConstant>& constants() const { return constants_; }
+  const std::vector<DeviceConstant>& device_constants() const { return device_constants_; }
 
  private:
   Result<cudnnBackendDescriptor_t> make_tensor(const std::string& name, const TensorView& v,
@@ -87,6 +100,7 @@ class LowerContext {
   std::vector<Descriptor> owned_;  // tensors and helper descriptors
   std::vector<Descriptor> ops_;
   std::vector<ByValueConstant> constants_;
+  std::vector<DeviceConstant> device_constants_;
   int64_t next_uid_ = 1;
 };
 

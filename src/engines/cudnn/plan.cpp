@@ -39,6 +39,32 @@ Result<HandleState*> handle_state(Handle& h) {
   });
 }
 
+LoweredState::~LoweredState() {
+  if (device_buffers.empty()) return;
+  int prev = 0;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = 0;
+  if (cudaSetDevice(device) == cudaSuccess)
+    for (void* p : device_buffers) (void)cudaFree(p);
+  (void)cudaSetDevice(prev);
+}
+
+Result<void*> upload_device_constant(int device, const std::vector<float>& values,
+                                     const std::string& what) {
+  int prev = 0;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = 0;
+  void* p = nullptr;
+  cudaError_t e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaMalloc(&p, std::max<size_t>(values.size(), 1) * sizeof(float));
+  if (e == cudaSuccess)
+    e = cudaMemcpy(p, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice);
+  if (e != cudaSuccess && p) (void)cudaFree(p);
+  (void)cudaSetDevice(prev);
+  if (e != cudaSuccess)
+    return make_error(ErrorCode::BackendError, what, ": cannot place ", values.size(),
+                      " constant values on cuda:", device, ": ", cudaGetErrorString(e));
+  return p;
+}
+
 namespace {
 
 class CudnnPlan final : public Plan {
@@ -157,6 +183,10 @@ class CudnnPlan final : public Plan {
       const IoSlot& s = st_->io[i];
       if (s.constant >= 0) {
         ptrs[i] = st_->constant_bytes[static_cast<size_t>(s.constant)].data();
+        continue;
+      }
+      if (s.device_constant >= 0) {
+        ptrs[i] = st_->device_buffers[static_cast<size_t>(s.device_constant)];
         continue;
       }
       auto it = pack.find(s.uid);

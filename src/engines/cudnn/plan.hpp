@@ -35,6 +35,7 @@ struct IoSlot {
   bool by_value;
   int constant = -1;  // index into LoweredState::constant_bytes when the plan supplies it
   int64_t elem_size = 0;
+  int device_constant = -1;  // index into LoweredState::device_buffers when the plan owns it
 };
 
 // Everything one lowered graph owns; shared by its candidates and plans.
@@ -44,6 +45,9 @@ struct LoweredState {
   std::string what;        // "graph 'name' (matmul 'mm0', pointwise ...)"
   std::vector<IoSlot> io;  // ordered by uid
   std::vector<std::array<unsigned char, 16>> constant_bytes;
+  // Device copies of the lowering's device constants (LowerContext::device_constants), freed
+  // with the state.
+  std::vector<void*> device_buffers;
   int device = 0;
   cudnnHandle_t build_handle = nullptr;
   std::vector<Descriptor> engines;  // engines behind enumerated configs (engine.cpp)
@@ -52,7 +56,16 @@ struct LoweredState {
   bool has_configs_a = false;
   // Shared by every plan of a dynamic-shape graph given one (kernel_cache.cpp).
   KernelCachePtr kernel_cache;
+  LoweredState() = default;
+  LoweredState(const LoweredState&) = delete;
+  LoweredState& operator=(const LoweredState&) = delete;
+  ~LoweredState();
 };
+
+// Copies `values` into new device memory on `device` (freed by ~LoweredState when kept in
+// device_buffers).
+Result<void*> upload_device_constant(int device, const std::vector<float>& values,
+                                     const std::string& what);
 
 // The kernel cache of `st` (set), locked and set up for its operation graph. Plans are
 // finalized with the lock held: builds that share a cache are serialised.

@@ -12,7 +12,9 @@
 // Dropout: P * MASK * SCALE after the softmax (sdpa_dropout; the RNG is cuDNN's Philox, so its
 // keep mask differs from the reference engine's: tests compare through RNG_DUMP and the mask
 // form). Not lowered (NotSupported, named): a left window bound with a padding mask or with a
-// shifted (bottom-right, s_q != s_kv) diagonal.
+// shifted (bottom-right, s_q != s_kv) diagonal. ALiBi (alibi_mask): slope[h] * (col - row)
+// added after the bias, as cuDNN's own graph does it, the slopes a [1,hq,1,1] float tensor in
+// device memory the plan owns (not yet checked on a GPU).
 // This file also holds the pieces sdpa_backward.cpp shares (sdpa_common.hpp).
 #include <algorithm>
 #include <cmath>
@@ -260,6 +262,25 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     DNNGRAPH_TRY(
         add_pointwise(cx, what + " bias", CUDNN_POINTWISE_ADD, f32, last, tb, nullptr, biased));
     last = biased;
+  }
+  if (a.alibi_mask) {
+    // As cuDNN's own graph: (GEN_INDEX col - GEN_INDEX row) in int32, times the [1,hq,1,1]
+    // float slopes (device memory the plan owns), added to the scores after the bias.
+    MaskBuilder m{cx, what, sdim};
+    DNNGRAPH_ASSIGN_OR_RETURN(auto row, m.index(last, "alibi_row", 2));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto col, m.index(last, "alibi_col", 3));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto rel, m.arith(CUDNN_POINTWISE_SUB, col, row, "alibi_col_row"));
+    std::vector<float> slopes;
+    for (double x : ir::sdpa_alibi_slopes(s.hq)) slopes.push_back(static_cast<float>(x));
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        auto ts, cx.device_constant(what + "::alibi_slopes", {1, s.hq, 1, 1}, std::move(slopes)));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto bias, cx.virtual_tensor(what + "::alibi", sdim, f32));
+    DNNGRAPH_TRY(
+        add_pointwise(cx, what + " alibi slope", CUDNN_POINTWISE_MUL, f32, rel, ts, nullptr, bias));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto added, cx.virtual_tensor(what + "::S_alibi", sdim, f32));
+    DNNGRAPH_TRY(add_pointwise(cx, what + " alibi add", CUDNN_POINTWISE_ADD, f32, last, bias,
+                               nullptr, added));
+    last = added;
   }
   if (lens.any()) {
     DNNGRAPH_ASSIGN_OR_RETURN(last, sdpa_padding_select(cx, what, "padding", last, s, lens));

@@ -112,6 +112,21 @@ Result<cudnnBackendDescriptor_t> LowerContext::constant(const std::string& name,
   return d;
 }
 
+Result<cudnnBackendDescriptor_t> LowerContext::device_constant(const std::string& name,
+                                                               const std::vector<int64_t>& dim,
+                                                               std::vector<float> values) {
+  int64_t count = 1;
+  for (int64_t d : dim) count *= d;
+  if (count != static_cast<int64_t>(values.size()))
+    return make_error(ErrorCode::Internal, "device constant '", name, "': ", values.size(),
+                      " values for ", count, " elements");
+  const int64_t uid = next_uid_++;
+  DNNGRAPH_ASSIGN_OR_RETURN(auto d, make_tensor(name, {dim, ir::packed_strides(dim)},
+                                                DataType::Float, uid, false, false));
+  device_constants_.push_back({uid, name, std::move(values)});
+  return d;
+}
+
 cudnnBackendDescriptor_t LowerContext::keep(Descriptor d) {
   owned_.push_back(std::move(d));
   return owned_.back().get();

@@ -7,6 +7,8 @@
 //   s_ij = scale * <q_i, k_j> + bias(bi, h, i, j)
 //     scale: the ATTN_SCALE tensor if wired, else SdpaAttrs::attn_scale, else 1/sqrt(d);
 //     BIAS broadcasts to [b,hq,sq,skv] (any dim may be 1). The bias is added after scaling.
+//     alibi_mask adds slope[h] * (j - i) after the bias (ir::sdpa_alibi_slopes(hq), the
+//     frontend's slopes; the IR requires causal masking, so j - i <= 0 where attended).
 //   Query i attends key j iff j is in [lo, hi) (key_range below):
 //     sq' = SEQ_LEN_Q[bi] (else sq), skv' = SEQ_LEN_KV[bi] (else skv) - the padding mask;
 //     queries i >= sq' attend nothing, keys j >= skv' are never attended;
@@ -88,6 +90,7 @@ struct Problem {
   double dropout = 0.0;                // probability form when > 0
   uint64_t seed = 0, offset = 0;
   Dense bias;                      // at its own dims
+  std::vector<double> alibi;       // per query head, empty without alibi_mask
   std::vector<int64_t> bias_step;  // strides into `bias` over [b,hq,sq,skv], 0 where broadcast
   Dense mask;                      // mask form when not empty, at its own dims
   std::vector<int64_t> mask_step;  // as bias_step
@@ -105,9 +108,13 @@ struct Problem {
     if (left) lo = std::max(lo, diag - *left + 1);
     return {lo, std::max(lo, hi)};
   }
+  // BIAS plus the ALiBi term at (bi, h, i, j).
   double bias_at(int64_t bi, int64_t h, int64_t i, int64_t j) const {
-    if (bias.data.empty()) return 0.0;
-    return bias[bi * bias_step[0] + h * bias_step[1] + i * bias_step[2] + j * bias_step[3]];
+    double r = 0.0;
+    if (!bias.data.empty())
+      r = bias[bi * bias_step[0] + h * bias_step[1] + i * bias_step[2] + j * bias_step[3]];
+    if (!alibi.empty()) r += alibi[static_cast<size_t>(h)] * static_cast<double>(j - i);
+    return r;
   }
   // The probability form's draw: is (bi, h, i, j) kept?
   bool drawn_keep(int64_t bi, int64_t h, int64_t i, int64_t j) const {
@@ -154,6 +161,7 @@ Result<Problem> read_problem(const KernelContext& ctx) {
   p.left = clamp(a.left_bound);
   p.right = clamp(a.right_bound);
   if (a.causal) p.right = p.right ? std::min<int64_t>(*p.right, 0) : 0;
+  if (a.alibi_mask) p.alibi = ir::sdpa_alibi_slopes(p.hq);
 
   auto lengths = [&](Role role, int64_t full, std::vector<int64_t>& out) -> Status {
     out.assign(static_cast<size_t>(p.b), full);

@@ -9,6 +9,8 @@
 // element; both floating, used as given). The forms exclude each other so that an engine never
 // has to guess which one wins. The forward may dump the mask it drew into RNG_DUMP
 // [b, hq, sq, skv] (probability form only), to replay it through the mask form elsewhere.
+// alibi_mask (the frontend's use_alibi_mask) adds slope[h] * (col - row) to the scores; as in
+// the frontend it needs causal masking (right bound 0) on the top-left diagonal.
 #include <cmath>
 #include <string>
 
@@ -161,6 +163,20 @@ Status check_options(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
   if (a.right_bound && *a.right_bound < 0)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": right_bound ", *a.right_bound,
                       " is negative");
+  if (a.alibi_mask) {
+    const bool right_zero = a.right_bound ? *a.right_bound == 0 : a.causal;
+    if (!right_zero)
+      return make_error(ErrorCode::InvalidGraph, op_label(n),
+                        ": use_alibi_mask needs causal masking (right bound 0) but ",
+                        a.right_bound ? detail::cat("right_bound is ", *a.right_bound)
+                                      : std::string("no causal mask is set"),
+                        "; set use_causal_mask=True (or diagonal_band_right_bound=0)");
+    if (a.diagonal_alignment != DiagonalAlignment::TopLeft)
+      return make_error(ErrorCode::InvalidGraph, op_label(n),
+                        ": use_alibi_mask needs the top-left diagonal but diagonal_alignment is "
+                        "BOTTOM_RIGHT; the ALiBi bias slope * (col - row) is defined on the "
+                        "top-left diagonal (as in the cuDNN frontend)");
+  }
   if (a.causal && a.right_bound && *a.right_bound != 0)
     return make_error(ErrorCode::InvalidGraph, op_label(n),
                       ": causal masking means right_bound 0"
@@ -170,6 +186,19 @@ Status check_options(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
 }
 
 }  // namespace
+
+std::vector<double> sdpa_alibi_slopes(int64_t heads) {
+  std::vector<double> out;
+  if (heads <= 0) return out;
+  const int64_t n = int64_t{1} << static_cast<int>(std::log2(static_cast<double>(heads)));
+  auto slope = [&](float x) {
+    const float e = x * -8.0f / static_cast<float>(n);
+    return static_cast<double>(std::pow(2.0f, e));
+  };
+  for (int64_t i = 0; i < n; ++i) out.push_back(slope(static_cast<float>(i + 1)));
+  for (int64_t i = 0; i < heads - n; ++i) out.push_back(slope(static_cast<float>(i) + 0.5f));
+  return out;
+}
 
 Status infer_sdpa(Node& n, const InferContext& ctx) {
   const auto& a = n.as<SdpaAttrs>();

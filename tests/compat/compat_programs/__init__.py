@@ -22,6 +22,7 @@ NAMES = [
     "sdpa_bwd_dbias",
     "sdpa_stats_layout",
     "sdpa_sliding_window",
+    "sdpa_alibi",
     "wrapper_graph",
     "jit_graph_cache",
     "serialize_roundtrip",

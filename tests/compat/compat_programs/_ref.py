@@ -45,9 +45,25 @@ def conv2d_wgrad(x, dy, w_shape, pad, stride, dil):
     return dw
 
 
-def attention(q, k, v, scale, causal):
-    """O, stats (natural-log sum-exp per row, [b,h,s_q,1]) and P of softmax(scale*QK^T)V."""
+def alibi_slopes(heads):
+    """ALiBi slope per head: n = largest power of two <= heads; 2^(-8 i / n) for i = 1..n,
+    then 2^(-8 (i - 1/2) / n) for the remaining heads, i = 1, 2, ... (float32 values)."""
+    n = 1 << int(np.floor(np.log2(heads)))
+    e = [i for i in range(1, n + 1)] + [i - 0.5 for i in range(1, heads - n + 1)]
+    return np.array([2.0 ** (-8.0 * x / n) for x in e], dtype=np.float32).astype(np.float64)
+
+
+def alibi_bias(heads, sq, skv):
+    """[1, h, s_q, s_kv] bias slope[h] * (col - row)."""
+    rel = np.arange(skv)[None, :] - np.arange(sq)[:, None]
+    return alibi_slopes(heads)[None, :, None, None] * rel[None, None]
+
+
+def attention(q, k, v, scale, causal, bias=None):
+    """O, stats (natural-log sum-exp per row, [b,h,s_q,1]) and P of softmax(scale*QK^T+bias)V."""
     s = np.einsum("bhqd,bhkd->bhqk", q, k) * scale
+    if bias is not None:
+        s = s + bias
     if causal:
         sq, sk = s.shape[-2:]
         s = np.where(np.tril(np.ones((sq, sk), dtype=bool)), s, -np.inf)

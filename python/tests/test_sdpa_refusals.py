@@ -1,0 +1,55 @@
+"""The frontend's SDPA keywords dnngraph does not have: accepted unset, refused when set with a
+NotSupportedError that names the keyword and says why."""
+
+import numpy as np
+import pytest
+
+import dnngraph as cudnn
+from conftest import tensor_of
+
+REFUSED = {
+    "block_mask": "no such input yet",
+    "paged_attention_k_table": "no such input yet",
+    "paged_attention_v_table": "no such input yet",
+    "paged_attention_max_seq_len_kv": "no such input yet",
+    "max_total_seq_len_q": "ragged offsets",
+    "max_total_seq_len_kv": "ragged offsets",
+    "score_max": "no row-max output",
+    "score_sum_exp": "no sum-of-exp output",
+    "sink_token": "no such input yet",
+    "softmax_precision": "Python kernels",
+    "attn_scale_prefolded": "Python kernels",
+    "kv_mask": "Python kernels",
+}
+
+
+def graph_and_qkv(rng):
+    g = cudnn.pygraph(handle=cudnn.create_handle(device="cpu"),
+                      io_data_type=cudnn.data_type.FLOAT,
+                      compute_data_type=cudnn.data_type.FLOAT)
+    q = rng.standard_normal((1, 2, 4, 8)).astype(np.float32)
+    return g, [tensor_of(g, q, n) for n in "QKV"], q
+
+
+@pytest.mark.parametrize("kw", sorted(REFUSED))
+def test_set_is_refused_with_a_reason(rng, kw):
+    g, (Q, K, V), q = graph_and_qkv(rng)
+    value = True if kw == "attn_scale_prefolded" else (
+        64 if kw.startswith(("max_total", "paged_attention_max")) else tensor_of(g, q, "X"))
+    with pytest.raises(cudnn.NotSupportedError, match=rf"sdpa\({kw}=\.\.\.\).*{REFUSED[kw]}"):
+        g.sdpa(q=Q, k=K, v=V, **{kw: value})
+
+
+def test_dsink_token_refused_in_backward(rng):
+    g, (Q, K, V), q = graph_and_qkv(rng)
+    O, dO, ST = tensor_of(g, q, "O"), tensor_of(g, q, "dO"), tensor_of(g, q[..., :1], "st")
+    with pytest.raises(cudnn.NotSupportedError, match=r"sdpa_backward\(dSink_token=.*input"):
+        g.sdpa_backward(q=Q, k=K, v=V, o=O, dO=dO, stats=ST, dSink_token=tensor_of(g, q, "ds"))
+
+
+def test_unset_is_accepted(rng):
+    g, (Q, K, V), _ = graph_and_qkv(rng)
+    unset = {k: (False if k == "attn_scale_prefolded" else None) for k in REFUSED}
+    O, _ = g.sdpa(q=Q, k=K, v=V, **unset)
+    O.set_output(True)
+    g.validate()
