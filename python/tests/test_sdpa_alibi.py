@@ -1,6 +1,6 @@
 """sdpa use_alibi_mask: the ALiBi bias slope[h] * (col - row) against numpy (forward and
 backward, fp32 1e-5), the frontend's slopes hand-worked, and the frontend's rules (causal,
-top-left) as clear errors."""
+top-left) as clear NotSupported errors."""
 
 import math
 
@@ -143,7 +143,8 @@ def test_needs_causal_top_left(handle, rng):
         Q, K, V = (tensor_of(g, q, n) for n in "QKV")
         O, _ = g.sdpa(q=Q, k=K, v=V, use_alibi_mask=True, **kw)
         O.set_output(True)
-        with pytest.raises(Exception, match=words):
+        # the frontend raises cudnnGraphNotSupportedError for these at validate
+        with pytest.raises(cudnn.cudnnGraphNotSupportedError, match=words):
             g.validate()
     # diagonal_band_right_bound=0 is the frontend's other spelling of causal: accepted
     g = new_graph(handle)

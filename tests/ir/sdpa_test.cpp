@@ -191,14 +191,16 @@ TEST(SdpaInfer, AlibiRules) {
   {
     Graph g;
     build(g, a);
-    expect_invalid(g, {"sdpa 'attn'", "use_alibi_mask needs causal", "no causal mask is set"});
+    expect_invalid(g, {"sdpa 'attn'", "use_alibi_mask needs causal", "no causal mask is set"},
+                   ErrorCode::NotSupported);
   }
   {
     Graph g;
     SdpaAttrs b = a;
     b.right_bound = 3;
     build(g, b);
-    expect_invalid(g, {"sdpa 'attn'", "use_alibi_mask", "right_bound is 3"});
+    expect_invalid(g, {"sdpa 'attn'", "use_alibi_mask", "right_bound is 3"},
+                   ErrorCode::NotSupported);
   }
   {
     Graph g;
@@ -206,7 +208,8 @@ TEST(SdpaInfer, AlibiRules) {
     b.causal = true;
     b.diagonal_alignment = DiagonalAlignment::BottomRight;
     build(g, b);
-    expect_invalid(g, {"sdpa 'attn'", "use_alibi_mask needs the top-left", "BOTTOM_RIGHT"});
+    expect_invalid(g, {"sdpa 'attn'", "use_alibi_mask needs the top-left", "BOTTOM_RIGHT"},
+                   ErrorCode::NotSupported);
   }
   for (auto causal : {true, false}) {
     Graph g;

@@ -163,16 +163,18 @@ Status check_options(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
   if (a.right_bound && *a.right_bound < 0)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": right_bound ", *a.right_bound,
                       " is negative");
+  // NotSupported, as the frontend raises them (cudnnGraphNotSupportedError): the ALiBi term is
+  // defined there only under these masks.
   if (a.alibi_mask) {
     const bool right_zero = a.right_bound ? *a.right_bound == 0 : a.causal;
     if (!right_zero)
-      return make_error(ErrorCode::InvalidGraph, op_label(n),
+      return make_error(ErrorCode::NotSupported, op_label(n),
                         ": use_alibi_mask needs causal masking (right bound 0) but ",
                         a.right_bound ? detail::cat("right_bound is ", *a.right_bound)
                                       : std::string("no causal mask is set"),
                         "; set use_causal_mask=True (or diagonal_band_right_bound=0)");
     if (a.diagonal_alignment != DiagonalAlignment::TopLeft)
-      return make_error(ErrorCode::InvalidGraph, op_label(n),
+      return make_error(ErrorCode::NotSupported, op_label(n),
                         ": use_alibi_mask needs the top-left diagonal but diagonal_alignment is "
                         "BOTTOM_RIGHT; the ALiBi bias slope * (col - row) is defined on the "
                         "top-left diagonal (as in the cuDNN frontend)");
