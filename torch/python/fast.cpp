@@ -19,6 +19,7 @@
 #include <optional>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 namespace {
 
@@ -117,10 +118,18 @@ struct NoGil {
   ~NoGil() { PyEval_RestoreThread(state); }
 };
 
+// Finds op `name` with C++ signature Sig. Each entry keeps the result in its own static: a
+// static here would be shared by every op of the same signature.
 template <class Sig>
-const c10::TypedOperatorHandle<Sig>& handle(const char* name) {
-  static const auto h = c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
-  return h;
+c10::TypedOperatorHandle<Sig> find_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
+}
+
+// Calls `op` unboxed with the GIL released; the result is wrapped once the GIL is back.
+template <class Sig, class... Args>
+auto call_unboxed(const c10::TypedOperatorHandle<Sig>& op, Args&&... args) {
+  NoGil nogil;
+  return op.call(std::forward<Args>(args)...);
 }
 
 PyObject* not_plain() { Py_RETURN_NOTIMPLEMENTED; }
@@ -145,13 +154,9 @@ PyObject* layer_norm(PyObject*, PyObject* const* a, Py_ssize_t n) {
   if (!p.ok) return not_plain();
   using Sig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, c10::SymIntArrayRef,
                                                  const OptTensor&, const OptTensor&, double);
-  Tensor y;
-  {
-    NoGil nogil;
-    y = std::get<0>(
-        handle<Sig>("dnngraph::layer_norm").call(*x, c10::fromIntArrayRefSlow(shape), w, b, eps));
-  }
-  return THPVariable_Wrap(std::move(y));
+  static const auto op = find_op<Sig>("dnngraph::layer_norm");
+  return THPVariable_Wrap(
+      std::get<0>(call_unboxed(op, *x, c10::fromIntArrayRefSlow(shape), w, b, eps)));
   END_HANDLE_TH_ERRORS
 }
 
@@ -168,13 +173,9 @@ PyObject* rms_norm(PyObject*, PyObject* const* a, Py_ssize_t n) {
   if (!p.ok) return not_plain();
   using Sig = std::tuple<Tensor, Tensor>(const Tensor&, c10::SymIntArrayRef, const OptTensor&,
                                          std::optional<double>);
-  Tensor y;
-  {
-    NoGil nogil;
-    y = std::get<0>(
-        handle<Sig>("dnngraph::rms_norm").call(*x, c10::fromIntArrayRefSlow(shape), w, eps));
-  }
-  return THPVariable_Wrap(std::move(y));
+  static const auto op = find_op<Sig>("dnngraph::rms_norm");
+  return THPVariable_Wrap(
+      std::get<0>(call_unboxed(op, *x, c10::fromIntArrayRefSlow(shape), w, eps)));
   END_HANDLE_TH_ERRORS
 }
 
@@ -189,12 +190,8 @@ PyObject* linear_act(PyObject*, PyObject* const* a, Py_ssize_t n) {
   const std::string_view act = p.str(3);
   if (!p.ok) return not_plain();
   using Sig = Tensor(const Tensor&, const Tensor&, const OptTensor&, c10::string_view);
-  Tensor y;
-  {
-    NoGil nogil;
-    y = handle<Sig>("dnngraph::linear_act").call(*x, *w, bias, act);
-  }
-  return THPVariable_Wrap(std::move(y));
+  static const auto op = find_op<Sig>("dnngraph::linear_act");
+  return THPVariable_Wrap(call_unboxed(op, *x, *w, bias, act));
   END_HANDLE_TH_ERRORS
 }
 
@@ -212,12 +209,8 @@ PyObject* matmul_epilogue(PyObject*, PyObject* const* a, Py_ssize_t n) {
   if (!p.ok) return not_plain();
   using Sig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const OptTensor&, double,
                                          c10::string_view, bool);
-  Tensor y, m;
-  {
-    NoGil nogil;
-    std::tie(y, m) =
-        handle<Sig>("dnngraph::matmul_epilogue").call(*A, *B, bias, alpha, act, want_amax);
-  }
+  static const auto op = find_op<Sig>("dnngraph::matmul_epilogue");
+  auto [y, m] = call_unboxed(op, *A, *B, bias, alpha, act, want_amax);
   if (!want_amax) return THPVariable_Wrap(std::move(y));
   PyObject* r = PyTuple_New(2);
   if (!r) return nullptr;
@@ -244,13 +237,8 @@ PyObject* conv2d_bias_act(PyObject*, PyObject* const* a, Py_ssize_t n) {
   if (!p.ok) return not_plain();
   using Sig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
                      at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
-  Tensor y;
-  {
-    NoGil nogil;
-    y = handle<Sig>("dnngraph::conv2d_bias_act")
-            .call(*x, *w, bias, stride, padding, dilation, groups, act);
-  }
-  return THPVariable_Wrap(std::move(y));
+  static const auto op = find_op<Sig>("dnngraph::conv2d_bias_act");
+  return THPVariable_Wrap(call_unboxed(op, *x, *w, bias, stride, padding, dilation, groups, act));
   END_HANDLE_TH_ERRORS
 }
 
@@ -271,13 +259,9 @@ PyObject* sdpa(PyObject*, PyObject* const* a, Py_ssize_t n) {
   using Sig =
       std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&, const OptTensor&,
                                  double, bool, std::optional<double>, bool);
-  Tensor out;
-  {
-    NoGil nogil;
-    out = std::get<0>(
-        handle<Sig>("dnngraph::sdpa").call(*q, *k, *v, bias, dropout_p, causal, scale, gqa));
-  }
-  return THPVariable_Wrap(std::move(out));
+  static const auto op = find_op<Sig>("dnngraph::sdpa");
+  return THPVariable_Wrap(
+      std::get<0>(call_unboxed(op, *q, *k, *v, bias, dropout_p, causal, scale, gqa)));
   END_HANDLE_TH_ERRORS
 }
 
