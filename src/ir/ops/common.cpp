@@ -128,4 +128,15 @@ Status infer_output(const Node& n, Role role, const Tensor& out, const std::vect
   return Status::ok();
 }
 
+Status check_keeps_data_type(const Node& n, std::string_view op, Role role, const Tensor& x,
+                             const Tensor& y) {
+  if (y->data_type == DataType::NotSet || x->data_type == DataType::NotSet ||
+      y->data_type == x->data_type)
+    return Status::ok();
+  return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::Y, y),
+                    " has data type ", data_type_name(y->data_type), " but ", op, " keeps ",
+                    port_label(role, x), "'s ", data_type_name(x->data_type),
+                    "; leave Y's data type unset or make it equal");
+}
+
 }  // namespace dnngraph::ir

@@ -58,6 +58,11 @@ Status check_scalar(const Node& n, Role role, const Tensor& t, bool pass_by_valu
 // row-major. Outputs follow the layout of the op's main input (NHWC in -> NHWC out).
 std::vector<int64_t> order_like(const Tensor& like, size_t rank);
 
+// Layout ops (slice, transpose, reshape, concatenate) keep their input's data type: an output
+// type the user set must equal input `x`'s (port `role`), else an error naming both.
+Status check_keeps_data_type(const Node& n, std::string_view op, Role role, const Tensor& x,
+                             const Tensor& y);
+
 // Fills (or checks, when the user set them) an output's dims, then fills missing strides
 // (packed, in the dim order of `layout_like`, row-major when null) and a missing data type:
 // `forced` when given (e.g. FLOAT statistics), else the graph's intermediate type for a

@@ -62,12 +62,7 @@ Status infer_concat(Node& n, const InferContext& ctx) {
                         a.axis, " overflows int64");
     dims[axis] += t->dim[axis];
   }
-  if (y->data_type != DataType::NotSet && x0->data_type != DataType::NotSet &&
-      y->data_type != x0->data_type)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::Y, y),
-                      " has data type ", data_type_name(y->data_type), " but concatenate keeps ",
-                      port_label(Role::IN_0, x0), "'s ", data_type_name(x0->data_type),
-                      "; leave Y's data type unset or make it equal");
+  DNNGRAPH_TRY(check_keeps_data_type(n, "concatenate", Role::IN_0, x0, y));
   return infer_output(n, Role::Y, y, dims, x0, ctx, x0->data_type, x0->data_type);
 }
 

@@ -38,12 +38,7 @@ Status infer_reshape(Node& n, const InferContext& ctx) {
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::Y, y),
                       " has dims ", dims_str(y->dim), " but ", port_label(Role::X, x), " has dims ",
                       dims_str(x->dim), "; a reshape keeps the number of elements");
-  if (y->data_type != DataType::NotSet && x->data_type != DataType::NotSet &&
-      y->data_type != x->data_type)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::Y, y),
-                      " has data type ", data_type_name(y->data_type), " but reshape keeps ",
-                      port_label(Role::X, x), "'s ", data_type_name(x->data_type),
-                      "; leave Y's data type unset or make it equal");
+  DNNGRAPH_TRY(check_keeps_data_type(n, "reshape", Role::X, x, y));
   if (y->stride.empty()) y->stride = packed_strides(y->dim, channels_last_order(y->dim.size()));
   if (!a.logical) {
     if (x->stride.size() == x->dim.size() && !x->is_packed())

@@ -32,12 +32,7 @@ Status infer_slice(Node& n, const InferContext& ctx) {
                         port_label(Role::X, x), "); an empty slice is not a tensor");
     dims[d] = (end - start + step - 1) / step;
   }
-  if (y->data_type != DataType::NotSet && x->data_type != DataType::NotSet &&
-      y->data_type != x->data_type)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::Y, y),
-                      " has data type ", data_type_name(y->data_type), " but slice keeps ",
-                      port_label(Role::X, x), "'s ", data_type_name(x->data_type),
-                      "; leave Y's data type unset or make it equal");
+  DNNGRAPH_TRY(check_keeps_data_type(n, "slice", Role::X, x, y));
   return infer_output(n, Role::Y, y, dims, x, ctx, x->data_type, x->data_type);
 }
 

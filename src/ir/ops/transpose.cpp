@@ -23,12 +23,7 @@ Status infer_transpose(Node& n, const InferContext& ctx) {
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": permutation ", dims_str(p),
                       " is not a permutation of the ", rank, " dims of ", port_label(Role::X, x),
                       " (dims ", dims_str(x->dim), "); expected each of 0..", rank - 1, " once");
-  if (y->data_type != DataType::NotSet && x->data_type != DataType::NotSet &&
-      y->data_type != x->data_type)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::Y, y),
-                      " has data type ", data_type_name(y->data_type), " but transpose keeps ",
-                      port_label(Role::X, x), "'s ", data_type_name(x->data_type),
-                      "; leave Y's data type unset or make it equal");
+  DNNGRAPH_TRY(check_keeps_data_type(n, "transpose", Role::X, x, y));
   std::vector<int64_t> dims(rank), strides(rank);
   for (size_t i = 0; i < rank; ++i) {
     dims[i] = x->dim[static_cast<size_t>(p[i])];
