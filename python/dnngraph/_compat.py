@@ -375,6 +375,16 @@ def _conv_kwargs(op: str, kw: Dict[str, Any]) -> Dict[str, Any]:
     return kw
 
 
+class SelectedEngine:
+    """pygraph.selected_engine for a plan cuDNN's backend does not serve: its ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"SelectedEngine({self.name!r})"
+
+
 class pygraph(_native):
     """A graph of tensors and operations (the frontend's ``cudnn.pygraph``) with its build
     pipeline: validate -> build_operation_graph -> create_execution_plans -> check_support ->
@@ -496,10 +506,15 @@ class pygraph(_native):
         return self._supported()
 
     @property
-    def selected_engine(self) -> Optional[str]:
+    def selected_engine(self) -> Optional["SelectedEngine"]:
+        """As the frontend: None when cuDNN's backend serves the selected plan (the frontend's
+        Python engines are the other case; dnngraph has none). On a CPU handle the reference
+        engine serves it: an object whose ``name`` is ``"reference"``."""
         i = self.selected_plan_index()
         plans = self._supported()
-        return str(plans[i]["name"]) if 0 <= i < len(plans) else None
+        if not 0 <= i < len(plans) or str(plans[i].get("engine")) != "reference":
+            return None
+        return SelectedEngine(str(plans[i]["name"]))
 
     def tensor_like(self, template: Any = None, name: str = "", is_virtual: bool = False,
                     **kwargs: Any) -> Tensor:
