@@ -31,6 +31,7 @@ struct Case {
   bool backward = false;
   std::vector<int64_t> bias;  // BIAS dims when set (and DBIAS in the backward)
   bool alibi = false;         // alibi_mask (needs causal)
+  bool stats_bshd = false;    // backward STATS input token-major ([b,s,h,1] in memory)
 };
 
 std::function<void(Graph&)> make_graph(const Case& c) {
@@ -62,7 +63,7 @@ std::function<void(Graph&)> make_graph(const Case& c) {
     }
     auto o = input(g, "O", {c.b, c.hq, c.sq, c.d}, t);
     auto d_o = input(g, "DO", {c.b, c.hq, c.sq, c.d}, t);
-    auto stats = input(g, "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
+    auto stats = input(g, "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float, c.stats_bshd);
     auto out = g.sdpa_backward(q, k, v, o, d_o, stats, ir::SdpaBwdAttrs{a}, extra);
     finish(out[0], "DQ", {c.b, c.hq, c.sq, c.d}, t);
     finish(out[1], "DK", {c.b, c.hk, c.skv, c.d}, t);
@@ -124,6 +125,19 @@ Case bwd(const char* name) {
 }
 
 // ---------------------------------------------------------------- backward
+// A STATS input that is not packed [b,h,s_q,1]: cuDNN before 9.26 reads it wrongly, so the
+// lowering refuses it there (NotSupported naming STATS); from 9.26 it must match.
+TEST(GpuSdpaBackward, StatsNotPackedBhsd) {
+  DNNGRAPH_REQUIRE_GPU();
+  Case c = bwd("bwd STATS token-major");
+  c.stats_bshd = true;
+  if (cudnn_info().version >= 92600) return check(c);
+  const RunReport r = run_and_compare(make_graph(c), options(c));
+  std::printf("SDPA_RESULT %s: %s\n", c.name, r.status.to_string().c_str());
+  EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
+  EXPECT_NE(r.status.to_string().find("STATS"), std::string::npos) << r.status.to_string();
+}
+
 TEST(GpuSdpaBackward, NonCausalBf16) {
   DNNGRAPH_REQUIRE_GPU();
   check(bwd("bwd non-causal b2 h4 s128 d64"));
