@@ -256,3 +256,23 @@ def test_sdpa_takes_the_implementation_keyword(handle, rng):
         o2.set_output(True)
         s2.set_output(True)
         g2.validate()
+
+
+def test_in_place_outputs_read_the_inputs_as_they_were(handle, rng):
+    # The frontend's RoPE test binds two outputs to the two input slices they are computed
+    # from: every output element must come from the inputs before the graph ran.
+    x = f32(rng, 3, 8)
+    c, s = f32(rng, 1, 4), f32(rng, 1, 4)
+    before = x.copy()
+    x1, x2 = x[:, :4], x[:, 4:]
+    g = fgraph(handle)
+    X1, X2, C, S = (g.tensor_like(a) for a in (x1, x2, c, s))
+    Y1 = g.sub(a=g.mul(a=X1, b=C), b=g.mul(a=X2, b=S))
+    Y2 = g.add(a=g.mul(a=X2, b=C), b=g.mul(a=X1, b=S))
+    Y1.set_output(True)
+    Y2.set_output(True)
+    pipeline(g)
+    g.execute({X1: x1, X2: x2, C: c, S: s, Y1: x1, Y2: x2}, ws(g))
+    b1, b2 = before[:, :4].astype(np.float64), before[:, 4:].astype(np.float64)
+    np.testing.assert_allclose(x[:, :4], b1 * c - b2 * s, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x[:, 4:], b2 * c + b1 * s, rtol=1e-5, atol=1e-6)
