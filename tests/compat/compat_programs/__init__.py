@@ -24,6 +24,7 @@ NAMES = [
     "sdpa_stats_layout",
     "sdpa_sliding_window",
     "sdpa_alibi",
+    "sdpa_harness_form",
     "wrapper_graph",
     "jit_graph_cache",
     "serialize_roundtrip",
