@@ -861,7 +861,9 @@ class pygraph(_native):
             raise TypeError("execute: tensor_dict must be a mapping {tensor, uid or name: array} "
                             f"(got {type(tensor_dict).__name__}; a list needs tensor_uids=)")
         try:
-            if _native.get_execution_plan_count(self) <= 0:
+            # (not get_execution_plan_count: that checks every remaining candidate, which on
+            # cuDNN can compile kernels for each)
+            if _native.selected_plan_index(self) < 0:
                 self.build()
             if workspace is None:
                 workspace = self._own_workspace(_native.get_workspace_size(self))
