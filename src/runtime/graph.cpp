@@ -421,9 +421,9 @@ Status Graph::check_variant_pack_unlocked(const VariantPack& pack) const {
   for (const ir::TensorAttrs& b : state_->required_built) {
     auto it = pack.find(b.uid);
     if (it == pack.end())
-      return make_error(ErrorCode::InvalidArgument, "graph '", name(),
-                        "': the variant pack is missing a buffer for tensor uid ", b.uid, " ('",
-                        b.name, "'); bind one, keyed by the tensor or its uid");
+      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", b.name,
+                        "': the variant pack is missing a buffer for tensor uid ", b.uid,
+                        "; bind one, keyed by the tensor or its uid");
     if (it->second == nullptr)
       return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", b.name,
                         "' (uid ", b.uid, ") has a null pointer in the variant pack");
