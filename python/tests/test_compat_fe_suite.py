@@ -320,3 +320,13 @@ def test_wrapper_workspace_is_the_frontends_private_attribute(handle, rng):
         g(x, w)
     out = g(x, w, workspace=np.empty(max(g.get_workspace_size(), 1), np.uint8))
     np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-6)
+
+
+def test_handle_functions_refuse_a_raw_int_by_name(handle):
+    for call in (lambda: cudnn.set_stream(handle=1, stream=100), lambda: cudnn.get_stream(1),
+                 lambda: cudnn.destroy_handle(1)):
+        with pytest.raises(TypeError, match="cudnn.Handle"):
+            call()
+    cudnn.set_stream(handle=handle, stream=0)
+    assert cudnn.get_stream(handle) == 0
+    cudnn.destroy_handle(handle)
