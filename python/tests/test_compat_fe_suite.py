@@ -276,3 +276,23 @@ def test_in_place_outputs_read_the_inputs_as_they_were(handle, rng):
     b1, b2 = before[:, :4].astype(np.float64), before[:, 4:].astype(np.float64)
     np.testing.assert_allclose(x[:, :4], b1 * c - b2 * s, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(x[:, 4:], b2 * c + b1 * s, rtol=1e-5, atol=1e-6)
+
+
+def test_build_plans_without_check_support(handle, rng):
+    # The frontend checks the candidates as it builds: validate, build_operation_graph,
+    # create_execution_plans, build_plans is a complete pipeline there.
+    a, b = f32(rng, 1, 4, 8), f32(rng, 1, 8, 3)
+    g = fgraph(handle)
+    A, B = g.tensor_like(a), g.tensor_like(b)
+    C = g.matmul(A=A, B=B)
+    C.set_output(True)
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    g.build_plans()
+    c = np.full((1, 4, 3), np.nan, np.float32)
+    g.execute({A: a, B: b, C: c}, ws(g))
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-6)
+    assert g._variant_pack_uids() == sorted([A.get_uid(), B.get_uid(), C.get_uid()])
+    with pytest.raises(ValueError, match=f"missing a buffer for tensor uid {C.get_uid()}"):
+        g.execute({A: a, B: b}, ws(g))
