@@ -33,6 +33,34 @@ from .datatypes import _library_type, is_dtype_like
 cudnnGraphNotSupportedError = NotSupportedError
 
 
+# ---- handle functions: a raw int where a Handle belongs is refused by name -----------------------
+from . import _dnngraph as _mod  # noqa: E402
+
+
+def _need_handle(fn: str, handle: Any) -> None:
+    if not isinstance(handle, Handle):
+        raise TypeError(f"{fn}: handle must be a cudnn.Handle (dnngraph.Handle, made by "
+                        f"create_handle()), got {type(handle).__name__}")
+
+
+def set_stream(handle: Any, stream: int) -> None:
+    """Sets the CUDA stream (an int, e.g. torch.cuda.Stream().cuda_stream) used by execute."""
+    _need_handle("set_stream", handle)
+    _mod.set_stream(handle, stream)
+
+
+def get_stream(handle: Any) -> int:
+    """The CUDA stream set on `handle` (0: the default stream)."""
+    _need_handle("get_stream", handle)
+    return _mod.get_stream(handle)
+
+
+def destroy_handle(handle: Any) -> None:
+    """Releases `handle` (graphs built with it keep what they need)."""
+    _need_handle("destroy_handle", handle)
+    _mod.destroy_handle(handle)
+
+
 def _missing(what: str, hint: str = "") -> NotSupportedError:
     msg = f"{what} is not supported by dnngraph"
     return NotSupportedError(msg + (f": {hint}" if hint else "") +

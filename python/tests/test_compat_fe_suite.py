@@ -296,3 +296,37 @@ def test_build_plans_without_check_support(handle, rng):
     assert g._variant_pack_uids() == sorted([A.get_uid(), B.get_uid(), C.get_uid()])
     with pytest.raises(ValueError, match=f"missing a buffer for tensor uid {C.get_uid()}"):
         g.execute({A: a, B: b}, ws(g))
+
+
+def _wrapper_matmul(handle, **kw):
+    with cudnn.Graph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
+                     compute_data_type=cudnn.data_type.FLOAT, inputs=["X", "W"], outputs=["Y"],
+                     **kw) as graph:
+        X = graph.tensor(name="X", dim=[1, 4, 8], stride=[32, 8, 1])
+        W = graph.tensor(name="W", dim=[1, 8, 3], stride=[24, 3, 1])
+        graph.matmul(name="mm", A=X, B=W).set_output(True).set_name("Y")
+    return graph
+
+
+def test_wrapper_workspace_is_the_frontends_private_attribute(handle, rng):
+    # The frontend's own tests read Graph.__workspace (mangled: _Graph__workspace).
+    x, w = f32(rng, 1, 4, 8), f32(rng, 1, 8, 3)
+    g = _wrapper_matmul(handle)
+    assert g._Graph__workspace is not None and g._Graph__workspace is not False
+    np.testing.assert_allclose(g(x, w), x @ w, rtol=1e-5, atol=1e-6)
+    g = _wrapper_matmul(handle, workspace_alloc=False)
+    assert g._Graph__workspace is False
+    with pytest.raises(RuntimeError, match="Need to specify workspace"):
+        g(x, w)
+    out = g(x, w, workspace=np.empty(max(g.get_workspace_size(), 1), np.uint8))
+    np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-6)
+
+
+def test_handle_functions_refuse_a_raw_int_by_name(handle):
+    for call in (lambda: cudnn.set_stream(handle=1, stream=100), lambda: cudnn.get_stream(1),
+                 lambda: cudnn.destroy_handle(1)):
+        with pytest.raises(TypeError, match="cudnn.Handle"):
+            call()
+    cudnn.set_stream(handle=handle, stream=0)
+    assert cudnn.get_stream(handle) == 0
+    cudnn.destroy_handle(handle)
