@@ -68,7 +68,7 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          bool use_causal_mask_bottom_right, DiagonalAlignment alignment,
          std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
          bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, OptT rng_dump,
-         bool use_alibi_mask, DataType compute, std::string name) {
+         bool use_alibi_mask, OptT sink_token, DataType compute, std::string name) {
         ir::SdpaAttrs a;
         a.is_inference = is_inference;
         ir::SdpaInputs extra;
@@ -77,6 +77,7 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
                     use_padding_mask, std::move(seq_len_q), std::move(seq_len_kv), dropout,
                     use_alibi_mask);
         extra.rng_dump = std::move(rng_dump);
+        extra.sink_token = std::move(sink_token);
         return as_tuple(g.graph.sdpa(q, k, v, a, extra, op_options(compute, std::move(name))));
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("is_inference"),
@@ -87,7 +88,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
       nb::arg("seq_len_kv").none() = nb::none(), nb::arg("dropout").none() = nb::none(),
       nb::arg("rng_dump").none() = nb::none(), nb::arg("use_alibi_mask") = false,
-      nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
+      nb::arg("sink_token").none() = nb::none(), nb::arg("compute_data_type") = DataType::NotSet,
+      nb::arg("name") = "",
       "Attention O = softmax(scale * Q K^T + bias, masked) V with Q [b,h,s_q,d], K "
       "[b,h_k,s_kv,d],\n"
       "V [b,h_v,s_kv,d_v]. attn_scale: float or pass-by-value tensor (default 1/sqrt(d)).\n"
@@ -103,6 +105,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       "the engine drew as 1/0, [b, h, s_q, s_kv] (dims, strides, type inferred when unset).\n"
       "Replaying it as dropout=(rng_dump, 1/(1-p)) reproduces the run, e.g. to check an\n"
       "engine against another whose random numbers differ.\n"
+      "sink_token: attention sinks, a FLOAT tensor [1, h_q, 1, 1]: one extra logit per query\n"
+      "head in every row's softmax (no value row), so the row's weights sum to less than 1.\n"
       "Returns (O, stats); stats (log-sum-exp, fp32) is None when is_inference.");
 
   cls.def(
@@ -112,7 +116,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          bool use_causal_mask, bool use_causal_mask_bottom_right, DiagonalAlignment alignment,
          std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
          bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, OptT dBias,
-         bool dbias_output, bool use_alibi_mask, DataType compute, std::string name) {
+         bool dbias_output, bool use_alibi_mask, OptT sink_token, OptT dSink_token,
+         DataType compute, std::string name) {
         ir::SdpaBwdAttrs a;
         ir::SdpaInputs extra;
         fill_common(g, a, extra, attn_scale, std::move(bias), use_causal_mask,
@@ -122,6 +127,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
         const bool given = static_cast<bool>(dBias);
         extra.dbias = std::move(dBias);
         extra.dbias_output = dbias_output;
+        extra.sink_token = std::move(sink_token);
+        extra.dsink_token = std::move(dSink_token);
         auto r = g.graph.sdpa_backward(q, k, v, o, dO, stats, a, extra,
                                        op_options(compute, std::move(name)));
         if (r[3] && !given) return as_tuple(r);
@@ -135,14 +142,17 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
       nb::arg("seq_len_kv").none() = nb::none(), nb::arg("dropout").none() = nb::none(),
       nb::arg("dBias").none() = nb::none(), nb::arg("dbias_output") = true,
-      nb::arg("use_alibi_mask") = false, nb::arg("compute_data_type") = DataType::NotSet,
+      nb::arg("use_alibi_mask") = false, nb::arg("sink_token").none() = nb::none(),
+      nb::arg("dSink_token").none() = nb::none(), nb::arg("compute_data_type") = DataType::NotSet,
       nb::arg("name") = "",
       "Gradients of sdpa. Pass the forward's options, use_alibi_mask and dropout included\n"
       "(dropout in either form: the same (p, seed, offset) redraws the same mask; (mask,\n"
       "scale) reuses it). Returns\n"
       "(dQ, dK, dV), or (dQ, dK, dV, dBias) when bias is given (dbias_output=False: no dBias).\n"
       "dBias=tensor (the frontend's form): that tensor receives the bias gradient and the\n"
-      "return is (dQ, dK, dV).");
+      "return is (dQ, dK, dV).\n"
+      "sink_token: the forward's sink logits; dSink_token=tensor [1, h_q, 1, 1] FLOAT receives\n"
+      "their gradient (needs sink_token; not part of the return).");
 }
 
 }  // namespace dnngraph::py

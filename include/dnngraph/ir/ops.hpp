@@ -66,6 +66,8 @@ namespace dnngraph::ir {
   R(DROPOUT_MASK)         \
   R(DROPOUT_SCALE)        \
   R(RNG_DUMP)             \
+  R(SINK_TOKEN)           \
+  R(DSINK_TOKEN)          \
   R(SUM)                  \
   R(SQ_SUM)               \
   R(IN_3)                 \
@@ -278,6 +280,11 @@ struct SoftmaxAttrs {
 // whatever Q's layout) when not inference,
 // RNG_DUMP [b, h_q, s_q, s_kv] floating (only with dropout_probability > 0): the keep mask the
 // engine drew, 1 kept / 0 dropped, e.g. to replay it through DROPOUT_MASK elsewhere.
+// SINK_TOKEN [1, h_q, 1, 1] FLOAT (optional, the frontend's sink_token): one extra logit per
+// query head that joins every row's softmax without a value row (attention sinks):
+// m' = max(rowmax, sink[h]), P = exp(s - m') / (sum exp(s - m') + exp(sink[h] - m')),
+// STATS = m' + log(that sum). The backward takes the same SINK_TOKEN and may output
+// DSINK_TOKEN [1, h_q, 1, 1] FLOAT = -sum over (b, s_q) of exp(sink[h] - STATS) * rowsum(dO * O).
 // The options forward and backward share (the backward must be given the forward's).
 struct SdpaOptions {
   std::optional<double> attn_scale;  // used when no ATTN_SCALE tensor; default 1/sqrt(d)
@@ -320,8 +327,8 @@ struct SdpaAttrs : SdpaOptions {
   }
 };
 // Ports: Q, K, V, O, DO, STATS, [ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET,
-// DROPOUT_MASK, DROPOUT_SCALE] -> DQ, DK, DV, [DBIAS]. No RNG_DUMP: the backward redraws the
-// forward's mask from SEED / OFFSET, or is given it through DROPOUT_MASK.
+// DROPOUT_MASK, DROPOUT_SCALE, SINK_TOKEN] -> DQ, DK, DV, [DBIAS, DSINK_TOKEN]. No RNG_DUMP: the
+// backward redraws the forward's mask from SEED / OFFSET, or is given it through DROPOUT_MASK.
 struct SdpaBwdAttrs : SdpaOptions {
   bool operator==(const SdpaBwdAttrs&) const = default;
   // Fields older files may hold that no longer mean anything: read and ignored.
@@ -449,13 +456,13 @@ struct BlockScaleDequantizeAttrs {
      (DX, DSCALE, DBIAS))                                                                          \
   OP(Softmax, softmax, SoftmaxAttrs, (X), (Y, STATS))                                              \
   OP(SdpaFwd, sdpa, SdpaAttrs,                                                                     \
-     (Q, K, V, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,                \
-      DROPOUT_SCALE),                                                                              \
+     (Q, K, V, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK, DROPOUT_SCALE, \
+      SINK_TOKEN),                                                                                 \
      (O, STATS, RNG_DUMP))                                                                         \
   OP(SdpaBwd, sdpa_backward, SdpaBwdAttrs,                                                         \
      (Q, K, V, O, DO, STATS, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,  \
-      DROPOUT_SCALE),                                                                              \
-     (DQ, DK, DV, DBIAS))                                                                          \
+      DROPOUT_SCALE, SINK_TOKEN),                                                                  \
+     (DQ, DK, DV, DBIAS, DSINK_TOKEN))                                                             \
   OP(Slice, slice, SliceAttrs, (X), (Y))                                                           \
   OP(Genstats, genstats, GenstatsAttrs, (X), (SUM, SQ_SUM))                                        \
   OP(Transpose, transpose, TransposeAttrs, (X), (Y))                                               \

@@ -27,6 +27,7 @@ NAMES = [
     "sdpa_stats_layout",
     "sdpa_sliding_window",
     "sdpa_alibi",
+    "sdpa_sink",
     "sdpa_harness_form",
     "wrapper_graph",
     "jit_graph_cache",
