@@ -178,3 +178,43 @@ def test_bad_sinks_are_clear_errors(handle, rng):
     g.sdpa_backward(q=Q, k=K, v=V, o=O, dO=DO, stats=ST, dSink_token=DS)
     with pytest.raises(ValueError, match=r"DSINK_TOKEN.*needs input SINK_TOKEN"):
         g.validate()
+
+
+def test_sink_ports_in_json_and_serialize_round_trip(handle, rng):
+    b, h, s, d = 1, 2, 4, 8
+    q, k, v, do = (rng.standard_normal((b, h, s, d)).astype(np.float32) for _ in range(4))
+    sink = rng.standard_normal((1, h, 1, 1)).astype(np.float32)
+    o, lse = forward(handle, q, k, v, sink, 0.3)
+    g = new_graph(handle)
+    arrays = (q, k, v, o, do, lse, sink)
+    ts = [tensor_of(g, a, n) for a, n in zip(arrays, "Q K V O dO st sink".split())]
+    DS = tensor_of(g, np.zeros_like(sink), "dsink")
+    grads = g.sdpa_backward(q=ts[0], k=ts[1], v=ts[2], o=ts[3], dO=ts[4], stats=ts[5],
+                            attn_scale=0.3, sink_token=ts[6], dSink_token=DS)
+    for t in (*grads, DS):
+        t.set_output(True)
+    g.validate()
+    desc = g.to_json()
+    assert "SINK_TOKEN" in desc and "DSINK_TOKEN" in desc
+    build(g)
+    blob = g.serialize()
+    g2 = cudnn.pygraph(handle=handle)
+    g2.deserialize(handle, blob)
+    assert g2.key() == g.key()
+    # Keyed by uid: the round trip keeps the sink ports and their gradient.
+    pack = {t.get_uid(): a for t, a in zip(ts, arrays)}
+    got = poisoned(sink.shape)
+    pack[DS.get_uid()] = got
+    for t, a in zip(grads, (q, k, v)):
+        pack[t.get_uid()] = poisoned(a.shape)
+    g2.execute(pack, workspace_for(g2), handle=handle)
+    ref = reference(q, k, v, sink, 0.3, do=do)[5]
+    assert_close(got, ref, rtol=1e-5)
+    # Without the sink, the key differs (the port is part of the graph's fingerprint).
+    g3 = new_graph(handle)
+    t3 = [tensor_of(g3, a, n) for a, n in zip(arrays[:6], "Q K V O dO st".split())]
+    for t in g3.sdpa_backward(q=t3[0], k=t3[1], v=t3[2], o=t3[3], dO=t3[4], stats=t3[5],
+                              attn_scale=0.3):
+        t.set_output(True)
+    g3.validate()
+    assert g3.key() != g.key()

@@ -39,6 +39,11 @@ Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::str
   if (qv.dim.size() != 4 || kv.dim.size() != 4 || vv.dim.size() != 4)
     return make_error(ErrorCode::NotSupported, what, ": Q, K and V must be 4-D [b,h,s,d], got ",
                       q->describe(), ", ", k->describe(), " and ", v->describe());
+  SdpaShape s{qv.dim[0], qv.dim[1], kv.dim[1], vv.dim[1],
+              qv.dim[2], kv.dim[2], qv.dim[3], vv.dim[3]};
+  if (s.hk <= 0 || s.hv <= 0 || s.hq % s.hk != 0 || s.hq % s.hv != 0)
+    return make_error(ErrorCode::NotSupported, what, ": query heads (", s.hq,
+                      ") must be a multiple of the K heads (", s.hk, ") and V heads (", s.hv, ")");
   return s;
 }
 
