@@ -246,7 +246,8 @@ Result<cudnnBackendDescriptor_t> sdpa_padding_select(LowerContext& cx, const std
 Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     LowerContext& cx, const ir::Node& n, const std::string& what, const ir::SdpaOptions& a,
     const SdpaShape& s, cudnnBackendDescriptor_t q, cudnnBackendDescriptor_t kt,
-    cudnnBackendDescriptor_t scale, const SdpaSeqLens& lens) {
+    cudnnBackendDescriptor_t scale, const SdpaSeqLens& lens,
+    const std::vector<cudnnBackendDescriptor_t>& factors) {
   const DataType f32 = DataType::Float;
   const std::vector<int64_t> sdim = s.sdim();
   DNNGRAPH_ASSIGN_OR_RETURN(auto raw, cx.virtual_tensor(what + "::S", sdim, f32));
@@ -255,6 +256,13 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
   DNNGRAPH_TRY(
       add_pointwise(cx, what + " scale", CUDNN_POINTWISE_MUL, f32, raw, scale, nullptr, scaled));
   cudnnBackendDescriptor_t last = scaled;
+  for (size_t i = 0; i < factors.size(); ++i) {
+    const std::string tag = detail::cat("S_descaled_", i);
+    DNNGRAPH_ASSIGN_OR_RETURN(auto r, cx.virtual_tensor(what + "::" + tag, sdim, f32));
+    DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag, CUDNN_POINTWISE_MUL, f32, last, factors[i],
+                               nullptr, r));
+    last = r;
+  }
 
   if (ir::Tensor bias = n.input(Role::BIAS)) {
     DNNGRAPH_ASSIGN_OR_RETURN(auto tb, cx.tensor(bias));

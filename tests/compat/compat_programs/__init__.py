@@ -23,6 +23,7 @@ NAMES = [
     "sdpa_stats_layout",
     "sdpa_sliding_window",
     "sdpa_alibi",
+    "sdpa_fp8",
     "wrapper_graph",
     "jit_graph_cache",
     "serialize_roundtrip",
