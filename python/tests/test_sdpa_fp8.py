@@ -152,10 +152,21 @@ def test_refusals(handle, qkv):
     Q, K, V = g.tensor_like(q), g.tensor_like(k), g.tensor_like(v)
     f = [g.tensor_like(factor(1.0)) for _ in range(6)]
     B = g.tensor(dim=[1, 2, 8, 8], stride=[128, 64, 8, 1], data_type=cudnn.data_type.FLOAT)
+    # Refused where the frontend refuses: at validate() (the node is built first).
+    O, *_ = g.sdpa_fp8(Q, K, V, *f, bias=B)
+    O.set_output(True)
     with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="sdpa_fp8\\(bias"):
-        g.sdpa_fp8(Q, K, V, *f, bias=B)
+        g.validate()
+    g = new_graph(handle)
+    Q, K, V = g.tensor_like(q), g.tensor_like(k), g.tensor_like(v)
+    ST = g.tensor(dim=[1, 2, 8, 1], stride=[16, 8, 1, 1], data_type=cudnn.data_type.FLOAT)
+    f = [g.tensor_like(factor(1.0)) for _ in range(12)]
+    g.sdpa_fp8_backward(Q, K, V, Q, Q, ST, *f, dropout=(0.1, 1, 2))
     with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="sdpa_fp8_backward\\(dropout"):
-        g.sdpa_fp8_backward(Q, K, V, Q, Q, B, *(f * 2), dropout=(0.1, 1, 2))
+        g.validate()
+    # The native class refuses at the call.
+    with pytest.raises(cudnn.NotSupportedError, match="sdpa_fp8\\(bias"):
+        cudnn.NativeGraph.sdpa_fp8(g, Q, K, V, *f[:6], is_inference=True, bias=B)
     with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="Blackwell"):
         g.sdpa_mxfp8(Q, K, V, *f[:3])
     # Half inputs: a clear error at validation naming the tensor and the types it takes.
