@@ -20,6 +20,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engines/cudnn/loader.hpp"
 #include "engines/cudnn/sdpa_common.hpp"
 
 namespace dnngraph::cudnn {
@@ -27,6 +28,23 @@ namespace dnngraph::cudnn {
 Status sdpa_unsupported(const std::string& what, const std::string& feature) {
   return make_error(ErrorCode::NotSupported, what, ": ", feature,
                     " is not lowered to cuDNN (the reference engine runs it)");
+}
+
+Status sdpa_check_stats_layout(LowerContext& cx, const std::string& what, const ir::Tensor& stats) {
+  // Before cuDNN 9.26 the fused backward reads a STATS input that is not packed [b,h,s_q,1]
+  // wrongly (the cuDNN frontend refuses it too); the forward writes any layout right.
+  if (const TensorView& sv = cx.view(stats); load_info().version < 92600) {
+    const auto& d = sv.dim;
+    const auto& st = sv.stride;
+    const bool packed = d.size() == 4 && st[3] == 1 && st[2] == d[3] && st[1] == d[2] * d[3] &&
+                        st[0] == d[1] * d[2] * d[3];
+    if (!packed)
+      return sdpa_unsupported(
+          what, detail::cat("a STATS input ", stats->describe(),
+                            " that is not packed [b,h,s_q,1] (strides [h*s_q, s_q, 1, 1]; cuDNN "
+                            "before 9.26 reads other layouts wrongly)"));
+  }
+  return Status::ok();
 }
 
 Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,

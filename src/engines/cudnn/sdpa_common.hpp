@@ -17,6 +17,9 @@ struct SdpaShape {
   std::vector<int64_t> sdim() const { return {b, hq, sq, skv}; }
 };
 
+// The backwards' STATS input: NotSupported unless packed [b,h,s_q,1] before cuDNN 9.26.
+Status sdpa_check_stats_layout(LowerContext& cx, const std::string& what, const ir::Tensor& stats);
+
 // Descriptors of the optional per-batch sequence lengths (null when not wired).
 struct SdpaSeqLens {
   cudnnBackendDescriptor_t q = nullptr, kv = nullptr;

@@ -124,6 +124,7 @@ Status lower_sdpa_fp8_backward(LowerContext& cx, const ir::Node& n) {
   DNNGRAPH_ASSIGN_OR_RETURN(auto tvt, cx.tensor_as(v, sdpa_transposed(cx.view(v))));
   DNNGRAPH_ASSIGN_OR_RETURN(auto to, L.port(Role::O));
   DNNGRAPH_ASSIGN_OR_RETURN(auto tdo, cx.tensor(d_o));
+  DNNGRAPH_TRY(sdpa_check_stats_layout(cx, what, n.input(Role::STATS)));
   DNNGRAPH_ASSIGN_OR_RETURN(auto tst, L.port(Role::STATS));
   DNNGRAPH_ASSIGN_OR_RETURN(auto lens, sdpa_seq_lens(cx, n));
   DNNGRAPH_ASSIGN_OR_RETURN(auto scale, sdpa_scale(cx, n, what, a, s.d));
