@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _interop
 from ._dnngraph import (
@@ -31,6 +31,34 @@ from ._dnngraph import pygraph as _native
 from .datatypes import _library_type, is_dtype_like
 
 cudnnGraphNotSupportedError = NotSupportedError
+
+
+# ---- handle functions: a raw int where a Handle belongs is refused by name -----------------------
+from . import _dnngraph as _mod  # noqa: E402
+
+
+def _need_handle(fn: str, handle: Any) -> None:
+    if not isinstance(handle, Handle):
+        raise TypeError(f"{fn}: handle must be a cudnn.Handle (dnngraph.Handle, made by "
+                        f"create_handle()), got {type(handle).__name__}")
+
+
+def set_stream(handle: Any, stream: int) -> None:
+    """Sets the CUDA stream (an int, e.g. torch.cuda.Stream().cuda_stream) used by execute."""
+    _need_handle("set_stream", handle)
+    _mod.set_stream(handle, stream)
+
+
+def get_stream(handle: Any) -> int:
+    """The CUDA stream set on `handle` (0: the default stream)."""
+    _need_handle("get_stream", handle)
+    return _mod.get_stream(handle)
+
+
+def destroy_handle(handle: Any) -> None:
+    """Releases `handle` (graphs built with it keep what they need)."""
+    _need_handle("destroy_handle", handle)
+    _mod.destroy_handle(handle)
 
 
 def _missing(what: str, hint: str = "") -> NotSupportedError:
@@ -72,9 +100,17 @@ scalar_type = _make_enum("scalar_type", ["COMPILE_TIME_CONST", "RUNTIME_PARAM"],
 reshape_mode = _make_enum("reshape_mode", ["VIEW_ONLY", "LOGICAL"], "Reshape modes")
 cuda_graph_retention = _make_enum("cuda_graph_retention", ["NONE", "PER_GRAPH"],
                                   "CUDA graph retention")
-knob_type = _make_enum("knob_type", ["NOT_SET", "SPLIT_K", "SWIZZLE", "TILE_SIZE", "STAGES",
-                                     "KERNEL_CFG", "WORKSPACE", "BLOCK_SIZE", "SPLIT_KV"],
-                       "Engine knob types")
+# The frontend's knob types (its values: the backend's own numbering differs). dnngraph's engines
+# name knobs as cuDNN does ("KERNEL_CFG"); the two meet by name.
+knob_type = _Enum("knob_type", [(m, i) for i, m in enumerate([
+    "NOT_SET", "SWIZZLE", "TILE_SIZE", "EDGE", "MULTIPLY", "SPLIT_K_BUF", "TILEK", "STAGES",
+    "REDUCTION_MODE", "SPLIT_K_SLC", "IDX_MODE", "SPECFILT", "KERNEL_CFG", "WORKSPACE",
+    "TILE_CGA_M", "TILE_CGA_N", "BLOCK_SIZE", "OCCUPANCY", "ARRAY_SIZE_PER_THREAD", "SPLIT_COLS",
+    "TILE_ROWS", "TILE_COLS", "LOAD_SIZE", "CTA_COUNT", "STREAM_K", "SPLIT_P_SLC", "TILE_M",
+    "TILE_N", "WARP_SPEC_CFG", "SWAP_AB", "INPUT_TMA_ENABLE", "OUTPUT_TMA_ENABLE", "TILE_CGA"])]
+    + [("SCHED_POLICY", 1000), ("PACK_GQA", 1001), ("SPLIT_KV", 1002)])
+knob_type.__doc__ = "Engine knob types (the frontend's names and values)"
+knob_type.__module__ = "dnngraph"
 FRONTEND_KNOB_TYPE_BASE = 1000
 
 
@@ -82,9 +118,39 @@ def is_frontend_knob_type(k: Any) -> bool:
     return isinstance(k, int) and k >= FRONTEND_KNOB_TYPE_BASE
 
 
+class EngineKnob:
+    """One knob of an engine (pygraph.get_knobs_for_engine): its type and the values it takes,
+    min_value, min_value + stride, ..., max_value."""
+
+    def __init__(self, type: Any, min_value: int, max_value: int, stride: int) -> None:
+        self.type, self.min_value, self.max_value, self.stride = type, min_value, max_value, stride
+
+    def __repr__(self) -> str:
+        return (f"EngineKnob(type={self.type!r}, min_value={self.min_value}, "
+                f"max_value={self.max_value}, stride={self.stride})")
+
+
+def _knob_from_name(name: str) -> Any:
+    return knob_type.__members__.get(name, name)
+
+
+def _knob_name(k: Any) -> str:
+    if isinstance(k, knob_type):
+        return k.name
+    if isinstance(k, str):
+        return k
+    if isinstance(k, int):
+        try:
+            return knob_type(k).name
+        except ValueError:
+            pass
+    raise TypeError(f"create_execution_plan: knob key {k!r}: expected a knob_type member or a "
+                    "cuDNN knob name such as 'KERNEL_CFG'")
+
+
 class knob:
-    """An engine knob (type, value); dnngraph's engines take none (create_execution_plan refuses
-    knobs)."""
+    """An engine knob choice (type, value), as the frontend's `knob`; create_execution_plan takes
+    the same choices as a {knob_type: value} dict."""
 
     def __init__(self, type: Any = None, value: int = 0, **kwargs: Any) -> None:
         self.type, self.value = type, value
@@ -285,10 +351,7 @@ _LACKING_OPS = [
     "gdp_summary_bwd", "kda", "kda_bwd", "kda_summary", "kda_summary_bwd", "mamba2",
     "mamba2_bwd", "mamba2_summary", "mamba2_summary_bwd",
 ]
-_LACKING_METHODS = {
-    "get_engine_and_knobs_at_index": "engine knobs",
-    "create_execution_plan": "plans from an engine id and knobs",
-}
+_LACKING_METHODS: Dict[str, str] = {}
 
 # SDPA keywords: frontend name -> native name.
 _SDPA_RENAMES = {"diagonal_band_left_bound": "left_bound",
@@ -595,6 +658,7 @@ class pygraph(_native):
     def build_operation_graph(self, *args: Any, **kwargs: Any) -> None:
         self._raise_deferred()
         _native.build_operation_graph(self, *args, **kwargs)
+        self._plans_created = self._support_checked = False
 
     def build(self, heuristics: Any = None, ctx: Any = None, *, heur_modes: Any = None,
               policy: Any = None) -> None:
@@ -606,6 +670,7 @@ class pygraph(_native):
         if not isinstance(modes, (list, tuple)):
             modes = [modes]
         _native.build(self, list(modes), policy or build_plan_policy.HEURISTICS_CHOICE)
+        self._plans_created = self._support_checked = True
 
     def create_execution_plans(self, heuristics: Any = None, *, heur_modes: Any = None) -> None:
         modes = heuristics if heuristics is not None else heur_modes
@@ -615,17 +680,33 @@ class pygraph(_native):
             modes = [modes]
         _native.create_execution_plans(self, list(modes))
         self._plans_created = True
+        self._support_checked = False
+
+    def check_support(self) -> None:
+        if not self.__dict__.get("_plans_created"):
+            self.create_execution_plans()  # the frontend proposes plans itself when not asked
+        _native.check_support(self)
+        self._support_checked = True
+
+    def _ensure_checked(self) -> None:
+        """The frontend builds plans without an explicit check_support() (it checks the
+        candidates as it builds): run the missing steps first."""
+        if not self.__dict__.get("_support_checked"):
+            self.check_support()
 
     def build_plans(self, policy: Any = None, *args: Any, ctx: Any = None, **kwargs: Any) -> None:
         if args or kwargs:
             raise TypeError("build_plans(policy=build_plan_policy.HEURISTICS_CHOICE)")
+        self._ensure_checked()
         _native.build_plans(self, policy or build_plan_policy.HEURISTICS_CHOICE)
 
     def build_plan_at_index(self, index: int) -> "pygraph":
+        self._ensure_checked()
         _native.build_plan_at_index(self, index)
         return self
 
     def select_plan(self, index: int) -> "pygraph":
+        self._ensure_checked()
         _native.select_plan(self, index)
         return self
 
@@ -710,7 +791,7 @@ class pygraph(_native):
         frontend already has its engine configs, so the candidates are checked here first."""
         cands = _native.candidates(self)
         if not cands and self.__dict__.get("_plans_created"):
-            _native.check_support(self)
+            self.check_support()
             cands = _native.candidates(self)
         return cands
 
@@ -721,29 +802,36 @@ class pygraph(_native):
         """The number of supported plans (known once create_execution_plans has run)."""
         return len(self._supported())
 
-    def get_engine_count(self) -> int:
-        """The number of candidate plans (dnngraph's engines; each is one candidate). After
-        build_operation_graph the candidates are proposed with heuristics [A, FALLBACK] if
-        create_execution_plans has not run yet."""
-        if not _native.candidates(self) and not self.__dict__.get("_plans_created"):
-            self.create_execution_plans()
-        return len(self._candidates())
-
-    def get_knobs_for_engine(self, engine: int) -> List[Any]:
-        """The tunable knobs of candidate `engine`: dnngraph's engines expose none, so [] (an
-        index out of range raises IndexError)."""
-        n = self.get_engine_count()
-        if not 0 <= int(engine) < n:
-            raise IndexError(f"get_knobs_for_engine: engine {engine} out of range: the graph has "
-                             f"{n} candidate plans (get_engine_count())")
-        return []
-
     def _plan(self, index: int) -> dict:
         plans = self._supported()
         if not 0 <= index < len(plans):
             raise IndexError(f"plan index {index} out of range: the graph has {len(plans)} "
                              "supported plans (get_execution_plan_count())")
         return plans[index]
+
+    # ---- engines by index and their knobs ----
+    def get_knobs_for_engine(self, engine: int) -> List["EngineKnob"]:
+        """The knobs of engine `engine` (0 <= engine < get_engine_count()): objects with `type`
+        (a knob_type; the cuDNN name as a str where the frontend has no member), `min_value`,
+        `max_value` and `stride`. NotSupportedError when that engine cannot run the graph."""
+        return [EngineKnob(_knob_from_name(k["name"]), k["min_value"], k["max_value"],
+                           k["stride"]) for k in super().get_knobs_for_engine(int(engine))]
+
+    def create_execution_plan(self, engine_id: int, knobs: Any = None) -> "pygraph":
+        """Appends the plan of engine `engine_id` with `knobs` ({knob_type or cuDNN knob name:
+        value}; unset knobs keep the engine's defaults) to the candidates; then check_support()
+        and build_plans() as after create_execution_plans(). NotSupportedError when the engine
+        refuses the graph or the values."""
+        named = {_knob_name(k): int(v) for k, v in dict(knobs or {}).items()}
+        super().create_execution_plan(int(engine_id), named)
+        return self
+
+    def get_engine_and_knobs_at_index(self, index: int) -> Tuple[int, Dict[Any, int]]:
+        """(engine id, {knob_type: value}) of the plan at `index`: what create_execution_plan
+        takes to make the same plan again."""
+        plan = self._plan(index)
+        return int(plan["engine_id"]), {_knob_from_name(k): int(v)
+                                        for k, v in plan["knobs"].items()}
 
     def get_plan_name_at_index(self, index: int) -> str:
         return str(self._plan(index)["name"])
@@ -767,6 +855,10 @@ class pygraph(_native):
 
     def _json(self) -> dict:
         return json.loads(_native.to_json(self))
+
+    def _variant_pack_uids(self) -> List[int]:
+        """The frontend's name for _get_variant_pack_uids_sorted()."""
+        return self._get_variant_pack_uids_sorted()
 
     def _get_variant_pack_uids_sorted(self) -> List[int]:
         """Uids of the tensors execute() needs (non-virtual), ascending."""
@@ -812,6 +904,7 @@ class pygraph(_native):
             _native.deserialize(self, blob)
         else:
             _native.deserialize(self, handle, blob)
+        self._plans_created = self._support_checked = True
 
     # ---- execution ----
     def _pack(self, tensor_dict: Any, tensor_uids: Any) -> Dict[Any, Any]:
@@ -874,7 +967,9 @@ class pygraph(_native):
             raise TypeError("execute: tensor_dict must be a mapping {tensor, uid or name: array} "
                             f"(got {type(tensor_dict).__name__}; a list needs tensor_uids=)")
         try:
-            if _native.get_execution_plan_count(self) <= 0:
+            # (not get_execution_plan_count: that checks every remaining candidate, which on
+            # cuDNN can compile kernels for each)
+            if _native.selected_plan_index(self) < 0:
                 self.build()
             if workspace is None:
                 workspace = self._own_workspace(_native.get_workspace_size(self))
