@@ -27,6 +27,7 @@ NAMES = [
     "sdpa_stats_layout",
     "sdpa_sliding_window",
     "sdpa_alibi",
+    "sdpa_fp8",
     "sdpa_harness_form",
     "wrapper_graph",
     "jit_graph_cache",
