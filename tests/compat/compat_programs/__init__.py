@@ -28,6 +28,7 @@ NAMES = [
     "sdpa_sliding_window",
     "sdpa_alibi",
     "sdpa_sink",
+    "sdpa_fp8",
     "sdpa_harness_form",
     "wrapper_graph",
     "jit_graph_cache",
