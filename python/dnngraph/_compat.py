@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import _interop
 from ._dnngraph import (
     Handle,
+    KernelCache,
     NotSupportedError,
     Tensor,
     build_plan_policy,
@@ -1216,6 +1217,19 @@ def _set_reordering_type(self: Tensor, reordering_type: Any) -> Tensor:
     return self
 
 
+def _kernel_cache_counter(name: str) -> Any:
+    def fn(self: Any) -> int:
+        raise _missing(f"KernelCache.{name}()", "the kernel cache's revision and entry counters "
+                       "arrived in cuDNN 9.27; dnngraph's cuDNN engine is built against 9.19's "
+                       "API")
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = "Not supported by dnngraph (cuDNN 9.27): raises NotSupportedError."
+    return fn
+
+
+KernelCache.revision = _kernel_cache_counter("revision")
+KernelCache.size = _kernel_cache_counter("size")
 Tensor.set_data_type = _set_data_type
 Tensor.set_ragged_offset = _set_ragged_offset
 Tensor.set_reordering_type = _set_reordering_type
