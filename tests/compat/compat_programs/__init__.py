@@ -23,6 +23,8 @@ NAMES = [
     "sdpa_stats_layout",
     "sdpa_sliding_window",
     "sdpa_alibi",
+    "sdpa_ragged",
+    "sdpa_paged",
     "wrapper_graph",
     "jit_graph_cache",
     "serialize_roundtrip",
