@@ -271,7 +271,7 @@ def test_offset_out_of_bounds_is_an_error(handle, rng):
     pack[rq] = bad
     O, _ = g.sdpa(Q, K, V, use_padding_mask=True, seq_len_q=seq_lens(g, pack, "lq", [4, 4]),
                   seq_len_kv=seq_lens(g, pack, "lkv", [4, 4]))
-    out = np.full(64, np.nan, np.float32)
+    out = np.full(128, np.nan, np.float32)
     O.set_output(True).set_dim([2, 2, 4, 8]).set_stride([64, 8, 16, 1])
     pack[O] = out
     build(g)
@@ -298,9 +298,10 @@ def run_paged(handle, rng, lens_q, lens_kv, sq, hq, hk, d, page, pages_per_seq, 
     kd = np.zeros((b, hk, skv, d), np.float32)
     vd = np.zeros((b, hk, skv, d), np.float32)
     for i in range(b):
-        for j in range(skv):
-            kd[i, :, j] = kc[table[i, 0, j // page, 0], :, j % page]
-            vd[i, :, j] = vc[table[i, 0, j // page, 0], :, j % page]
+        for j in range(min(skv, pages_per_seq * page)):
+            pg = min(int(table[i, 0, j // page, 0]), num_pages - 1)  # bad tables: see errors
+            kd[i, :, j] = kc[pg, :, j % page]
+            vd[i, :, j] = vc[pg, :, j % page]
     g = new_graph(handle)
     pack = {}
 

@@ -15,6 +15,7 @@ NAMES = [
     "pointwise_new_modes",
     "concatenate_channels",
     "reshape_matmul",
+    "matmul_mixed_precision",
     "block_scale_quantize_mx",
     "reduction_sum",
     "sdpa_fwd",

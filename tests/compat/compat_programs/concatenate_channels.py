@@ -1,5 +1,6 @@
 """concatenate(inputs=..., axis, name) of three packed tensors along the channel dim, into a
-non-virtual output whose dims and strides the op infers."""
+non-virtual output whose dims and strides are set, as the frontend needs (dnngraph would infer
+them and checks the ones set)."""
 
 import numpy as np
 
@@ -15,6 +16,7 @@ def run(h):
     X = [g.tensor_like(x) for x in xs]
     Y = g.concatenate(inputs=X, axis=1, name="cat")  # the frontend takes inputs by keyword
     Y.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    Y.set_dim([2, 16, 4, 8]).set_stride([16 * 4 * 8, 4 * 8, 8, 1])
     g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
     y = h.empty((2, 16, 4, 8), "float32")
     ws = h.workspace(g)
