@@ -28,12 +28,16 @@ struct Ragged {
     q = thd(g, "q");
     k = thd(g, "k");
     v = thd(g, "v");
-    off = make_input(g, "off", {kB + 1, 1, 1, 1}, DataType::Int32);
     if (padding) {
       extra.seq_len_q = make_input(g, "lq", {kB, 1, 1, 1}, DataType::Int32);
       extra.seq_len_kv = make_input(g, "lkv", {kB, 1, 1, 1}, DataType::Int32);
     }
     a.is_inference = false;
+  }
+  // The offsets tensor, made on first use (an unused graph input is an error).
+  Tensor offsets() {
+    if (!off) off = make_input(g, "off", {kB + 1, 1, 1, 1}, DataType::Int32);
+    return off;
   }
   void add() {
     auto [out, st] = g.sdpa(q, k, v, a, extra, {"attn"});
@@ -46,11 +50,11 @@ struct Ragged {
 
 TEST(SdpaRagged, ValidateBindsTheTensorAttributeToPorts) {
   Ragged r;
-  r.q->set_ragged_offset(r.off);
-  r.k->set_ragged_offset(r.off).set_ragged_offset_multiplier(4);
+  r.q->set_ragged_offset(r.offsets());
+  r.k->set_ragged_offset(r.offsets()).set_ragged_offset_multiplier(4);
   r.add();
   r.o->set_dim({kB, kH, kS, kD}).set_stride({kS * kH * kD, kD, kH * kD, 1});
-  r.o->set_ragged_offset(r.off);  // an output, set after the op was added
+  r.o->set_ragged_offset(r.offsets());  // an output, set after the op was added
   ASSERT_TRUE(r.g.validate().is_ok()) << r.g.validate().to_string();
   const Node& n = r.g.nodes()[0];
   EXPECT_EQ(n.input(Role::Q_RAGGED_OFFSET), r.off);
@@ -105,7 +109,7 @@ TEST(SdpaRagged, OffsetShapeTypeAndPlace) {
 
 TEST(SdpaRagged, NeedsThePaddingMask) {
   Ragged r(/*padding=*/false);
-  r.v->set_ragged_offset(r.off);
+  r.v->set_ragged_offset(r.offsets());
   r.add();
   expect_invalid(r.g, {"sdpa 'attn'", "ragged offsets need the padding mask"},
                  ErrorCode::NotSupported);
@@ -121,14 +125,14 @@ TEST(SdpaRagged, MaxTotalSeqLen) {
   }
   {
     Ragged r;
-    r.q->set_ragged_offset(r.off);
+    r.q->set_ragged_offset(r.offsets());
     r.a.max_total_seq_len_kv = 0;
     r.add();
     expect_invalid(r.g, {"max_total_seq_len_kv 0", "at least 1"});
   }
   {
     Ragged r;
-    r.q->set_ragged_offset(r.off);
+    r.q->set_ragged_offset(r.offsets());
     r.a.max_total_seq_len_q = 12;
     r.a.max_total_seq_len_kv = 15;
     r.add();
@@ -173,14 +177,17 @@ struct Paged {
   Tensor q, kc, vc, tk, tv;
   SdpaAttrs a;
   SdpaInputs extra;
-  Paged() {
+  explicit Paged(std::vector<int64_t> k_table_dims = {2, 1, 3, 1},
+                 DataType v_table_type = DataType::Int32, bool padding = true) {
     q = make_input(g, "q", {2, 4, 3, 8}, DataType::Float);
     kc = make_input(g, "kc", {7, 2, 4, 8}, DataType::Float);  // 7 pages of 4 rows
     vc = make_input(g, "vc", {7, 2, 4, 8}, DataType::Float);
-    extra.page_table_k = tk = make_input(g, "tk", {2, 1, 3, 1}, DataType::Int32);
-    extra.page_table_v = tv = make_input(g, "tv", {2, 1, 3, 1}, DataType::Int32);
-    extra.seq_len_q = make_input(g, "lq", {2, 1, 1, 1}, DataType::Int32);
-    extra.seq_len_kv = make_input(g, "lkv", {2, 1, 1, 1}, DataType::Int32);
+    extra.page_table_k = tk = make_input(g, "tk", std::move(k_table_dims), DataType::Int32);
+    extra.page_table_v = tv = make_input(g, "tv", {2, 1, 3, 1}, v_table_type);
+    if (padding) {
+      extra.seq_len_q = make_input(g, "lq", {2, 1, 1, 1}, DataType::Int32);
+      extra.seq_len_kv = make_input(g, "lkv", {2, 1, 1, 1}, DataType::Int32);
+    }
   }
   Tensor add() {
     Tensor o = g.sdpa(q, kc, vc, a, extra, {"paged"})[0];
@@ -214,20 +221,17 @@ TEST(SdpaPaged, LogicalKvLengthFromTablesOrAttribute) {
 
 TEST(SdpaPaged, Errors) {
   {
-    Paged p;
-    p.extra.page_table_k = make_input(p.g, "t2", {2, 3, 1, 1}, DataType::Int32);
+    Paged p({2, 3, 1, 1});
     p.add();
-    expect_invalid(p.g, {"PAGE_TABLE_K 't2'", "[2,3,1,1]", "[b, 1, pages, 1]"});
+    expect_invalid(p.g, {"PAGE_TABLE_K 'tk'", "[2,3,1,1]", "[b, 1, pages, 1]"});
   }
   {
-    Paged p;
-    p.extra.page_table_v = make_input(p.g, "tf", {2, 1, 3, 1}, DataType::Float);
+    Paged p({2, 1, 3, 1}, DataType::Float);
     p.add();
-    expect_invalid(p.g, {"PAGE_TABLE_V 'tf'", "INT32", "FLOAT"});
+    expect_invalid(p.g, {"PAGE_TABLE_V 'tv'", "INT32", "FLOAT"});
   }
   {
-    Paged p;
-    p.extra.seq_len_q = p.extra.seq_len_kv = nullptr;
+    Paged p({2, 1, 3, 1}, DataType::Int32, /*padding=*/false);
     p.add();
     expect_invalid(p.g, {"page tables need the padding mask"}, ErrorCode::NotSupported);
   }
