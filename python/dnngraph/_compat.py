@@ -304,11 +304,40 @@ _SDPA_UNSUPPORTED = {
 }
 
 
-def _sdpa_kwargs(op: str, kw: Dict[str, Any]) -> Dict[str, Any]:
+def _defer(graph: Any, err: Exception) -> None:
+    """Keeps a refusal for validate() (and the other build steps), where the frontend raises
+    it: frontend-written code builds the node first and catches cudnnGraphNotSupportedError
+    around validate/build only."""
+    graph.__dict__.setdefault("_deferred", []).append(err)
+
+
+def _sdpa_kwargs(op: str, kw: Dict[str, Any], graph: Any = None) -> Dict[str, Any]:
+    def refuse(err: Exception) -> None:
+        if graph is None:
+            raise err
+        _defer(graph, err)
+
     for k, why in _SDPA_UNSUPPORTED.items():
         v = kw.pop(k, None)
         if v is not None and v is not False:
-            raise _missing(f"{op}({k}=...)", why)
+            refuse(_missing(f"{op}({k}=...)", why))
+    # Sequence lengths given 1-D (b,): the frontend promotes them to (b, 1, 1, 1).
+    for k in ("seq_len_q", "seq_len_kv"):
+        t = kw.get(k)
+        if isinstance(t, Tensor) and len(t.get_dim()) == 1:
+            stride = t.get_stride()
+            t.set_dim([t.get_dim()[0], 1, 1, 1]).set_stride([stride[0] if stride else 1, 1, 1, 1])
+    # The frontend's implementation choice (AUTO/COMPOSITE/UNIFIED): dnngraph lowers every
+    # SDPA to one op graph of its own, so the choice does not change the result.
+    kw.pop("implementation", None)
+    # unfuse_fma changes the softmax arithmetic of the frontend's kernels for compute
+    # capability 10.x only; elsewhere the frontend ignores it too.
+    kw.pop("unfuse_fma", None)
+    if kw.pop("stats_use_log2", False) and (op != "sdpa" or kw.get("generate_stats") or
+                                            kw.get("is_inference") is False):
+        refuse(_missing(f"{op}(stats_use_log2=True)",
+                        "Stats are the natural-log log-sum-exp; cuDNN's backend has a base-2 "
+                        "form only from 9.27"))
     for k, nk in _SDPA_RENAMES.items():
         if k in kw:
             kw[nk] = kw.pop(k)
@@ -339,6 +368,16 @@ def _conv_kwargs(op: str, kw: Dict[str, Any]) -> Dict[str, Any]:
     if mode is not None and "CROSS" not in str(mode).upper():
         raise _missing(f"{op}(convolution_mode={mode!r})", "only cross-correlation is supported")
     return kw
+
+
+class SelectedEngine:
+    """pygraph.selected_engine for a plan cuDNN's backend does not serve: its ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"SelectedEngine({self.name!r})"
 
 
 class pygraph(_native):
@@ -464,10 +503,15 @@ class pygraph(_native):
         return self._supported()
 
     @property
-    def selected_engine(self) -> Optional[str]:
+    def selected_engine(self) -> Optional["SelectedEngine"]:
+        """As the frontend: None when cuDNN's backend serves the selected plan (the frontend's
+        Python engines are the other case; dnngraph has none). On a CPU handle the reference
+        engine serves it: an object whose ``name`` is ``"reference"``."""
         i = self.selected_plan_index()
         plans = self._supported()
-        return str(plans[i]["name"]) if 0 <= i < len(plans) else None
+        if not 0 <= i < len(plans) or str(plans[i].get("engine")) != "reference":
+            return None
+        return SelectedEngine(str(plans[i]["name"]))
 
     def tensor_like(self, template: Any = None, name: str = "", is_virtual: bool = False,
                     **kwargs: Any) -> Tensor:
@@ -522,9 +566,23 @@ class pygraph(_native):
         return t
 
     # ---- pipeline ----
+    def _raise_deferred(self) -> None:
+        deferred = self.__dict__.get("_deferred")
+        if deferred:
+            raise deferred[0]
+
+    def validate(self) -> None:
+        self._raise_deferred()
+        _native.validate(self)
+
+    def build_operation_graph(self, *args: Any, **kwargs: Any) -> None:
+        self._raise_deferred()
+        _native.build_operation_graph(self, *args, **kwargs)
+
     def build(self, heuristics: Any = None, ctx: Any = None, *, heur_modes: Any = None,
               policy: Any = None) -> None:
         """All pipeline steps; with no arguments heuristics [A, FALLBACK]."""
+        self._raise_deferred()
         modes = heuristics if heuristics is not None else heur_modes
         if modes is None:
             modes = [heur_mode.A, heur_mode.FALLBACK]
@@ -900,7 +958,7 @@ def _make_op(fe_name: str, native_name: str, pos: tuple, renames: dict, fixed: d
                 raise TypeError(f"{fe_name}() got multiple values for argument {k!r}")
             kw[k] = v
         if fe_name.startswith("sdpa"):
-            kw = _sdpa_kwargs(fe_name, kw)
+            kw = _sdpa_kwargs(fe_name, kw, self)
         elif fe_name.startswith("conv"):
             kw = _conv_kwargs(fe_name, kw)
         elif fe_name == "matmul" and kw.pop("padding", 0.0) not in (0, 0.0, None):

@@ -31,6 +31,7 @@ struct Case {
   bool backward = false;
   std::vector<int64_t> bias;  // BIAS dims when set (and DBIAS in the backward)
   bool alibi = false;         // alibi_mask (needs causal)
+  bool stats_bshd = false;    // backward STATS input token-major ([b,s,h,1] in memory)
 };
 
 std::function<void(Graph&)> make_graph(const Case& c) {
@@ -62,7 +63,7 @@ std::function<void(Graph&)> make_graph(const Case& c) {
     }
     auto o = input(g, "O", {c.b, c.hq, c.sq, c.d}, t);
     auto d_o = input(g, "DO", {c.b, c.hq, c.sq, c.d}, t);
-    auto stats = input(g, "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
+    auto stats = input(g, "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float, c.stats_bshd);
     auto out = g.sdpa_backward(q, k, v, o, d_o, stats, ir::SdpaBwdAttrs{a}, extra);
     finish(out[0], "DQ", {c.b, c.hq, c.sq, c.d}, t);
     finish(out[1], "DK", {c.b, c.hk, c.skv, c.d}, t);
@@ -124,6 +125,19 @@ Case bwd(const char* name) {
 }
 
 // ---------------------------------------------------------------- backward
+// A STATS input that is not packed [b,h,s_q,1]: cuDNN before 9.26 reads it wrongly, so the
+// lowering refuses it there (NotSupported naming STATS); from 9.26 it must match.
+TEST(GpuSdpaBackward, StatsNotPackedBhsd) {
+  DNNGRAPH_REQUIRE_GPU();
+  Case c = bwd("bwd STATS token-major");
+  c.stats_bshd = true;
+  if (cudnn_info().version >= 92600) return check(c);
+  const RunReport r = run_and_compare(make_graph(c), options(c));
+  std::printf("SDPA_RESULT %s: %s\n", c.name, r.status.to_string().c_str());
+  EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
+  EXPECT_NE(r.status.to_string().find("STATS"), std::string::npos) << r.status.to_string();
+}
+
 TEST(GpuSdpaBackward, NonCausalBf16) {
   DNNGRAPH_REQUIRE_GPU();
   check(bwd("bwd non-causal b2 h4 s128 d64"));
@@ -265,28 +279,40 @@ TEST(GpuSdpaForward, LeftBoundCausal) {
   c.left = 16;
   check(c);
 }
-// A left bound on a shifted diagonal ran on cuDNN 9.19 with wrong O (seen on the H200 with a
-// padding mask and bottom-right alignment: 16629 of 33156 elements off): the engine must refuse
-// it, naming the feature, in both directions.
-TEST(GpuSdpa, LeftBoundOnShiftedDiagonalIsNotSupported) {
+// A left bound on a shifted diagonal (bottom-right with a padding mask, or s_q != s_kv): with the
+// shift on the row side cuDNN 9.19 returned wrong O on the H200 (16629 of 33156 elements off);
+// the lowering now puts it on the column side, as the cuDNN frontend does (not yet checked on a
+// GPU). Also top-left with a padding mask, and both directions.
+TEST(GpuSdpa, LeftBoundOnShiftedDiagonal) {
   DNNGRAPH_REQUIRE_GPU();
   for (bool backward : {false, true})
-    for (bool padding : {true, false}) {
+    for (int form : {0, 1, 2}) {
       Case c;
-      c.name = "left bound 24 bottom-right";
+      c.name = form == 0   ? "left bound 24 bottom-right padding"
+               : form == 1 ? "left bound 24 bottom-right s_q 64 s_kv 128"
+                           : "left bound 24 top-left padding";
       c.backward = backward;
       c.sq = 64;
       c.causal = true;
-      c.align = DiagonalAlignment::BottomRight;
+      c.align = form == 2 ? DiagonalAlignment::TopLeft : DiagonalAlignment::BottomRight;
       c.left = 24;
-      if (padding) c.len_q = {64, 33}, c.len_kv = {128, 90};
-      SCOPED_TRACE(::testing::Message() << (backward ? "backward" : "forward")
-                                        << (padding ? " with padding" : " s_q != s_kv"));
-      const RunReport r = run_and_compare(make_graph(c), options(c));
-      EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
-      EXPECT_NE(r.status.message().find("left window bound"), std::string::npos)
-          << r.status.to_string();
+      if (form != 1) c.len_q = {64, 33}, c.len_kv = {128, 90};
+      SCOPED_TRACE(::testing::Message() << (backward ? "backward " : "forward ") << c.name);
+      check(c);
     }
+}
+// As the cuDNN frontend: a left bound with s_q > s_kv and no padding mask is refused.
+TEST(GpuSdpa, LeftBoundWithSqAboveSkvIsNotSupported) {
+  DNNGRAPH_REQUIRE_GPU();
+  Case c;
+  c.name = "left bound 24 s_q 128 s_kv 64";
+  c.skv = 64;
+  c.causal = true;
+  c.left = 24;
+  const RunReport r = run_and_compare(make_graph(c), options(c));
+  EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
+  EXPECT_NE(r.status.message().find("left window bound"), std::string::npos)
+      << r.status.to_string();
 }
 TEST(GpuSdpaForward, GqaAndMqaCausal) {
   DNNGRAPH_REQUIRE_GPU();

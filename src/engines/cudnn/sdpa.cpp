@@ -11,8 +11,8 @@
 // into a virtual tensor in inference; P in float.
 // Dropout: P * MASK * SCALE after the softmax (sdpa_dropout; the RNG is cuDNN's Philox, so its
 // keep mask differs from the reference engine's: tests compare through RNG_DUMP and the mask
-// form). Not lowered (NotSupported, named): a left window bound with a padding mask or with a
-// shifted (bottom-right, s_q != s_kv) diagonal. ALiBi (alibi_mask): slope[h] * (col - row)
+// form). Left window bound: the frontend's form, the shift on the column side (not yet checked
+// on a GPU with a shifted diagonal). ALiBi (alibi_mask): slope[h] * (col - row)
 // added after the bias, as cuDNN's own graph does it, the slopes a [1,hq,1,1] float tensor in
 // device memory the plan owns (not yet checked on a GPU). Ragged (THD) tensors: their
 // descriptors carry CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC (sdpa_set_ragged; offsets in elements:
@@ -340,13 +340,9 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
   if (!right && !left) return last;
   MaskBuilder m{cx, what, sdim};
   const bool br = a.diagonal_alignment == DiagonalAlignment::BottomRight;
-  // A left bound whose diagonal is shifted by the sequence lengths (bottom-right alignment
-  // with a padding mask) runs and returns wrong O; only the unshifted form (top-left, or
-  // s_q == s_kv, without a padding mask) is right (docs/cudnn-engine.md, "What is lowered").
-  if (left && (lens.any() || (br && s.sq != s.skv)))
-    return sdpa_unsupported(what,
-                            "a left window bound with a padding mask or with bottom-right "
-                            "alignment and s_q != s_kv");
+  // As the cuDNN frontend: no left bound when s_q > s_kv without sequence lengths.
+  if (left && !lens.any() && s.sq > s.skv)
+    return sdpa_unsupported(what, "a left window bound with s_q > s_kv and no padding mask");
   // The diagonal of each row; `fold` is a constant added on top (no tensor needed).
   auto diagonal = [&](const std::string& tag, int64_t fold) -> Result<cudnnBackendDescriptor_t> {
     DNNGRAPH_ASSIGN_OR_RETURN(cudnnBackendDescriptor_t d, m.index(last, tag + "_row", 2));
@@ -374,11 +370,31 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     DNNGRAPH_ASSIGN_OR_RETURN(last, m.select(last, keep, "S_right_masked"));
   }
   if (left) {
-    // col > diag - left  <=>  col + left > diag (left: the frontend's window length)
-    DNNGRAPH_ASSIGN_OR_RETURN(auto diag, diagonal("left", 0));
-    DNNGRAPH_ASSIGN_OR_RETURN(auto col, m.index(last, "left_col", 3));
-    DNNGRAPH_ASSIGN_OR_RETURN(auto lo, m.add_const(col, *left, "left_col_shifted"));
-    DNNGRAPH_ASSIGN_OR_RETURN(auto keep, m.compare(CUDNN_POINTWISE_CMP_GT, lo, diag, "left_keep"));
+    // col > diag - left  <=>  col + left - (skv' - sq') > row (left: the frontend's window
+    // length). The shift goes on the column side and the row index stays bare, as in the cuDNN
+    // frontend's sliding-window mask: with the shift on the row side (the right bound's form)
+    // cuDNN 9.19 returned wrong O for a shifted diagonal (docs/cudnn-engine.md).
+    DNNGRAPH_ASSIGN_OR_RETURN(auto row, m.index(last, "left_row", 2));
+    DNNGRAPH_ASSIGN_OR_RETURN(cudnnBackendDescriptor_t lo, m.index(last, "left_col", 3));
+    if (br && lens.any()) {
+      // Per batch: col + left - SEQ_LEN_KV + SEQ_LEN_Q (the tensor dims for a side without).
+      DNNGRAPH_ASSIGN_OR_RETURN(lo, m.add_const(lo, *left, "left_col_plus_left"));
+      cudnnBackendDescriptor_t kv = lens.kv, q = lens.q;
+      if (!kv) {
+        DNNGRAPH_ASSIGN_OR_RETURN(
+            kv, cx.constant(what + "::left_skv", ir::Scalar::of_int(s.skv, DataType::Int32), 4));
+      }
+      if (!q) {
+        DNNGRAPH_ASSIGN_OR_RETURN(
+            q, cx.constant(what + "::left_sq", ir::Scalar::of_int(s.sq, DataType::Int32), 4));
+      }
+      DNNGRAPH_ASSIGN_OR_RETURN(lo, m.arith(CUDNN_POINTWISE_SUB, lo, kv, "left_col_minus_skv"));
+      DNNGRAPH_ASSIGN_OR_RETURN(lo, m.arith(CUDNN_POINTWISE_ADD, lo, q, "left_col_plus_sq"));
+    } else {
+      const int64_t shift = br ? s.skv - s.sq : 0;
+      DNNGRAPH_ASSIGN_OR_RETURN(lo, m.add_const(lo, *left - shift, "left_col_shifted"));
+    }
+    DNNGRAPH_ASSIGN_OR_RETURN(auto keep, m.compare(CUDNN_POINTWISE_CMP_GT, lo, row, "left_keep"));
     DNNGRAPH_ASSIGN_OR_RETURN(last, m.select(last, keep, "S_left_masked"));
   }
   return last;
