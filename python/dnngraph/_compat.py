@@ -437,7 +437,7 @@ class pygraph(_native):
         if uid is not None and uid != -1:
             kw["uid"] = int(uid)
         if ragged_offset is not None:
-            kw["ragged_offset"] = ragged_offset
+            kw["ragged_offset"] = _index_tensor_4d(ragged_offset)
         if ragged_offset_multiplier not in (None, 1):
             kw["ragged_offset_multiplier"] = int(ragged_offset_multiplier)
         t = _native.tensor(self, **kw)
@@ -1040,6 +1040,22 @@ def _set_reordering_type(self: Tensor, reordering_type: Any) -> Tensor:
     return self
 
 
+_native_set_ragged_offset = Tensor.set_ragged_offset
+
+
+def _index_tensor_4d(t: Any) -> Any:
+    """A 1-D index tensor (b+1,) as the frontend promotes it: (b+1, 1, 1, 1)."""
+    if isinstance(t, Tensor) and len(t.get_dim()) == 1:
+        stride = t.get_stride()
+        t.set_dim([t.get_dim()[0], 1, 1, 1]).set_stride([stride[0] if stride else 1, 1, 1, 1])
+    return t
+
+
+def _set_ragged_offset(self: Tensor, ragged_offset: Any) -> Tensor:
+    return _native_set_ragged_offset(self, _index_tensor_4d(ragged_offset))
+
+
 Tensor.set_data_type = _set_data_type
+Tensor.set_ragged_offset = _set_ragged_offset
 Tensor.set_reordering_type = _set_reordering_type
 Tensor.get_reordering_type = lambda self: tensor_reordering.NONE

@@ -232,6 +232,16 @@ def errors_graph(handle, lens=2, odims=None, otype=I32, padding=True, **kw):
     return g
 
 
+def test_one_dimensional_offsets_are_promoted(handle):
+    g = new_graph(handle)
+    R1 = g.tensor(name="R1", dim=[3], data_type=I32)
+    R2 = g.tensor(name="R2", dim=[3], data_type=I32)
+    Q = g.tensor(name="Q", dim=[2, 2, 4, 8], ragged_offset=R1)
+    K = g.tensor(name="K", dim=[2, 2, 4, 8]).set_ragged_offset(R2)
+    assert R1.get_dim() == [3, 1, 1, 1] and R2.get_dim() == [3, 1, 1, 1]
+    assert Q.get_ragged_offset().get_name() == "R1" and K.get_ragged_offset().get_name() == "R2"
+
+
 def test_validation_errors(handle):
     with pytest.raises(ValueError, match=r"Q_RAGGED_OFFSET 'R'.*dims \[2,1,1,1\].*\[3,1,1,1\]"):
         errors_graph(handle, odims=[2, 1, 1, 1]).validate()
