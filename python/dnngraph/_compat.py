@@ -412,6 +412,7 @@ class pygraph(_native):
         if kernel_cache is not None:
             native_kw["kernel_cache"] = kernel_cache
         super().__init__(**native_kw)
+        self.allow_unused_tensors = True  # the frontend ignores tensors no op uses
         self.sm_count, self.sm_version = sm_count, sm_version
         self._override_shape_enabled = bool(is_override_shape_enabled)
         self._bindings: Dict[int, Any] = {}  # uid-less: keyed by id(tensor) -> (tensor, data)
@@ -597,6 +598,7 @@ class pygraph(_native):
         if not isinstance(modes, (list, tuple)):
             modes = [modes]
         _native.create_execution_plans(self, list(modes))
+        self._plans_created = True
 
     def build_plans(self, policy: Any = None, *args: Any, ctx: Any = None, **kwargs: Any) -> None:
         if args or kwargs:
@@ -687,8 +689,38 @@ class pygraph(_native):
                            "implemented)")
 
     # ---- plans and notes ----
+    def _candidates(self) -> List[dict]:
+        """The candidate plans; right after create_execution_plans (before check_support) the
+        frontend already has its engine configs, so the candidates are checked here first."""
+        cands = _native.candidates(self)
+        if not cands and self.__dict__.get("_plans_created"):
+            _native.check_support(self)
+            cands = _native.candidates(self)
+        return cands
+
     def _supported(self) -> List[dict]:
-        return [c for c in _native.candidates(self) if c["supported"]]
+        return [c for c in self._candidates() if c["supported"]]
+
+    def get_execution_plan_count(self) -> int:
+        """The number of supported plans (known once create_execution_plans has run)."""
+        return len(self._supported())
+
+    def get_engine_count(self) -> int:
+        """The number of candidate plans (dnngraph's engines; each is one candidate). After
+        build_operation_graph the candidates are proposed with heuristics [A, FALLBACK] if
+        create_execution_plans has not run yet."""
+        if not _native.candidates(self) and not self.__dict__.get("_plans_created"):
+            self.create_execution_plans()
+        return len(self._candidates())
+
+    def get_knobs_for_engine(self, engine: int) -> List[Any]:
+        """The tunable knobs of candidate `engine`: dnngraph's engines expose none, so [] (an
+        index out of range raises IndexError)."""
+        n = self.get_engine_count()
+        if not 0 <= int(engine) < n:
+            raise IndexError(f"get_knobs_for_engine: engine {engine} out of range: the graph has "
+                             f"{n} candidate plans (get_engine_count())")
+        return []
 
     def _plan(self, index: int) -> dict:
         plans = self._supported()
@@ -779,7 +811,7 @@ class pygraph(_native):
         for t, data in self._bindings.values():
             pack[t] = data
         for k, v in tensor_dict.items():
-            if v is None:
+            if v is None or k is None:  # the frontend skips optional tensors left as None
                 continue
             if isinstance(k, str):
                 if names is None:
@@ -787,8 +819,33 @@ class pygraph(_native):
                 if k not in names:
                     raise KeyError(f"execute: the graph has no tensor named {k!r}")
                 k = names[k]
+            if type(v) is int:
+                v = self._address(k, v)
             pack[k] = v
         return pack
+
+    def _address(self, key: Any, value: int) -> Any:
+        """A Python int bound to a tensor: the value of a pass-by-value tensor, otherwise a raw
+        device (or, on a CPU handle, host) address of a buffer laid out as the tensor says (the
+        frontend's data_ptr() form)."""
+        if isinstance(key, Tensor):
+            if key.get_is_pass_by_value():
+                return value
+            uid = key.get_uid()
+        else:
+            uid = int(key)
+        desc = next((t for t in self._json()["tensors"] if t["uid"] == uid), None)
+        if desc is None or desc.get("pass_by_value", desc.get("is_pass_by_value", False)):
+            return value  # not ours to reinterpret: the native execute reports it
+        return _Ptr(value, _Shape(desc), self._device() != "cpu")
+
+    def _raw_workspace(self, workspace: Any, size: int) -> Any:
+        if type(workspace) is not int:
+            return workspace
+        if size <= 0:
+            return None
+        return _Ptr(workspace, _Shape({"dim": [size], "stride": [1], "data_type": "UINT8"}),
+                    self._device() != "cpu")
 
     # execute() is the native method: it runs a plain call (a dict of tensors/uids -> arrays on
     # a built graph) itself and hands everything else to _execute_slow (python/src/execute.cpp).
@@ -805,6 +862,7 @@ class pygraph(_native):
                 self.build()
             if workspace is None:
                 workspace = self._own_workspace(_native.get_workspace_size(self))
+            workspace = self._raw_workspace(workspace, _native.get_workspace_size(self))
             _native._execute_direct(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
         except Exception as e:
             _remember(e)

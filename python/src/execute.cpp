@@ -636,6 +636,7 @@ Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const De
     int64_t uid;
     if (Py_TYPE(key) == g_names.tensor_type) {
       const ir::TensorAttrs* live = nb::inst_ptr<ir::TensorAttrs>(key);
+      if (self.graph.is_unused_tensor(live)) continue;  // set aside by validate()
       if (!live->uid_assigned)
         fail("tensor '" + live->name + "' has no uid yet: build the graph before execute");
       if (self.find_uid(live->uid) != live)
@@ -650,6 +651,7 @@ Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const De
       if (overflow)
         fail("execute: uid " + nb::cast<std::string>(nb::str(nb::handle(key))) +
              " is outside the int64 range of uids");
+      if (self.graph.is_unused_uid(uid)) continue;
     } else {
       throw nb::type_error(("execute: variant pack keys must be graph tensors or int uids, got " +
                             std::string(Py_TYPE(key)->tp_name))
@@ -779,8 +781,8 @@ void with_pack(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandl
 }
 
 // Whether execute() can run `pack` as given: no frontend-only arguments, a built plan, a
-// workspace when the plan needs one, a dict whose keys are tensors or uids and whose values are
-// not None, and no scalars bound by tensor_scalar() waiting to be added.
+// workspace when the plan needs one, a dict whose keys are tensors or uids (not None) and whose
+// values are neither None nor ints, and no scalars bound by tensor_scalar() waiting to be added.
 static bool is_plain_call(PyGraph& g, nb::handle self, nb::handle pack, nb::handle workspace,
                           nb::handle override_uids, nb::handle override_shapes,
                           nb::handle override_strides, nb::handle tensor_uids) {
@@ -797,10 +799,14 @@ static bool is_plain_call(PyGraph& g, nb::handle self, nb::handle pack, nb::hand
     PyObject* b = PyDict_GetItem(*dict, g_names.bindings);  // borrowed
     if (b && PyObject_IsTrue(b) == 1) return false;
   }
+  // A raw address (an int) as the workspace or as a buffer is the frontend's data_ptr() form,
+  // which the subclass turns into a buffer of the tensor's layout.
+  if (PyLong_CheckExact(workspace.ptr())) return false;
   PyObject *key = nullptr, *value = nullptr;
   Py_ssize_t pos = 0;
   while (PyDict_Next(pack.ptr(), &pos, &key, &value))
-    if (value == Py_None || PyUnicode_Check(key)) return false;
+    if (value == Py_None || key == Py_None || PyUnicode_Check(key) || PyLong_CheckExact(value))
+      return false;
   return true;
 }
 

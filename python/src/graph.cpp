@@ -122,6 +122,16 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
       nb::arg("compute_data_type") = DataType::Float, nb::arg("kernel_cache").none() = nb::none(),
       nb::arg("is_dynamic_shape_enabled") = false);
 
+  cls.def_prop_rw(
+      "allow_unused_tensors", [](const PyGraph& self) { return self.graph.allow_unused_tensors(); },
+      [](PyGraph& self, bool v) {
+        self.graph.set_allow_unused_tensors(v);
+        self.graph.invalidate();
+      },
+      "Whether validate() sets aside non-virtual tensors that no op reads or writes (and\n"
+      "execute ignores buffers bound to them), as the cuDNN frontend does, instead of\n"
+      "refusing the graph. False by default; the frontend-compatible pygraph sets it.");
+
   cls.def(
       "tensor",
       [](PyGraph& self, std::string name, std::vector<int64_t> dim,

@@ -349,6 +349,7 @@ Status Graph::validate() {
     for (const auto* ports : {&n.inputs, &n.outputs})
       for (const Port& p : *ports)
         if (p.tensor && known.insert(p.tensor.get()).second) tensors_.push_back(p.tensor);
+  set_aside_unused();
 
   std::vector<TensorAttrs> saved;
   saved.reserve(tensors_.size());
@@ -367,6 +368,43 @@ Status Graph::validate() {
   validated_ = true;
   snapshot_ = take_snapshot();
   return s;
+}
+
+void Graph::set_aside_unused() {
+  // Tensors set aside earlier that an op now uses are back in tensors_ (the loop above).
+  std::unordered_set<TensorKey> wired;
+  for (const Node& n : nodes_)
+    for (const auto* ports : {&n.inputs, &n.outputs})
+      for (const Port& p : *ports)
+        if (p.tensor) wired.insert(p.tensor.get());
+  auto unused = [&](const Tensor& t) {
+    return !t->is_virtual && !t->is_output && !wired.count(t.get());
+  };
+  if (!allow_unused_) {  // set aside while it was allowed: the graph has them again
+    for (const Tensor& t : unused_)
+      if (std::find(tensors_.begin(), tensors_.end(), t) == tensors_.end()) tensors_.push_back(t);
+    unused_.clear();
+    return;
+  }
+  // Set aside earlier and wired since: the loop in validate() put them back in tensors_.
+  unused_.erase(
+      std::remove_if(unused_.begin(), unused_.end(), [&](const Tensor& t) { return !unused(t); }),
+      unused_.end());
+  for (const Tensor& t : tensors_)
+    if (unused(t)) unused_.push_back(t);
+  tensors_.erase(std::remove_if(tensors_.begin(), tensors_.end(), unused), tensors_.end());
+}
+
+bool Graph::is_unused_tensor(const TensorAttrs* t) const {
+  for (const Tensor& u : unused_)
+    if (u.get() == t) return true;
+  return false;
+}
+
+bool Graph::is_unused_uid(int64_t uid) const {
+  for (const Tensor& u : unused_)
+    if (u->uid_assigned && u->uid == uid) return true;
+  return false;
 }
 
 ValidatedGraphPtr Graph::take_snapshot() const {

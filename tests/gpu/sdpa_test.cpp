@@ -301,18 +301,23 @@ TEST(GpuSdpa, LeftBoundOnShiftedDiagonal) {
       check(c);
     }
 }
-// As the cuDNN frontend: a left bound with s_q > s_kv and no padding mask is refused.
-TEST(GpuSdpa, LeftBoundWithSqAboveSkvIsNotSupported) {
+// As the cuDNN frontend: with s_q > s_kv and no padding mask, a left bound and a bottom-right
+// causal mask are refused.
+TEST(GpuSdpa, SqAboveSkvMasksAreNotSupported) {
   DNNGRAPH_REQUIRE_GPU();
-  Case c;
-  c.name = "left bound 24 s_q 128 s_kv 64";
-  c.skv = 64;
-  c.causal = true;
-  c.left = 24;
-  const RunReport r = run_and_compare(make_graph(c), options(c));
-  EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
-  EXPECT_NE(r.status.message().find("left window bound"), std::string::npos)
-      << r.status.to_string();
+  for (bool left : {true, false}) {
+    Case c;
+    c.name = left ? "left bound 24 s_q 128 s_kv 64" : "causal bottom-right s_q 128 s_kv 64";
+    c.skv = 64;
+    c.causal = true;
+    if (left)
+      c.left = 24;
+    else
+      c.align = DiagonalAlignment::BottomRight;
+    const RunReport r = run_and_compare(make_graph(c), options(c));
+    EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << c.name << ": " << r.status.to_string();
+    EXPECT_NE(r.status.message().find("s_q > s_kv"), std::string::npos) << r.status.to_string();
+  }
 }
 TEST(GpuSdpaForward, GqaAndMqaCausal) {
   DNNGRAPH_REQUIRE_GPU();

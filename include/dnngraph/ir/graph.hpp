@@ -81,6 +81,17 @@ class Graph {
   DataType intermediate_data_type() const { return intermediate_; }
   DataType compute_data_type() const { return compute_; }
   bool dynamic_shape_enabled() const { return dynamic_shape_; }
+  // A non-virtual tensor that no op reads or writes is an error in validate() unless this is
+  // set; then validate() sets it aside (the cuDNN frontend ignores such tensors) and execute
+  // ignores buffers bound to it.
+  Graph& set_allow_unused_tensors(bool v) {
+    allow_unused_ = v;
+    return *this;
+  }
+  bool allow_unused_tensors() const { return allow_unused_; }
+  // Whether the last validate() set this tensor (or a tensor with this uid) aside as unused.
+  bool is_unused_tensor(const TensorAttrs* t) const;
+  bool is_unused_uid(int64_t uid) const;
 
   // ---- tensors ----
   Tensor tensor(const TensorAttrs& attrs);
@@ -206,6 +217,8 @@ class Graph {
   Tensor make_output(const std::string& node_name, Role role);
   std::string next_name(std::string_view op);
   ValidatedGraphPtr take_snapshot() const;
+  // validate(): moves the tensors no op uses from tensors_ to unused_ (allow_unused_ only).
+  void set_aside_unused();
   // Adds a node wired to `inputs` (null tensors stay unbound; validate() names missing ones).
   Node& push(OpAttrs attrs, OpOptions& o, std::string_view op, std::initializer_list<Port> inputs);
   // Makes the virtual tensor of `n`'s output `role` and binds it.
@@ -222,7 +235,9 @@ class Graph {
   DataType intermediate_ = DataType::Float;
   DataType compute_ = DataType::Float;
   bool dynamic_shape_ = false;
+  bool allow_unused_ = false;
   std::vector<Tensor> tensors_;
+  std::vector<Tensor> unused_;  // set aside by validate() when allow_unused_
   std::vector<Node> nodes_;
   bool validated_ = false;
   ValidatedGraphPtr snapshot_;

@@ -340,9 +340,14 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
   if (!right && !left) return last;
   MaskBuilder m{cx, what, sdim};
   const bool br = a.diagonal_alignment == DiagonalAlignment::BottomRight;
-  // As the cuDNN frontend: no left bound when s_q > s_kv without sequence lengths.
+  // As the cuDNN frontend: no left bound, and no right bound on the bottom-right diagonal, when
+  // s_q > s_kv without sequence lengths (whole rows would be masked).
   if (left && !lens.any() && s.sq > s.skv)
     return sdpa_unsupported(what, "a left window bound with s_q > s_kv and no padding mask");
+  if (right && br && !lens.any() && s.sq > s.skv)
+    return sdpa_unsupported(what,
+                            "a bottom-right right bound (causal) with s_q > s_kv and no padding "
+                            "mask");
   // The diagonal of each row; `fold` is a constant added on top (no tensor needed).
   auto diagonal = [&](const std::string& tag, int64_t fold) -> Result<cudnnBackendDescriptor_t> {
     DNNGRAPH_ASSIGN_OR_RETURN(cudnnBackendDescriptor_t d, m.index(last, tag + "_row", 2));

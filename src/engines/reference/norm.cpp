@@ -4,8 +4,10 @@
 //
 // Semantics (x is one element, M the number of elements sharing one set of statistics):
 //   layernorm  statistics per index of dim 0, over every other dim; MEAN / INV_VARIANCE have
-//              dims [N,1,...,1]. inv_variance = 1/sqrt(var + eps) with the biased variance
-//              (divided by M); y = (x - mean) * inv_variance * scale + bias.
+//              dims [N,1,...,1] (in general: over the dims where SCALE is not 1, the cuDNN
+//              frontend's rule; X [B,S,E] with SCALE [1,1,E] has stats [B,S,1]). inv_variance =
+//              1/sqrt(var + eps) with the biased variance (divided by M); y = (x - mean) *
+//              inv_variance * scale + bias.
 //   rmsnorm    same grouping; inv_variance = 1/sqrt(mean(x^2) + eps); y = x * inv_variance *
 //              scale (+ bias when BIAS is given). No MEAN.
 //   batchnorm  statistics per channel (dim 1), over every other dim; stats dims [1,C,1,...,1].
@@ -39,7 +41,8 @@ namespace {
 constexpr int64_t kParallelElements = 1 << 16;
 
 // The statistics' dims: X's dims with 1 on every normalized dim.
-//   layer/rms norm: [N,1,..]; batchnorm: [1,C,1,..]; instancenorm: [N,C,1,..];
+//   layer/rms norm: X's dims with 1 wherever SCALE is not 1 ([N,1,..] for SCALE [1, X dims
+//   1..]); batchnorm: [1,C,1,..]; instancenorm: [N,C,1,..];
 //   adalayernorm: X's dims with 1 wherever SCALE is not 1 (dims 1..).
 std::vector<int64_t> stats_dims(ir::NormKind k, const std::vector<int64_t>& xdim,
                                 const std::vector<int64_t>& scale_dim) {
@@ -47,7 +50,11 @@ std::vector<int64_t> stats_dims(ir::NormKind k, const std::vector<int64_t>& xdim
   switch (k) {
     case ir::NormKind::LayerNorm:
     case ir::NormKind::RmsNorm:
-      d[0] = xdim[0];
+      // [N,1,..] for SCALE [1, X dims 1..]; in general the dims where SCALE is not 1 are
+      // normalized (the IR checked SCALE: dim 0 is 1, each other dim 1 or X's).
+      d = xdim;
+      for (size_t i = 1; i < d.size(); ++i)
+        if (i >= scale_dim.size() || scale_dim[i] != 1) d[i] = 1;
       break;
     case ir::NormKind::BatchNorm:
       d[1] = xdim[1];

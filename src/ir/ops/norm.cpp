@@ -1,6 +1,8 @@
 // Shape rules of the normalizations.
 //   layernorm / rmsnorm: statistics per row (over every dim but dim 0):
-//     MEAN / INV_VARIANCE [N,1,...,1]; SCALE / BIAS [1, X dims 1..].
+//     MEAN / INV_VARIANCE [N,1,...,1]; SCALE / BIAS [1, X dims 1..]; or, as in the cuDNN
+//     frontend, SCALE [1, each dim 1 or X's] normalizes the dims where it is not 1 (X [B,S,E],
+//     SCALE [1,1,E] -> statistics [B,S,1]).
 //   batchnorm: statistics per channel (over every dim but dim 1):
 //     MEAN / INV_VARIANCE / running stats / SCALE / BIAS [1,C,1,...,1].
 //   instancenorm: statistics per sample and channel (over dims 2..):
@@ -23,7 +25,23 @@ struct NormShapes {
   const char* params_why;
 };
 
-// `scale` is SCALE's dims, read only by adalayernorm (whose statistics follow them).
+// layernorm / rmsnorm: whether SCALE picks the normalized dims itself (X's rank, dim 0 1, each
+// other dim 1 or X's, at least one not 1, and not every dim 1.. of X): then the dims where
+// SCALE is not 1 are normalized, as in the cuDNN frontend. [1, X dims 1..] gives the same
+// statistics either way.
+bool normalizes_by_scale(const std::vector<int64_t>& x, const std::vector<int64_t>& scale) {
+  if (scale.size() != x.size() || x.size() < 2 || scale[0] != 1) return false;
+  bool some = false, all = true;
+  for (size_t i = 1; i < x.size(); ++i) {
+    if (scale[i] != 1 && scale[i] != x[i]) return false;
+    some = some || scale[i] != 1;
+    all = all && scale[i] == x[i];
+  }
+  return some && !all;
+}
+
+// `scale` is SCALE's dims: adalayernorm's statistics follow them, and layernorm's / rmsnorm's
+// do where normalizes_by_scale().
 NormShapes shapes_for(NormKind kind, const std::vector<int64_t>& x,
                       const std::vector<int64_t>& scale) {
   NormShapes s;
@@ -45,6 +63,15 @@ NormShapes shapes_for(NormKind kind, const std::vector<int64_t>& x,
     s.stats[1] = s.params[1] = x[1];
     s.stats_why = "one value per channel: [1,C,1,...] from X";
     s.params_why = s.stats_why;
+  } else if (normalizes_by_scale(x, scale)) {
+    // The frontend's rule: the dims where SCALE is not 1 are normalized (X [B,S,E] with
+    // SCALE [1,1,E] -> statistics [B,S,1]).
+    s.stats = x;
+    for (size_t i = 1; i < x.size(); ++i)
+      if (scale[i] != 1) s.stats[i] = 1;
+    s.params = scale;
+    s.stats_why = "X's dims with 1 wherever SCALE is not 1";
+    s.params_why = "[1, each dim 1 or X's]: the dims that are not 1 are normalized";
   } else {
     s.stats[0] = x[0];
     for (size_t i = 1; i < x.size(); ++i) s.params[i] = x[i];

@@ -2,6 +2,7 @@
 // rank and each dim equal to the output's or 1 (it broadcasts). A one-element tensor (e.g. a
 // pass-by-value scalar made with Graph::scalar, dims [1]) broadcasts whatever its rank.
 // BINARY_SELECT: OUT = IN_2 ? IN_0 : IN_1 (IN_2 is the mask).
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -14,6 +15,21 @@ namespace {
 constexpr Role kInRoles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
 
 bool is_scalar_like(const Tensor& t) { return t->volume() == 1; }
+
+// Whether two indices of a layout address the same element: taking its dims of extent > 1 in
+// increasing stride order, each stride must clear the span of the ones before it.
+bool overlaps(const std::vector<int64_t>& dim, const std::vector<int64_t>& stride) {
+  std::vector<std::pair<int64_t, int64_t>> by_stride;  // (stride, dim)
+  for (size_t d = 0; d < dim.size(); ++d)
+    if (dim[d] > 1) by_stride.emplace_back(stride[d], dim[d]);
+  std::sort(by_stride.begin(), by_stride.end());
+  int64_t span = 1;  // elements covered by the dims so far
+  for (const auto& [st, n] : by_stride) {
+    if (st < span) return true;
+    span = st * n;
+  }
+  return false;
+}
 
 Status check_attrs(const Node& n, const PointwiseAttrs& a) {
   const int mode = static_cast<int>(a.mode);
@@ -116,11 +132,17 @@ Status infer_pointwise(Node& n, const InferContext& ctx) {
                         " but the inputs broadcast to ", dims_str(dims));
     dims = out->dim;
   }
-  // Follow the layout of an input that has the output's full shape (else the main one).
+  // Follow the layout of an input that has the output's full shape (else the main one). As in
+  // the cuDNN frontend, an unset output stride is that input's stride itself, gaps included (a
+  // strided view in, the same view out: e.g. an in-place update of a slice), unless its
+  // elements overlap; otherwise it is packed in the input's dim order.
   Tensor layout = in[main];
   for (const Tensor& t : in)
     if (t->dim == dims) {
       layout = t;
+      if (out->stride.empty() && out->dim.empty() && t->stride.size() == dims.size() &&
+          !overlaps(t->dim, t->stride))
+        out->stride = t->stride;
       break;
     }
   return infer_output(n, Role::OUT_0, out, dims, layout, ctx, in[main]->data_type);
