@@ -17,16 +17,13 @@ from ._dnngraph import (
     create_handle,
     create_kernel_cache,
     data_type,
-    destroy_handle,
     diagonal_alignment,
     get_log_level,
-    get_stream,
     heur_mode,
     norm_forward_phase,
     pointwise_mode,
     reduction_mode,
     set_log_level,
-    set_stream,
     version,
 )
 from ._dnngraph import _route_logs_to_python
@@ -42,7 +39,9 @@ from ._compat import (
     create_device_properties,
     cuda_graph_retention,
     cudnnGraphNotSupportedError,
+    destroy_handle,
     get_last_error_string,
+    get_stream,
     is_frontend_knob_type,
     knob,
     knob_type,
@@ -51,6 +50,7 @@ from ._compat import (
     pygraph,
     reshape_mode,
     scalar_type,
+    set_stream,
     tensor_reordering,
 )
 from . import datatypes, experimental

@@ -33,6 +33,34 @@ from .datatypes import _library_type, is_dtype_like
 cudnnGraphNotSupportedError = NotSupportedError
 
 
+# ---- handle functions: a raw int where a Handle belongs is refused by name -----------------------
+from . import _dnngraph as _mod  # noqa: E402
+
+
+def _need_handle(fn: str, handle: Any) -> None:
+    if not isinstance(handle, Handle):
+        raise TypeError(f"{fn}: handle must be a cudnn.Handle (dnngraph.Handle, made by "
+                        f"create_handle()), got {type(handle).__name__}")
+
+
+def set_stream(handle: Any, stream: int) -> None:
+    """Sets the CUDA stream (an int, e.g. torch.cuda.Stream().cuda_stream) used by execute."""
+    _need_handle("set_stream", handle)
+    _mod.set_stream(handle, stream)
+
+
+def get_stream(handle: Any) -> int:
+    """The CUDA stream set on `handle` (0: the default stream)."""
+    _need_handle("get_stream", handle)
+    return _mod.get_stream(handle)
+
+
+def destroy_handle(handle: Any) -> None:
+    """Releases `handle` (graphs built with it keep what they need)."""
+    _need_handle("destroy_handle", handle)
+    _mod.destroy_handle(handle)
+
+
 def _missing(what: str, hint: str = "") -> NotSupportedError:
     msg = f"{what} is not supported by dnngraph"
     return NotSupportedError(msg + (f": {hint}" if hint else "") +
@@ -579,6 +607,7 @@ class pygraph(_native):
     def build_operation_graph(self, *args: Any, **kwargs: Any) -> None:
         self._raise_deferred()
         _native.build_operation_graph(self, *args, **kwargs)
+        self._plans_created = self._support_checked = False
 
     def build(self, heuristics: Any = None, ctx: Any = None, *, heur_modes: Any = None,
               policy: Any = None) -> None:
@@ -590,6 +619,7 @@ class pygraph(_native):
         if not isinstance(modes, (list, tuple)):
             modes = [modes]
         _native.build(self, list(modes), policy or build_plan_policy.HEURISTICS_CHOICE)
+        self._plans_created = self._support_checked = True
 
     def create_execution_plans(self, heuristics: Any = None, *, heur_modes: Any = None) -> None:
         modes = heuristics if heuristics is not None else heur_modes
@@ -599,17 +629,33 @@ class pygraph(_native):
             modes = [modes]
         _native.create_execution_plans(self, list(modes))
         self._plans_created = True
+        self._support_checked = False
+
+    def check_support(self) -> None:
+        if not self.__dict__.get("_plans_created"):
+            self.create_execution_plans()  # the frontend proposes plans itself when not asked
+        _native.check_support(self)
+        self._support_checked = True
+
+    def _ensure_checked(self) -> None:
+        """The frontend builds plans without an explicit check_support() (it checks the
+        candidates as it builds): run the missing steps first."""
+        if not self.__dict__.get("_support_checked"):
+            self.check_support()
 
     def build_plans(self, policy: Any = None, *args: Any, ctx: Any = None, **kwargs: Any) -> None:
         if args or kwargs:
             raise TypeError("build_plans(policy=build_plan_policy.HEURISTICS_CHOICE)")
+        self._ensure_checked()
         _native.build_plans(self, policy or build_plan_policy.HEURISTICS_CHOICE)
 
     def build_plan_at_index(self, index: int) -> "pygraph":
+        self._ensure_checked()
         _native.build_plan_at_index(self, index)
         return self
 
     def select_plan(self, index: int) -> "pygraph":
+        self._ensure_checked()
         _native.select_plan(self, index)
         return self
 
@@ -694,7 +740,7 @@ class pygraph(_native):
         frontend already has its engine configs, so the candidates are checked here first."""
         cands = _native.candidates(self)
         if not cands and self.__dict__.get("_plans_created"):
-            _native.check_support(self)
+            self.check_support()
             cands = _native.candidates(self)
         return cands
 
@@ -752,6 +798,10 @@ class pygraph(_native):
     def _json(self) -> dict:
         return json.loads(_native.to_json(self))
 
+    def _variant_pack_uids(self) -> List[int]:
+        """The frontend's name for _get_variant_pack_uids_sorted()."""
+        return self._get_variant_pack_uids_sorted()
+
     def _get_variant_pack_uids_sorted(self) -> List[int]:
         """Uids of the tensors execute() needs (non-virtual), ascending."""
         _native.validate(self)
@@ -796,6 +846,7 @@ class pygraph(_native):
             _native.deserialize(self, blob)
         else:
             _native.deserialize(self, handle, blob)
+        self._plans_created = self._support_checked = True
 
     # ---- execution ----
     def _pack(self, tensor_dict: Any, tensor_uids: Any) -> Dict[Any, Any]:
@@ -858,7 +909,9 @@ class pygraph(_native):
             raise TypeError("execute: tensor_dict must be a mapping {tensor, uid or name: array} "
                             f"(got {type(tensor_dict).__name__}; a list needs tensor_uids=)")
         try:
-            if _native.get_execution_plan_count(self) <= 0:
+            # (not get_execution_plan_count: that checks every remaining candidate, which on
+            # cuDNN can compile kernels for each)
+            if _native.selected_plan_index(self) < 0:
                 self.build()
             if workspace is None:
                 workspace = self._own_workspace(_native.get_workspace_size(self))

@@ -57,7 +57,7 @@ class Graph:
         self._graph: Any = None
         self._handle = handle
         self._heuristics = list(heuristics or [heur_mode.A, heur_mode.FALLBACK])
-        self._workspace: Any = None if workspace_alloc else False
+        self.__workspace: Any = None if workspace_alloc else False
         self._arrays: Dict[int, Tensor] = {}  # id(array) -> graph tensor
         self._in: "OrderedDict[str, Tensor]" = OrderedDict()
         self._out: "OrderedDict[str, Tensor]" = OrderedDict()
@@ -90,8 +90,8 @@ class Graph:
         g.create_execution_plans(self._heuristics)
         g.check_support()
         g.build_plans()
-        if self._workspace is None:
-            self._workspace = self._empty([g.get_workspace_size()], [1], "uint8")
+        if self.__workspace is None:
+            self.__workspace = self._empty([g.get_workspace_size()], [1], "uint8")
         ins, outs = self._pending
         if ins or outs:
             self.set_io_tuples(ins, outs)
@@ -188,9 +188,9 @@ class Graph:
         if "handle" not in kwargs and self._handle not in (None, "auto"):
             kwargs["handle"] = self._handle
         if "workspace" not in kwargs:
-            if self._workspace is False:
+            if self.__workspace is False:
                 raise RuntimeError("Need to specify workspace to execute graph")
-            kwargs["workspace"] = self._workspace
+            kwargs["workspace"] = self.__workspace
         return kwargs
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

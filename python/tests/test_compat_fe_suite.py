@@ -256,3 +256,77 @@ def test_sdpa_takes_the_implementation_keyword(handle, rng):
         o2.set_output(True)
         s2.set_output(True)
         g2.validate()
+
+
+def test_in_place_outputs_read_the_inputs_as_they_were(handle, rng):
+    # The frontend's RoPE test binds two outputs to the two input slices they are computed
+    # from: every output element must come from the inputs before the graph ran.
+    x = f32(rng, 3, 8)
+    c, s = f32(rng, 1, 4), f32(rng, 1, 4)
+    before = x.copy()
+    x1, x2 = x[:, :4], x[:, 4:]
+    g = fgraph(handle)
+    X1, X2, C, S = (g.tensor_like(a) for a in (x1, x2, c, s))
+    Y1 = g.sub(a=g.mul(a=X1, b=C), b=g.mul(a=X2, b=S))
+    Y2 = g.add(a=g.mul(a=X2, b=C), b=g.mul(a=X1, b=S))
+    Y1.set_output(True)
+    Y2.set_output(True)
+    pipeline(g)
+    g.execute({X1: x1, X2: x2, C: c, S: s, Y1: x1, Y2: x2}, ws(g))
+    b1, b2 = before[:, :4].astype(np.float64), before[:, 4:].astype(np.float64)
+    np.testing.assert_allclose(x[:, :4], b1 * c - b2 * s, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x[:, 4:], b2 * c + b1 * s, rtol=1e-5, atol=1e-6)
+
+
+def test_build_plans_without_check_support(handle, rng):
+    # The frontend checks the candidates as it builds: validate, build_operation_graph,
+    # create_execution_plans, build_plans is a complete pipeline there.
+    a, b = f32(rng, 1, 4, 8), f32(rng, 1, 8, 3)
+    g = fgraph(handle)
+    A, B = g.tensor_like(a), g.tensor_like(b)
+    C = g.matmul(A=A, B=B)
+    C.set_output(True)
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    g.build_plans()
+    c = np.full((1, 4, 3), np.nan, np.float32)
+    g.execute({A: a, B: b, C: c}, ws(g))
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-6)
+    assert g._variant_pack_uids() == sorted([A.get_uid(), B.get_uid(), C.get_uid()])
+    with pytest.raises(ValueError, match=f"missing a buffer for tensor uid {C.get_uid()}"):
+        g.execute({A: a, B: b}, ws(g))
+
+
+def _wrapper_matmul(handle, **kw):
+    with cudnn.Graph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
+                     compute_data_type=cudnn.data_type.FLOAT, inputs=["X", "W"], outputs=["Y"],
+                     **kw) as graph:
+        X = graph.tensor(name="X", dim=[1, 4, 8], stride=[32, 8, 1])
+        W = graph.tensor(name="W", dim=[1, 8, 3], stride=[24, 3, 1])
+        graph.matmul(name="mm", A=X, B=W).set_output(True).set_name("Y")
+    return graph
+
+
+def test_wrapper_workspace_is_the_frontends_private_attribute(handle, rng):
+    # The frontend's own tests read Graph.__workspace (mangled: _Graph__workspace).
+    x, w = f32(rng, 1, 4, 8), f32(rng, 1, 8, 3)
+    g = _wrapper_matmul(handle)
+    assert g._Graph__workspace is not None and g._Graph__workspace is not False
+    np.testing.assert_allclose(g(x, w), x @ w, rtol=1e-5, atol=1e-6)
+    g = _wrapper_matmul(handle, workspace_alloc=False)
+    assert g._Graph__workspace is False
+    with pytest.raises(RuntimeError, match="Need to specify workspace"):
+        g(x, w)
+    out = g(x, w, workspace=np.empty(max(g.get_workspace_size(), 1), np.uint8))
+    np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-6)
+
+
+def test_handle_functions_refuse_a_raw_int_by_name(handle):
+    for call in (lambda: cudnn.set_stream(handle=1, stream=100), lambda: cudnn.get_stream(1),
+                 lambda: cudnn.destroy_handle(1)):
+        with pytest.raises(TypeError, match="cudnn.Handle"):
+            call()
+    cudnn.set_stream(handle=handle, stream=0)
+    assert cudnn.get_stream(handle) == 0
+    cudnn.destroy_handle(handle)

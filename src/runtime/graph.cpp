@@ -422,7 +422,8 @@ Status Graph::check_variant_pack_unlocked(const VariantPack& pack) const {
     auto it = pack.find(b.uid);
     if (it == pack.end())
       return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", b.name,
-                        "' (uid ", b.uid, ") is missing from the variant pack");
+                        "': the variant pack is missing a buffer for tensor uid ", b.uid,
+                        "; bind one, keyed by the tensor or its uid");
     if (it->second == nullptr)
       return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", b.name,
                         "' (uid ", b.uid, ") has a null pointer in the variant pack");

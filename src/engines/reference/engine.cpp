@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <map>
 #include <new>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "dnngraph/engines/interface.hpp"
 #include "engines/reference/kernel.hpp"
@@ -139,6 +142,7 @@ Status check_memory(const ir::ValidatedGraph& g) {
 struct Program {
   ir::ValidatedGraphPtr graph;
   std::map<const ir::TensorAttrs*, int64_t> ws_offset;  // virtual tensor -> workspace offset
+  std::set<const ir::TensorAttrs*> produced;            // tensors some node writes
   int64_t workspace = 0;
 };
 
@@ -147,6 +151,8 @@ struct Program {
 Result<std::shared_ptr<const Program>> plan_memory(const ir::ValidatedGraphPtr& g) {
   auto p = std::make_shared<Program>();
   p->graph = g;
+  for (const ir::Node& n : g->nodes())
+    for (const auto& port : n.outputs) p->produced.insert(port.tensor.get());
   for (const ir::Tensor& t : g->tensors()) {
     if (!t->is_virtual) continue;
     p->ws_offset[t.get()] = p->workspace;
@@ -171,10 +177,16 @@ class ReferencePlan final : public Plan {
     if (handle.device().kind != Device::Kind::CPU)
       return make_error(ErrorCode::InvalidArgument, "reference plan: handle is on ",
                         handle.device().to_string(), ", expected a cpu handle");
+    // Graph inputs whose memory an output shares (an in-place update, e.g. the frontend's RoPE
+    // test writing into the slices it reads) are read from a copy taken before any node runs,
+    // as a fused kernel reads each element before it writes it.
+    const std::map<const ir::TensorAttrs*, std::vector<char>> staged = stage_aliased_inputs(pack);
     auto bind = [&](const ir::Tensor& t) -> Bound {
       if (t->is_virtual)
         return {t.get(), static_cast<char*>(workspace) + p_->ws_offset.at(t.get())};
       if (t->value) return {t.get(), nullptr};
+      if (auto s = staged.find(t.get()); s != staged.end())
+        return {t.get(), const_cast<char*>(s->second.data())};
       auto it = pack.find(t->uid);
       return {t.get(), it == pack.end() ? nullptr : it->second};
     };
@@ -204,6 +216,37 @@ class ReferencePlan final : public Plan {
   }
 
  private:
+  // The byte range [first, last) a non-virtual tensor's buffer spans in the pack (empty when
+  // it has none).
+  static std::pair<const char*, const char*> span(const VariantPack& pack, const ir::Tensor& t) {
+    auto it = pack.find(t->uid);
+    if (t->is_virtual || t->value || it == pack.end() || !it->second) return {nullptr, nullptr};
+    const char* p = static_cast<const char*>(it->second);
+    return {p, p + t->storage_bytes().value_or(0)};
+  }
+
+  std::map<const ir::TensorAttrs*, std::vector<char>> stage_aliased_inputs(
+      const VariantPack& pack) const {
+    std::map<const ir::TensorAttrs*, std::vector<char>> staged;
+    std::vector<std::pair<const char*, const char*>> written;
+    for (const ir::Node& n : p_->graph->nodes())
+      for (const auto& port : n.outputs)
+        if (auto r = span(pack, port.tensor); r.first) written.push_back(r);
+    if (written.empty()) return staged;
+    for (const ir::Node& n : p_->graph->nodes())
+      for (const auto& port : n.inputs) {
+        const ir::Tensor& t = port.tensor;
+        auto r = span(pack, t);
+        if (!r.first || staged.count(t.get()) || p_->produced.count(t.get())) continue;
+        for (const auto& w : written)
+          if (r.first < w.second && w.first < r.second) {
+            staged.emplace(t.get(), std::vector<char>(r.first, r.second));
+            break;
+          }
+      }
+    return staged;
+  }
+
   std::shared_ptr<const Program> p_;
 };
 
