@@ -47,6 +47,15 @@ class Graph : public ir::Graph {
   Status build_operation_graph(const HandlePtr& handle);
   // Collects candidates from each mode in order, de-duplicated by name.
   Status create_execution_plans(const std::vector<HeurMode>& modes);
+  // Engines by index, without heuristics (the frontend's get_engine_count,
+  // get_knobs_for_engine and create_execution_plan), after build_operation_graph: how many
+  // engines the graph's engine library has, the knobs of one (NotSupported when that engine
+  // cannot run the graph), and create_execution_plan, which appends the candidate of one engine
+  // with chosen knob values (unset knobs keep the engine's defaults) to the candidates, after
+  // those create_execution_plans collected, if any; then check_support and build_plans as usual.
+  Result<int64_t> get_engine_count() const;
+  Result<std::vector<KnobInfo>> get_knobs_for_engine(int64_t engine) const;
+  Status create_execution_plan(int64_t engine, const KnobChoices& knobs = {});
   // Checks candidates in order and stops at the first supported one (cheap: no kernel is
   // compiled where the engine can tell without); NotSupported (with every reason) when none
   // is. The rest are checked when asked for (a later plan index, All, the plan count, the

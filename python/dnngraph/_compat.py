@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _interop
 from ._dnngraph import (
@@ -100,9 +100,17 @@ scalar_type = _make_enum("scalar_type", ["COMPILE_TIME_CONST", "RUNTIME_PARAM"],
 reshape_mode = _make_enum("reshape_mode", ["VIEW_ONLY", "LOGICAL"], "Reshape modes")
 cuda_graph_retention = _make_enum("cuda_graph_retention", ["NONE", "PER_GRAPH"],
                                   "CUDA graph retention")
-knob_type = _make_enum("knob_type", ["NOT_SET", "SPLIT_K", "SWIZZLE", "TILE_SIZE", "STAGES",
-                                     "KERNEL_CFG", "WORKSPACE", "BLOCK_SIZE", "SPLIT_KV"],
-                       "Engine knob types")
+# The frontend's knob types (its values: the backend's own numbering differs). dnngraph's engines
+# name knobs as cuDNN does ("KERNEL_CFG"); the two meet by name.
+knob_type = _Enum("knob_type", [(m, i) for i, m in enumerate([
+    "NOT_SET", "SWIZZLE", "TILE_SIZE", "EDGE", "MULTIPLY", "SPLIT_K_BUF", "TILEK", "STAGES",
+    "REDUCTION_MODE", "SPLIT_K_SLC", "IDX_MODE", "SPECFILT", "KERNEL_CFG", "WORKSPACE",
+    "TILE_CGA_M", "TILE_CGA_N", "BLOCK_SIZE", "OCCUPANCY", "ARRAY_SIZE_PER_THREAD", "SPLIT_COLS",
+    "TILE_ROWS", "TILE_COLS", "LOAD_SIZE", "CTA_COUNT", "STREAM_K", "SPLIT_P_SLC", "TILE_M",
+    "TILE_N", "WARP_SPEC_CFG", "SWAP_AB", "INPUT_TMA_ENABLE", "OUTPUT_TMA_ENABLE", "TILE_CGA"])]
+    + [("SCHED_POLICY", 1000), ("PACK_GQA", 1001), ("SPLIT_KV", 1002)])
+knob_type.__doc__ = "Engine knob types (the frontend's names and values)"
+knob_type.__module__ = "dnngraph"
 FRONTEND_KNOB_TYPE_BASE = 1000
 
 
@@ -110,9 +118,39 @@ def is_frontend_knob_type(k: Any) -> bool:
     return isinstance(k, int) and k >= FRONTEND_KNOB_TYPE_BASE
 
 
+class EngineKnob:
+    """One knob of an engine (pygraph.get_knobs_for_engine): its type and the values it takes,
+    min_value, min_value + stride, ..., max_value."""
+
+    def __init__(self, type: Any, min_value: int, max_value: int, stride: int) -> None:
+        self.type, self.min_value, self.max_value, self.stride = type, min_value, max_value, stride
+
+    def __repr__(self) -> str:
+        return (f"EngineKnob(type={self.type!r}, min_value={self.min_value}, "
+                f"max_value={self.max_value}, stride={self.stride})")
+
+
+def _knob_from_name(name: str) -> Any:
+    return knob_type.__members__.get(name, name)
+
+
+def _knob_name(k: Any) -> str:
+    if isinstance(k, knob_type):
+        return k.name
+    if isinstance(k, str):
+        return k
+    if isinstance(k, int):
+        try:
+            return knob_type(k).name
+        except ValueError:
+            pass
+    raise TypeError(f"create_execution_plan: knob key {k!r}: expected a knob_type member or a "
+                    "cuDNN knob name such as 'KERNEL_CFG'")
+
+
 class knob:
-    """An engine knob (type, value); dnngraph's engines take none (create_execution_plan refuses
-    knobs)."""
+    """An engine knob choice (type, value), as the frontend's `knob`; create_execution_plan takes
+    the same choices as a {knob_type: value} dict."""
 
     def __init__(self, type: Any = None, value: int = 0, **kwargs: Any) -> None:
         self.type, self.value = type, value
@@ -307,10 +345,7 @@ _LACKING_OPS = [
     "gdp_summary_bwd", "kda", "kda_bwd", "kda_summary", "kda_summary_bwd", "mamba2",
     "mamba2_bwd", "mamba2_summary", "mamba2_summary_bwd",
 ]
-_LACKING_METHODS = {
-    "get_engine_and_knobs_at_index": "engine knobs",
-    "create_execution_plan": "plans from an engine id and knobs",
-}
+_LACKING_METHODS: Dict[str, str] = {}
 
 # SDPA keywords: frontend name -> native name.
 _SDPA_RENAMES = {"diagonal_band_left_bound": "left_bound",
@@ -751,29 +786,36 @@ class pygraph(_native):
         """The number of supported plans (known once create_execution_plans has run)."""
         return len(self._supported())
 
-    def get_engine_count(self) -> int:
-        """The number of candidate plans (dnngraph's engines; each is one candidate). After
-        build_operation_graph the candidates are proposed with heuristics [A, FALLBACK] if
-        create_execution_plans has not run yet."""
-        if not _native.candidates(self) and not self.__dict__.get("_plans_created"):
-            self.create_execution_plans()
-        return len(self._candidates())
-
-    def get_knobs_for_engine(self, engine: int) -> List[Any]:
-        """The tunable knobs of candidate `engine`: dnngraph's engines expose none, so [] (an
-        index out of range raises IndexError)."""
-        n = self.get_engine_count()
-        if not 0 <= int(engine) < n:
-            raise IndexError(f"get_knobs_for_engine: engine {engine} out of range: the graph has "
-                             f"{n} candidate plans (get_engine_count())")
-        return []
-
     def _plan(self, index: int) -> dict:
         plans = self._supported()
         if not 0 <= index < len(plans):
             raise IndexError(f"plan index {index} out of range: the graph has {len(plans)} "
                              "supported plans (get_execution_plan_count())")
         return plans[index]
+
+    # ---- engines by index and their knobs ----
+    def get_knobs_for_engine(self, engine: int) -> List["EngineKnob"]:
+        """The knobs of engine `engine` (0 <= engine < get_engine_count()): objects with `type`
+        (a knob_type; the cuDNN name as a str where the frontend has no member), `min_value`,
+        `max_value` and `stride`. NotSupportedError when that engine cannot run the graph."""
+        return [EngineKnob(_knob_from_name(k["name"]), k["min_value"], k["max_value"],
+                           k["stride"]) for k in super().get_knobs_for_engine(int(engine))]
+
+    def create_execution_plan(self, engine_id: int, knobs: Any = None) -> "pygraph":
+        """Appends the plan of engine `engine_id` with `knobs` ({knob_type or cuDNN knob name:
+        value}; unset knobs keep the engine's defaults) to the candidates; then check_support()
+        and build_plans() as after create_execution_plans(). NotSupportedError when the engine
+        refuses the graph or the values."""
+        named = {_knob_name(k): int(v) for k, v in dict(knobs or {}).items()}
+        super().create_execution_plan(int(engine_id), named)
+        return self
+
+    def get_engine_and_knobs_at_index(self, index: int) -> Tuple[int, Dict[Any, int]]:
+        """(engine id, {knob_type: value}) of the plan at `index`: what create_execution_plan
+        takes to make the same plan again."""
+        plan = self._plan(index)
+        return int(plan["engine_id"]), {_knob_from_name(k): int(v)
+                                        for k, v in plan["knobs"].items()}
 
     def get_plan_name_at_index(self, index: int) -> str:
         return str(self._plan(index)["name"])

@@ -1,4 +1,6 @@
 // pygraph: construction, tensors, the build pipeline, introspection.
+#include <nanobind/stl/map.h>
+
 #include "common.hpp"
 #include "dnngraph/ir/fingerprint.hpp"
 #include "dnngraph/ir/json.hpp"
@@ -95,6 +97,10 @@ nb::list candidate_list(const Graph& g) {
     d["reason"] = c.support.message();
     d["built"] = c.built;
     d["workspace_size"] = c.workspace_size;
+    d["engine_id"] = c.info.engine_id;
+    nb::dict knobs;
+    for (const auto& [k, v] : c.info.knobs) knobs[k.c_str()] = v;
+    d["knobs"] = knobs;
     out.append(d);
   }
   return out;
@@ -201,6 +207,41 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
         throw_if_error(self.graph.create_execution_plans(modes));
       },
       nb::arg("heur_modes"), "Collects candidate plans from each heuristic mode, in order.");
+  cls.def(
+      "get_engine_count",
+      [](PyGraph& self) {
+        auto lock = lock_alone(self);
+        return unwrap(self.graph.get_engine_count());
+      },
+      "How many engines the graph's engine library has (after build_operation_graph).");
+  cls.def(
+      "get_knobs_for_engine",
+      [](PyGraph& self, int64_t engine) {
+        auto lock = lock_alone(self);
+        nb::list out;
+        for (const KnobInfo& k : unwrap(self.graph.get_knobs_for_engine(engine))) {
+          nb::dict d;
+          d["name"] = k.name;
+          d["min_value"] = k.min_value;
+          d["max_value"] = k.max_value;
+          d["stride"] = k.stride;
+          out.append(d);
+        }
+        return out;
+      },
+      nb::arg("engine"),
+      "The knobs of one engine ({name, min_value, max_value, stride} each); "
+      "NotSupportedError when that engine cannot run the graph.");
+  cls.def(
+      "create_execution_plan",
+      [](PyGraph& self, int64_t engine, const std::map<std::string, int64_t>& knobs) {
+        auto lock = lock_alone(self);
+        throw_if_error(
+            self.graph.create_execution_plan(engine, KnobChoices(knobs.begin(), knobs.end())));
+      },
+      nb::arg("engine"), nb::arg("knobs") = std::map<std::string, int64_t>{},
+      "Appends the candidate of one engine with knob values {name: value} (unset knobs keep "
+      "their defaults).");
   cls.def(
       "check_support",
       [](PyGraph& self) {

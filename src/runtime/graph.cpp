@@ -122,15 +122,21 @@ void Graph::set_required() {
   for (const ir::Tensor& t : state_->required) state_->required_built.push_back(*t);
 }
 
+namespace {
+void clear_candidates(PipelineState& st) {
+  st.plans.clear();  // before the candidates they may refer to
+  st.candidates.clear();
+  st.statuses.clear();
+  st.supported.clear();
+  st.checked = 0;
+  st.selected = -1;
+}
+}  // namespace
+
 Status Graph::create_execution_plans_unlocked(const std::vector<HeurMode>& modes) {
   if (state_->stage < Stage::Lowered)
     return stage_error(*this, "create_execution_plans", "build_operation_graph");
-  state_->candidates.clear();
-  state_->statuses.clear();
-  state_->supported.clear();
-  state_->plans.clear();
-  state_->checked = 0;
-  state_->selected = -1;
+  clear_candidates(*state_);
   state_->settings.modes = modes;
   // A mode that proposes nothing (or fails) is skipped when another mode proposes candidates,
   // as the frontend does with [A, FALLBACK]: the error is returned only when every mode fails.
@@ -147,6 +153,39 @@ Status Graph::create_execution_plans_unlocked(const std::vector<HeurMode>& modes
   }
   if (state_->candidates.empty() && !first_error.is_ok()) return first_error;
   state_->stage = Stage::Planned;
+  return Status::ok();
+}
+
+Result<int64_t> Graph::get_engine_count() const {
+  Exclusive lock(state_->mu);
+  if (state_->stage < Stage::Lowered)
+    return stage_error(*this, "get_engine_count", "build_operation_graph");
+  return state_->lowered->engine_count();
+}
+
+Result<std::vector<KnobInfo>> Graph::get_knobs_for_engine(int64_t engine) const {
+  Exclusive lock(state_->mu);
+  if (state_->stage < Stage::Lowered)
+    return stage_error(*this, "get_knobs_for_engine", "build_operation_graph");
+  auto knobs = state_->lowered->engine_knobs(engine);
+  if (!knobs)
+    return make_error(knobs.status().code(), "graph '", name(), "': ", knobs.status().message());
+  return knobs;
+}
+
+Status Graph::create_execution_plan(int64_t engine, const KnobChoices& knobs) {
+  Exclusive lock(state_->mu);
+  if (state_->stage < Stage::Lowered)
+    return stage_error(*this, "create_execution_plan", "build_operation_graph");
+  auto c = state_->lowered->engine_candidate(engine, knobs);
+  if (!c) return make_error(c.status().code(), "graph '", name(), "': ", c.status().message());
+  if (state_->stage < Stage::Planned) {
+    clear_candidates(*state_);
+    state_->stage = Stage::Planned;
+  }
+  for (const auto& have : state_->candidates)
+    if (have->info().name == (*c)->info().name) return Status::ok();  // already a candidate
+  state_->candidates.push_back(std::move(c).value());
   return Status::ok();
 }
 

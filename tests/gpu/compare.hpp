@@ -37,6 +37,8 @@ struct CompareOptions {
   // Optional: output elements (by multi-index) left out of the verdict, e.g. padded rows whose
   // values cuDNN does not define; they are still counted in RunReport::skipped*.
   std::function<bool(const ir::TensorAttrs&, const std::vector<int64_t>&)> skip{};
+  // Optional: builds the cuDNN graph in place of Graph::build(handle, modes, policy).
+  std::function<Status(Graph&, const HandlePtr&)> build{};
 };
 
 struct RunReport {
@@ -185,7 +187,7 @@ struct GpuRun {
     if (!h) return h.status();
     handle = h.value();
     make(g);
-    if (Status s = g.build(handle, o.modes, policy); !s)
+    if (Status s = o.build ? o.build(g, handle) : g.build(handle, o.modes, policy); !s)
       return Status(s.code(), "cuDNN build: " + s.message());
     const int64_t sel = g.selected_plan_index();
     int64_t k = 0;

@@ -28,9 +28,22 @@ std::string_view heur_mode_name(HeurMode m);  // "A", "B", "FALLBACK"
 // pass-by-value tensors always point to host memory holding one scalar of their type.
 using VariantPack = std::unordered_map<int64_t, void*>;
 
+// One tunable knob of an engine: its name (cuDNN's, e.g. "KERNEL_CFG") and the values it takes
+// (min_value, min_value + stride, ..., max_value).
+struct KnobInfo {
+  std::string name;
+  int64_t min_value = 0;
+  int64_t max_value = 0;
+  int64_t stride = 1;
+};
+// Knob name -> value, as chosen for one engine config.
+using KnobChoices = std::vector<std::pair<std::string, int64_t>>;
+
 struct CandidateInfo {
   std::string engine;                        // "reference", "cudnn"
   std::string name;                          // readable: engine id + knobs
+  int64_t engine_id = 0;                     // the engine's index (LoweredGraph::engine_count)
+  KnobChoices knobs;                         // its knob values
   HeurMode source = HeurMode::A;             // the heuristic mode that proposed it
   std::vector<std::string> numerical_notes;  // e.g. "TENSOR_CORE", "REDUCED_PRECISION_REDUCTION"
   std::vector<std::string> behavior_notes;   // e.g. "RUNTIME_COMPILATION"
@@ -105,6 +118,16 @@ class LoweredGraph {
   virtual ~LoweredGraph() = default;
   // The candidates that `mode` proposes, best first. An empty list is not an error.
   virtual Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode mode) = 0;
+  // Engines by index, without heuristics (the frontend's get_engine_count /
+  // get_knobs_for_engine / create_execution_plan): how many engines the library has for this
+  // graph, the knobs of one (NotSupported when that engine cannot run the graph), and the
+  // candidate of one engine with chosen knob values (unset knobs keep the engine's defaults;
+  // NotSupported when the engine refuses the values). The defaults describe an engine with one
+  // engine, index 0, without knobs: its candidate is the first that heuristics A proposes.
+  virtual Result<int64_t> engine_count() { return 1; }
+  virtual Result<std::vector<KnobInfo>> engine_knobs(int64_t engine);
+  virtual Result<std::unique_ptr<Candidate>> engine_candidate(int64_t engine,
+                                                              const KnobChoices& knobs);
   // The kernel cache the graph was given (before candidates() is asked); engines without one
   // ignore it.
   virtual Status set_kernel_cache(const KernelCachePtr& cache) {

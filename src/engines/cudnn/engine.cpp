@@ -216,6 +216,7 @@ Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
   int64_t id = -1;
   DNNGRAPH_TRY(ed.get(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &id));
   info.name = "eng" + std::to_string(id);
+  info.engine_id = id;
   std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
   if (ed.get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
              static_cast<int64_t>(notes.size()), &n, notes.data()))
@@ -248,6 +249,7 @@ Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
                                              &n, &value))
         continue;
       info.name += " " + knob_name(static_cast<int>(type)) + "=" + std::to_string(value);
+      info.knobs.emplace_back(knob_name(static_cast<int>(type)), value);
     }
   }
   return info;
@@ -377,6 +379,17 @@ class CudnnLoweredGraph final : public LoweredGraph {
       out.push_back(std::make_unique<CudnnCandidate>(st_, std::move(c), std::move(info)));
     }
     return out;
+  }
+  Result<int64_t> engine_count() override { return cudnn::engine_count(*st_); }
+  Result<std::vector<KnobInfo>> engine_knobs(int64_t engine) override {
+    return cudnn::engine_knobs(*st_, engine);
+  }
+  Result<std::unique_ptr<Candidate>> engine_candidate(int64_t engine,
+                                                      const KnobChoices& knobs) override {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto cfg, engine_config(*st_, engine, knobs));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto info, describe_config(cfg, HeurMode::A));
+    return std::unique_ptr<Candidate>(
+        std::make_unique<CudnnCandidate>(st_, std::move(cfg), std::move(info)));
   }
 
  private:

@@ -62,6 +62,13 @@ struct LoweredState {
   ~LoweredState();
 };
 
+// Engines by global index for `st`'s operation graph (engine_knobs.cpp): how many, the knobs
+// of one, and a finalized engine config of one with chosen knob values (the engine and knob
+// descriptors it refers to are kept in st.engines).
+Result<int64_t> engine_count(const LoweredState& st);
+Result<std::vector<KnobInfo>> engine_knobs(const LoweredState& st, int64_t engine);
+Result<Descriptor> engine_config(LoweredState& st, int64_t engine, const KnobChoices& knobs);
+
 // Copies `values` into new device memory on `device` (freed by ~LoweredState when kept in
 // device_buffers).
 Result<void*> upload_device_constant(int device, const std::vector<float>& values,

@@ -4,6 +4,7 @@ NAMES = [
     "matmul_bias_relu",
     "conv_fprop_nhwc",
     "conv_dgrad_wgrad",
+    "conv_engine_knobs",
     "layernorm_train",
     "layernorm_scale_axes",
     "rmsnorm_train",
