@@ -333,13 +333,19 @@ _OPS.update({
                                                           "is_negative_scale"), {}, {}),
     "sdpa": ("sdpa", ("q", "k", "v"), {}, {}),
     "sdpa_backward": ("sdpa_backward", ("q", "k", "v", "o", "dO", "stats"), {}, {}),
+    "sdpa_fp8": ("sdpa_fp8", ("q", "k", "v", "descale_q", "descale_k", "descale_v", "descale_s",
+                              "scale_s", "scale_o"), {}, {}),
+    "sdpa_fp8_backward": ("sdpa_fp8_backward", (
+        "q", "k", "v", "o", "dO", "stats", "descale_q", "descale_k", "descale_v", "descale_o",
+        "descale_dO", "descale_s", "descale_dP", "scale_s", "scale_dQ", "scale_dK", "scale_dV",
+        "scale_dP"), {}, {}),
 })
 
 # Frontend methods for ops dnngraph does not have (yet): each raises NotSupported naming it.
 # Those another part of dnngraph implements (the native class has them) are not overridden.
 _LACKING_OPS = [
     "slice", "rope", "rope_backward",
-    "moe_grouped_matmul", "moe_grouped_matmul_bwd", "sdpa_fp8", "sdpa_fp8_backward",
+    "moe_grouped_matmul", "moe_grouped_matmul_bwd",
     "sdpa_mxfp8", "sdpa_mxfp8_backward", "gdn", "gdn_bwd", "gdn_summary", "gdn_summary_bwd",
     "gdn2", "gdn2_bwd", "gdn2_summary", "gdn2_summary_bwd", "gdp", "gdp_bwd", "gdp_summary",
     "gdp_summary_bwd", "kda", "kda_bwd", "kda_summary", "kda_summary_bwd", "mamba2",
@@ -384,6 +390,12 @@ def _sdpa_kwargs(op: str, kw: Dict[str, Any], graph: Any = None) -> Dict[str, An
         v = kw.pop(k, None)
         if v is not None and v is not False:
             refuse(_missing(f"{op}({k}=...)", why))
+    if op.startswith("sdpa_fp8"):
+        for k in ("bias", "dropout", "rng_dump"):
+            if kw.pop(k, None) is not None:
+                refuse(_missing(f"{op}({k}=...)", "dnngraph's FP8 attention has no bias or "
+                                "dropout (the frontend refuses bias for FP8 too); use sdpa in "
+                                "FP16/BF16 for them"))
     # Sequence lengths given 1-D (b,): the frontend promotes them to (b, 1, 1, 1).
     for k in ("seq_len_q", "seq_len_kv"):
         t = kw.get(k)
@@ -404,15 +416,16 @@ def _sdpa_kwargs(op: str, kw: Dict[str, Any], graph: Any = None) -> Dict[str, An
     for k, nk in _SDPA_RENAMES.items():
         if k in kw:
             kw[nk] = kw.pop(k)
-    w = kw.pop("sliding_window_length", None)
-    if w is not None:
-        kw.setdefault("left_bound", w)
+    for key in ("sliding_window_length", "sliding_window"):
+        w = kw.pop(key, None)
+        if w is not None:
+            kw.setdefault("left_bound", w)
     gen = kw.pop("generate_stats", None)
-    if op == "sdpa":
+    if op in ("sdpa", "sdpa_fp8"):
         inf = kw.get("is_inference")
         if gen is not None:
             if inf is not None and bool(inf) == bool(gen):
-                raise ValueError("sdpa: generate_stats and is_inference contradict each other "
+                raise ValueError(f"{op}: generate_stats and is_inference contradict each other "
                                  "(generate_stats=True means is_inference=False)")
             kw["is_inference"] = not gen
         elif inf is None:
@@ -1169,6 +1182,11 @@ _LACKING_WHY = {
             "against 9.19's API) and the CPU reference engine does not implement it",
 }
 _LACKING_WHY["rope_backward"] = _LACKING_WHY["rope"]
+_LACKING_WHY["sdpa_mxfp8"] = (
+    "MXFP8 attention needs block-scaled (E8M0, F8_128x4) scale factors, which cuDNN runs only "
+    "on Blackwell-class GPUs (compute capability 10.x) with cuDNN 9.21 or later; use sdpa_fp8 "
+    "(per-tensor scales) instead")
+_LACKING_WHY["sdpa_mxfp8_backward"] = _LACKING_WHY["sdpa_mxfp8"]
 for _fe in _LACKING_OPS:
     if not hasattr(_native, _fe):
         _why = _LACKING_WHY.get(_fe)

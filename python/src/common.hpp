@@ -112,6 +112,7 @@ void bind_ops_conv_matmul(nb::class_<PyGraph>& g);
 void bind_ops_pointwise(nb::class_<PyGraph>& g);
 void bind_ops_norm(nb::class_<PyGraph>& g);
 void bind_ops_sdpa(nb::class_<PyGraph>& g);
+void bind_ops_sdpa_fp8(nb::class_<PyGraph>& g);
 void bind_ops_slice(nb::class_<PyGraph>& g);
 void bind_ops_genstats(nb::class_<PyGraph>& g);
 void bind_ops_transpose(nb::class_<PyGraph>& g);

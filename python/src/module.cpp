@@ -18,6 +18,7 @@ NB_MODULE(_dnngraph, m) {
   bind_ops_pointwise(graph);
   bind_ops_norm(graph);
   bind_ops_sdpa(graph);
+  bind_ops_sdpa_fp8(graph);
   bind_ops_slice(graph);
   bind_ops_genstats(graph);
   bind_ops_transpose(graph);

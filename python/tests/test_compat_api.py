@@ -146,7 +146,7 @@ def test_lacking_ops_raise_not_supported(handle):
     g = graph(handle)
     X = g.tensor(dim=[2, 3])
     for op in ("rope", "mamba2",
-               "sdpa_fp8"):
+               "sdpa_mxfp8"):
         with pytest.raises(cudnn.cudnnGraphNotSupportedError, match=op):
             getattr(g, op)(X)
     with pytest.raises(cudnn.NotSupportedError, match="matmul\\(padding"):

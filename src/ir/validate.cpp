@@ -39,6 +39,10 @@ Status infer_node(Node& n, const InferContext& ctx) {
       return infer_sdpa(n, ctx);
     case OpKind::SdpaBwd:
       return infer_sdpa_backward(n, ctx);
+    case OpKind::SdpaFp8Fwd:
+      return infer_sdpa_fp8(n, ctx);
+    case OpKind::SdpaFp8Bwd:
+      return infer_sdpa_fp8_backward(n, ctx);
     case OpKind::Slice:
       return infer_slice(n, ctx);
     case OpKind::Genstats:

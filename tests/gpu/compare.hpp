@@ -75,6 +75,10 @@ inline Tolerance default_tolerance(DataType t) {
       return {2e-2, 1e-2};
     case DataType::Half:
       return {1e-2, 2e-3};
+    case DataType::FP8_E4M3:  // one FP8 step (3 mantissa bits)
+      return {0.13, 1e-2};
+    case DataType::FP8_E5M2:  // one FP8 step (2 mantissa bits)
+      return {0.26, 2e-2};
     default:
       return {0, 0};
   }

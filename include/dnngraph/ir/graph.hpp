@@ -46,6 +46,13 @@ struct SdpaInputs {
   Tensor page_table_v;
 };
 
+// The per-tensor scaling inputs of sdpa_fp8 (forward: descale_q/k/v/s, scale_s/o) and
+// sdpa_fp8_backward (all but scale_o), each one FLOAT element ([1,1,1,1]).
+struct SdpaFp8Scales {
+  Tensor descale_q, descale_k, descale_v, descale_s, scale_s, scale_o;
+  Tensor descale_o, descale_do, descale_dp, scale_dq, scale_dk, scale_dv, scale_dp;
+};
+
 class Graph {
  public:
   Graph() = default;
@@ -183,6 +190,15 @@ class Graph {
   std::array<Tensor, 4> sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor d_o,
                                       Tensor stats, SdpaBwdAttrs attrs, SdpaInputs extra = {},
                                       OpOptions opts = {});
+  // FP8 attention (ir/ops.hpp, SdpaFp8Attrs). extra: attn_scale and sequence lengths only.
+  // Returns {O, STATS, AMAX_S, AMAX_O}; STATS is null when attrs.is_inference.
+  std::array<Tensor, 4> sdpa_fp8(Tensor q, Tensor k, Tensor v, const SdpaFp8Scales& scales,
+                                 SdpaFp8Attrs attrs, SdpaInputs extra = {}, OpOptions o = {});
+  // Returns {DQ, DK, DV, AMAX_DQ, AMAX_DK, AMAX_DV, AMAX_DP}.
+  std::array<Tensor, 7> sdpa_fp8_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor d_o,
+                                          Tensor stats, const SdpaFp8Scales& scales,
+                                          SdpaFp8BwdAttrs attrs, SdpaInputs extra = {},
+                                          OpOptions opts = {});
 
   // Adds a fully formed node (used by the JSON loader and tests).
   void add_node(Node node);

@@ -73,6 +73,25 @@ namespace dnngraph::ir {
   R(IN_5)                 \
   R(IN_6)                 \
   R(IN_7)                 \
+  R(DESCALE_Q)            \
+  R(DESCALE_K)            \
+  R(DESCALE_V)            \
+  R(DESCALE_S)            \
+  R(DESCALE_O)            \
+  R(DESCALE_DO)           \
+  R(DESCALE_DP)           \
+  R(SCALE_S)              \
+  R(SCALE_O)              \
+  R(SCALE_DQ)             \
+  R(SCALE_DK)             \
+  R(SCALE_DV)             \
+  R(SCALE_DP)             \
+  R(AMAX_S)               \
+  R(AMAX_O)               \
+  R(AMAX_DQ)              \
+  R(AMAX_DK)              \
+  R(AMAX_DV)              \
+  R(AMAX_DP)              \
   R(Q_RAGGED_OFFSET)      \
   R(K_RAGGED_OFFSET)      \
   R(V_RAGGED_OFFSET)      \
@@ -363,6 +382,33 @@ struct SdpaBwdAttrs : SdpaOptions {
   static constexpr std::array<std::string_view, 1> kRetiredFields = {"is_inference"};
 };
 
+// FP8 attention with per-tensor scaling (the cuDNN frontend's sdpa_fp8 / sdpa_fp8_backward).
+// Q, K, V (and in the backward O's gradient DO) are FP8_E4M3 or FP8_E5M2; every DESCALE_* /
+// SCALE_* is one FLOAT element ([1,1,1,1]); every AMAX_* output is FLOAT [1,1,1,1] (always
+// made by the builder; virtual unless marked as an output).
+// Forward: S = attn_scale * (Q.K^T) * DESCALE_Q * DESCALE_K, masked as sdpa; P = softmax(S)
+// (STATS as sdpa); AMAX_S = max |P|; P8 = fp8(P * SCALE_S) in Q's type;
+// X = (P8.V) * DESCALE_S * DESCALE_V; AMAX_O = max |X|; O = X * SCALE_O in O's type.
+// Backward (Q, K, V, O, DO, STATS): D = rowsum(DO * O) * DESCALE_DO * DESCALE_O;
+// E = exp(S - STATS); P8 = fp8(E * SCALE_S);
+// dV = (P8^T.DO) * DESCALE_S * DESCALE_DO (AMAX_DV before) * SCALE_DV;
+// dS = ((DO.V^T) * DESCALE_DO * DESCALE_V - D) * E * attn_scale; AMAX_DP = max |dS|;
+// dS8 = fp8(dS * SCALE_DP) in DO's type; dQ = (dS8.K) * DESCALE_DP * DESCALE_K (AMAX_DQ)
+// * SCALE_DQ; dK = (dS8^T.Q) * DESCALE_DP * DESCALE_Q (AMAX_DK) * SCALE_DK.
+// No bias and no dropout (refused); masks, padding and GQA/MQA as sdpa.
+struct SdpaFp8Attrs : SdpaOptions {
+  bool is_inference = true;  // false: also write STATS (needed by the backward)
+  bool operator==(const SdpaFp8Attrs&) const = default;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("is_inference", s.is_inference);
+    SdpaOptions::fields(s, v);
+  }
+};
+struct SdpaFp8BwdAttrs : SdpaOptions {
+  bool operator==(const SdpaFp8BwdAttrs&) const = default;
+};
+
 // Y = X[start_0:end_0:stride_0, start_1:end_1:stride_1, ...]: one entry per dim of X (the
 // cuDNN frontend's slice). 0 <= start <= end <= X's dim, stride >= 1 (default 1). Y's dim d is
 // ceil((end_d - start_d) / stride_d); Y is packed in X's dim order and has X's data type.
@@ -494,6 +540,15 @@ struct BlockScaleDequantizeAttrs {
       STATS_RAGGED_OFFSET, DO_RAGGED_OFFSET, DQ_RAGGED_OFFSET, DK_RAGGED_OFFSET,                   \
       DV_RAGGED_OFFSET),                                                                           \
      (DQ, DK, DV, DBIAS))                                                                          \
+  OP(SdpaFp8Fwd, sdpa_fp8, SdpaFp8Attrs,                                                           \
+     (Q, K, V, DESCALE_Q, DESCALE_K, DESCALE_V, DESCALE_S, SCALE_S, SCALE_O, ATTN_SCALE,           \
+      SEQ_LEN_Q, SEQ_LEN_KV),                                                                      \
+     (O, STATS, AMAX_S, AMAX_O))                                                                   \
+  OP(SdpaFp8Bwd, sdpa_fp8_backward, SdpaFp8BwdAttrs,                                               \
+     (Q, K, V, O, DO, STATS, DESCALE_Q, DESCALE_K, DESCALE_V, DESCALE_O, DESCALE_DO, DESCALE_S,    \
+      DESCALE_DP, SCALE_S, SCALE_DQ, SCALE_DK, SCALE_DV, SCALE_DP, ATTN_SCALE, SEQ_LEN_Q,          \
+      SEQ_LEN_KV),                                                                                 \
+     (DQ, DK, DV, AMAX_DQ, AMAX_DK, AMAX_DV, AMAX_DP))                                             \
   OP(Slice, slice, SliceAttrs, (X), (Y))                                                           \
   OP(Genstats, genstats, GenstatsAttrs, (X), (SUM, SQ_SUM))                                        \
   OP(Transpose, transpose, TransposeAttrs, (X), (Y))                                               \

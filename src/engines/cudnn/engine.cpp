@@ -80,6 +80,10 @@ Status lower_node(LowerContext& cx, const ir::Node& n) {
       return lower_sdpa(cx, n);
     case ir::OpKind::SdpaBwd:
       return lower_sdpa_backward(cx, n);
+    case ir::OpKind::SdpaFp8Fwd:
+      return lower_sdpa_fp8(cx, n);
+    case ir::OpKind::SdpaFp8Bwd:
+      return lower_sdpa_fp8_backward(cx, n);
     case ir::OpKind::Slice:
       return lower_slice(cx, n);
     case ir::OpKind::Genstats:
@@ -407,6 +411,12 @@ std::span<const LoweringVariant> lowering_variants(const ir::ValidatedGraph& g) 
       {"sdpa: P in float", false, true},
   };
   if (has(g, {ir::OpKind::SdpaFwd})) return kSdpa;
+  // FP8 forward: P is always FP8, so only the stats form varies.
+  static constexpr LoweringVariant kSdpaFp8[] = {
+      {"sdpa_fp8", false, false},
+      {"sdpa_fp8: softmax stats always kept", true, false},
+  };
+  if (has(g, {ir::OpKind::SdpaFp8Fwd})) return kSdpaFp8;
   return kDefault;
 }
 

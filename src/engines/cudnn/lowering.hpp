@@ -120,6 +120,8 @@ Status lower_softmax(LowerContext& cx, const ir::Node& n);
 Status lower_norm(LowerContext& cx, const ir::Node& n);
 Status lower_sdpa(LowerContext& cx, const ir::Node& n);
 Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n);
+Status lower_sdpa_fp8(LowerContext& cx, const ir::Node& n);           // sdpa_fp8.cpp
+Status lower_sdpa_fp8_backward(LowerContext& cx, const ir::Node& n);  // sdpa_fp8.cpp
 Status lower_slice(LowerContext& cx, const ir::Node& n);
 Status lower_genstats(LowerContext& cx, const ir::Node& n);
 Status lower_transpose(LowerContext& cx, const ir::Node& n);

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engines/cudnn/loader.hpp"
 #include "engines/cudnn/sdpa_common.hpp"
 
 namespace dnngraph::cudnn {
@@ -31,6 +32,23 @@ namespace dnngraph::cudnn {
 Status sdpa_unsupported(const std::string& what, const std::string& feature) {
   return make_error(ErrorCode::NotSupported, what, ": ", feature,
                     " is not lowered to cuDNN (the reference engine runs it)");
+}
+
+Status sdpa_check_stats_layout(LowerContext& cx, const std::string& what, const ir::Tensor& stats) {
+  // Before cuDNN 9.26 the fused backward reads a STATS input that is not packed [b,h,s_q,1]
+  // wrongly (the cuDNN frontend refuses it too); the forward writes any layout right.
+  if (const TensorView& sv = cx.view(stats); load_info().version < 92600) {
+    const auto& d = sv.dim;
+    const auto& st = sv.stride;
+    const bool packed = d.size() == 4 && st[3] == 1 && st[2] == d[3] && st[1] == d[2] * d[3] &&
+                        st[0] == d[1] * d[2] * d[3];
+    if (!packed)
+      return sdpa_unsupported(
+          what, detail::cat("a STATS input ", stats->describe(),
+                            " that is not packed [b,h,s_q,1] (strides [h*s_q, s_q, 1, 1]; cuDNN "
+                            "before 9.26 reads other layouts wrongly)"));
+  }
+  return Status::ok();
 }
 
 Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,
@@ -291,7 +309,8 @@ Result<cudnnBackendDescriptor_t> sdpa_padding_select(LowerContext& cx, const std
 Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     LowerContext& cx, const ir::Node& n, const std::string& what, const ir::SdpaOptions& a,
     const SdpaShape& s, cudnnBackendDescriptor_t q, cudnnBackendDescriptor_t kt,
-    cudnnBackendDescriptor_t scale, const SdpaSeqLens& lens) {
+    cudnnBackendDescriptor_t scale, const SdpaSeqLens& lens,
+    const std::vector<cudnnBackendDescriptor_t>& factors) {
   const DataType f32 = DataType::Float;
   const std::vector<int64_t> sdim = s.sdim();
   DNNGRAPH_ASSIGN_OR_RETURN(auto raw, cx.virtual_tensor(what + "::S", sdim, f32));
@@ -300,6 +319,13 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
   DNNGRAPH_TRY(
       add_pointwise(cx, what + " scale", CUDNN_POINTWISE_MUL, f32, raw, scale, nullptr, scaled));
   cudnnBackendDescriptor_t last = scaled;
+  for (size_t i = 0; i < factors.size(); ++i) {
+    const std::string tag = detail::cat("S_descaled_", i);
+    DNNGRAPH_ASSIGN_OR_RETURN(auto r, cx.virtual_tensor(what + "::" + tag, sdim, f32));
+    DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag, CUDNN_POINTWISE_MUL, f32, last, factors[i],
+                               nullptr, r));
+    last = r;
+  }
 
   if (ir::Tensor bias = n.input(Role::BIAS)) {
     DNNGRAPH_ASSIGN_OR_RETURN(auto tb, cx.tensor(bias));

@@ -19,7 +19,6 @@
 // Dropout (sdpa_dropout): the same RNG operation as the forward, so the same SEED / OFFSET give
 // the same mask. DBIAS (with a BIAS input) is dS before the attention scale, reduced over the
 // dims the bias broadcasts.
-#include "engines/cudnn/loader.hpp"
 #include "engines/cudnn/sdpa_common.hpp"
 
 namespace dnngraph::cudnn {
@@ -41,19 +40,7 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   DNNGRAPH_ASSIGN_OR_RETURN(auto tvt, cx.tensor_as(v, sdpa_transposed(cx.view(v))));
   DNNGRAPH_ASSIGN_OR_RETURN(auto to, cx.tensor(o));
   DNNGRAPH_ASSIGN_OR_RETURN(auto tdo, cx.tensor(d_o));
-  // Before cuDNN 9.26 the fused backward reads a STATS input that is not packed [b,h,s_q,1]
-  // wrongly (the cuDNN frontend refuses it too); the forward writes any layout right.
-  if (const TensorView& sv = cx.view(stats); load_info().version < 92600) {
-    const auto& d = sv.dim;
-    const auto& st = sv.stride;
-    const bool packed = d.size() == 4 && st[3] == 1 && st[2] == d[3] && st[1] == d[2] * d[3] &&
-                        st[0] == d[1] * d[2] * d[3];
-    if (!packed)
-      return sdpa_unsupported(
-          what, detail::cat("a STATS input ", stats->describe(),
-                            " that is not packed [b,h,s_q,1] (strides [h*s_q, s_q, 1, 1]; cuDNN "
-                            "before 9.26 reads other layouts wrongly)"));
-  }
+  DNNGRAPH_TRY(sdpa_check_stats_layout(cx, what, stats));
   DNNGRAPH_ASSIGN_OR_RETURN(auto tst, cx.tensor(stats));
   DNNGRAPH_ASSIGN_OR_RETURN(auto tdq, cx.tensor(dq));
   DNNGRAPH_ASSIGN_OR_RETURN(auto tdk, cx.tensor(dk));

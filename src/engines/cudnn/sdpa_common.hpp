@@ -17,6 +17,9 @@ struct SdpaShape {
   std::vector<int64_t> sdim() const { return {b, hq, sq, skv}; }
 };
 
+// The backwards' STATS input: NotSupported unless packed [b,h,s_q,1] before cuDNN 9.26.
+Status sdpa_check_stats_layout(LowerContext& cx, const std::string& what, const ir::Tensor& stats);
+
 // Descriptors of the optional per-batch sequence lengths (null when not wired).
 struct SdpaSeqLens {
   cudnnBackendDescriptor_t q = nullptr, kv = nullptr;
@@ -70,12 +73,14 @@ Result<cudnnBackendDescriptor_t> sdpa_scale(LowerContext& cx, const ir::Node& n,
                                             const std::string& what, const ir::SdpaOptions& a,
                                             int64_t d);
 
-// S = scale * Q.K^T (+ BIAS) with the padding mask, then the right bound (causal) and the
-// left bound applied; float [b,hq,sq,skv]. `kt` is K described as [b,hk,d,skv].
+// S = scale * Q.K^T (* each of `factors`, the FP8 descales) (+ BIAS) with the padding mask,
+// then the right bound (causal) and the left bound applied; float [b,hq,sq,skv]. `kt` is K
+// described as [b,hk,d,skv].
 Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
     LowerContext& cx, const ir::Node& n, const std::string& what, const ir::SdpaOptions& a,
     const SdpaShape& s, cudnnBackendDescriptor_t q, cudnnBackendDescriptor_t kt,
-    cudnnBackendDescriptor_t scale, const SdpaSeqLens& lens);
+    cudnnBackendDescriptor_t scale, const SdpaSeqLens& lens,
+    const std::vector<cudnnBackendDescriptor_t>& factors = {});
 
 // x with the padding mask (row < SEQ_LEN_Q and col < SEQ_LEN_KV) applied again: the backward
 // re-applies it after subtracting the stats, as cuDNN's own graphs do.

@@ -40,6 +40,9 @@ RunFn kernel_of(ir::OpKind k) {
     case ir::OpKind::SdpaFwd:
     case ir::OpKind::SdpaBwd:
       return run_sdpa;
+    case ir::OpKind::SdpaFp8Fwd:
+    case ir::OpKind::SdpaFp8Bwd:
+      return run_sdpa_fp8;
     case ir::OpKind::Slice:
       return run_slice;
     case ir::OpKind::Genstats:
@@ -102,7 +105,9 @@ int64_t working_bytes(const ir::Node& n) {
       total = sat_add(total, conv_padded_elements(n));
       break;
     case ir::OpKind::SdpaFwd:
-    case ir::OpKind::SdpaBwd: {
+    case ir::OpKind::SdpaBwd:
+    case ir::OpKind::SdpaFp8Fwd:
+    case ir::OpKind::SdpaFp8Bwd: {
       const ir::Tensor q = n.input(ir::Role::Q), k = n.input(ir::Role::K);
       if (q && k && q->dim.size() == 4 && k->dim.size() == 4)
         total =

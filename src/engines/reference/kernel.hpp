@@ -103,7 +103,8 @@ Status run_pointwise(KernelContext& ctx);
 Status run_reduction(KernelContext& ctx);
 Status run_norm(KernelContext& ctx);  // norm_forward and norm_backward
 Status run_softmax(KernelContext& ctx);
-Status run_sdpa(KernelContext& ctx);  // sdpa and sdpa_backward
+Status run_sdpa(KernelContext& ctx);      // sdpa and sdpa_backward
+Status run_sdpa_fp8(KernelContext& ctx);  // sdpa_fp8 and sdpa_fp8_backward
 Status run_slice(KernelContext& ctx);
 Status run_genstats(KernelContext& ctx);
 Status run_transpose(KernelContext& ctx);

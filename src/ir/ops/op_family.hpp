@@ -26,6 +26,11 @@ Status infer_norm_backward(Node& node, const InferContext& ctx);
 Status infer_softmax(Node& node, const InferContext& ctx);
 Status infer_sdpa(Node& node, const InferContext& ctx);
 Status infer_sdpa_backward(Node& node, const InferContext& ctx);
+Status infer_sdpa_fp8(Node& node, const InferContext& ctx);
+Status infer_sdpa_fp8_backward(Node& node, const InferContext& ctx);
+// sdpa.cpp: the Q / K / V shape rules and the SdpaOptions rules (masks, scale, padding,
+// dropout), shared with sdpa_fp8. Q, K and V must be bound.
+Status check_sdpa_common(const Node& node, const SdpaOptions& a);
 Status infer_slice(Node& node, const InferContext& ctx);
 Status infer_genstats(Node& node, const InferContext& ctx);
 Status infer_transpose(Node& node, const InferContext& ctx);

@@ -422,4 +422,10 @@ Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
   return Status::ok();
 }
 
+Status check_sdpa_common(const Node& n, const SdpaOptions& a) {
+  auto s = check_qkv(n, n.input(Role::Q), n.input(Role::K), n.input(Role::V));
+  DNNGRAPH_TRY(s.status());
+  return check_options(n, a, *s);
+}
+
 }  // namespace dnngraph::ir

@@ -29,6 +29,7 @@ NAMES = [
     "sdpa_alibi",
     "sdpa_ragged",
     "sdpa_paged",
+    "sdpa_fp8",
     "sdpa_harness_form",
     "wrapper_graph",
     "jit_graph_cache",

@@ -1,0 +1,141 @@
+// Shape and type rules of FP8 attention with per-tensor scaling (sdpa_fp8, sdpa_fp8_backward;
+// the maths is in include/dnngraph/ir/ops.hpp, SdpaFp8Attrs).
+//   Q, K, V (backward: also DO) FP8_E4M3 / FP8_E5M2, shapes and masks as sdpa (sdpa.cpp,
+//   check_sdpa_common); O (backward input) any floating type.
+//   Each DESCALE_* / SCALE_* is required, one FLOAT element, rank 4 ([1,1,1,1]).
+//   Outputs: O [b, hq, sq, dv] (Q's layout; Q's type unless set), STATS [b, hq, sq, 1] FLOAT
+//   in training; DQ / DK / DV like Q / K / V; each AMAX_* FLOAT [1,1,1,1].
+//   No bias, no dropout: the family has no such ports (validate() names them); a
+//   dropout_probability attribute is refused here.
+#include <string>
+
+#include "ir/ops/common.hpp"
+
+namespace dnngraph::ir {
+namespace {
+
+bool is_fp8(DataType t) { return t == DataType::FP8_E4M3 || t == DataType::FP8_E5M2; }
+
+Status check_fp8(const Node& n, Role role, const Tensor& t) {
+  if (!is_fp8(t->data_type))
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
+                      " must be FP8_E4M3 or FP8_E5M2 but is ", data_type_name(t->data_type),
+                      "; quantize it to FP8 (and pass its descale) or use sdpa");
+  return Status::ok();
+}
+
+// A descale / scale factor: one FLOAT element as [1,1,1,1].
+Status check_factor(const Node& n, Role role) {
+  DNNGRAPH_PORT(t, required_input(n, role));
+  DNNGRAPH_TRY(check_rank(n, role, t, 4, 4));
+  DNNGRAPH_TRY(check_scalar(n, role, t, false));
+  if (t->data_type != DataType::Float)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
+                      " must be FLOAT (one float32 factor, dims [1,1,1,1]) but is ",
+                      data_type_name(t->data_type));
+  return Status::ok();
+}
+
+// An AMAX output: FLOAT [1,1,1,1], made by the builder (virtual unless marked as an output).
+Status infer_amax(const Node& n, Role role, const InferContext& ctx) {
+  DNNGRAPH_PORT(t, required_output(n, role));
+  DNNGRAPH_TRY(
+      infer_output(n, role, t, {1, 1, 1, 1}, nullptr, ctx, DataType::Float, DataType::Float));
+  if (t->data_type != DataType::Float)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(role, t),
+                      " (an absolute maximum) must be FLOAT but is set to ",
+                      data_type_name(t->data_type));
+  return Status::ok();
+}
+
+Status check_no_dropout(const Node& n, const SdpaOptions& a) {
+  if (a.dropout_probability && *a.dropout_probability > 0.0)
+    return make_error(ErrorCode::NotSupported, op_label(n), ": dropout (dropout_probability ",
+                      *a.dropout_probability,
+                      ") is not supported by dnngraph's FP8 attention; use sdpa in "
+                      "FP16/BF16 for dropout");
+  return Status::ok();
+}
+
+Status check_floating_type(const Node& n, Role role, const Tensor& t) {
+  if (!is_floating(t->data_type))
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
+                      " must have a floating data type but is ", data_type_name(t->data_type));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status infer_sdpa_fp8(Node& n, const InferContext& ctx) {
+  const auto& a = n.as<SdpaFp8Attrs>();
+  DNNGRAPH_PORT(q, required_input(n, Role::Q));
+  DNNGRAPH_PORT(k, required_input(n, Role::K));
+  DNNGRAPH_PORT(v, required_input(n, Role::V));
+  DNNGRAPH_PORT(o, required_output(n, Role::O));
+  DNNGRAPH_TRY(check_no_dropout(n, a));
+  DNNGRAPH_TRY(check_sdpa_common(n, a));
+  for (auto [role, t] : {std::pair<Role, const Tensor&>{Role::Q, q}, {Role::K, k}, {Role::V, v}})
+    DNNGRAPH_TRY(check_fp8(n, role, t));
+  for (Role r : {Role::DESCALE_Q, Role::DESCALE_K, Role::DESCALE_V, Role::DESCALE_S, Role::SCALE_S,
+                 Role::SCALE_O})
+    DNNGRAPH_TRY(check_factor(n, r));
+  const int64_t b = q->dim[0], hq = q->dim[1], sq = q->dim[2], dv = v->dim[3];
+  DNNGRAPH_TRY(infer_output(n, Role::O, o, {b, hq, sq, dv}, q, ctx, q->data_type));
+  DNNGRAPH_TRY(check_floating_type(n, Role::O, o));
+  Tensor stats = n.output(Role::STATS);
+  if (a.is_inference && stats)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
+                      port_label(Role::STATS, stats), " is given but is_inference is set");
+  if (!a.is_inference) {
+    if (!stats)
+      return make_error(ErrorCode::InvalidGraph, op_label(n),
+                        ": training (is_inference false) needs output STATS");
+    DNNGRAPH_TRY(infer_output(n, Role::STATS, stats, {b, hq, sq, 1}, nullptr, ctx, DataType::Float,
+                              DataType::Float));
+  }
+  DNNGRAPH_TRY(infer_amax(n, Role::AMAX_S, ctx));
+  return infer_amax(n, Role::AMAX_O, ctx);
+}
+
+Status infer_sdpa_fp8_backward(Node& n, const InferContext& ctx) {
+  const auto& a = n.as<SdpaFp8BwdAttrs>();
+  DNNGRAPH_PORT(q, required_input(n, Role::Q));
+  DNNGRAPH_PORT(k, required_input(n, Role::K));
+  DNNGRAPH_PORT(v, required_input(n, Role::V));
+  DNNGRAPH_PORT(o, required_input(n, Role::O));
+  DNNGRAPH_PORT(d_o, required_input(n, Role::DO));
+  DNNGRAPH_PORT(stats, required_input(n, Role::STATS));
+  DNNGRAPH_PORT(dq, required_output(n, Role::DQ));
+  DNNGRAPH_PORT(dk, required_output(n, Role::DK));
+  DNNGRAPH_PORT(dv, required_output(n, Role::DV));
+  DNNGRAPH_TRY(check_no_dropout(n, a));
+  DNNGRAPH_TRY(check_sdpa_common(n, a));
+  for (auto [role, t] :
+       {std::pair<Role, const Tensor&>{Role::Q, q}, {Role::K, k}, {Role::V, v}, {Role::DO, d_o}})
+    DNNGRAPH_TRY(check_fp8(n, role, t));
+  DNNGRAPH_TRY(check_floating_type(n, Role::O, o));
+  for (Role r : {Role::DESCALE_Q, Role::DESCALE_K, Role::DESCALE_V, Role::DESCALE_O,
+                 Role::DESCALE_DO, Role::DESCALE_S, Role::DESCALE_DP, Role::SCALE_S, Role::SCALE_DQ,
+                 Role::SCALE_DK, Role::SCALE_DV, Role::SCALE_DP})
+    DNNGRAPH_TRY(check_factor(n, r));
+  const int64_t b = q->dim[0], hq = q->dim[1], sq = q->dim[2], dv_dim = v->dim[3];
+  const std::vector<int64_t> o_dims = {b, hq, sq, dv_dim};
+  DNNGRAPH_TRY(expect_dims(n, Role::O, o, o_dims, "[b, h_q, s_q, d_v] from Q and V"));
+  DNNGRAPH_TRY(expect_dims(n, Role::DO, d_o, o_dims, "the gradient has O's dims"));
+  DNNGRAPH_TRY(expect_dims(n, Role::STATS, stats, {b, hq, sq, 1}, "[b, h_q, s_q, 1] from Q"));
+  if (stats->data_type != DataType::Float)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(Role::STATS, stats),
+                      " must be FLOAT (the forward's log-sum-exp) but is ",
+                      data_type_name(stats->data_type));
+  DNNGRAPH_TRY(infer_output(n, Role::DQ, dq, q->dim, q, ctx, q->data_type));
+  DNNGRAPH_TRY(infer_output(n, Role::DK, dk, k->dim, k, ctx, k->data_type));
+  DNNGRAPH_TRY(infer_output(n, Role::DV, dv, v->dim, v, ctx, v->data_type));
+  for (auto [role, t] :
+       {std::pair<Role, const Tensor&>{Role::DQ, dq}, {Role::DK, dk}, {Role::DV, dv}})
+    DNNGRAPH_TRY(check_floating_type(n, role, t));
+  for (Role r : {Role::AMAX_DQ, Role::AMAX_DK, Role::AMAX_DV, Role::AMAX_DP})
+    DNNGRAPH_TRY(infer_amax(n, r, ctx));
+  return Status::ok();
+}
+
+}  // namespace dnngraph::ir
