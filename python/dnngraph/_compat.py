@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import _interop
 from ._dnngraph import (
     Handle,
+    KernelCache,
     NotSupportedError,
     Tensor,
     build_plan_policy,
@@ -1224,6 +1225,21 @@ def _index_tensor_4d(t: Any) -> Any:
 
 def _set_ragged_offset(self: Tensor, ragged_offset: Any) -> Tensor:
     return _native_set_ragged_offset(self, _index_tensor_4d(ragged_offset))
+
+
+def _kernel_cache_counter(name: str) -> Any:
+    def fn(self: Any) -> int:
+        raise _missing(f"KernelCache.{name}()", "the kernel cache's revision and entry counters "
+                       "arrived in cuDNN 9.27; dnngraph's cuDNN engine is built against 9.19's "
+                       "API")
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = "Not supported by dnngraph (cuDNN 9.27): raises NotSupportedError."
+    return fn
+
+
+KernelCache.revision = _kernel_cache_counter("revision")
+KernelCache.size = _kernel_cache_counter("size")
 
 
 Tensor.set_data_type = _set_data_type

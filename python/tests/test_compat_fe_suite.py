@@ -332,3 +332,10 @@ def test_handle_functions_refuse_a_raw_int_by_name(handle):
     cudnn.set_stream(handle=handle, stream=0)
     assert cudnn.get_stream(handle) == 0
     cudnn.destroy_handle(handle)
+
+
+def test_kernel_cache_counters_are_refused_by_name():
+    kc = cudnn.create_kernel_cache()
+    for name in ("revision", "size"):
+        with pytest.raises(cudnn.NotSupportedError, match="9.27"):
+            getattr(kc, name)()
