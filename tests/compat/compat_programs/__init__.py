@@ -28,6 +28,8 @@ NAMES = [
     "sdpa_sliding_window",
     "sdpa_alibi",
     "sdpa_sink",
+    "sdpa_ragged",
+    "sdpa_paged",
     "sdpa_fp8",
     "sdpa_harness_form",
     "wrapper_graph",
