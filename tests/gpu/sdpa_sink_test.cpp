@@ -33,7 +33,7 @@ std::function<void(Graph&)> make_graph(const SinkCase& c) {
     ir::SdpaInputs extra;
     extra.sink_token = input(g, "SINK", {1, c.hq, 1, 1}, DataType::Float);
     if (!c.backward) {
-      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, false}, extra);
+      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, false, {}}, extra);
       finish(out[0], "O", {c.b, c.hq, c.sq, c.d}, t);
       finish(out[1], "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
       return;
