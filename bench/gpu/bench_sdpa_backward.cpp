@@ -39,8 +39,8 @@ std::function<void(Graph&)> forward(int64_t b, int64_t h, int64_t s, int64_t d,
     g.set_name("sdpa_forward_training").set_io_data_type(t);
     auto o =
         g.sdpa(gpu_test::input(g, "Q", {b, h, s, d}, t), gpu_test::input(g, "K", {b, h, s, d}, t),
-               gpu_test::input(g, "V", {b, h, s, d}, t), ir::SdpaAttrs{attrs(d, dropout), false},
-               extra(g, dropout));
+               gpu_test::input(g, "V", {b, h, s, d}, t),
+               ir::SdpaAttrs{attrs(d, dropout), false, {}}, extra(g, dropout));
     gpu_test::finish(o[0], "O", {b, h, s, d}, t);
     gpu_test::finish(o[1], "STATS", {b, h, s, 1}, DataType::Float);
   };

@@ -363,11 +363,6 @@ _PY_ONLY = ("the frontend serves it only with its Python kernels for compute cap
             "cuDNN's backend (9.19) has no attribute for it")
 _SDPA_UNSUPPORTED = {
     "block_mask": _NOT_YET,
-    "paged_attention_k_table": _NOT_YET,
-    "paged_attention_v_table": _NOT_YET,
-    "paged_attention_max_seq_len_kv": _NOT_YET,
-    "max_total_seq_len_q": "it belongs with ragged offsets, which dnngraph does not have yet",
-    "max_total_seq_len_kv": "it belongs with ragged offsets, which dnngraph does not have yet",
     "score_max": "dnngraph's SDPA has no row-max output yet (use the Stats log-sum-exp)",
     "score_sum_exp": "dnngraph's SDPA has no sum-of-exp output yet (use the Stats log-sum-exp)",
     "sink_token": _NOT_YET,
@@ -509,8 +504,6 @@ class pygraph(_native):
             raise TypeError(f"tensor(): unexpected keyword arguments {sorted(kwargs)}")
         if dim is None:
             raise TypeError("tensor(): missing the dims (dim=[...])")
-        if ragged_offset is not None:
-            raise _missing("tensor(ragged_offset=...) (ragged tensors)")
         if reordering_type is not None and getattr(reordering_type, "name", "NONE") != "NONE":
             raise _missing(f"tensor(reordering_type={reordering_type!r})")
         kw: Dict[str, Any] = {"name": name, "dim": [int(d) for d in dim],
@@ -521,6 +514,10 @@ class pygraph(_native):
             kw["data_type"] = _library_type(data_type)
         if uid is not None and uid != -1:
             kw["uid"] = int(uid)
+        if ragged_offset is not None:
+            kw["ragged_offset"] = _index_tensor_4d(ragged_offset)
+        if ragged_offset_multiplier not in (None, 1):
+            kw["ragged_offset_multiplier"] = int(ragged_offset_multiplier)
         t = _native.tensor(self, **kw)
         self._track(t)
         return t
@@ -1213,14 +1210,25 @@ def _set_data_type(self: Tensor, data_type: Any = None) -> Tensor:
     return _native_set_data_type(self, _library_type(data_type))
 
 
-def _set_ragged_offset(self: Tensor, ragged_offset: Any) -> Tensor:
-    raise _missing("Tensor.set_ragged_offset (ragged tensors)")
-
-
 def _set_reordering_type(self: Tensor, reordering_type: Any) -> Tensor:
     if getattr(reordering_type, "name", "NONE") != "NONE":
         raise _missing(f"Tensor.set_reordering_type({reordering_type!r})")
     return self
+
+
+_native_set_ragged_offset = Tensor.set_ragged_offset
+
+
+def _index_tensor_4d(t: Any) -> Any:
+    """A 1-D index tensor (b+1,) as the frontend promotes it: (b+1, 1, 1, 1)."""
+    if isinstance(t, Tensor) and len(t.get_dim()) == 1:
+        stride = t.get_stride()
+        t.set_dim([t.get_dim()[0], 1, 1, 1]).set_stride([stride[0] if stride else 1, 1, 1, 1])
+    return t
+
+
+def _set_ragged_offset(self: Tensor, ragged_offset: Any) -> Tensor:
+    return _native_set_ragged_offset(self, _index_tensor_4d(ragged_offset))
 
 
 def _kernel_cache_counter(name: str) -> Any:
@@ -1236,8 +1244,9 @@ def _kernel_cache_counter(name: str) -> Any:
 
 KernelCache.revision = _kernel_cache_counter("revision")
 KernelCache.size = _kernel_cache_counter("size")
+
+
 Tensor.set_data_type = _set_data_type
 Tensor.set_ragged_offset = _set_ragged_offset
 Tensor.set_reordering_type = _set_reordering_type
-Tensor.get_ragged_offset = lambda self: None
 Tensor.get_reordering_type = lambda self: tensor_reordering.NONE

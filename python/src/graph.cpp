@@ -142,21 +142,28 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
       "tensor",
       [](PyGraph& self, std::string name, std::vector<int64_t> dim,
          std::optional<std::vector<int64_t>> stride, DataType data_type, bool is_virtual,
-         bool is_pass_by_value, std::optional<int64_t> uid) {
+         bool is_pass_by_value, std::optional<int64_t> uid, std::optional<ir::Tensor> ragged_offset,
+         int64_t ragged_offset_multiplier) {
         ir::TensorAttrs a;
         a.set_name(std::move(name))
             .set_stride(stride ? std::move(*stride) : ir::packed_strides(dim))
             .set_dim(std::move(dim))
             .set_data_type(data_type)
             .set_is_virtual(is_virtual)
-            .set_is_pass_by_value(is_pass_by_value);
+            .set_is_pass_by_value(is_pass_by_value)
+            .set_ragged_offset(ragged_offset ? *ragged_offset : nullptr)
+            .set_ragged_offset_multiplier(ragged_offset_multiplier);
         if (uid) a.set_uid(*uid);
         return self.graph.tensor(a);
       },
       nb::kw_only(), nb::arg("name") = "", nb::arg("dim"), nb::arg("stride").none() = nb::none(),
       nb::arg("data_type") = DataType::NotSet, nb::arg("is_virtual") = false,
       nb::arg("is_pass_by_value") = false, nb::arg("uid").none() = nb::none(),
-      "A tensor with dims, strides in elements (default: packed row-major) and data type.");
+      nb::arg("ragged_offset").none() = nb::none(), nb::arg("ragged_offset_multiplier") = 1,
+      "A tensor with dims, strides in elements (default: packed row-major) and data type.\n"
+      "ragged_offset: a [b+1,1,1,1] integer tensor of where each batch item starts (the\n"
+      "frontend's ragged THD layout, read by sdpa / sdpa_backward), in elements x\n"
+      "ragged_offset_multiplier.");
 
   cls.def(
       "tensor_like",

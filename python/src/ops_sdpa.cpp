@@ -26,7 +26,10 @@ void fill_common(PyGraph& g, ir::SdpaOptions& a, ir::SdpaInputs& extra,
                  bool causal_bottom_right, DiagonalAlignment alignment,
                  std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
                  bool padding_mask, OptT seq_len_q, OptT seq_len_kv, const Dropout& dropout,
-                 bool alibi) {
+                 bool alibi, std::optional<int64_t> max_total_q,
+                 std::optional<int64_t> max_total_kv) {
+  a.max_total_seq_len_q = max_total_q;
+  a.max_total_seq_len_kv = max_total_kv;
   if (attn_scale) {
     // A float stays an attribute of the node; a tensor is bound to the ATTN_SCALE port.
     if (auto* t = std::get_if<ir::Tensor>(&*attn_scale))
@@ -68,15 +71,21 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          bool use_causal_mask_bottom_right, DiagonalAlignment alignment,
          std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
          bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, OptT rng_dump,
-         bool use_alibi_mask, DataType compute, std::string name) {
+         bool use_alibi_mask, std::optional<int64_t> max_total_seq_len_q,
+         std::optional<int64_t> max_total_seq_len_kv, OptT paged_attention_k_table,
+         OptT paged_attention_v_table, std::optional<int64_t> paged_attention_max_seq_len_kv,
+         DataType compute, std::string name) {
         ir::SdpaAttrs a;
         a.is_inference = is_inference;
+        a.paged_max_seq_len_kv = paged_attention_max_seq_len_kv;
         ir::SdpaInputs extra;
         fill_common(g, a, extra, attn_scale, std::move(bias), use_causal_mask,
                     use_causal_mask_bottom_right, alignment, left_bound, right_bound,
                     use_padding_mask, std::move(seq_len_q), std::move(seq_len_kv), dropout,
-                    use_alibi_mask);
+                    use_alibi_mask, max_total_seq_len_q, max_total_seq_len_kv);
         extra.rng_dump = std::move(rng_dump);
+        extra.page_table_k = std::move(paged_attention_k_table);
+        extra.page_table_v = std::move(paged_attention_v_table);
         return as_tuple(g.graph.sdpa(q, k, v, a, extra, op_options(compute, std::move(name))));
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("is_inference"),
@@ -87,6 +96,11 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
       nb::arg("seq_len_kv").none() = nb::none(), nb::arg("dropout").none() = nb::none(),
       nb::arg("rng_dump").none() = nb::none(), nb::arg("use_alibi_mask") = false,
+      nb::arg("max_total_seq_len_q").none() = nb::none(),
+      nb::arg("max_total_seq_len_kv").none() = nb::none(),
+      nb::arg("paged_attention_k_table").none() = nb::none(),
+      nb::arg("paged_attention_v_table").none() = nb::none(),
+      nb::arg("paged_attention_max_seq_len_kv").none() = nb::none(),
       nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
       "Attention O = softmax(scale * Q K^T + bias, masked) V with Q [b,h,s_q,d], K "
       "[b,h_k,s_kv,d],\n"
@@ -103,6 +117,13 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       "the engine drew as 1/0, [b, h, s_q, s_kv] (dims, strides, type inferred when unset).\n"
       "Replaying it as dropout=(rng_dump, 1/(1-p)) reproduces the run, e.g. to check an\n"
       "engine against another whose random numbers differ.\n"
+      "Ragged (THD) Q, K, V, O, stats: set their ragged offsets (tensor.set_ragged_offset);\n"
+      "they need use_padding_mask. max_total_seq_len_q/kv: the largest token total of the\n"
+      "ragged Q / K-V (a hint; only with ragged tensors).\n"
+      "paged_attention_k_table / _v_table: [b, 1, pages, 1] INT32 page numbers; k / v are then\n"
+      "page containers [num_pages, h, page_size, d] (key j of sequence i: row j % page_size of\n"
+      "page table[i][j // page_size]); needs use_padding_mask. paged_attention_max_seq_len_kv:\n"
+      "the logical s_kv (default: pages x page_size).\n"
       "Returns (O, stats); stats (log-sum-exp, fp32) is None when is_inference.");
 
   cls.def(
@@ -112,13 +133,14 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          bool use_causal_mask, bool use_causal_mask_bottom_right, DiagonalAlignment alignment,
          std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
          bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, OptT dBias,
-         bool dbias_output, bool use_alibi_mask, DataType compute, std::string name) {
+         bool dbias_output, bool use_alibi_mask, std::optional<int64_t> max_total_seq_len_q,
+         std::optional<int64_t> max_total_seq_len_kv, DataType compute, std::string name) {
         ir::SdpaBwdAttrs a;
         ir::SdpaInputs extra;
         fill_common(g, a, extra, attn_scale, std::move(bias), use_causal_mask,
                     use_causal_mask_bottom_right, alignment, left_bound, right_bound,
                     use_padding_mask, std::move(seq_len_q), std::move(seq_len_kv), dropout,
-                    use_alibi_mask);
+                    use_alibi_mask, max_total_seq_len_q, max_total_seq_len_kv);
         const bool given = static_cast<bool>(dBias);
         extra.dbias = std::move(dBias);
         extra.dbias_output = dbias_output;
@@ -135,8 +157,9 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("use_padding_mask") = false, nb::arg("seq_len_q").none() = nb::none(),
       nb::arg("seq_len_kv").none() = nb::none(), nb::arg("dropout").none() = nb::none(),
       nb::arg("dBias").none() = nb::none(), nb::arg("dbias_output") = true,
-      nb::arg("use_alibi_mask") = false, nb::arg("compute_data_type") = DataType::NotSet,
-      nb::arg("name") = "",
+      nb::arg("use_alibi_mask") = false, nb::arg("max_total_seq_len_q").none() = nb::none(),
+      nb::arg("max_total_seq_len_kv").none() = nb::none(),
+      nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
       "Gradients of sdpa. Pass the forward's options, use_alibi_mask and dropout included\n"
       "(dropout in either form: the same (p, seed, offset) redraws the same mask; (mask,\n"
       "scale) reuses it). Returns\n"

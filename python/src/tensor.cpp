@@ -70,6 +70,26 @@ void bind_tensor(nb::module_& m) {
           },
           nb::arg("value"))
       .def(
+          "set_ragged_offset",
+          [](Self s, std::optional<ir::Tensor> v) {
+            s.p->set_ragged_offset(v ? *v : nullptr);
+            return self_of(s);
+          },
+          nb::arg("ragged_offset").none(),
+          "The cuDNN frontend's ragged (THD) layout: ragged_offset [b+1,1,1,1] INT32/INT64 holds\n"
+          "where each batch item starts (elements x ragged_offset_multiplier). Read by sdpa and\n"
+          "sdpa_backward (Q, K, V, O, Stats, dO, dQ, dK, dV), with use_padding_mask. None: dense.")
+      .def("get_ragged_offset", [](const ir::TensorAttrs& t) { return t.ragged_offset; })
+      .def(
+          "set_ragged_offset_multiplier",
+          [](Self s, int64_t v) {
+            s.p->set_ragged_offset_multiplier(v);
+            return self_of(s);
+          },
+          nb::arg("multiplier"), "Elements per unit of the ragged offsets (default 1).")
+      .def("get_ragged_offset_multiplier",
+           [](const ir::TensorAttrs& t) { return t.ragged_offset_multiplier; })
+      .def(
           "get_uid", [](const ir::TensorAttrs& t) { return t.uid; },
           "The uid (assigned by validate when not set)")
       .def("get_dim", [](const ir::TensorAttrs& t) { return t.dim; })

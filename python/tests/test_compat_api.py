@@ -149,8 +149,6 @@ def test_lacking_ops_raise_not_supported(handle):
                "sdpa_mxfp8"):
         with pytest.raises(cudnn.cudnnGraphNotSupportedError, match=op):
             getattr(g, op)(X)
-    with pytest.raises(cudnn.NotSupportedError, match="ragged"):
-        g.tensor(dim=[2, 3], ragged_offset=X)
     with pytest.raises(cudnn.NotSupportedError, match="matmul\\(padding"):
         g.matmul(X, X, padding=1.0)
     with pytest.raises(ValueError, match="contradict"):

@@ -10,11 +10,6 @@ from conftest import tensor_of
 
 REFUSED = {
     "block_mask": "no such input yet",
-    "paged_attention_k_table": "no such input yet",
-    "paged_attention_v_table": "no such input yet",
-    "paged_attention_max_seq_len_kv": "no such input yet",
-    "max_total_seq_len_q": "ragged offsets",
-    "max_total_seq_len_kv": "ragged offsets",
     "score_max": "no row-max output",
     "score_sum_exp": "no sum-of-exp output",
     "sink_token": "no such input yet",

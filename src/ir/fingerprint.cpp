@@ -97,6 +97,12 @@ void encode_tensor(Encoder& e, const TensorAttrs& t, const FingerprintOptions& o
   e.boolean(t.is_virtual);
   e.boolean(t.is_output);
   e.boolean(t.is_pass_by_value);
+  // Only when set, so the keys of graphs without ragged tensors are unchanged. (The ragged
+  // offset tensor itself is a port of the reading node.)
+  if (t.ragged_offset_multiplier != 1) {
+    e.tag('T', 'r');
+    e.i64(t.ragged_offset_multiplier);
+  }
   e.boolean(t.value.has_value());
   if (t.value) {
     e.enumeration(t.value->type);

@@ -284,6 +284,8 @@ void bind_sdpa_extra(std::vector<Port>& in, const SdpaInputs& e) {
   bind(in, Role::OFFSET, e.offset);
   bind(in, Role::DROPOUT_MASK, e.dropout_mask);
   bind(in, Role::DROPOUT_SCALE, e.dropout_scale);
+  bind(in, Role::PAGE_TABLE_K, e.page_table_k);  // refused by the backward's validate()
+  bind(in, Role::PAGE_TABLE_V, e.page_table_v);
 }
 }  // namespace
 

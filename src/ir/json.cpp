@@ -81,6 +81,8 @@ Json tensor_json(const TensorAttrs& t) {
   j["virtual"] = t.is_virtual;
   j["output"] = t.is_output;
   j["pass_by_value"] = t.is_pass_by_value;
+  // Written only when set, so files without ragged tensors stay as they were.
+  if (t.ragged_offset_multiplier != 1) j["ragged_offset_multiplier"] = t.ragged_offset_multiplier;
   if (t.value) {
     Json v = Json::object();
     v["data_type"] = dtype_json(t.value->type);
@@ -379,7 +381,8 @@ Status read_tensor(const Json& j, size_t idx, TensorAttrs& t) {
   DNNGRAPH_TRY(f.string("name", t.name));
   if (!t.name.empty()) f = Fields(j, where + " '" + t.name + "'");
   DNNGRAPH_TRY(f.only({"name", "uid", "uid_assigned", "dim", "stride", "data_type", "virtual",
-                       "output", "pass_by_value", "value"}));
+                       "output", "pass_by_value", "value", "ragged_offset_multiplier"}));
+  DNNGRAPH_TRY(f.int64("ragged_offset_multiplier", t.ragged_offset_multiplier));
   DNNGRAPH_TRY(f.int64("uid", t.uid));
   t.uid_assigned = f.has("uid");  // a hand-written uid is an assigned one, as set_uid() does
   DNNGRAPH_TRY(f.boolean("uid_assigned", t.uid_assigned));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -276,9 +277,75 @@ Status validate_graph(std::vector<Tensor>& tensors, std::vector<Node>& nodes,
   return assign_uids(tensors);
 }
 
+// The <ROLE>_RAGGED_OFFSET port that carries the ragged offset of the tensor at `role` of an
+// SDPA node, if that tensor may be ragged.
+std::optional<Role> ragged_role(OpKind kind, Role role) {
+  if (kind != OpKind::SdpaFwd && kind != OpKind::SdpaBwd) return std::nullopt;
+  const bool bwd = kind == OpKind::SdpaBwd;
+  switch (role) {
+    case Role::Q:
+      return Role::Q_RAGGED_OFFSET;
+    case Role::K:
+      return Role::K_RAGGED_OFFSET;
+    case Role::V:
+      return Role::V_RAGGED_OFFSET;
+    case Role::O:
+      return Role::O_RAGGED_OFFSET;
+    case Role::STATS:
+      return Role::STATS_RAGGED_OFFSET;
+    case Role::DO:
+      return bwd ? std::optional<Role>(Role::DO_RAGGED_OFFSET) : std::nullopt;
+    case Role::DQ:
+      return bwd ? std::optional<Role>(Role::DQ_RAGGED_OFFSET) : std::nullopt;
+    case Role::DK:
+      return bwd ? std::optional<Role>(Role::DK_RAGGED_OFFSET) : std::nullopt;
+    case Role::DV:
+      return bwd ? std::optional<Role>(Role::DV_RAGGED_OFFSET) : std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Binds each tensor's ragged_offset (the frontend's tensor attribute) to the reading SDPA
+// node's <ROLE>_RAGGED_OFFSET port; a ragged tensor anywhere else is an error.
+Status bind_ragged_offsets(std::vector<Node>& nodes) {
+  for (Node& n : nodes) {
+    std::vector<Port> added;
+    for (const auto* ports : {&n.inputs, &n.outputs})
+      for (const Port& p : *ports) {
+        if (!p.tensor) continue;
+        const TensorAttrs& t = *p.tensor;
+        if (!t.ragged_offset && t.ragged_offset_multiplier == 1) continue;
+        std::optional<Role> rr = ragged_role(n.kind(), p.role);
+        if (!rr)
+          return make_error(
+              ErrorCode::InvalidGraph, op_label(n), ": ", port_label(p.role, p.tensor),
+              " has a ragged offset", t.ragged_offset ? "" : " multiplier", " but ", op_label(n),
+              " reads it as a dense tensor; only Q, K, V, O and Stats of sdpa (and dO, dQ, dK, "
+              "dV of sdpa_backward) can be ragged: remove the ragged offset");
+        if (t.ragged_offset) added.push_back({*rr, t.ragged_offset});
+      }
+    for (Port& a : added) {
+      auto it = std::find_if(n.inputs.begin(), n.inputs.end(),
+                             [&](const Port& p) { return p.role == a.role; });
+      if (it != n.inputs.end())
+        it->tensor = a.tensor;
+      else
+        n.inputs.push_back(std::move(a));
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status Graph::validate() {
+  std::vector<Node> unbound_nodes = nodes_;
+  if (Status s = bind_ragged_offsets(nodes_); !s.is_ok()) {
+    nodes_ = std::move(unbound_nodes);
+    validated_ = false;
+    return s;
+  }
   // Tensors bound through mutable_nodes() may be missing from tensors_.
   std::unordered_set<TensorKey> known;
   for (const Tensor& t : tensors_) known.insert(t.get());
@@ -291,7 +358,7 @@ Status Graph::validate() {
   std::vector<TensorAttrs> saved;
   saved.reserve(tensors_.size());
   for (const Tensor& t : tensors_) saved.push_back(*t);
-  std::vector<Node> saved_nodes = nodes_;
+  std::vector<Node> saved_nodes = std::move(unbound_nodes);
 
   InferContext ctx{io_, intermediate_, compute_ == DataType::NotSet ? DataType::Float : compute_};
   if (ctx.intermediate == DataType::NotSet) ctx.intermediate = DataType::Float;
@@ -354,6 +421,7 @@ ValidatedGraphPtr Graph::take_snapshot() const {
   std::unordered_map<TensorKey, Tensor> copy;
   for (const Tensor& t : tensors_) {
     auto c = std::make_shared<TensorAttrs>(*t);
+    c->ragged_offset = nullptr;  // the node's port carries it (and must not alias the graph)
     copy.emplace(t.get(), c);
     v->tensors_.push_back(std::move(c));
   }

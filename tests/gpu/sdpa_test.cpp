@@ -56,7 +56,7 @@ std::function<void(Graph&)> make_graph(const Case& c) {
       extra.seq_len_kv = input(g, "SEQ_LEN_KV", {c.b, 1, 1, 1}, DataType::Int32);
     }
     if (!c.backward) {
-      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, false}, extra);
+      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, false, {}}, extra);
       finish(out[0], "O", {c.b, c.hq, c.sq, c.d}, t);
       finish(out[1], "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
       return;

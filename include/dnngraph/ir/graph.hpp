@@ -40,6 +40,10 @@ struct SdpaInputs {
   // a DBIAS output is made when bias is given, unless dbias_output is false.
   Tensor dbias;
   bool dbias_output = true;
+  // Forward only, paged K / V: [b, 1, pages, 1] INT32 page numbers into K / V, which are then
+  // page containers [num_pages, h, page_size, d] (SdpaAttrs::paged_max_seq_len_kv sets s_kv).
+  Tensor page_table_k;
+  Tensor page_table_v;
 };
 
 // The per-tensor scaling inputs of sdpa_fp8 (forward: descale_q/k/v/s, scale_s/o) and

@@ -91,7 +91,18 @@ namespace dnngraph::ir {
   R(AMAX_DQ)              \
   R(AMAX_DK)              \
   R(AMAX_DV)              \
-  R(AMAX_DP)
+  R(AMAX_DP)              \
+  R(Q_RAGGED_OFFSET)      \
+  R(K_RAGGED_OFFSET)      \
+  R(V_RAGGED_OFFSET)      \
+  R(O_RAGGED_OFFSET)      \
+  R(STATS_RAGGED_OFFSET)  \
+  R(DO_RAGGED_OFFSET)     \
+  R(DQ_RAGGED_OFFSET)     \
+  R(DK_RAGGED_OFFSET)     \
+  R(DV_RAGGED_OFFSET)     \
+  R(PAGE_TABLE_K)         \
+  R(PAGE_TABLE_V)
 
 enum class Role : uint8_t {
 #define DNNGRAPH_ROLE_ENUM(r) r,
@@ -297,6 +308,15 @@ struct SoftmaxAttrs {
 // whatever Q's layout) when not inference,
 // RNG_DUMP [b, h_q, s_q, s_kv] floating (only with dropout_probability > 0): the keep mask the
 // engine drew, 1 kept / 0 dropped, e.g. to replay it through DROPOUT_MASK elsewhere.
+// Ragged (THD) tensors: <X>_RAGGED_OFFSET [b+1,1,1,1] INT32/INT64 for X in Q, K, V, O, STATS
+// (and DO, DQ, DK, DV in the backward): sequence i of X starts at element offset[i] *
+// X's ragged_offset_multiplier, replacing i * X's batch stride (the other strides hold). Only
+// with padding_mask; rows past a sequence's length are neither read nor written. Set them as
+// the frontend does, with X->ragged_offset (TensorAttrs); validate() binds the ports.
+// Paged K/V (forward): PAGE_TABLE_K / PAGE_TABLE_V [b, 1, pages, 1] INT32; K / V are then page
+// containers [num_pages, h, page_size, d] and key j of sequence i is row j % page_size of page
+// table[i][j / page_size]; s_kv is paged_attention_max_seq_len_kv or pages x page_size. Only
+// with padding_mask.
 // The options forward and backward share (the backward must be given the forward's).
 struct SdpaOptions {
   std::optional<double> attn_scale;  // used when no ATTN_SCALE tensor; default 1/sqrt(d)
@@ -312,6 +332,11 @@ struct SdpaOptions {
   // bias, with the frontend's per-query-head slopes (sdpa_alibi_slopes). Needs causal masking
   // (right bound 0) with top-left alignment, as the frontend requires.
   bool alibi_mask = false;
+  // The frontend's max_total_seq_len_q / _kv: the largest total of the sequence lengths of the
+  // ragged (THD) Q / K-V over the batch (a workspace hint; only with ragged offsets). The
+  // reference engine checks the lengths it is given against them.
+  std::optional<int64_t> max_total_seq_len_q;
+  std::optional<int64_t> max_total_seq_len_kv;
   bool operator==(const SdpaOptions&) const = default;
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -323,19 +348,29 @@ struct SdpaOptions {
     v("padding_mask", s.padding_mask);
     v("dropout_probability", s.dropout_probability);
     v("alibi_mask", s.alibi_mask);
+    v("max_total_seq_len_q", s.max_total_seq_len_q);
+    v("max_total_seq_len_kv", s.max_total_seq_len_kv);
   }
 };
 // ALiBi slopes of `heads` query heads as the cuDNN frontend defines them: with n the largest
 // power of two <= heads, 2^(-8 (i+1) / n) for i < n, then 2^(-4 (2i+1) / n) for the remaining
 // heads; computed in float like the frontend (the value cuDNN reads), widened to double.
 std::vector<double> sdpa_alibi_slopes(int64_t heads);
+struct Node;
+// The logical s_kv of a validated sdpa / sdpa_backward node: K's dim 2, or with page tables
+// paged_max_seq_len_kv, else a dense K / V's dim 2, else the fewest rows a page table addresses.
+int64_t sdpa_kv_length(const Node& n);
 struct SdpaAttrs : SdpaOptions {
   bool is_inference = true;  // false: also write STATS (needed by the backward)
+  // The frontend's paged_attention_max_seq_len_kv: the logical s_kv when K and V are page
+  // containers (PAGE_TABLE_K / PAGE_TABLE_V); default: pages per sequence x page size.
+  std::optional<int64_t> paged_max_seq_len_kv;
   bool operator==(const SdpaAttrs&) const = default;
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v("is_inference", s.is_inference);
     SdpaOptions::fields(s, v);
+    v("paged_attention_max_seq_len_kv", s.paged_max_seq_len_kv);
   }
 };
 // Ports: Q, K, V, O, DO, STATS, [ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET,
@@ -495,12 +530,15 @@ struct BlockScaleDequantizeAttrs {
      (DX, DSCALE, DBIAS))                                                                          \
   OP(Softmax, softmax, SoftmaxAttrs, (X), (Y, STATS))                                              \
   OP(SdpaFwd, sdpa, SdpaAttrs,                                                                     \
-     (Q, K, V, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,                \
-      DROPOUT_SCALE),                                                                              \
+     (Q, K, V, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK, DROPOUT_SCALE, \
+      Q_RAGGED_OFFSET, K_RAGGED_OFFSET, V_RAGGED_OFFSET, O_RAGGED_OFFSET, STATS_RAGGED_OFFSET,     \
+      PAGE_TABLE_K, PAGE_TABLE_V),                                                                 \
      (O, STATS, RNG_DUMP))                                                                         \
   OP(SdpaBwd, sdpa_backward, SdpaBwdAttrs,                                                         \
      (Q, K, V, O, DO, STATS, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,  \
-      DROPOUT_SCALE),                                                                              \
+      DROPOUT_SCALE, Q_RAGGED_OFFSET, K_RAGGED_OFFSET, V_RAGGED_OFFSET, O_RAGGED_OFFSET,           \
+      STATS_RAGGED_OFFSET, DO_RAGGED_OFFSET, DQ_RAGGED_OFFSET, DK_RAGGED_OFFSET,                   \
+      DV_RAGGED_OFFSET),                                                                           \
      (DQ, DK, DV, DBIAS))                                                                          \
   OP(SdpaFp8Fwd, sdpa_fp8, SdpaFp8Attrs,                                                           \
      (Q, K, V, DESCALE_Q, DESCALE_K, DESCALE_V, DESCALE_S, SCALE_S, SCALE_O, ATTN_SCALE,           \

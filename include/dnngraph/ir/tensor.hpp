@@ -66,6 +66,16 @@ class TensorAttrs {
     is_pass_by_value = v;
     return *this;
   }
+  // The cuDNN frontend's ragged (THD) layout: `v` [b+1,1,1,1] holds where each batch item
+  // starts, in elements x ragged_offset_multiplier (read by sdpa / sdpa_backward only).
+  TensorAttrs& set_ragged_offset(std::shared_ptr<TensorAttrs> v) {
+    ragged_offset = std::move(v);
+    return *this;
+  }
+  TensorAttrs& set_ragged_offset_multiplier(int64_t v) {
+    ragged_offset_multiplier = v;
+    return *this;
+  }
   TensorAttrs& set_value(Scalar v) {
     value = v;
     is_pass_by_value = true;
@@ -98,6 +108,11 @@ class TensorAttrs {
   bool is_output = false;
   bool is_pass_by_value = false;
   std::optional<Scalar> value;  // constant host value of a pass-by-value tensor
+  // Ragged offsets (set_ragged_offset). validate() binds ragged_offset to the reading op's
+  // <ROLE>_RAGGED_OFFSET port (the graph keeps that port; a copied graph's tensors do not
+  // carry the pointer).
+  std::shared_ptr<TensorAttrs> ragged_offset;
+  int64_t ragged_offset_multiplier = 1;
 };
 
 using Tensor = std::shared_ptr<TensorAttrs>;

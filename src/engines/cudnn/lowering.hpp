@@ -61,6 +61,9 @@ class LowerContext {
   // A graph tensor described with another view of the same memory (e.g. K as K^T). Each graph
   // tensor gets one descriptor: use either this or tensor(), not both.
   Result<cudnnBackendDescriptor_t> tensor_as(const ir::Tensor& t, const TensorView& v);
+  // Describe graph tensor `t` as ragged (CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC = the descriptor
+  // of graph tensor `offset`) when its descriptor is created; call before tensor()/tensor_as().
+  void set_ragged(const ir::Tensor& t, const ir::Tensor& offset) { ragged_[t.get()] = offset; }
   // The canonical view of a graph tensor (dims/strides given to cuDNN).
   const TensorView& view(const ir::Tensor& t) const { return views_.at(t.get()); }
   // A new virtual tensor for a composite lowering's intermediate (packed strides).
@@ -92,12 +95,16 @@ class LowerContext {
  private:
   Result<cudnnBackendDescriptor_t> make_tensor(const std::string& name, const TensorView& v,
                                                DataType type, int64_t uid, bool is_virtual,
-                                               bool by_value);
+                                               bool by_value,
+                                               cudnnBackendDescriptor_t ragged = nullptr);
+  // The descriptor of `t`'s ragged offset tensor (null when it has none).
+  Result<cudnnBackendDescriptor_t> ragged_of(const ir::Tensor& t);
 
   ir::ValidatedGraphPtr graph_;  // kept alive: plans lowered from it outlive lower()
   ViewMap views_;
   std::unordered_map<const ir::TensorAttrs*, cudnnBackendDescriptor_t> by_tensor_;
-  std::vector<Descriptor> owned_;  // tensors and helper descriptors
+  std::unordered_map<const ir::TensorAttrs*, ir::Tensor> ragged_;  // tensor -> its offsets
+  std::vector<Descriptor> owned_;                                  // tensors and helper descriptors
   std::vector<Descriptor> ops_;
   std::vector<ByValueConstant> constants_;
   std::vector<DeviceConstant> device_constants_;

@@ -14,7 +14,11 @@
 // form). Left window bound: the frontend's form, the shift on the column side (not yet checked
 // on a GPU with a shifted diagonal). ALiBi (alibi_mask): slope[h] * (col - row)
 // added after the bias, as cuDNN's own graph does it, the slopes a [1,hq,1,1] float tensor in
-// device memory the plan owns (not yet checked on a GPU).
+// device memory the plan owns (not yet checked on a GPU). Ragged (THD) tensors: their
+// descriptors carry CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC (sdpa_set_ragged; offsets in elements:
+// a multiplier needs cuDNN 9.24). Paged K / V: PAGED_CACHE_LOAD operations gather K^T and V
+// from the page containers into virtual tensors, as the frontend's graph does (both not yet
+// checked on a GPU).
 // This file also holds the pieces sdpa_backward.cpp shares (sdpa_common.hpp).
 #include <algorithm>
 #include <cmath>
@@ -54,13 +58,54 @@ Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::str
   if (qv.dim.size() != 4 || kv.dim.size() != 4 || vv.dim.size() != 4)
     return make_error(ErrorCode::NotSupported, what, ": Q, K and V must be 4-D [b,h,s,d], got ",
                       q->describe(), ", ", k->describe(), " and ", v->describe());
-  SdpaShape s{qv.dim[0], qv.dim[1], kv.dim[1], vv.dim[1],
-              qv.dim[2], kv.dim[2], qv.dim[3], vv.dim[3]};
+  SdpaShape s{qv.dim[0], qv.dim[1], kv.dim[1], vv.dim[1], qv.dim[2], ir::sdpa_kv_length(n),
+              qv.dim[3], vv.dim[3]};
   if (s.hk <= 0 || s.hv <= 0 || s.hq % s.hk != 0 || s.hq % s.hv != 0)
     return make_error(ErrorCode::NotSupported, what, ": query heads (", s.hq,
                       ") must be a multiple of the K heads (", s.hk, ") and V heads (", s.hv, ")");
   return s;
 }
+
+void sdpa_set_ragged(LowerContext& cx, const ir::Node& n) {
+  static constexpr std::pair<Role, Role> kRagged[] = {
+      {Role::Q, Role::Q_RAGGED_OFFSET},         {Role::K, Role::K_RAGGED_OFFSET},
+      {Role::V, Role::V_RAGGED_OFFSET},         {Role::O, Role::O_RAGGED_OFFSET},
+      {Role::STATS, Role::STATS_RAGGED_OFFSET}, {Role::DO, Role::DO_RAGGED_OFFSET},
+      {Role::DQ, Role::DQ_RAGGED_OFFSET},       {Role::DK, Role::DK_RAGGED_OFFSET},
+      {Role::DV, Role::DV_RAGGED_OFFSET}};
+  for (auto [role, rr] : kRagged) {
+    ir::Tensor off = n.input(rr);
+    if (!off) continue;
+    ir::Tensor t = n.input(role);
+    if (!t) t = n.output(role);
+    if (t) cx.set_ragged(t, off);
+  }
+}
+
+namespace {
+
+// K (as K^T [b,hk,d,skv]) or V ([b,hv,skv,dv]) gathered from its page container by cuDNN's
+// PAGED_CACHE_LOAD operation into a virtual tensor of `view`, as the frontend's graph does.
+Result<cudnnBackendDescriptor_t> sdpa_paged(LowerContext& cx, const std::string& what,
+                                            const std::string& tag, const ir::Tensor& container,
+                                            const ir::Tensor& table, cudnnBackendDescriptor_t len,
+                                            const TensorView& view) {
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tc, cx.tensor(container));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tt, cx.tensor(table));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto y,
+                            cx.virtual_tensor(what + "::" + tag, view, container->data_type));
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto od,
+      Descriptor::create(CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR, what + " " + tag));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, tc));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, y));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, len));
+  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, tt));
+  DNNGRAPH_TRY(cx.add_op(std::move(od)));
+  return y;
+}
+
+}  // namespace
 
 Result<SdpaSeqLens> sdpa_seq_lens(LowerContext& cx, const ir::Node& n) {
   SdpaSeqLens l;
@@ -392,13 +437,27 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   ir::Tensor k = n.input(Role::K), o = n.output(Role::O);
   DNNGRAPH_ASSIGN_OR_RETURN(const SdpaShape& s, sdpa_shape(cx, n, what, a));
   const DataType f32 = DataType::Float;
-
-  // K described transposed (same memory).
-  DNNGRAPH_ASSIGN_OR_RETURN(auto tq, cx.tensor(n.input(Role::Q)));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto tk, cx.tensor_as(k, sdpa_transposed(cx.view(k))));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto tv, cx.tensor(n.input(Role::V)));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto to, cx.tensor(o));
+  sdpa_set_ragged(cx, n);
   DNNGRAPH_ASSIGN_OR_RETURN(auto lens, sdpa_seq_lens(cx, n));
+
+  // K described transposed (same memory), or gathered from its pages transposed; V likewise
+  // (not yet checked on a GPU).
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tq, cx.tensor(n.input(Role::Q)));
+  cudnnBackendDescriptor_t tk = nullptr, tv = nullptr;
+  if (ir::Tensor table = n.input(Role::PAGE_TABLE_K)) {
+    const TensorView kt{{s.b, s.hk, s.d, s.skv}, {s.d * s.skv * s.hk, s.d * s.skv, 1, s.d}};
+    DNNGRAPH_ASSIGN_OR_RETURN(tk, sdpa_paged(cx, what, "K_paged", k, table, lens.kv, kt));
+  } else {
+    DNNGRAPH_ASSIGN_OR_RETURN(tk, cx.tensor_as(k, sdpa_transposed(cx.view(k))));
+  }
+  if (ir::Tensor table = n.input(Role::PAGE_TABLE_V)) {
+    const TensorView vv{{s.b, s.hv, s.skv, s.dv}, {s.dv * s.skv * s.hv, s.dv * s.skv, s.dv, 1}};
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        tv, sdpa_paged(cx, what, "V_paged", n.input(Role::V), table, lens.kv, vv));
+  } else {
+    DNNGRAPH_ASSIGN_OR_RETURN(tv, cx.tensor(n.input(Role::V)));
+  }
+  DNNGRAPH_ASSIGN_OR_RETURN(auto to, cx.tensor(o));
   DNNGRAPH_ASSIGN_OR_RETURN(auto scale, sdpa_scale(cx, n, what, a, s.d));
   DNNGRAPH_ASSIGN_OR_RETURN(auto last, sdpa_masked_scores(cx, n, what, a, s, tq, tk, scale, lens));
 

@@ -14,7 +14,8 @@
 // into the plan's workspace) rather than through a separate float accumulator.
 // GQA/MQA: dK / dV come out per query head ([b,hq,skv,d], io type) and are summed over the
 // heads that share a K / V head by a reduction.
-// Sequence lengths become GEMM M/N/K overrides as in the forward.
+// Sequence lengths become GEMM M/N/K overrides as in the forward. Ragged (THD) tensors carry
+// their offsets as in the forward (sdpa_set_ragged; not yet checked on a GPU).
 // Dropout (sdpa_dropout): the same RNG operation as the forward, so the same SEED / OFFSET give
 // the same mask. DBIAS (with a BIAS input) is dS before the attention scale, reduced over the
 // dims the bias broadcasts.
@@ -32,6 +33,7 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   const DataType f32 = DataType::Float;
   const DataType io = q->data_type;
 
+  sdpa_set_ragged(cx, n);
   const TensorView& kview = cx.view(k);
   DNNGRAPH_ASSIGN_OR_RETURN(auto tq, cx.tensor(q));
   DNNGRAPH_ASSIGN_OR_RETURN(auto tkt, cx.tensor_as(k, sdpa_transposed(kview)));

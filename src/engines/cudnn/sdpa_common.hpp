@@ -46,6 +46,11 @@ Status sdpa_unsupported(const std::string& what, const std::string& feature);
 Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,
                              const ir::SdpaOptions& a);
 
+// Registers the node's ragged offsets (<X>_RAGGED_OFFSET ports) with the context, so that the
+// descriptors of Q, K, V, O, STATS (dO, dQ, dK, dV) carry CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC.
+// Call before any of them is lowered.
+void sdpa_set_ragged(LowerContext& cx, const ir::Node& n);
+
 // The SEQ_LEN_Q / SEQ_LEN_KV descriptors.
 Result<SdpaSeqLens> sdpa_seq_lens(LowerContext& cx, const ir::Node& n);
 

@@ -51,7 +51,8 @@ DataType LowerContext::compute_type(const ir::Node& n) const {
 Result<cudnnBackendDescriptor_t> LowerContext::make_tensor(const std::string& name,
                                                            const TensorView& v, DataType type,
                                                            int64_t uid, bool is_virtual,
-                                                           bool by_value) {
+                                                           bool by_value,
+                                                           cudnnBackendDescriptor_t ragged) {
   DNNGRAPH_ASSIGN_OR_RETURN(
       Descriptor t, Descriptor::create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor '" + name + "'"));
   const cudnnDataType_t dt = to_cudnn(type);
@@ -64,8 +65,23 @@ Result<cudnnBackendDescriptor_t> LowerContext::make_tensor(const std::string& na
   const bool virt = is_virtual;
   DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, virt));
   if (by_value) DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, by_value));
+  if (ragged) DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, ragged));
   DNNGRAPH_TRY(t.finalize(ErrorCode::NotSupported));
   return keep(std::move(t));
+}
+
+Result<cudnnBackendDescriptor_t> LowerContext::ragged_of(const ir::Tensor& t) {
+  auto it = ragged_.find(t.get());
+  if (it == ragged_.end()) return cudnnBackendDescriptor_t{nullptr};
+  // cuDNN 9.19's backend has no multiplier attribute (CUDNN_ATTR_TENSOR_RAGGED_OFFSET_MULTIPLIER
+  // arrived in 9.24): offsets must count elements.
+  if (t->ragged_offset_multiplier != 1)
+    return make_error(ErrorCode::NotSupported, "tensor ", t->describe(),
+                      ": ragged_offset_multiplier ", t->ragged_offset_multiplier,
+                      " needs cuDNN 9.24's CUDNN_ATTR_TENSOR_RAGGED_OFFSET_MULTIPLIER; dnngraph's "
+                      "cuDNN engine is built against 9.19's API (the reference engine runs it; or "
+                      "give offsets in elements with multiplier 1)");
+  return tensor(it->second);
 }
 
 Result<cudnnBackendDescriptor_t> LowerContext::tensor(const ir::Tensor& t) {
@@ -74,8 +90,9 @@ Result<cudnnBackendDescriptor_t> LowerContext::tensor(const ir::Tensor& t) {
   auto vit = views_.find(t.get());
   if (vit == views_.end())
     return make_error(ErrorCode::Internal, "tensor ", t->describe(), " is not in the graph");
-  auto d =
-      make_tensor(t->name, vit->second, t->data_type, t->uid, t->is_virtual, t->is_pass_by_value);
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ragged, ragged_of(t));
+  auto d = make_tensor(t->name, vit->second, t->data_type, t->uid, t->is_virtual,
+                       t->is_pass_by_value, ragged);
   if (!d) return d.status();
   if (t->is_pass_by_value && t->value) constants_.push_back({t->uid, *t->value});
   by_tensor_[t.get()] = d.value();
@@ -85,8 +102,9 @@ Result<cudnnBackendDescriptor_t> LowerContext::tensor(const ir::Tensor& t) {
 Result<cudnnBackendDescriptor_t> LowerContext::tensor_as(const ir::Tensor& t, const TensorView& v) {
   if (by_tensor_.count(t.get()))
     return make_error(ErrorCode::Internal, "tensor ", t->describe(), " was lowered twice");
-  DNNGRAPH_ASSIGN_OR_RETURN(
-      auto d, make_tensor(t->name, v, t->data_type, t->uid, t->is_virtual, t->is_pass_by_value));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ragged, ragged_of(t));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto d, make_tensor(t->name, v, t->data_type, t->uid, t->is_virtual,
+                                                t->is_pass_by_value, ragged));
   if (t->is_pass_by_value && t->value) constants_.push_back({t->uid, *t->value});
   by_tensor_[t.get()] = d;
   return d;

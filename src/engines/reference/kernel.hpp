@@ -70,10 +70,21 @@ class KernelContext {
   double scalar(Role role) const;
   // Writes an output (dims must equal the output's dims), rounding to its storage type.
   void store(Role role, const Dense& value) const;
+  // Ragged (THD) rank-4 tensors: batch item i starts at element base[i] (instead of i times
+  // dim 0's stride) and only its rows [0, rows[i]) of dim 2 exist. load_ragged reads those
+  // (other rows read as 0); store_ragged writes only those. Both fail, naming the tensor, when
+  // a sequence reaches outside the tensor's extent (storage_elements()), never reading or
+  // writing out of bounds.
+  Result<Dense> load_ragged(Role role, const std::vector<int64_t>& base,
+                            const std::vector<int64_t>& rows) const;
+  Status store_ragged(Role role, const Dense& value, const std::vector<int64_t>& base,
+                      const std::vector<int64_t>& rows) const;
 
  private:
   using Ports = std::vector<std::pair<Role, Bound>>;
   static const Bound* find(const Ports& ports, Role role);
+  Status check_ragged(Role role, const ir::TensorAttrs& t, const std::vector<int64_t>& base,
+                      const std::vector<int64_t>& rows) const;
   const ir::Node& node_;
   Ports inputs_;
   Ports outputs_;

@@ -34,6 +34,15 @@
 //     used as given. Feeding the GPU's RNG_DUMP here is how its dropout is checked: with the
 //     dumped mask and scale 1/(1-p) both forms compute the same z, so the same O and gradients.
 //
+// Ragged (THD) tensors (<X>_RAGGED_OFFSET): sequence bi of X is read from / written at element
+//   offset[bi] * X's ragged_offset_multiplier (instead of bi * X's batch stride), rows past its
+//   length (SEQ_LEN_Q for Q, O, STATS, DO, DQ; SEQ_LEN_KV for K, V, DK, DV) are neither read
+//   (they count as 0) nor written; a sequence reaching outside the tensor's extent is an error.
+//   max_total_seq_len_q / _kv, when set, must be at least the total of the lengths.
+// Paged K / V (PAGE_TABLE_K / _V, forward): key j of sequence bi is row j % page_size of page
+//   table[bi][j / page_size] of the container [pages, h, page_size, d]; a page number outside
+//   the container is an error.
+//
 // Backward, from Q, K, V, O, DO and STATS: p_ij = exp(s_ij - STATS_i) for attended keys,
 //   z_ij = keep_ij / (1 - p) (1 without dropout), D_i = <do_i, o_i>,
 //   dv_j += p_ij z_ij do_i,  dp_ij = z_ij <do_i, v_j>,  ds_ij = p_ij (dp_ij - D_i),
@@ -44,6 +53,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 #include "engines/reference/kernel.hpp"
 
@@ -143,7 +153,7 @@ Result<Problem> read_problem(const KernelContext& ctx) {
   const auto& k = ctx.tensor(Role::K).dim;
   const auto& v = ctx.tensor(Role::V).dim;
   p.b = q[0], p.hq = q[1], p.sq = q[2], p.d = q[3];
-  p.hk = k[1], p.skv = k[2], p.hv = v[1], p.dv = v[3];
+  p.hk = k[1], p.skv = ir::sdpa_kv_length(ctx.node()), p.hv = v[1], p.dv = v[3];
   if (ctx.has_input(Role::ATTN_SCALE))
     p.scale = ctx.scalar(Role::ATTN_SCALE);
   else if (a.attn_scale)
@@ -178,6 +188,17 @@ Result<Problem> read_problem(const KernelContext& ctx) {
   };
   DNNGRAPH_TRY(lengths(Role::SEQ_LEN_Q, p.sq, p.len_q));
   DNNGRAPH_TRY(lengths(Role::SEQ_LEN_KV, p.skv, p.len_kv));
+  for (auto [key, limit, len] :
+       {std::tuple<const char*, const std::optional<int64_t>&, const std::vector<int64_t>&>{
+            "max_total_seq_len_q", a.max_total_seq_len_q, p.len_q},
+        {"max_total_seq_len_kv", a.max_total_seq_len_kv, p.len_kv}}) {
+    int64_t total = 0;
+    for (int64_t x : len) total += x;
+    if (limit && total > *limit)
+      return make_error(ErrorCode::InvalidArgument, "sdpa '", ctx.name(),
+                        "': the sequence lengths add up to ", total, " tokens but ", key, " is ",
+                        *limit, "; raise ", key, " (it bounds the packed total)");
+  }
 
   if (a.dropout_probability && *a.dropout_probability > 0.0) {
     p.dropout = *a.dropout_probability;
@@ -198,6 +219,80 @@ Result<Problem> read_problem(const KernelContext& ctx) {
     p.mask_scale = ctx.scalar(Role::DROPOUT_SCALE);
   }
   return p;
+}
+
+// Where each batch item of the ragged tensor at `role` starts (elements): its
+// <ROLE>_RAGGED_OFFSET values times the tensor's ragged_offset_multiplier. Empty when the
+// tensor is not ragged.
+Result<std::vector<int64_t>> ragged_base(const KernelContext& ctx, Role role, Role offset_role,
+                                         int64_t b) {
+  std::vector<int64_t> base;
+  if (!ctx.has_input(offset_role)) return base;
+  const ir::TensorAttrs& t = ctx.tensor(role);
+  const ir::TensorAttrs& ot = ctx.tensor(offset_role);
+  const Dense off = ctx.load(offset_role);
+  const int64_t mult = t.ragged_offset_multiplier;
+  for (int64_t i = 0; i < b; ++i) {
+    const double x = off[i];
+    // |x| < 2^62 / mult keeps x * mult inside int64 (and int64 offsets beyond 2^53 are already
+    // beyond any buffer).
+    if (!(x >= 0.0 && x * static_cast<double>(mult) < 0x1.0p62))
+      return make_error(ErrorCode::InvalidArgument, op_kind_name(ctx.node().kind()), " '",
+                        ctx.name(), "': ", offset_role, " '", ot.name, "'[", i, "] = ", x,
+                        " (the ragged offset of ", role, " '", t.name,
+                        "') is not a start offset; expected 0 or more");
+    base.push_back(static_cast<int64_t>(x) * mult);
+  }
+  return base;
+}
+
+// An input as a dense [b, h, s, d] array: read at its ragged offsets when it has them (only
+// the rows of each sequence, `rows`), else as is.
+Result<Dense> load_input(const KernelContext& ctx, Role role, Role offset_role, int64_t b,
+                         const std::vector<int64_t>& rows) {
+  DNNGRAPH_ASSIGN_OR_RETURN(auto base, ragged_base(ctx, role, offset_role, b));
+  if (base.empty()) return ctx.load(role);
+  return ctx.load_ragged(role, base, rows);
+}
+
+// Writes an output: at its ragged offsets (only the rows of each sequence) or as is.
+Status store_output(const KernelContext& ctx, Role role, Role offset_role, int64_t b,
+                    const std::vector<int64_t>& rows, const Dense& value) {
+  DNNGRAPH_ASSIGN_OR_RETURN(auto base, ragged_base(ctx, role, offset_role, b));
+  if (base.empty()) {
+    ctx.store(role, value);
+    return Status::ok();
+  }
+  return ctx.store_ragged(role, value, base, rows);
+}
+
+// K or V for the forward: gathered from its page container through its page table when paged
+// (key j of sequence i is row j % page_size of page table[i][j / page_size]; keys past the
+// sequence length read as 0), else load_input.
+Result<Dense> load_kv(const KernelContext& ctx, const Problem& p, Role role) {
+  const bool is_k = role == Role::K;
+  const Role table_role = is_k ? Role::PAGE_TABLE_K : Role::PAGE_TABLE_V;
+  const Role offset_role = is_k ? Role::K_RAGGED_OFFSET : Role::V_RAGGED_OFFSET;
+  if (!ctx.has_input(table_role)) return load_input(ctx, role, offset_role, p.b, p.len_kv);
+  const Dense pool = ctx.load(role), table = ctx.load(table_role);
+  const int64_t pages = pool.dim[0], h = pool.dim[1], ps = pool.dim[2], d = pool.dim[3];
+  const int64_t per_seq = table.dim[2];
+  Dense out({p.b, h, p.skv, d});
+  for (int64_t bi = 0; bi < p.b; ++bi)
+    for (int64_t j = 0; j < p.len_kv[static_cast<size_t>(bi)]; ++j) {
+      const double page = table[bi * per_seq + j / ps];
+      if (!(page >= 0.0 && page < static_cast<double>(pages)))
+        return make_error(ErrorCode::InvalidArgument, "sdpa '", ctx.name(), "': ", table_role, " '",
+                          ctx.tensor(table_role).name, "'[", bi, ", 0, ", j / ps, ", 0] = ", page,
+                          " (the page of key ", j, " of sequence ", bi, ") is not a page of ", role,
+                          " '", ctx.tensor(role).name, "' (0..", pages - 1,
+                          "); fix the page table");
+      const int64_t pg = static_cast<int64_t>(page), row = j % ps;
+      for (int64_t hh = 0; hh < h; ++hh)
+        for (int64_t c = 0; c < d; ++c)
+          out[((bi * h + hh) * p.skv + j) * d + c] = pool[((pg * h + hh) * ps + row) * d + c];
+    }
+  return out;
 }
 
 // The probability form's keep mask over the whole [b, hq, sq, skv] score matrix, 1 / 0.
@@ -231,7 +326,10 @@ Status run_forward(KernelContext& ctx) {
   Result<Problem> pr = read_problem(ctx);
   if (!pr) return pr.status();
   const Problem& p = *pr;
-  const Dense q = ctx.load(Role::Q), k = ctx.load(Role::K), v = ctx.load(Role::V);
+  DNNGRAPH_ASSIGN_OR_RETURN(const Dense q,
+                            load_input(ctx, Role::Q, Role::Q_RAGGED_OFFSET, p.b, p.len_q));
+  DNNGRAPH_ASSIGN_OR_RETURN(const Dense k, load_kv(ctx, p, Role::K));
+  DNNGRAPH_ASSIGN_OR_RETURN(const Dense v, load_kv(ctx, p, Role::V));
   Dense o({p.b, p.hq, p.sq, p.dv});
   Dense stats({p.b, p.hq, p.sq, 1});
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
@@ -268,8 +366,9 @@ Status run_forward(KernelContext& ctx) {
         stats[row] = mx + std::log(sum);
       }
     }
-  ctx.store(Role::O, o);
-  if (ctx.has_output(Role::STATS)) ctx.store(Role::STATS, stats);
+  DNNGRAPH_TRY(store_output(ctx, Role::O, Role::O_RAGGED_OFFSET, p.b, p.len_q, o));
+  if (ctx.has_output(Role::STATS))
+    DNNGRAPH_TRY(store_output(ctx, Role::STATS, Role::STATS_RAGGED_OFFSET, p.b, p.len_q, stats));
   if (ctx.has_output(Role::RNG_DUMP)) ctx.store(Role::RNG_DUMP, drawn_mask(p));
   return Status::ok();
 }
@@ -278,8 +377,15 @@ Status run_backward(KernelContext& ctx) {
   Result<Problem> pr = read_problem(ctx);
   if (!pr) return pr.status();
   const Problem& p = *pr;
-  const Dense q = ctx.load(Role::Q), k = ctx.load(Role::K), v = ctx.load(Role::V);
-  const Dense o = ctx.load(Role::O), d_o = ctx.load(Role::DO), stats = ctx.load(Role::STATS);
+  auto in = [&](Role role, Role offset_role, const std::vector<int64_t>& rows) {
+    return load_input(ctx, role, offset_role, p.b, rows);
+  };
+  DNNGRAPH_ASSIGN_OR_RETURN(const Dense q, in(Role::Q, Role::Q_RAGGED_OFFSET, p.len_q));
+  DNNGRAPH_ASSIGN_OR_RETURN(const Dense k, in(Role::K, Role::K_RAGGED_OFFSET, p.len_kv));
+  DNNGRAPH_ASSIGN_OR_RETURN(const Dense v, in(Role::V, Role::V_RAGGED_OFFSET, p.len_kv));
+  DNNGRAPH_ASSIGN_OR_RETURN(const Dense o, in(Role::O, Role::O_RAGGED_OFFSET, p.len_q));
+  DNNGRAPH_ASSIGN_OR_RETURN(const Dense d_o, in(Role::DO, Role::DO_RAGGED_OFFSET, p.len_q));
+  DNNGRAPH_ASSIGN_OR_RETURN(const Dense stats, in(Role::STATS, Role::STATS_RAGGED_OFFSET, p.len_q));
   const bool want_dbias = ctx.has_output(Role::DBIAS);
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
   // Per query head first (no two threads write the same element), then summed per K/V head.
@@ -334,9 +440,9 @@ Status run_backward(KernelContext& ctx) {
       for (int64_t e = 0; e < nk; ++e) dk[kdst * nk + e] += dk_h[src * nk + e];
       for (int64_t e = 0; e < nv; ++e) dv[vdst * nv + e] += dv_h[src * nv + e];
     }
-  ctx.store(Role::DQ, dq);
-  ctx.store(Role::DK, dk);
-  ctx.store(Role::DV, dv);
+  DNNGRAPH_TRY(store_output(ctx, Role::DQ, Role::DQ_RAGGED_OFFSET, p.b, p.len_q, dq));
+  DNNGRAPH_TRY(store_output(ctx, Role::DK, Role::DK_RAGGED_OFFSET, p.b, p.len_kv, dk));
+  DNNGRAPH_TRY(store_output(ctx, Role::DV, Role::DV_RAGGED_OFFSET, p.b, p.len_kv, dv));
   if (want_dbias) ctx.store(Role::DBIAS, reduce_to(ds_full, ctx.tensor(Role::DBIAS).dim));
   return Status::ok();
 }

@@ -115,4 +115,63 @@ void KernelContext::store(Role role, const Dense& value) const {
                   [&](int64_t i, int64_t off) { store_element(b.data, type, off, value[i]); });
 }
 
+Status KernelContext::check_ragged(Role role, const ir::TensorAttrs& t,
+                                   const std::vector<int64_t>& base,
+                                   const std::vector<int64_t>& rows) const {
+  const int64_t extent = t.storage_elements();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] <= 0) continue;
+    // Strides are >= 1 (validated) and base, dims and strides were checked against int64 by
+    // validate(), so the span below cannot wrap unless base is beyond the extent already.
+    const int64_t reach =
+        (t.dim[1] - 1) * t.stride[1] + (rows[i] - 1) * t.stride[2] + (t.dim[3] - 1) * t.stride[3];
+    if (base[i] < 0 || base[i] >= extent || reach >= extent - base[i])
+      return make_error(ErrorCode::InvalidArgument, op_kind_name(node_.kind()), " '", name(),
+                        "': ", role, " '", t.name, "': sequence ", i, " starts at element ",
+                        base[i], " (its ragged offset x multiplier) and its ", rows[i],
+                        " rows span ", reach + 1, " elements from there, outside the tensor's ",
+                        extent, " elements (", t.describe(),
+                        "); fix the ragged offsets or the sequence lengths");
+  }
+  return Status::ok();
+}
+
+Result<Dense> KernelContext::load_ragged(Role role, const std::vector<int64_t>& base,
+                                         const std::vector<int64_t>& rows) const {
+  const Bound& b = *find(inputs_, role);
+  const ir::TensorAttrs& t = *b.attrs;
+  DNNGRAPH_TRY(check_ragged(role, t, base, rows));
+  Dense out(t.dim);
+  const auto& d = t.dim;
+  const auto& st = t.stride;
+  int64_t e = 0;
+  for (int64_t i = 0; i < d[0]; ++i)
+    for (int64_t h = 0; h < d[1]; ++h)
+      for (int64_t r = 0; r < d[2]; ++r)
+        for (int64_t c = 0; c < d[3]; ++c, ++e)
+          if (r < rows[static_cast<size_t>(i)])
+            out[e] = load_element(b.data, t.data_type,
+                                  base[static_cast<size_t>(i)] + h * st[1] + r * st[2] + c * st[3]);
+  return out;
+}
+
+Status KernelContext::store_ragged(Role role, const Dense& value, const std::vector<int64_t>& base,
+                                   const std::vector<int64_t>& rows) const {
+  const Bound& b = *find(outputs_, role);
+  const ir::TensorAttrs& t = *b.attrs;
+  DNNGRAPH_TRY(check_ragged(role, t, base, rows));
+  const auto& d = t.dim;
+  const auto& st = t.stride;
+  int64_t e = 0;
+  for (int64_t i = 0; i < d[0]; ++i)
+    for (int64_t h = 0; h < d[1]; ++h)
+      for (int64_t r = 0; r < d[2]; ++r)
+        for (int64_t c = 0; c < d[3]; ++c, ++e)
+          if (r < rows[static_cast<size_t>(i)])
+            store_element(b.data, t.data_type,
+                          base[static_cast<size_t>(i)] + h * st[1] + r * st[2] + c * st[3],
+                          value[e]);
+  return Status::ok();
+}
+
 }  // namespace dnngraph::reference

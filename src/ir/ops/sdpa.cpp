@@ -9,10 +9,15 @@
 // element; both floating, used as given). The forms exclude each other so that an engine never
 // has to guess which one wins. The forward may dump the mask it drew into RNG_DUMP
 // [b, hq, sq, skv] (probability form only), to replay it through the mask form elsewhere.
+// Ragged offsets (<X>_RAGGED_OFFSET [b+1,1,1,1] INT32/INT64, validate() binds them from the
+// tensors' ragged_offset) and page tables (PAGE_TABLE_K/V [b,1,pages,1], K/V then page
+// containers [pages, h, page_size, d]) need the padding mask, as in the frontend.
 // alibi_mask (the frontend's use_alibi_mask) adds slope[h] * (col - row) to the scores; as in
 // the frontend it needs causal masking (right bound 0) on the top-left diagonal.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "ir/ops/common.hpp"
 
@@ -23,13 +28,81 @@ struct SdpaDims {
   int64_t b, hq, sq, d, skv, dv;
 };
 
+// Paged K / V (forward): the logical s_kv from the page tables and containers, after checking
+// them. 0 when neither is paged.
+Result<int64_t> check_paged(const Node& n, const Tensor& q, const Tensor& k, const Tensor& v) {
+  const SdpaAttrs* fwd = n.kind() == OpKind::SdpaFwd ? &n.as<SdpaAttrs>() : nullptr;
+  Tensor tk = n.input(Role::PAGE_TABLE_K), tv = n.input(Role::PAGE_TABLE_V);
+  if (!tk && !tv) {
+    if (fwd && fwd->paged_max_seq_len_kv)
+      return make_error(ErrorCode::NotSupported, op_label(n),
+                        ": paged_attention_max_seq_len_kv is set without a page table; it is the "
+                        "logical s_kv of paged K / V (set paged_attention_k_table / _v_table)");
+    return int64_t{0};
+  }
+  const int64_t b = q->dim[0];
+  int64_t addressed = INT64_MAX, dense = 0;
+  for (auto [role, table, data] :
+       {std::tuple<Role, const Tensor&, const Tensor&>{Role::PAGE_TABLE_K, tk, k},
+        {Role::PAGE_TABLE_V, tv, v}}) {
+    const Role data_role = role == Role::PAGE_TABLE_K ? Role::K : Role::V;
+    if (!table) {
+      dense = data->dim[2];
+      continue;
+    }
+    DNNGRAPH_TRY(check_rank(n, role, table, 4, 4));
+    if (table->dim[0] != b || table->dim[1] != 1 || table->dim[3] != 1)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, table),
+                        " has dims ", dims_str(table->dim),
+                        "; expected [b, 1, pages, 1] with b=", b,
+                        " (one row of page numbers per "
+                        "batch item)");
+    if (!is_integral(table->data_type))
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, table),
+                        " must be an integer (INT32) but is ", data_type_name(table->data_type));
+    if (table->is_virtual || table->is_pass_by_value)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, table),
+                        " must be a graph input in memory (non-virtual, not pass-by-value)");
+    if (n.input(data_role == Role::K ? Role::K_RAGGED_OFFSET : Role::V_RAGGED_OFFSET))
+      return make_error(ErrorCode::NotSupported, op_label(n), ": ", port_label(data_role, data),
+                        " is a page container and ragged; packed (ragged) page tables are not "
+                        "supported: remove the ragged offset");
+    addressed = std::min(addressed, table->dim[2] * data->dim[2]);
+  }
+  const SdpaOptions& a = fwd ? static_cast<const SdpaOptions&>(*fwd)
+                             : static_cast<const SdpaOptions&>(n.as<SdpaBwdAttrs>());
+  if (!a.padding_mask)
+    return make_error(ErrorCode::NotSupported, op_label(n),
+                      ": page tables need the padding mask (use_padding_mask with seq_len_q and "
+                      "seq_len_kv), as in the cuDNN frontend");
+  int64_t skv = dense ? dense : addressed;
+  if (fwd && fwd->paged_max_seq_len_kv) {
+    const int64_t m = *fwd->paged_max_seq_len_kv;
+    if (m < 1 || m > addressed)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": paged_attention_max_seq_len_kv ",
+                        m, " is outside 1..", addressed,
+                        " (what the page tables address: pages x page size)");
+    skv = m;
+  }
+  if (dense && dense > addressed)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": the dense ", tk ? "V" : "K",
+                      " has s_kv=", dense, " but the page table of the paged one addresses only ",
+                      addressed, " rows");
+  return skv;
+}
+
 Result<SdpaDims> check_qkv(const Node& n, const Tensor& q, const Tensor& k, const Tensor& v) {
   DNNGRAPH_TRY(check_rank(n, Role::Q, q, 4, 4));
   DNNGRAPH_TRY(check_rank(n, Role::K, k, 4, 4));
   DNNGRAPH_TRY(check_rank(n, Role::V, v, 4, 4));
   SdpaDims s{q->dim[0], q->dim[1], q->dim[2], q->dim[3], k->dim[2], v->dim[3]};
+  auto paged_skv = check_paged(n, q, k, v);
+  DNNGRAPH_TRY(paged_skv.status());
+  const bool paged_k = n.input(Role::PAGE_TABLE_K) != nullptr;
+  const bool paged_v = n.input(Role::PAGE_TABLE_V) != nullptr;
+  if (*paged_skv > 0) s.skv = *paged_skv;
   for (auto [role, t] : {std::pair<Role, const Tensor&>{Role::K, k}, {Role::V, v}}) {
-    if (t->dim[0] != s.b)
+    if (t->dim[0] != s.b && !(role == Role::K ? paged_k : paged_v))
       return make_error(ErrorCode::InvalidGraph, op_label(n),
                         ": batch differs: ", port_label(Role::Q, q), " has b=", s.b, " but ",
                         port_label(role, t), " has b=", t->dim[0], " (dim 0)");
@@ -43,7 +116,7 @@ Result<SdpaDims> check_qkv(const Node& n, const Tensor& q, const Tensor& k, cons
     return make_error(ErrorCode::InvalidGraph, op_label(n),
                       ": head dim differs: ", port_label(Role::Q, q), " has d=", s.d, " but ",
                       port_label(Role::K, k), " has d=", k->dim[3], " (dim 3)");
-  if (v->dim[2] != s.skv)
+  if (!paged_k && !paged_v && v->dim[2] != s.skv)
     return make_error(ErrorCode::InvalidGraph, op_label(n),
                       ": key/value length differs: ", port_label(Role::K, k), " has s_kv=", s.skv,
                       " but ", port_label(Role::V, v), " has ", v->dim[2], " (dim 2)");
@@ -97,6 +170,65 @@ Status check_dropout_mask(const Node& n, const SdpaOptions& a, const SdpaDims& s
                       port_label(Role::DROPOUT_SCALE, scale), " is ", scale->value->as_double(),
                       "; expected a finite scale (normally 1 / (1 - p))");
   return check_floating(n, Role::DROPOUT_SCALE, scale);
+}
+
+// Ragged (THD) offsets: [b+1,1,1,1] integers in memory, only with the padding mask.
+Status check_ragged(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
+  static constexpr std::pair<Role, Role> kRagged[] = {
+      {Role::Q, Role::Q_RAGGED_OFFSET},         {Role::K, Role::K_RAGGED_OFFSET},
+      {Role::V, Role::V_RAGGED_OFFSET},         {Role::O, Role::O_RAGGED_OFFSET},
+      {Role::STATS, Role::STATS_RAGGED_OFFSET}, {Role::DO, Role::DO_RAGGED_OFFSET},
+      {Role::DQ, Role::DQ_RAGGED_OFFSET},       {Role::DK, Role::DK_RAGGED_OFFSET},
+      {Role::DV, Role::DV_RAGGED_OFFSET}};
+  bool ragged = false;
+  for (auto [role, rr] : kRagged) {
+    Tensor t = n.input(role);
+    if (!t) t = n.output(role);
+    Tensor off = n.input(rr);
+    if (t && t->ragged_offset_multiplier < 1)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
+                        " has ragged_offset_multiplier ", t->ragged_offset_multiplier,
+                        "; expected a positive number of elements per offset unit");
+    if (t && t->ragged_offset_multiplier != 1 && !off)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(role, t),
+                        " has ragged_offset_multiplier ", t->ragged_offset_multiplier,
+                        " but no ragged offset tensor; set one (set_ragged_offset) or leave the "
+                        "multiplier at 1");
+    if (!off) continue;
+    if (!t)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(rr, off),
+                        " is given but ", role, " is not");
+    ragged = true;
+    DNNGRAPH_TRY(expect_dims(
+        n, rr, off, {s.b + 1, 1, 1, 1},
+        detail::cat("the ragged offset of ", port_label(role, t), ": where each of the b=", s.b,
+                    " sequences starts, and one past the last")));
+    if (off->data_type != DataType::Int32 && off->data_type != DataType::Int64)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(rr, off),
+                        " (the ragged offset of ", port_label(role, t),
+                        ") must be INT32 or INT64 but is ", data_type_name(off->data_type));
+    if (off->is_virtual || off->is_pass_by_value)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(rr, off),
+                        " (the ragged offset of ", port_label(role, t),
+                        ") must be a graph input in memory (non-virtual, not pass-by-value)");
+  }
+  if (ragged && !a.padding_mask)
+    return make_error(ErrorCode::NotSupported, op_label(n),
+                      ": ragged offsets need the padding mask (use_padding_mask with seq_len_q "
+                      "and seq_len_kv), as in the cuDNN frontend");
+  for (auto [key, v] : {std::pair<const char*, const std::optional<int64_t>&>{
+                            "max_total_seq_len_q", a.max_total_seq_len_q},
+                        {"max_total_seq_len_kv", a.max_total_seq_len_kv}}) {
+    if (!v) continue;
+    if (!ragged)
+      return make_error(ErrorCode::NotSupported, op_label(n), ": ", key,
+                        " is only supported with ragged (packed THD) tensors, as in the cuDNN "
+                        "frontend; set ragged offsets on Q, K, V, O or leave it unset");
+    if (*v < 1)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", key, " ", *v,
+                        " is not a token count; expected at least 1");
+  }
+  return Status::ok();
 }
 
 // Attributes and optional inputs shared by forward and backward.
@@ -155,6 +287,7 @@ Status check_options(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
   if (seed) DNNGRAPH_TRY(check_integer_scalar(n, Role::SEED, seed));
   if (offset) DNNGRAPH_TRY(check_integer_scalar(n, Role::OFFSET, offset));
   DNNGRAPH_TRY(check_dropout_mask(n, a, s));
+  DNNGRAPH_TRY(check_ragged(n, a, s));
 
   if (a.left_bound && *a.left_bound < 1)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": left_bound ", *a.left_bound,
@@ -200,6 +333,17 @@ std::vector<double> sdpa_alibi_slopes(int64_t heads) {
   for (int64_t i = 0; i < n; ++i) out.push_back(slope(static_cast<float>(i + 1)));
   for (int64_t i = 0; i < heads - n; ++i) out.push_back(slope(static_cast<float>(i) + 0.5f));
   return out;
+}
+
+int64_t sdpa_kv_length(const Node& n) {
+  Tensor k = n.input(Role::K), v = n.input(Role::V);
+  Tensor tk = n.input(Role::PAGE_TABLE_K), tv = n.input(Role::PAGE_TABLE_V);
+  if (!tk && !tv) return k->dim[2];
+  const auto& a = n.as<SdpaAttrs>();
+  if (a.paged_max_seq_len_kv) return *a.paged_max_seq_len_kv;
+  if (!tk) return k->dim[2];
+  if (!tv) return v->dim[2];
+  return std::min(tk->dim[2] * k->dim[2], tv->dim[2] * v->dim[2]);
 }
 
 Status infer_sdpa(Node& n, const InferContext& ctx) {

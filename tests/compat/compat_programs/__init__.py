@@ -27,6 +27,8 @@ NAMES = [
     "sdpa_stats_layout",
     "sdpa_sliding_window",
     "sdpa_alibi",
+    "sdpa_ragged",
+    "sdpa_paged",
     "sdpa_fp8",
     "sdpa_harness_form",
     "wrapper_graph",
