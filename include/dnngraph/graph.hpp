@@ -155,7 +155,7 @@ class Graph : public ir::Graph {
 
  private:
   void set_required();
-  void adopt_plan(std::unique_ptr<Plan> plan, const std::string& candidate);
+  void adopt_plan(std::unique_ptr<Plan> plan, CandidateInfo info);
   Status restore_plan(const HandlePtr& handle, Engine& engine, std::string_view bytes);
   std::string plan_cache_key(const Engine& engine, const Handle& handle,
                              const std::vector<HeurMode>& modes, std::string_view policy) const;

@@ -826,6 +826,10 @@ class pygraph(_native):
         """(engine id, {knob_type: value}) of the plan at `index`: what create_execution_plan
         takes to make the same plan again."""
         plan = self._plan(index)
+        if int(plan["engine_id"]) < 0:
+            raise _missing("get_engine_and_knobs_at_index",
+                           "this plan was restored from a serialized graph or plan-cache entry "
+                           "that predates engine ids; build the graph again")
         return int(plan["engine_id"]), {_knob_from_name(k): int(v)
                                         for k, v in plan["knobs"].items()}
 

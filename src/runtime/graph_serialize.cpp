@@ -78,18 +78,36 @@ Result<std::string> Graph::serialize_unlocked() const {
   env["graph"] = ir::to_json(*this, -1);
   env["engine"] = std::string(state_->engine->name());
   env["candidate"] = state_->statuses[ci].info.name;
+  env["engine_id"] = state_->statuses[ci].info.engine_id;
+  nlohmann::json knobs = nlohmann::json::object();
+  for (const auto& [k, v] : state_->statuses[ci].info.knobs) knobs[k] = v;
+  env["knobs"] = std::move(knobs);
   auto plan = state_->plans[static_cast<size_t>(state_->selected)]->serialize();
   env["plan"] = plan ? nlohmann::json(base64_encode(*plan)) : nlohmann::json(nullptr);
   return env.dump();
 }
 
+namespace {
+// The stored candidate of an envelope whose "candidate" is a string: its name, engine id and
+// knobs (engine_id -1 when the envelope predates them; fields of another type are ignored).
+CandidateInfo stored_candidate(const nlohmann::json& env) {
+  CandidateInfo info;
+  info.name = env["candidate"].get<std::string>();
+  auto id = env.find("engine_id");
+  info.engine_id = id != env.end() && id->is_number_integer() ? id->get<int64_t>() : -1;
+  auto knobs = env.find("knobs");
+  if (knobs != env.end() && knobs->is_object())
+    for (const auto& [k, v] : knobs->items())
+      if (v.is_number_integer()) info.knobs.emplace_back(k, v.get<int64_t>());
+  return info;
+}
+}  // namespace
+
 // A restored plan stands alone: no heuristics, no compilation.
-void Graph::adopt_plan(std::unique_ptr<Plan> plan, const std::string& candidate) {
+void Graph::adopt_plan(std::unique_ptr<Plan> plan, CandidateInfo info) {
   state_->candidates.clear();
   state_->checked = 0;
-  CandidateInfo info;
   info.engine = std::string(state_->engine->name());
-  info.name = candidate;
   info.workspace_size = plan->workspace_size();
   state_->statuses = {CandidateStatus{info, Status::ok(), true, plan->workspace_size()}};
   state_->supported = {0};
@@ -129,7 +147,7 @@ Status Graph::restore_plan(const HandlePtr& handle, Engine& engine, std::string_
   state_->handle = handle;
   state_->engine = &engine;
   set_required();
-  adopt_plan(std::move(plan), env["candidate"].get<std::string>());
+  adopt_plan(std::move(plan), stored_candidate(env));
   return Status::ok();
 }
 
@@ -179,7 +197,7 @@ Status Graph::deserialize_unlocked(const HandlePtr& handle, std::string_view byt
     DNNGRAPH_ASSIGN_OR_RETURN(auto raw, base64_decode(env["plan"].get<std::string>()));
     auto plan = state_->engine->deserialize_plan(state_->validated, *handle, raw);
     if (plan) {
-      adopt_plan(std::move(plan).value(), want);
+      adopt_plan(std::move(plan).value(), stored_candidate(env));
       return Status::ok();
     }
   }

@@ -38,6 +38,19 @@ TEST(EngineKnobs, ReferenceEngineHasOneEngineWithoutKnobsAndItRuns) {
   for (size_t i = 0; i < y.size(); ++i) EXPECT_FLOAT_EQ(y[i], std::max(a[i] + b[i], 0.f)) << i;
 }
 
+TEST(EngineKnobs, SerializedGraphsKeepTheEngineAndKnobsOfTheirPlan) {
+  test::AddRelu t;
+  auto h = test::cpu();
+  ASSERT_TRUE(t.g.build(h).is_ok());
+  auto blob = t.g.serialize();
+  ASSERT_TRUE(blob.is_ok()) << blob.status().message();
+  EXPECT_NE(blob->find("\"engine_id\":0"), std::string::npos) << *blob;
+  EXPECT_NE(blob->find("\"knobs\":{}"), std::string::npos) << *blob;
+  Graph back;
+  ASSERT_TRUE(back.deserialize(h, *blob).is_ok());
+  EXPECT_EQ(back.candidates().at(0).info.engine_id, 0);
+}
+
 TEST(EngineKnobs, BadIndexKnobsOrStageAreClearErrors) {
   test::AddRelu t;
   auto h = test::cpu();

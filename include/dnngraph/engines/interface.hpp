@@ -40,11 +40,12 @@ struct KnobInfo {
 using KnobChoices = std::vector<std::pair<std::string, int64_t>>;
 
 struct CandidateInfo {
-  std::string engine;                        // "reference", "cudnn"
-  std::string name;                          // readable: engine id + knobs
-  int64_t engine_id = 0;                     // the engine's index (LoweredGraph::engine_count)
-  KnobChoices knobs;                         // its knob values
-  HeurMode source = HeurMode::A;             // the heuristic mode that proposed it
+  std::string engine;             // "reference", "cudnn"
+  std::string name;               // readable: engine id + knobs
+  int64_t engine_id = 0;          // the engine's index (LoweredGraph::engine_count); -1: not known
+                                  // (a plan restored from a blob older than this field)
+  KnobChoices knobs;              // its knob values
+  HeurMode source = HeurMode::A;  // the heuristic mode that proposed it
   std::vector<std::string> numerical_notes;  // e.g. "TENSOR_CORE", "REDUCED_PRECISION_REDUCTION"
   std::vector<std::string> behavior_notes;   // e.g. "RUNTIME_COMPILATION"
   int64_t workspace_size = -1;  // bytes, when the engine knows it before building (else -1)

@@ -33,4 +33,5 @@ def run(h):
     h.sync()
     ref = h.numpy(a) @ h.numpy(b)
     ref[ref < 0] = 0
-    return Result({"C": c}, {"C": ref}, 1e-5, lambda: g.execute(pack, _ptr(ws)))
+    # A float matmul runs on TF32 tensor cores on a GPU: 1e-2 of max(1, |ref|) (k = 24).
+    return Result({"C": c}, {"C": ref}, 1e-2, lambda: g.execute(pack, _ptr(ws)))
