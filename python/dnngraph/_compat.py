@@ -365,8 +365,6 @@ _SDPA_UNSUPPORTED = {
     "block_mask": _NOT_YET,
     "score_max": "dnngraph's SDPA has no row-max output yet (use the Stats log-sum-exp)",
     "score_sum_exp": "dnngraph's SDPA has no sum-of-exp output yet (use the Stats log-sum-exp)",
-    "sink_token": _NOT_YET,
-    "dSink_token": _NOT_YET,
     "softmax_precision": _PY_ONLY,
     "attn_scale_prefolded": _PY_ONLY,
     "kv_mask": "the frontend serves it only with its Python kernels; cuDNN's backend has no "

@@ -74,7 +74,7 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          bool use_alibi_mask, std::optional<int64_t> max_total_seq_len_q,
          std::optional<int64_t> max_total_seq_len_kv, OptT paged_attention_k_table,
          OptT paged_attention_v_table, std::optional<int64_t> paged_attention_max_seq_len_kv,
-         DataType compute, std::string name) {
+         OptT sink_token, DataType compute, std::string name) {
         ir::SdpaAttrs a;
         a.is_inference = is_inference;
         a.paged_max_seq_len_kv = paged_attention_max_seq_len_kv;
@@ -84,6 +84,7 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
                     use_padding_mask, std::move(seq_len_q), std::move(seq_len_kv), dropout,
                     use_alibi_mask, max_total_seq_len_q, max_total_seq_len_kv);
         extra.rng_dump = std::move(rng_dump);
+        extra.sink_token = std::move(sink_token);
         extra.page_table_k = std::move(paged_attention_k_table);
         extra.page_table_v = std::move(paged_attention_v_table);
         return as_tuple(g.graph.sdpa(q, k, v, a, extra, op_options(compute, std::move(name))));
@@ -101,7 +102,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("paged_attention_k_table").none() = nb::none(),
       nb::arg("paged_attention_v_table").none() = nb::none(),
       nb::arg("paged_attention_max_seq_len_kv").none() = nb::none(),
-      nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
+      nb::arg("sink_token").none() = nb::none(), nb::arg("compute_data_type") = DataType::NotSet,
+      nb::arg("name") = "",
       "Attention O = softmax(scale * Q K^T + bias, masked) V with Q [b,h,s_q,d], K "
       "[b,h_k,s_kv,d],\n"
       "V [b,h_v,s_kv,d_v]. attn_scale: float or pass-by-value tensor (default 1/sqrt(d)).\n"
@@ -124,6 +126,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       "page containers [num_pages, h, page_size, d] (key j of sequence i: row j % page_size of\n"
       "page table[i][j // page_size]); needs use_padding_mask. paged_attention_max_seq_len_kv:\n"
       "the logical s_kv (default: pages x page_size).\n"
+      "sink_token: attention sinks, a FLOAT tensor [1, h_q, 1, 1]: one extra logit per query\n"
+      "head in every row's softmax (no value row), so the row's weights sum to less than 1.\n"
       "Returns (O, stats); stats (log-sum-exp, fp32) is None when is_inference.");
 
   cls.def(
@@ -134,7 +138,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
          bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, OptT dBias,
          bool dbias_output, bool use_alibi_mask, std::optional<int64_t> max_total_seq_len_q,
-         std::optional<int64_t> max_total_seq_len_kv, DataType compute, std::string name) {
+         std::optional<int64_t> max_total_seq_len_kv, OptT sink_token, OptT dSink_token,
+         DataType compute, std::string name) {
         ir::SdpaBwdAttrs a;
         ir::SdpaInputs extra;
         fill_common(g, a, extra, attn_scale, std::move(bias), use_causal_mask,
@@ -144,6 +149,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
         const bool given = static_cast<bool>(dBias);
         extra.dbias = std::move(dBias);
         extra.dbias_output = dbias_output;
+        extra.sink_token = std::move(sink_token);
+        extra.dsink_token = std::move(dSink_token);
         auto r = g.graph.sdpa_backward(q, k, v, o, dO, stats, a, extra,
                                        op_options(compute, std::move(name)));
         if (r[3] && !given) return as_tuple(r);
@@ -159,13 +166,16 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("dBias").none() = nb::none(), nb::arg("dbias_output") = true,
       nb::arg("use_alibi_mask") = false, nb::arg("max_total_seq_len_q").none() = nb::none(),
       nb::arg("max_total_seq_len_kv").none() = nb::none(),
+      nb::arg("sink_token").none() = nb::none(), nb::arg("dSink_token").none() = nb::none(),
       nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
       "Gradients of sdpa. Pass the forward's options, use_alibi_mask and dropout included\n"
       "(dropout in either form: the same (p, seed, offset) redraws the same mask; (mask,\n"
       "scale) reuses it). Returns\n"
       "(dQ, dK, dV), or (dQ, dK, dV, dBias) when bias is given (dbias_output=False: no dBias).\n"
       "dBias=tensor (the frontend's form): that tensor receives the bias gradient and the\n"
-      "return is (dQ, dK, dV).");
+      "return is (dQ, dK, dV).\n"
+      "sink_token: the forward's sink logits; dSink_token=tensor [1, h_q, 1, 1] FLOAT receives\n"
+      "their gradient (needs sink_token; not part of the return).");
 }
 
 }  // namespace dnngraph::py

@@ -12,7 +12,6 @@ REFUSED = {
     "block_mask": "no such input yet",
     "score_max": "no row-max output",
     "score_sum_exp": "no sum-of-exp output",
-    "sink_token": "no such input yet",
     "softmax_precision": "Python kernels",
     "attn_scale_prefolded": "Python kernels",
     "kv_mask": "Python kernels",
@@ -38,14 +37,6 @@ def test_set_is_refused_with_a_reason(rng, kw):
         g.validate()
     with pytest.raises(cudnn.NotSupportedError, match=rf"sdpa\({kw}=\.\.\.\)"):
         g.build()
-
-
-def test_dsink_token_refused_in_backward(rng):
-    g, (Q, K, V), q = graph_and_qkv(rng)
-    O, dO, ST = tensor_of(g, q, "O"), tensor_of(g, q, "dO"), tensor_of(g, q[..., :1], "st")
-    g.sdpa_backward(q=Q, k=K, v=V, o=O, dO=dO, stats=ST, dSink_token=tensor_of(g, q, "ds"))
-    with pytest.raises(cudnn.NotSupportedError, match=r"sdpa_backward\(dSink_token=.*input"):
-        g.build_operation_graph()
 
 
 def test_unset_is_accepted(rng):

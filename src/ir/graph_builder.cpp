@@ -284,6 +284,7 @@ void bind_sdpa_extra(std::vector<Port>& in, const SdpaInputs& e) {
   bind(in, Role::OFFSET, e.offset);
   bind(in, Role::DROPOUT_MASK, e.dropout_mask);
   bind(in, Role::DROPOUT_SCALE, e.dropout_scale);
+  bind(in, Role::SINK_TOKEN, e.sink_token);
   bind(in, Role::PAGE_TABLE_K, e.page_table_k);  // refused by the backward's validate()
   bind(in, Role::PAGE_TABLE_V, e.page_table_v);
 }
@@ -300,6 +301,7 @@ std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
   bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);
   // The forward has no DBIAS: bound anyway, so validate() names the mistake.
   bind(n.outputs, Role::DBIAS, extra.dbias);
+  bind(n.outputs, Role::DSINK_TOKEN, extra.dsink_token);  // likewise
   return out;
 }
 
@@ -326,6 +328,7 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
     out[3] = add_output(n, Role::DBIAS);
   }
   bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);  // refused by validate()
+  bind(n.outputs, Role::DSINK_TOKEN, extra.dsink_token);
   return out;
 }
 

@@ -40,6 +40,11 @@ struct SdpaInputs {
   // a DBIAS output is made when bias is given, unless dbias_output is false.
   Tensor dbias;
   bool dbias_output = true;
+  // Attention sink logits [1, h_q, 1, 1] FLOAT (the frontend's sink_token), forward and
+  // backward; dsink_token (backward only) is the DSINK_TOKEN output to bind (the frontend's
+  // dSink_token=), made only when given.
+  Tensor sink_token;
+  Tensor dsink_token;
   // Forward only, paged K / V: [b, 1, pages, 1] INT32 page numbers into K / V, which are then
   // page containers [num_pages, h, page_size, d] (SdpaAttrs::paged_max_seq_len_kv sets s_kv).
   Tensor page_table_k;

@@ -66,6 +66,8 @@ namespace dnngraph::ir {
   R(DROPOUT_MASK)         \
   R(DROPOUT_SCALE)        \
   R(RNG_DUMP)             \
+  R(SINK_TOKEN)           \
+  R(DSINK_TOKEN)          \
   R(SUM)                  \
   R(SQ_SUM)               \
   R(IN_3)                 \
@@ -308,6 +310,11 @@ struct SoftmaxAttrs {
 // whatever Q's layout) when not inference,
 // RNG_DUMP [b, h_q, s_q, s_kv] floating (only with dropout_probability > 0): the keep mask the
 // engine drew, 1 kept / 0 dropped, e.g. to replay it through DROPOUT_MASK elsewhere.
+// SINK_TOKEN [1, h_q, 1, 1] FLOAT (optional, the frontend's sink_token): one extra logit per
+// query head that joins every row's softmax without a value row (attention sinks):
+// m' = max(rowmax, sink[h]), P = exp(s - m') / (sum exp(s - m') + exp(sink[h] - m')),
+// STATS = m' + log(that sum). The backward takes the same SINK_TOKEN and may output
+// DSINK_TOKEN [1, h_q, 1, 1] FLOAT = -sum over (b, s_q) of exp(sink[h] - STATS) * rowsum(dO * O).
 // Ragged (THD) tensors: <X>_RAGGED_OFFSET [b+1,1,1,1] INT32/INT64 for X in Q, K, V, O, STATS
 // (and DO, DQ, DK, DV in the backward): sequence i of X starts at element offset[i] *
 // X's ragged_offset_multiplier, replacing i * X's batch stride (the other strides hold). Only
@@ -374,8 +381,8 @@ struct SdpaAttrs : SdpaOptions {
   }
 };
 // Ports: Q, K, V, O, DO, STATS, [ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET,
-// DROPOUT_MASK, DROPOUT_SCALE] -> DQ, DK, DV, [DBIAS]. No RNG_DUMP: the backward redraws the
-// forward's mask from SEED / OFFSET, or is given it through DROPOUT_MASK.
+// DROPOUT_MASK, DROPOUT_SCALE, SINK_TOKEN] -> DQ, DK, DV, [DBIAS, DSINK_TOKEN]. No RNG_DUMP: the
+// backward redraws the forward's mask from SEED / OFFSET, or is given it through DROPOUT_MASK.
 struct SdpaBwdAttrs : SdpaOptions {
   bool operator==(const SdpaBwdAttrs&) const = default;
   // Fields older files may hold that no longer mean anything: read and ignored.
@@ -532,14 +539,14 @@ struct BlockScaleDequantizeAttrs {
   OP(SdpaFwd, sdpa, SdpaAttrs,                                                                     \
      (Q, K, V, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK, DROPOUT_SCALE, \
       Q_RAGGED_OFFSET, K_RAGGED_OFFSET, V_RAGGED_OFFSET, O_RAGGED_OFFSET, STATS_RAGGED_OFFSET,     \
-      PAGE_TABLE_K, PAGE_TABLE_V),                                                                 \
+      PAGE_TABLE_K, PAGE_TABLE_V, SINK_TOKEN),                                                     \
      (O, STATS, RNG_DUMP))                                                                         \
   OP(SdpaBwd, sdpa_backward, SdpaBwdAttrs,                                                         \
      (Q, K, V, O, DO, STATS, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,  \
       DROPOUT_SCALE, Q_RAGGED_OFFSET, K_RAGGED_OFFSET, V_RAGGED_OFFSET, O_RAGGED_OFFSET,           \
-      STATS_RAGGED_OFFSET, DO_RAGGED_OFFSET, DQ_RAGGED_OFFSET, DK_RAGGED_OFFSET,                   \
-      DV_RAGGED_OFFSET),                                                                           \
-     (DQ, DK, DV, DBIAS))                                                                          \
+      STATS_RAGGED_OFFSET, DO_RAGGED_OFFSET, DQ_RAGGED_OFFSET, DK_RAGGED_OFFSET, DV_RAGGED_OFFSET, \
+      SINK_TOKEN),                                                                                 \
+     (DQ, DK, DV, DBIAS, DSINK_TOKEN))                                                             \
   OP(SdpaFp8Fwd, sdpa_fp8, SdpaFp8Attrs,                                                           \
      (Q, K, V, DESCALE_Q, DESCALE_K, DESCALE_V, DESCALE_S, SCALE_S, SCALE_O, ATTN_SCALE,           \
       SEQ_LEN_Q, SEQ_LEN_KV),                                                                      \

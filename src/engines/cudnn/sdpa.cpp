@@ -19,6 +19,9 @@
 // a multiplier needs cuDNN 9.24). Paged K / V: PAGED_CACHE_LOAD operations gather K^T and V
 // from the page containers into virtual tensors, as the frontend's graph does (both not yet
 // checked on a GPU).
+// Attention sinks (SINK_TOKEN [1,hq,1,1] float), as the frontend's softmax builds them for
+// cuDNN before 9.21: the row max MAX'ed with the sink, exp(sink - max) added to the row sum,
+// so STATS include the sink (not yet checked on a GPU).
 // This file also holds the pieces sdpa_backward.cpp shares (sdpa_common.hpp).
 #include <algorithm>
 #include <cmath>
@@ -431,6 +434,48 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
   return last;
 }
 
+namespace {
+
+// add_softmax with one more logit per row, sink [1,hq,1,1] (broadcast over b and s_q).
+Status add_sink_softmax(LowerContext& cx, const std::string& what, const std::vector<int64_t>& dim,
+                        cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t sink,
+                        cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t stats) {
+  const DataType f32 = DataType::Float;
+  std::vector<int64_t> row = dim;
+  row.back() = 1;
+  auto vt = [&](const char* n, const std::vector<int64_t>& d) {
+    return cx.virtual_tensor(what + "::" + n, d, f32);
+  };
+  auto pw = [&](const char* tag, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t a,
+                cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t out) {
+    return add_pointwise(cx, what + " " + tag, mode, f32, a, b, nullptr, out);
+  };
+  DNNGRAPH_ASSIGN_OR_RETURN(auto smax, vt("max_scores", row));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto mx, vt("max", row));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto sub, vt("sub", dim));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ex, vt("exp", dim));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ssum, vt("sum_scores", row));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto sink_sub, vt("sink_sub", row));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto sink_exp, vt("sink_exp", row));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto sum, vt("sum", row));
+  DNNGRAPH_TRY(add_reduction(cx, what + " max", CUDNN_REDUCE_TENSOR_MAX, f32, x, smax));
+  DNNGRAPH_TRY(pw("max sink", CUDNN_POINTWISE_MAX, smax, sink, mx));
+  DNNGRAPH_TRY(pw("sub", CUDNN_POINTWISE_SUB, x, mx, sub));
+  DNNGRAPH_TRY(pw("exp", CUDNN_POINTWISE_EXP, sub, nullptr, ex));
+  DNNGRAPH_TRY(add_reduction(cx, what + " sum", CUDNN_REDUCE_TENSOR_ADD, f32, ex, ssum));
+  DNNGRAPH_TRY(pw("sink sub", CUDNN_POINTWISE_SUB, sink, mx, sink_sub));
+  DNNGRAPH_TRY(pw("sink exp", CUDNN_POINTWISE_EXP, sink_sub, nullptr, sink_exp));
+  DNNGRAPH_TRY(pw("add sink", CUDNN_POINTWISE_ADD, ssum, sink_exp, sum));
+  if (stats) {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto lg, vt("log", row));
+    DNNGRAPH_TRY(pw("log", CUDNN_POINTWISE_LOG, sum, nullptr, lg));
+    DNNGRAPH_TRY(pw("stats", CUDNN_POINTWISE_ADD, mx, lg, stats));
+  }
+  return pw("div", CUDNN_POINTWISE_DIV, ex, sum, y);
+}
+
+}  // namespace
+
 Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat(op_kind_name(n.kind()), " '", n.name, "'");
   const auto& a = n.as<ir::SdpaAttrs>();
@@ -473,7 +518,12 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   // With dropout the softmax output stays float and the dropped-out P takes P's type.
   DNNGRAPH_ASSIGN_OR_RETURN(auto p,
                             cx.virtual_tensor(what + "::P", s.sdim(), drop.any() ? f32 : p_type));
-  DNNGRAPH_TRY(add_softmax(cx, what + " softmax", s.sdim(), last, p, stats));
+  if (ir::Tensor sink = n.input(Role::SINK_TOKEN)) {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto tsink, cx.tensor(sink));
+    DNNGRAPH_TRY(add_sink_softmax(cx, what + " softmax", s.sdim(), last, tsink, p, stats));
+  } else {
+    DNNGRAPH_TRY(add_softmax(cx, what + " softmax", s.sdim(), last, p, stats));
+  }
   cudnnBackendDescriptor_t pv = p;
   if (drop.any()) {
     DNNGRAPH_ASSIGN_OR_RETURN(auto masked, cx.virtual_tensor(what + "::P_masked", s.sdim(), f32));

@@ -8,6 +8,7 @@
 //   dP   = dO . V^T        V described transposed
 //   dS   = scale * (P * (dP * MASK - D) * SCALE)   (MASK = SCALE = 1 without dropout)
 //   DBIAS = sum of dS / scale over the dims BIAS broadcasts
+//   DSINK = sum over b, s_q of exp(SINK - STATS) * D (cuDNN negates it; frontend form)
 //   dK   = dS^T . Q        dS^T: a RESHAPE like P^T
 //   dQ   = dS . K          K: a RESHAPE of the transposed K back to [b,hk,skv,d]
 // dQ is written by the matmul directly (cuDNN's "dP workspace" form, which the library sizes
@@ -62,6 +63,20 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   DNNGRAPH_ASSIGN_OR_RETURN(auto dsum1, vt("softmax_sum", row, f32));
   DNNGRAPH_TRY(pw("dO*O", CUDNN_POINTWISE_MUL, tdo, to, doo));
   DNNGRAPH_TRY(add_reduction(cx, what + " rowsum(dO*O)", CUDNN_REDUCE_TENSOR_ADD, f32, doo, dsum));
+  // DSINK_TOKEN, as the frontend builds it: exp(SINK - STATS) * D summed over b and s_q into
+  // [1,hq,1,1]; cuDNN's fused kernel applies the minus sign of -sum(...) itself (the frontend
+  // says so; not yet checked on a GPU).
+  if (ir::Tensor dsink = n.output(Role::DSINK_TOKEN)) {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto tsink, cx.tensor(n.input(Role::SINK_TOKEN)));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto tdsink, cx.tensor(dsink));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto sub_sink, vt("sink_minus_stats", row, f32));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto exp_sink, vt("exp_sink", row, f32));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto per_row, vt("exp_sink_D", row, f32));
+    DNNGRAPH_TRY(pw("sink-stats", CUDNN_POINTWISE_SUB, tsink, tst, sub_sink));
+    DNNGRAPH_TRY(pw("exp(sink-stats)", CUDNN_POINTWISE_EXP, sub_sink, nullptr, exp_sink));
+    DNNGRAPH_TRY(pw("exp(sink-stats)*D", CUDNN_POINTWISE_MUL, exp_sink, dsum, per_row));
+    DNNGRAPH_TRY(add_reduction(cx, what + " dSink", CUDNN_REDUCE_TENSOR_ADD, f32, per_row, tdsink));
+  }
   DNNGRAPH_ASSIGN_OR_RETURN(auto drop, sdpa_dropout(cx, n, what, a, s, /*backward=*/true));
   // Without dropout the mask and 1/scale are a constant 1 (only created then: every tensor
   // the plan binds must be used by the graph, or cuDNN refuses the variant pack).

@@ -19,6 +19,10 @@
 //   p_ij = softmax_j(s_ij) over the attended keys; o_i = sum_j p_ij * z_ij * v_j, where z_ij
 //   is the dropout factor below (1 without dropout).
 //   STATS_i = log-sum-exp of the attended s_ij = max + log(sum(exp(s - max))).
+//   SINK_TOKEN (attention sinks): sink[h] is one more logit in every row's softmax with no
+//   value row: m = max(max_j s_ij, sink[h]), P_ij = exp(s_ij - m) / (sum_j exp(s_ij - m) +
+//   exp(sink[h] - m)), STATS_i = m + log(that sum); a non-padding row that attends no key then
+//   gives O = 0 and STATS = sink[h] (all its weight is on the sink).
 //   A row that attends nothing (padding query, empty window, or every score -inf) gives
 //   O = 0 and STATS = +inf; +inf makes exp(s - STATS) = 0 for any consumer that recomputes
 //   the probabilities (as FlashAttention stores it), and the backward skips such rows.
@@ -48,6 +52,9 @@
 //   dv_j += p_ij z_ij do_i,  dp_ij = z_ij <do_i, v_j>,  ds_ij = p_ij (dp_ij - D_i),
 //   dq_i += scale ds_ij k_j,  dk_j += scale ds_ij q_i,  DBIAS = ds summed over BIAS's
 //   broadcast dims. DK / DV sum over the query heads that share a K / V head.
+//   DSINK_TOKEN[h] = -sum over (bi, i) of exp(sink[h] - STATS_i) * D_i (the sink's probability
+//   times D: O shrinks by that probability as the sink grows); the other gradients need nothing
+//   new, as STATS already holds the sink's share.
 #include <omp.h>
 
 #include <algorithm>
@@ -105,6 +112,7 @@ struct Problem {
   Dense mask;                      // mask form when not empty, at its own dims
   std::vector<int64_t> mask_step;  // as bias_step
   double mask_scale = 1.0;
+  std::vector<double> sink;  // per query head, empty without SINK_TOKEN
 
   // Multiply-adds of one pass over every (query, key) pair.
   int64_t work() const { return b * hq * sq * skv * (d + dv); }
@@ -214,6 +222,7 @@ Result<Problem> read_problem(const KernelContext& ctx) {
       if (data.dim[i] == 1) step[i] = 0;
   };
   if (ctx.has_input(Role::BIAS)) broadcast(Role::BIAS, p.bias, p.bias_step);
+  if (ctx.has_input(Role::SINK_TOKEN)) p.sink = ctx.load(Role::SINK_TOKEN).data;
   if (ctx.has_input(Role::DROPOUT_MASK)) {
     broadcast(Role::DROPOUT_MASK, p.mask, p.mask_step);
     p.mask_scale = ctx.scalar(Role::DROPOUT_SCALE);
@@ -355,8 +364,15 @@ Status run_forward(KernelContext& ctx) {
           s[j] = p.scale * dot + p.bias_at(bi, h, i, j);
           mx = std::max(mx, s[j]);
         }
-        if (hi <= lo || mx == -INFINITY) continue;  // attends nothing: O = 0, STATS = +inf
-        double sum = 0.0;
+        const bool sink = !p.sink.empty();
+        const double sink_h = sink ? p.sink[static_cast<size_t>(h)] : -INFINITY;
+        if (hi <= lo || mx == -INFINITY) {  // attends no key: O = 0
+          // STATS = +inf, or the sink's own log-sum-exp when the row is no padding query.
+          if (sink && i < p.len_q[static_cast<size_t>(bi)]) stats[row] = sink_h;
+          continue;
+        }
+        mx = std::max(mx, sink_h);
+        double sum = sink ? std::exp(sink_h - mx) : 0.0;
         for (int64_t j = lo; j < hi; ++j) sum += (s[j] = std::exp(s[j] - mx));
         for (int64_t j = lo; j < hi; ++j) {
           const double w = s[j] / sum * p.keep(bi, h, i, j);
@@ -392,6 +408,8 @@ Status run_backward(KernelContext& ctx) {
   Dense dq({p.b, p.hq, p.sq, p.d});
   Dense dk_h({p.b, p.hq, p.skv, p.d}), dv_h({p.b, p.hq, p.skv, p.dv});
   Dense ds_full = want_dbias ? Dense({p.b, p.hq, p.sq, p.skv}) : Dense();
+  const bool want_dsink = ctx.has_output(Role::DSINK_TOKEN);
+  Dense dsink_bh({p.b, p.hq});  // per (batch, head), summed over batches below
 
 #pragma omp parallel for collapse(2) schedule(dynamic) if (p.work() >= kParallelWork)
   for (int64_t bi = 0; bi < p.b; ++bi)
@@ -411,6 +429,8 @@ Status run_backward(KernelContext& ctx) {
         double* dqi = &dq.data[static_cast<size_t>(row * p.d)];
         double di = 0.0;
         for (int64_t c = 0; c < p.dv; ++c) di += doi[c] * oi[c];
+        if (want_dsink)
+          dsink_bh[bi * p.hq + h] -= std::exp(p.sink[static_cast<size_t>(h)] - stats[row]) * di;
         for (int64_t j = lo; j < hi; ++j) {
           double dot = 0.0;
           for (int64_t c = 0; c < p.d; ++c) dot += qi[c] * kb[j * p.d + c];
@@ -444,6 +464,12 @@ Status run_backward(KernelContext& ctx) {
   DNNGRAPH_TRY(store_output(ctx, Role::DK, Role::DK_RAGGED_OFFSET, p.b, p.len_kv, dk));
   DNNGRAPH_TRY(store_output(ctx, Role::DV, Role::DV_RAGGED_OFFSET, p.b, p.len_kv, dv));
   if (want_dbias) ctx.store(Role::DBIAS, reduce_to(ds_full, ctx.tensor(Role::DBIAS).dim));
+  if (want_dsink) {
+    Dense dsink({1, p.hq, 1, 1});
+    for (int64_t bi = 0; bi < p.b; ++bi)
+      for (int64_t h = 0; h < p.hq; ++h) dsink[h] += dsink_bh[bi * p.hq + h];
+    ctx.store(Role::DSINK_TOKEN, dsink);
+  }
   return Status::ok();
 }
 

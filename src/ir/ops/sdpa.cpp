@@ -14,6 +14,8 @@
 // containers [pages, h, page_size, d]) need the padding mask, as in the frontend.
 // alibi_mask (the frontend's use_alibi_mask) adds slope[h] * (col - row) to the scores; as in
 // the frontend it needs causal masking (right bound 0) on the top-left diagonal.
+// SINK_TOKEN [1, h_q, 1, 1] FLOAT (attention sinks: one extra softmax logit per query head);
+// the backward's DSINK_TOKEN output [1, h_q, 1, 1] FLOAT needs it.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -172,6 +174,22 @@ Status check_dropout_mask(const Node& n, const SdpaOptions& a, const SdpaDims& s
   return check_floating(n, Role::DROPOUT_SCALE, scale);
 }
 
+// SINK_TOKEN: one FLOAT logit per query head, [1, h_q, 1, 1] (as the cuDNN frontend checks it).
+Status check_sink(const Node& n, const SdpaDims& s) {
+  Tensor sink = n.input(Role::SINK_TOKEN);
+  if (!sink) return Status::ok();
+  DNNGRAPH_TRY(check_rank(n, Role::SINK_TOKEN, sink, 4, 4));
+  DNNGRAPH_TRY(expect_dims(n, Role::SINK_TOKEN, sink, {1, s.hq, 1, 1},
+                           "one sink logit per query head, [1, h_q, 1, 1]"));
+  if (sink->data_type != DataType::NotSet && sink->data_type != DataType::Float)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
+                      port_label(Role::SINK_TOKEN, sink),
+                      " must be FLOAT (fp32 sink logits, as "
+                      "the cuDNN frontend requires) but is ",
+                      data_type_name(sink->data_type), "; convert it to float32");
+  return Status::ok();
+}
+
 // Ragged (THD) offsets: [b+1,1,1,1] integers in memory, only with the padding mask.
 Status check_ragged(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
   static constexpr std::pair<Role, Role> kRagged[] = {
@@ -287,6 +305,7 @@ Status check_options(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
   if (seed) DNNGRAPH_TRY(check_integer_scalar(n, Role::SEED, seed));
   if (offset) DNNGRAPH_TRY(check_integer_scalar(n, Role::OFFSET, offset));
   DNNGRAPH_TRY(check_dropout_mask(n, a, s));
+  DNNGRAPH_TRY(check_sink(n, s));
   DNNGRAPH_TRY(check_ragged(n, a, s));
 
   if (a.left_bound && *a.left_bound < 1)
@@ -418,6 +437,18 @@ Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
       return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
                         port_label(Role::DBIAS, dbias), " needs input BIAS");
     DNNGRAPH_TRY(infer_output(n, Role::DBIAS, dbias, bias->dim, bias, ctx, bias->data_type));
+  }
+  if (Tensor dsink = n.output(Role::DSINK_TOKEN)) {
+    if (!n.input(Role::SINK_TOKEN))
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
+                        port_label(Role::DSINK_TOKEN, dsink),
+                        " needs input SINK_TOKEN (the sink logits it is the gradient of)");
+    DNNGRAPH_TRY(infer_output(n, Role::DSINK_TOKEN, dsink, {1, s->hq, 1, 1}, nullptr, ctx,
+                              DataType::Float, DataType::Float));
+    if (dsink->data_type != DataType::Float)
+      return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
+                        port_label(Role::DSINK_TOKEN, dsink), " must be FLOAT but is ",
+                        data_type_name(dsink->data_type));
   }
   return Status::ok();
 }

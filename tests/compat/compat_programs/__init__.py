@@ -27,6 +27,7 @@ NAMES = [
     "sdpa_stats_layout",
     "sdpa_sliding_window",
     "sdpa_alibi",
+    "sdpa_sink",
     "sdpa_ragged",
     "sdpa_paged",
     "sdpa_fp8",
