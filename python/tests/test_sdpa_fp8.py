@@ -37,7 +37,8 @@ BWD = dict(descale_q=0.5, descale_k=1.5, descale_v=0.75, descale_o=0.5, descale_
 
 
 def reference(q, k, v, scale, causal, f=FWD, do=None, o=None, stats=None, bf=BWD):
-    """fp64 FP8 attention: S, softmax, P8 = fp8(P * scale_s), O before its output rounding;
+    """fp64 FP8 attention: S, softmax, P8 = fp8(exp(S - max) * scale_s), O = P8 V / rowsum
+    before its output rounding;
     with do (E5M2): the gradients from the forward's O and stats (as stored), before their
     scales."""
     s = scale * f["descale_q"] * f["descale_k"] * (q @ k.transpose(0, 1, 3, 2))
@@ -46,7 +47,9 @@ def reference(q, k, v, scale, causal, f=FWD, do=None, o=None, stats=None, bf=BWD
     m = s.max(-1, keepdims=True)
     lse = m + np.log(np.exp(s - m).sum(-1, keepdims=True)) if stats is None else stats
     p = np.exp(s - lse)
-    x = fp8(p * f["scale_s"]) @ v * f["descale_s"] * f["descale_v"]
+    # Flash order, as cuDNN on an H200: round exp(S - max) * scale_s, divide by the row sum after.
+    e = np.exp(s - m)
+    x = fp8(e * f["scale_s"]) @ v / e.sum(-1, keepdims=True) * f["descale_s"] * f["descale_v"]
     if do is None:
         return x * f["scale_o"], lse, p.max(), np.abs(x).max()
     d = (do * o).sum(-1, keepdims=True) * bf["descale_dO"] * bf["descale_o"]

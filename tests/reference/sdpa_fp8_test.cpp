@@ -88,22 +88,27 @@ Fwd naive_forward(const Spec& s, const Data& x) {
     for (int64_t h = 0; h < s.hq; ++h)
       for (int64_t i = 0; i < s.sq; ++i) {
         const int64_t row = (bi * s.hq + h) * s.sq + i, vh = h / (s.hq / s.hk);
+        // Flash order, as cuDNN on an H200: P8 = fp8(exp(S - max) * scale_s), then the P8.V
+        // product is divided by the row sum of exp(S - max).
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < s.skv; ++j)
+          if (s.allowed(bi, i, j)) mx = std::max(mx, score(s, x, bi, h, i, j));
+        if (mx == -INFINITY) continue;
         double sum = 0.0;
         for (int64_t j = 0; j < s.skv; ++j)
-          if (s.allowed(bi, i, j)) sum += std::exp(score(s, x, bi, h, i, j));
-        if (sum == 0.0) continue;
-        r.stats[row] = std::log(sum);
+          if (s.allowed(bi, i, j)) sum += std::exp(score(s, x, bi, h, i, j) - mx);
+        r.stats[row] = mx + std::log(sum);
         std::vector<double> acc(static_cast<size_t>(s.dv), 0.0);
         for (int64_t j = 0; j < s.skv; ++j) {
           if (!s.allowed(bi, i, j)) continue;
-          const double p = std::exp(score(s, x, bi, h, i, j)) / sum;
-          r.amax_s = std::max(r.amax_s, p);
-          const double p8 = round_to(s.in, p * s.f.at(Role::SCALE_S));
+          const double e = std::exp(score(s, x, bi, h, i, j) - mx);
+          r.amax_s = std::max(r.amax_s, e / sum);
+          const double p8 = round_to(s.in, e * s.f.at(Role::SCALE_S));
           for (int64_t c = 0; c < s.dv; ++c)
             acc[c] += p8 * at(x.v, (bi * s.hk + vh) * s.skv + j, s.dv, c);
         }
         for (int64_t c = 0; c < s.dv; ++c) {
-          const double xo = acc[c] * s.f.at(Role::DESCALE_S) * s.f.at(Role::DESCALE_V);
+          const double xo = acc[c] / sum * s.f.at(Role::DESCALE_S) * s.f.at(Role::DESCALE_V);
           r.amax_o = std::max(r.amax_o, std::abs(xo));
           r.o[static_cast<size_t>(row * s.dv + c)] = round_to(s.out, xo * s.f.at(Role::SCALE_O));
         }
@@ -255,8 +260,9 @@ void check_forward(const Spec& s, uint64_t seed, const std::string& what) {
 TEST(RefSdpaFp8, HandWorkedForward) {
   // One query, two keys, d = dv = 1: q = 1, k = {1, -1}, v = {1, 3}; attn_scale 1,
   // descale_q 2, descale_k 0.5 -> S = {1, -1}; P = {e, 1/e} / (e + 1/e) = {0.8808, 0.1192}.
-  // scale_s 16: P * 16 = {14.09, 1.907} -> E4M3 {14, 1.875}. descale_s 1/16, descale_v 1:
-  // X = (14 * 1 + 1.875 * 3) / 16 = 1.2265625 = AMAX_O; scale_o 2 -> O = 2.453125 (float).
+  // Flash order: exp(S - max) = {1, e^-2}, row sum l = 1 + e^-2; scale_s 16: {16, 2.165} ->
+  // E4M3 {16, 2.25}. descale_s 1/16, descale_v 1: X = (16 * 1 + 2.25 * 3) / 16 / l
+  // = 1.421875 / l = AMAX_O; scale_o 2 -> O = 2 X (float).
   dnngraph::Graph g;
   ref_test::Buffers bufs;
   Tensor q = input(g, "q", {1, 1, 1, 1}, kE4), k = input(g, "k", {1, 1, 2, 1}, kE4),
@@ -278,8 +284,9 @@ TEST(RefSdpaFp8, HandWorkedForward) {
   amax_o->set_output(true);
   ASSERT_OK(bufs.run_graph(g));
   const double e = std::exp(1.0);
-  EXPECT_DOUBLE_EQ(bufs.values(o)[0], 2.453125);
-  EXPECT_DOUBLE_EQ(bufs.values(amax_o)[0], 1.2265625);
+  const double x = 1.421875 / (1 + std::exp(-2.0));
+  EXPECT_NEAR(bufs.values(o)[0], 2 * x, 1e-6);
+  EXPECT_NEAR(bufs.values(amax_o)[0], x, 1e-6);
   EXPECT_NEAR(bufs.values(amax_s)[0], e / (e + 1 / e), 1e-7);
   EXPECT_NEAR(bufs.values(stats)[0], std::log(e + 1 / e), 1e-6);
 }

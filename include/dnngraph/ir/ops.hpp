@@ -394,8 +394,9 @@ struct SdpaBwdAttrs : SdpaOptions {
 // SCALE_* is one FLOAT element ([1,1,1,1]); every AMAX_* output is FLOAT [1,1,1,1] (always
 // made by the builder; virtual unless marked as an output).
 // Forward: S = attn_scale * (Q.K^T) * DESCALE_Q * DESCALE_K, masked as sdpa; P = softmax(S)
-// (STATS as sdpa); AMAX_S = max |P|; P8 = fp8(P * SCALE_S) in Q's type;
-// X = (P8.V) * DESCALE_S * DESCALE_V; AMAX_O = max |X|; O = X * SCALE_O in O's type.
+// (STATS as sdpa); AMAX_S = max |P|; in flash order, E = exp(S - rowmax),
+// P8 = fp8(E * SCALE_S) in Q's type, X = (P8.V) / rowsum(E) * DESCALE_S * DESCALE_V;
+// AMAX_O = max |X|; O = X * SCALE_O in O's type.
 // Backward (Q, K, V, O, DO, STATS): D = rowsum(DO * O) * DESCALE_DO * DESCALE_O;
 // E = exp(S - STATS); P8 = fp8(E * SCALE_S);
 // dV = (P8^T.DO) * DESCALE_S * DESCALE_DO (AMAX_DV before) * SCALE_DV;

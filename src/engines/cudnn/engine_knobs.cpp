@@ -77,7 +77,13 @@ Result<Descriptor> engine_config(LoweredState& st, int64_t engine, const KnobCho
   DNNGRAPH_ASSIGN_OR_RETURN(auto known, engine_knobs(st, engine));
   std::vector<Descriptor> choices;
   std::vector<cudnnBackendDescriptor_t> raw;
-  for (const auto& [name, value] : knobs) {
+  // In cuDNN's knob order, as heuristics' configs list them: the plan's name is then the same
+  // whatever order the caller gave (a serialized graph's knobs come back sorted by name).
+  KnobChoices sorted = knobs;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return knob_type_of(a.first) < knob_type_of(b.first);
+  });
+  for (const auto& [name, value] : sorted) {
     const int type = knob_type_of(name);
     const bool has =
         std::any_of(known.begin(), known.end(), [&](const KnobInfo& k) { return k.name == name; });

@@ -1,6 +1,9 @@
 // Reference FP8 attention with per-tensor scaling (sdpa_fp8, sdpa_fp8_backward), in fp64 from
 // the FP8 inputs' exact values, rounding where cuDNN's graph stores a value in FP8: the
-// probabilities P8 = fp8(P * SCALE_S) (Q's type) before P.V, and the backward's
+// forward's unnormalised probabilities P8 = fp8(exp(S - rowmax) * SCALE_S) (Q's type) before
+// P.V, whose result is then divided by the row sum of exp(S - rowmax) (flash attention's order,
+// which cuDNN's FP8 kernel follows on an H200: rounding P after normalising is up to 44% off
+// there), and the backward's
 // dS8 = fp8(dS * SCALE_DP) (DO's type) before dS.K and dS^T.Q. The step-by-step maths is in
 // include/dnngraph/ir/ops.hpp (SdpaFp8Attrs); masks, padding and ALiBi as the sdpa reference
 // (sdpa.cpp): query i attends keys [lo, hi), a row attending nothing gives O = 0 and
@@ -133,11 +136,12 @@ Status run_forward(KernelContext& ctx) {
         for (int64_t j = lo; j < hi; ++j) sum += std::exp(s[static_cast<size_t>(j)] - mx);
         stats[row] = mx + std::log(sum);
         for (int64_t j = lo; j < hi; ++j) {
-          const double pj = std::exp(s[static_cast<size_t>(j)] - stats[row]);
-          amax_s = std::max(amax_s, pj);
-          const double p8 = round_to(p_type, pj * scale_s);
+          const double ej = std::exp(s[static_cast<size_t>(j)] - mx);
+          amax_s = std::max(amax_s, ej / sum);
+          const double p8 = round_to(p_type, ej * scale_s);
           for (int64_t c = 0; c < p.dv; ++c) oi[c] += p8 * vb[j * p.dv + c];
         }
+        for (int64_t c = 0; c < p.dv; ++c) oi[c] /= sum;
       }
     }
   for (double& e : o.data) e *= descale_o;

@@ -1,7 +1,8 @@
 """FP8 SDPA with per-tensor scales: sdpa_fp8 forward (causal, generate_stats) then
 sdpa_fp8_backward from its O and Stats, all FP8_E4M3, d = 128, descales as FLOAT [1,1,1,1]
 device tensors, Amax outputs read back. The reference applies the same FP8 roundings of P and
-dS (to the values the graph stores in FP8)."""
+dS (to the values the graph stores in FP8; P unnormalised, in flash order, as cuDNN does on an
+H200)."""
 
 import math
 
@@ -70,8 +71,11 @@ def run(h):
     m = sc.max(-1, keepdims=True)
     lse = m + np.log(np.exp(sc - m).sum(-1, keepdims=True))
     p = np.exp(sc - lse)
-    x = np.einsum("bhqk,bhkd->bhqd", rounded(p * FWD["scale_s"]), vf) * FWD["descale_s"] * \
-        FWD["descale_v"]
+    # Flash order, as cuDNN on an H200: exp(S - max) * scale_s is rounded to FP8 and P8.V is
+    # divided by the row sum afterwards.
+    ex = np.exp(sc - m)
+    x = np.einsum("bhqk,bhkd->bhqd", rounded(ex * FWD["scale_s"]), vf) / \
+        ex.sum(-1, keepdims=True) * FWD["descale_s"] * FWD["descale_v"]
 
     # Backward from the O and Stats this run produced.
     of, stf = h.numpy(o), h.numpy(st)

@@ -44,7 +44,7 @@ def run(h):
     common = dict(attn_scale=SCALE, bias=None, use_alibi_mask=False, use_padding_mask=True,
                   diagonal_band_left_bound=LEFT, diagonal_band_right_bound=0,
                   diagonal_alignment=cudnn.diagonal_alignment.BOTTOM_RIGHT, dropout=None,
-                  implementation=cudnn.attention_implementation.AUTO, sink_token=None,
+                  sink_token=None,
                   max_total_seq_len_q=None, max_total_seq_len_kv=None, cu_seq_len_q=None,
                   cu_seq_len_kv=None)
 
@@ -74,7 +74,8 @@ def run(h):
                        block_mask=None, seq_len_q=t[11], seq_len_kv=t[12], rng_dump=None,
                        paged_attention_k_table=None, paged_attention_v_table=None,
                        paged_attention_max_seq_len_kv=None, score_max=None, score_sum_exp=None,
-                       unfuse_fma=False, stats_use_log2=False, **common)
+                       unfuse_fma=False, stats_use_log2=False,
+                       implementation=cudnn.attention_implementation.AUTO, **common)
     o_t.set_uid(3).set_output(True).set_dim(shapes[3]).set_stride(bshd(shapes[3]))
     st_t.set_uid(4).set_output(True).set_data_type(cudnn.data_type.FLOAT).set_dim(
         (B, HQ, SQ, 1)).set_stride((HQ * SQ, SQ, 1, 1))
@@ -91,6 +92,7 @@ def run(h):
     t2[9] = g2.tensor(uid=9, dim=shapes[3], stride=bshd(shapes[3]), data_type=dt)
     t2[4] = g2.tensor(uid=4, dim=(B, HQ, SQ, 1), stride=(HQ * SQ, SQ, 1, 1),
                       data_type=cudnn.data_type.FLOAT)
+    # No implementation= here: the frontend's sdpa_backward does not take it.
     grads_t = g2.sdpa_backward(name="sdpa_backward", q=t2[0], k=t2[1], v=t2[2], o=t2[3],
                                dO=t2[9], stats=t2[4], dBias=None, seq_len_q=t2[11],
                                seq_len_kv=t2[12], use_deterministic_algorithm=True,
