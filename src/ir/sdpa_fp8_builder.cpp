@@ -42,6 +42,8 @@ std::array<Tensor, 4> Graph::sdpa_fp8(Tensor q, Tensor k, Tensor v, const SdpaFp
   out[2] = add_output(n, Role::AMAX_S);
   out[3] = add_output(n, Role::AMAX_O);
   if (extra.rng_dump) n.outputs.push_back({Role::RNG_DUMP, extra.rng_dump});  // refused
+  if (extra.score_max) n.outputs.push_back({Role::SCORE_MAX, extra.score_max});  // likewise
+  if (extra.score_sum_exp) n.outputs.push_back({Role::SCORE_SUM_EXP, extra.score_sum_exp});
   return out;
 }
 

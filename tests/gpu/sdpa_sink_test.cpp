@@ -68,17 +68,9 @@ CompareOptions options(const SinkCase& c) {
 }
 
 void check(const SinkCase& c) {
-  const RunReport r = run_and_compare(make_graph(c), options(c));
-  std::printf(
-      "SDPA_RESULT %s %s: %s plan %s, %lld compared, %lld mismatches, max abs err %.4g%s%s\n",
-      c.name, data_type_name(c.t).data(), r.status.is_ok() ? "ok" : r.status.to_string().c_str(),
-      r.plan_name.c_str(), static_cast<long long>(r.compared), static_cast<long long>(r.mismatches),
-      r.max_abs_err, r.mismatches ? ", first: " : "", r.first_mismatch.c_str());
-  ASSERT_TRUE(r.status.is_ok()) << r.status.to_string();
-  EXPECT_GT(r.compared, 0);
-  EXPECT_EQ(r.mismatches, 0) << r.mismatches << " of " << r.compared
-                             << " elements differ; first: " << r.first_mismatch << " (plan "
-                             << r.plan_name << ")";
+  report_and_expect_match("SDPA_RESULT",
+                          std::string(c.name) + " " + std::string(data_type_name(c.t)),
+                          make_graph(c), options(c));
 }
 
 TEST(GpuSdpaSink, Forward) {

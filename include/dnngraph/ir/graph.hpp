@@ -49,6 +49,10 @@ struct SdpaInputs {
   // page containers [num_pages, h, page_size, d] (SdpaAttrs::paged_max_seq_len_kv sets s_kv).
   Tensor page_table_k;
   Tensor page_table_v;
+  // Forward only: SCORE_MAX / SCORE_SUM_EXP outputs to bind (the frontend's score_max= /
+  // score_sum_exp=; ir/ops.hpp, SdpaAttrs): both or neither, and only with is_inference.
+  Tensor score_max;
+  Tensor score_sum_exp;
 };
 
 // The per-tensor scaling inputs of sdpa_fp8 (forward: descale_q/k/v/s, scale_s/o) and
