@@ -321,7 +321,8 @@ struct SoftmaxAttrs {
 // score_sum_exp; FLOAT and packed unless set): the row max m' of the masked scores (with the
 // sink) and sum exp(s - m') (with the sink's term), so STATS = m' + log(SCORE_SUM_EXP). Both
 // or neither, and never with STATS (cuDNN's composite softmax before 9.21 outputs stats only,
-// max and sum_exp only, or none), so in inference. A row that attends no key gives -inf / 0.
+// max and sum_exp only, or none), so in inference. A row that attends no key gives -inf in
+// both (cuDNN 9.19's value for padded rows) and STATS -inf.
 // Ragged (THD) tensors: <X>_RAGGED_OFFSET [b+1,1,1,1] INT32/INT64 for X in Q, K, V, O, STATS
 // (and DO, DQ, DK, DV in the backward): sequence i of X starts at element offset[i] *
 // X's ragged_offset_multiplier, replacing i * X's batch stride (the other strides hold). Only

@@ -26,8 +26,9 @@
 //   SCORE_MAX_i = max (with the sink), SCORE_SUM_EXP_i = sum(exp(s - max)) (with the sink's
 //   term): STATS_i = SCORE_MAX_i + log(SCORE_SUM_EXP_i).
 //   A row that attends nothing (padding query, empty window, or every score -inf) gives
-//   O = 0, SCORE_MAX = -inf, SCORE_SUM_EXP = 0 and so STATS = -inf + log(0) = -inf, as cuDNN
-//   (>= 9.14) writes it; the backward skips such rows.
+//   O = 0 and STATS = -inf (max -inf plus the log of an empty sum), as cuDNN (>= 9.14) writes
+//   it, and SCORE_MAX = SCORE_SUM_EXP = -inf, as cuDNN 9.19 wrote them for padded query rows on
+//   an H200 (not the empty sum's 0); the backward skips such rows.
 //
 // Dropout, two forms:
 //   by probability p: z_ij = keep_ij / (1 - p), keep_ij = (u >= p) where u in [0,1) comes from
@@ -334,8 +335,9 @@ Status run_forward(KernelContext& ctx) {
   DNNGRAPH_ASSIGN_OR_RETURN(const Dense v, load_kv(ctx, p, Role::V));
   Dense o({p.b, p.hq, p.sq, p.dv});
   // Per row: the log-sum-exp, the max it subtracts and the sum of exponentials after it.
+  // Rows with no key keep -inf in all three (what cuDNN 9.19 writes for padded rows).
   Dense stats({p.b, p.hq, p.sq, 1}, -INFINITY), row_max({p.b, p.hq, p.sq, 1}, -INFINITY);
-  Dense sum_exp({p.b, p.hq, p.sq, 1});
+  Dense sum_exp({p.b, p.hq, p.sq, 1}, -INFINITY);
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
 
   // Per-thread score rows, allocated outside the parallel region.
@@ -361,7 +363,7 @@ Status run_forward(KernelContext& ctx) {
         const bool sink = !p.sink.empty();
         const double sink_h = sink ? p.sink[static_cast<size_t>(h)] : -INFINITY;
         if (hi <= lo || mx == -INFINITY) {  // attends no key: O = 0
-          // STATS = -inf (max -inf, sum 0), or the sink alone when the row is no padding query.
+          // STATS, max and sum -inf, or the sink alone when the row is no padding query.
           if (sink && i < p.len_q[static_cast<size_t>(bi)]) {
             stats[row] = row_max[row] = sink_h;
             sum_exp[row] = 1.0;
