@@ -14,12 +14,11 @@ namespace dnngraph::gpu_test {
     if (!why_.empty()) GTEST_SKIP() << "no usable GPU/cuDNN: " << why_; \
   } while (0)
 
+// ASSERTs that the run succeeded and EXPECTs it compared elements and found no mismatch.
+void expect_report_ok(const RunReport& r);
+
 // Runs `make` on both engines and EXPECTs every output element to match.
 void expect_matches_reference(const std::function<void(Graph&)>& make,
                               const CompareOptions& o = {});
-// The same, first printing one "<tag> <what>: status, plan, counts, max error, first mismatch"
-// line for the record (the GPU runs' logs keep them).
-void report_and_expect_match(const char* tag, const std::string& what,
-                             const std::function<void(Graph&)>& make, const CompareOptions& o = {});
 
 }  // namespace dnngraph::gpu_test
