@@ -12,6 +12,7 @@ import pytest
 
 import dnngraph as cudnn
 from conftest import build, poisoned, tensor_of, workspace_for
+from sdpa_ref import fp32_graph
 
 B, HQ, HK, SQ, SKV, D = 2, 4, 2, 5, 7, 8
 SCALE = 1.0 / math.sqrt(D)
@@ -73,12 +74,6 @@ def inputs(rng, dv=D):
     return q, k, v
 
 
-def new_graph(handle):
-    return cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
-                         intermediate_data_type=cudnn.data_type.FLOAT,
-                         compute_data_type=cudnn.data_type.FLOAT)
-
-
 def row_tensor(g, name):
     """A user-made [b, h, s_q, 1] FLOAT output, as the frontend's callers create them."""
     return g.tensor(name=name, dim=[B, HQ, SQ, 1], stride=[HQ * SQ, SQ, 1, 1],
@@ -87,7 +82,7 @@ def row_tensor(g, name):
 
 def run(handle, q, k, v, seq_q=None, seq_kv=None, stats=False, sides=True, **kw):
     """O and (Stats or score_max, score_sum_exp) from the reference engine."""
-    g = new_graph(handle)
+    g = fp32_graph(handle)
     Q, K, V = (tensor_of(g, a, n) for a, n in zip((q, k, v), "QKV"))
     pack = {Q: q, K: k, V: v}
     if seq_q is not None:
@@ -189,7 +184,7 @@ def test_sink_is_in_max_and_sum(handle, rng):
 
 def refused(handle, rng, match, **kw):
     q, k, v = inputs(rng)
-    g = new_graph(handle)
+    g = fp32_graph(handle)
     Q, K, V = (tensor_of(g, a, n) for a, n in zip((q, k, v), "QKV"))
     for key in ("score_max", "score_sum_exp"):
         if kw.get(key) is True:
@@ -228,7 +223,7 @@ def test_other_implementations_serve_them(handle, rng, impl):
 
 
 def test_sdpa_fp8_refuses_them(handle):
-    g = new_graph(handle)
+    g = fp32_graph(handle)
     e4m3 = cudnn.data_type.FP8_E4M3
     Q, K, V = (g.tensor(name=n, dim=[1, 2, 4, 16], stride=[128, 64, 16, 1], data_type=e4m3)
                for n in "QKV")
