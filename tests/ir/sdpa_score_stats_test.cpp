@@ -1,6 +1,7 @@
 // SDPA's SCORE_MAX / SCORE_SUM_EXP outputs in the IR: inferred like STATS (packed
 // [b, h_q, s_q, 1] FLOAT unless set), the combinations cuDNN's composite softmax refuses (with
-// STATS, one without the other), the backward refusing them, and JSON / fingerprint round trips.
+// STATS, one without the other), the backward and sdpa_fp8 refusing them, and JSON / fingerprint
+// round trips.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -120,6 +121,21 @@ TEST(SdpaScoreStats, BackwardHasNoSuchOutputs) {
                       make_input(b, "stats", {2, 4, 5, 1}, DataType::Float), {}, e, {"attn_bwd"});
   for (int i = 0; i < 3; ++i) grads[i]->set_output(true);
   expect_invalid(b, {"attn_bwd", "SCORE_MAX"});
+}
+
+TEST(SdpaScoreStats, Fp8HasNoSuchOutputs) {
+  Graph g;
+  Tensor q = make_input(g, "q", {1, 2, 4, 16}, DataType::FP8_E4M3);
+  Tensor k = make_input(g, "k", {1, 2, 4, 16}, DataType::FP8_E4M3);
+  Tensor v = make_input(g, "v", {1, 2, 4, 16}, DataType::FP8_E4M3);
+  SdpaFp8Scales sc;
+  for (Tensor* t :
+       {&sc.descale_q, &sc.descale_k, &sc.descale_v, &sc.descale_s, &sc.scale_s, &sc.scale_o})
+    *t = make_input(g, "f", {1, 1, 1, 1}, DataType::Float);
+  SdpaInputs e;
+  e.score_sum_exp = row_output(g, "se");
+  g.sdpa_fp8(q, k, v, sc, SdpaFp8Attrs{}, e, {"attn_fp8"})[0]->set_output(true);
+  expect_invalid(g, {"attn_fp8", "SCORE_SUM_EXP"});
 }
 
 TEST(SdpaScoreStats, JsonAndFingerprintRoundTrip) {
