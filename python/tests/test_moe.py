@@ -35,11 +35,12 @@ def run(handle, rng, E, S, K, N, starts, offset_type=I32):
     build(g)
     assert Y.get_dim() == [1, S, N]
     token = rng.standard_normal((1, S, K)).astype(np.float32)
-    w_enk = rng.standard_normal((E, N, K)).astype(np.float32)  # memory of weight [E, K, N]
+    # weight [E, K, N] with strides [K*N, 1, K]: each expert's [K, N] column-major.
+    w = rng.standard_normal((E, N, K)).astype(np.float32).transpose(0, 2, 1)
     off = np.asarray(starts, dtype=np.int32 if offset_type == I32 else np.int64).reshape(E, 1, 1)
     y = poisoned((1, S, N))
-    g.execute({T: token, W: w_enk, O: off, Y: y}, workspace_for(g))
-    return y, numpy_moe(token, w_enk.transpose(0, 2, 1), starts)
+    g.execute({T: token, W: w, O: off, Y: y}, workspace_for(g))
+    return y, numpy_moe(token, w, starts)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -70,7 +71,7 @@ def test_bad_offsets_raise_and_leave_the_output(handle, rng, starts, match):
     build(g)
     y = poisoned((1, 8, 5))
     pack = {T: rng.standard_normal((1, 8, 4)).astype(np.float32),
-            W: rng.standard_normal((3, 5, 4)).astype(np.float32),
+            W: rng.standard_normal((3, 5, 4)).astype(np.float32).transpose(0, 2, 1),
             O: np.asarray(starts, dtype=np.int32).reshape(3, 1, 1), Y: y}
     with pytest.raises(ValueError, match="moe_grouped_matmul 'moe'.*" + match):
         g.execute(pack, workspace_for(g))
