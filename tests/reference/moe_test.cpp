@@ -24,9 +24,16 @@ struct Moe {
   // [E,1,1] of `offset_type`.
   Moe(int64_t E, int64_t S, int64_t K, int64_t N, DataType io, DataType offset_type) {
     g.set_io_data_type(io).set_compute_data_type(DataType::Float);
-    token = g.tensor(TensorAttrs().set_name("token").set_dim({1, S, K}).set_stride({S * K, K, 1}));
-    weight = g.tensor(
-        TensorAttrs().set_name("weight").set_dim({E, K, N}).set_stride({K * N, 1, K}));
+    token = g.tensor(TensorAttrs()
+                         .set_name("token")
+                         .set_dim({1, S, K})
+                         .set_stride({S * K, K, 1})
+                         .set_data_type(io));
+    weight = g.tensor(TensorAttrs()
+                          .set_name("weight")
+                          .set_dim({E, K, N})
+                          .set_stride({K * N, 1, K})
+                          .set_data_type(io));
     offset = g.tensor(TensorAttrs()
                           .set_name("offset")
                           .set_dim({E, 1, 1})
