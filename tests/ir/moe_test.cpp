@@ -46,14 +46,23 @@ TEST(MoeInfer, RefusesBadShapesAndTypes) {
     std::vector<std::string> parts;
   };
   const std::vector<Case> cases = {
-      {{10, 6}, {3, 6, 4}, {3, 1, 1}, DataType::Int32, {"moe_grouped_matmul 'moe'", "TOKEN 't'",
-                                                        "rank 3"}},
+      {{10, 6},
+       {3, 6, 4},
+       {3, 1, 1},
+       DataType::Int32,
+       {"moe_grouped_matmul 'moe'", "TOKEN 't'", "rank 3"}},
       {{2, 10, 6}, {3, 6, 4}, {3, 1, 1}, DataType::Int32, {"TOKEN 't'", "expected [1,S,K]"}},
       {{1, 10, 6}, {3, 5, 4}, {3, 1, 1}, DataType::Int32, {"WEIGHT 'w'", "K=6", "[E,6,N]"}},
-      {{1, 10, 6}, {3, 6, 4}, {4, 1, 1}, DataType::Int32, {"FIRST_TOKEN_OFFSET 'o'", "E=3",
-                                                           "[3,1,1]"}},
-      {{1, 10, 6}, {3, 6, 4}, {3, 1, 1}, DataType::Float, {"FIRST_TOKEN_OFFSET 'o'",
-                                                           "INT32 or INT64", "FLOAT"}},
+      {{1, 10, 6},
+       {3, 6, 4},
+       {4, 1, 1},
+       DataType::Int32,
+       {"FIRST_TOKEN_OFFSET 'o'", "E=3", "[3,1,1]"}},
+      {{1, 10, 6},
+       {3, 6, 4},
+       {3, 1, 1},
+       DataType::Float,
+       {"FIRST_TOKEN_OFFSET 'o'", "INT32 or INT64", "FLOAT"}},
   };
   for (const Case& c : cases) {
     Graph g;

@@ -34,11 +34,9 @@ struct Moe {
                           .set_dim({E, K, N})
                           .set_stride({K * N, 1, K})
                           .set_data_type(io));
-    offset = g.tensor(TensorAttrs()
-                          .set_name("offset")
-                          .set_dim({E, 1, 1})
-                          .set_stride({1, 1, 1})
-                          .set_data_type(offset_type));
+    offset = g.tensor(
+        TensorAttrs().set_name("offset").set_dim({E, 1, 1}).set_stride({1, 1, 1}).set_data_type(
+            offset_type));
     out = g.moe_grouped_matmul(token, weight, offset, {}, {"moe", DataType::NotSet});
     out->set_output(true).set_name("out");
   }

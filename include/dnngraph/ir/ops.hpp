@@ -579,7 +579,7 @@ struct MoeGroupedMatmulAttrs {
   OP(Reshape, reshape, ReshapeAttrs, (X), (Y))                                                     \
   OP(Concat, concatenate, ConcatAttrs, (IN_0, IN_1, IN_2, IN_3, IN_4, IN_5, IN_6, IN_7), (Y))      \
   OP(BlockScaleQuantize, block_scale_quantize, BlockScaleQuantizeAttrs, (X), (Y, SCALE))           \
-  OP(BlockScaleDequantize, block_scale_dequantize, BlockScaleDequantizeAttrs, (X, SCALE), (Y))   \
+  OP(BlockScaleDequantize, block_scale_dequantize, BlockScaleDequantizeAttrs, (X, SCALE), (Y))     \
   OP(MoeGroupedMatmul, moe_grouped_matmul, MoeGroupedMatmulAttrs,                                  \
      (TOKEN, WEIGHT, FIRST_TOKEN_OFFSET), (OUTPUT))
 

@@ -33,8 +33,8 @@ Status lower_moe_grouped_matmul(LowerContext& cx, const ir::Node& n) {
   DNNGRAPH_ASSIGN_OR_RETURN(
       auto op, Descriptor::create(CUDNN_BACKEND_OPERATION_MOE_GROUPED_MATMUL_DESCRIPTOR, what));
   const cudnnMoeGroupedMatmulMode_t mode = CUDNN_MOE_GROUPED_MATMUL_MODE_NONE;
-  DNNGRAPH_TRY(
-      op.set(CUDNN_ATTR_OPERATION_MOE_GROUPED_MATMUL_MODE, CUDNN_TYPE_MOE_GROUPED_MATMUL_MODE, mode));
+  DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_MOE_GROUPED_MATMUL_MODE,
+                      CUDNN_TYPE_MOE_GROUPED_MATMUL_MODE, mode));
   DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_MOE_GROUPED_MATMUL_MATH_PREC, CUDNN_TYPE_DATA_TYPE,
                       to_cudnn(cx.compute_type(n))));
   DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_MOE_GROUPED_MATMUL_TOKEN_DESC, tt));

@@ -55,7 +55,8 @@ Status run_moe_grouped_matmul(KernelContext& ctx) {
       const double* t = token.data.data() + r * K;
       for (int64_t k = 0; k < K; ++k)
         for (int64_t j = 0; j < N; ++j) acc[static_cast<size_t>(j)] += t[k] * w[k * N + j];
-      for (int64_t j = 0; j < N; ++j) out[r * N + j] = ctx.round_compute(acc[static_cast<size_t>(j)]);
+      for (int64_t j = 0; j < N; ++j)
+        out[r * N + j] = ctx.round_compute(acc[static_cast<size_t>(j)]);
     }
   }
   ctx.store(Role::OUTPUT, out);

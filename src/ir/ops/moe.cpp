@@ -19,15 +19,15 @@ Status infer_moe_grouped_matmul(Node& n, const InferContext& ctx) {
                       "; expected [1,S,K] (all tokens in dim 1, grouped by expert)");
   const int64_t experts = weight->dim[0], k = token->dim[2];
   if (weight->dim[1] != k)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
-                      port_label(Role::WEIGHT, weight), " has dims ", dims_str(weight->dim),
-                      " but ", port_label(Role::TOKEN, token), " has K=", k, " (dims ",
-                      dims_str(token->dim), "); expected WEIGHT [E,", k, ",N]");
-  DNNGRAPH_TRY(expect_dims(
-      n, Role::FIRST_TOKEN_OFFSET, offset, {experts, 1, 1},
-      detail::cat("one start row per expert: E=", experts, " from ",
-                  port_label(Role::WEIGHT, weight), " (cuDNN 9.19 takes the starts only; the "
-                  "last expert runs to the end of the tokens)")));
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(Role::WEIGHT, weight),
+                      " has dims ", dims_str(weight->dim), " but ", port_label(Role::TOKEN, token),
+                      " has K=", k, " (dims ", dims_str(token->dim), "); expected WEIGHT [E,", k,
+                      ",N]");
+  DNNGRAPH_TRY(expect_dims(n, Role::FIRST_TOKEN_OFFSET, offset, {experts, 1, 1},
+                           detail::cat("one start row per expert: E=", experts, " from ",
+                                       port_label(Role::WEIGHT, weight),
+                                       " (cuDNN 9.19 takes the starts only; the "
+                                       "last expert runs to the end of the tokens)")));
   if (offset->data_type != DataType::Int32 && offset->data_type != DataType::Int64)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
                       port_label(Role::FIRST_TOKEN_OFFSET, offset),
