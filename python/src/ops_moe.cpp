@@ -16,9 +16,9 @@ void bind_ops_moe(nb::class_<PyGraph>& cls) {
       nb::arg("token"), nb::arg("weight"), nb::arg("first_token_offset"),
       nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
       "Mixture-of-experts grouped matmul (mode NONE): token [1,S,K], weight [E,K,N] and "
-      "first_token_offset [E,1,1] (INT32 or INT64: the first token row of each expert, "
-      "starting at 0, non-decreasing, at most S; the last expert runs to S) -> output "
-      "[1,S,N], output[0,r] = token[0,r] @ weight[e] for the rows r of expert e.");
+      "first_token_offset [G,1,1] (INT32 or INT64, G = B*E: the first token row of each group, "
+      "starting at 0, non-decreasing, at most S; the last group runs to S) -> output [1,S,N], "
+      "output[0,r] = token[0,r] @ weight[g % E] for the rows r of group g.");
 }
 
 }  // namespace dnngraph::py

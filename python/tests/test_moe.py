@@ -10,11 +10,19 @@ from conftest import assert_close, build, poisoned, workspace_for
 F32, I32, I64 = cudnn.data_type.FLOAT, cudnn.data_type.INT32, cudnn.data_type.INT64
 
 
-def moe_graph(handle, E, S, K, N, offset_type=I32, **kw):
+def moe_inputs(handle, E, S, K, N, offset_type=I32, offset_experts=None):
+    """A graph with token [1,S,K], weight [E,K,N] (the frontend's strides [K*N, 1, K]) and
+    offsets [offset_experts or E, 1, 1]."""
     g = cudnn.pygraph(handle=handle, io_data_type=F32, compute_data_type=F32)
     T = g.tensor(name="token", dim=[1, S, K], stride=[S * K, K, 1], data_type=F32)
     W = g.tensor(name="weight", dim=[E, K, N], stride=[K * N, 1, K], data_type=F32)
-    O = g.tensor(name="offset", dim=[E, 1, 1], stride=[1, 1, 1], data_type=offset_type)
+    G = offset_experts or E
+    O = g.tensor(name="offset", dim=[G, 1, 1], stride=[1, 1, 1], data_type=offset_type)
+    return g, T, W, O
+
+
+def moe_graph(handle, E, S, K, N, offset_type=I32, **kw):
+    g, T, W, O = moe_inputs(handle, E, S, K, N, offset_type)
     Y = g.moe_grouped_matmul(T, W, O, name="moe", **kw)
     Y.set_output(True)
     return g, T, W, O, Y
@@ -79,10 +87,7 @@ def test_bad_offsets_raise_and_leave_the_output(handle, rng, starts, match):
 
 
 def test_shape_errors_name_the_tensor(handle):
-    g = cudnn.pygraph(handle=handle, io_data_type=F32)
-    T = g.tensor(name="token", dim=[1, 8, 4], stride=[32, 4, 1], data_type=F32)
-    W = g.tensor(name="weight", dim=[3, 4, 5], stride=[20, 1, 4], data_type=F32)
-    O = g.tensor(name="offset", dim=[2, 1, 1], stride=[1, 1, 1], data_type=I32)
+    g, T, W, O = moe_inputs(handle, 3, 8, 4, 5, offset_experts=2)
     g.moe_grouped_matmul(T, W, O).set_output(True)
     with pytest.raises(ValueError, match="FIRST_TOKEN_OFFSET 'offset'.*E=3"):
         g.validate()
@@ -94,10 +99,7 @@ def test_shape_errors_name_the_tensor(handle):
     ("COMBINE", "mode=COMBINE.*SM100"),
 ])
 def test_other_modes_refused_at_validate(handle, mode, match):
-    g = cudnn.pygraph(handle=handle, io_data_type=F32)
-    T = g.tensor(name="token", dim=[1, 8, 4], stride=[32, 4, 1], data_type=F32)
-    W = g.tensor(name="weight", dim=[2, 4, 5], stride=[20, 1, 4], data_type=F32)
-    O = g.tensor(name="offset", dim=[2, 1, 1], stride=[1, 1, 1], data_type=I32)
+    g, T, W, O = moe_inputs(handle, 2, 8, 4, 5)
     idx = g.tensor(name="idx", dim=[1, 8, 1], stride=[8, 1, 1], data_type=I32)
     Y = g.moe_grouped_matmul(T, W, O, token_index=idx, token_ks=idx, top_k=1,
                              mode=getattr(cudnn.moe_grouped_matmul_mode, mode))
@@ -107,10 +109,7 @@ def test_other_modes_refused_at_validate(handle, mode, match):
 
 
 def test_top_k_scores_refused_outside_combine(handle):
-    g = cudnn.pygraph(handle=handle, io_data_type=F32)
-    T = g.tensor(name="token", dim=[1, 8, 4], stride=[32, 4, 1], data_type=F32)
-    W = g.tensor(name="weight", dim=[2, 4, 5], stride=[20, 1, 4], data_type=F32)
-    O = g.tensor(name="offset", dim=[2, 1, 1], stride=[1, 1, 1], data_type=I32)
+    g, T, W, O = moe_inputs(handle, 2, 8, 4, 5)
     scores = g.tensor(name="scores", dim=[1, 8, 1], stride=[8, 1, 1], data_type=F32)
     g.moe_grouped_matmul(T, W, O, top_k_scores=scores).set_output(True)
     with pytest.raises(ValueError, match="top_k_scores is only valid for mode COMBINE"):

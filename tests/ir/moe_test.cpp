@@ -39,6 +39,17 @@ TEST(MoeInfer, Int64OffsetsAndAVirtualOutputInTheIntermediateType) {
   EXPECT_EQ(y->dim, (std::vector<int64_t>{1, 5, 3}));
 }
 
+TEST(MoeInfer, GroupsMayBeAMultipleOfTheExperts) {
+  Graph g;
+  Tensor token = make_input(g, "token", {1, 12, 2});
+  Tensor weight = make_input(g, "weight", {3, 2, 4});
+  Tensor offset = make_input(g, "offset", {6, 1, 1}, DataType::Int32);  // B=2 batches of E=3
+  Tensor y = g.moe_grouped_matmul(token, weight, offset);
+  y->set_output(true);
+  ASSERT_TRUE(g.validate().is_ok()) << g.validate().to_string();
+  EXPECT_EQ(y->dim, (std::vector<int64_t>{1, 12, 4}));
+}
+
 TEST(MoeInfer, RefusesBadShapesAndTypes) {
   struct Case {
     std::vector<int64_t> token, weight, offset;
@@ -57,7 +68,12 @@ TEST(MoeInfer, RefusesBadShapesAndTypes) {
        {3, 6, 4},
        {4, 1, 1},
        DataType::Int32,
-       {"FIRST_TOKEN_OFFSET 'o'", "E=3", "[3,1,1]"}},
+       {"FIRST_TOKEN_OFFSET 'o'", "[4,1,1]", "[G,1,1]", "multiple of E=3"}},
+      {{1, 10, 6},
+       {3, 6, 4},
+       {3, 2, 1},
+       DataType::Int32,
+       {"FIRST_TOKEN_OFFSET 'o'", "[3,2,1]", "[G,1,1]"}},
       {{1, 10, 6},
        {3, 6, 4},
        {3, 1, 1},

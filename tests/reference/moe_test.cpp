@@ -107,6 +107,27 @@ TEST(RefMoe, LastExpertEmptyWhenItsStartIsS) {
   EXPECT_EQ(b.values(m.out), (std::vector<double>{10, 20, 300, 400}));
 }
 
+TEST(RefMoe, GroupGUsesExpertGModE) {
+  // E=2 experts, G=4 groups (B=2): groups 0..3 own rows [0,1), [1,3), [3,3), [3,5) and use
+  // experts 0, 1, 0, 1.
+  dnngraph::Graph g;
+  g.set_io_data_type(DataType::Float);
+  auto token = g.tensor(TensorAttrs().set_name("token").set_dim({1, 5, 1}).set_stride({5, 1, 1}));
+  auto weight = g.tensor(TensorAttrs().set_name("weight").set_dim({2, 1, 1}).set_stride({1, 1, 1}));
+  auto offset = g.tensor(
+      TensorAttrs().set_name("offset").set_dim({4, 1, 1}).set_stride({1, 1, 1}).set_data_type(
+          DataType::Int32));
+  auto out = g.moe_grouped_matmul(token, weight, offset);
+  out->set_output(true);
+  ASSERT_OK(g.validate());
+  ref_test::Buffers b;
+  b.set(token, {1, 2, 3, 4, 5});
+  b.set(weight, {10, 100});
+  b.set(offset, {0, 1, 3, 3});
+  ASSERT_OK(b.run_graph(g));
+  EXPECT_EQ(b.values(out), (std::vector<double>{10, 200, 300, 400, 500}));
+}
+
 TEST(RefMoe, BadOffsetsFailAndWriteNothing) {
   struct Case {
     std::vector<double> offsets;

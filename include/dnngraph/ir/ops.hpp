@@ -525,10 +525,10 @@ struct BlockScaleDequantizeAttrs {
 };
 
 // Mixture-of-experts grouped matmul (the cuDNN frontend's moe_grouped_matmul in its NONE mode:
-// tokens already grouped by expert). TOKEN [1,S,K], WEIGHT [E,K,N], FIRST_TOKEN_OFFSET [E,1,1]
-// (INT32 or INT64) -> OUTPUT [1,S,N]. Expert e owns token rows [offset[e], offset[e+1]) (the
-// last expert runs to S): OUTPUT[0,r,:] = TOKEN[0,r,:] x WEIGHT[e,:,:]. The offsets are data:
-// they must start at 0, never decrease and stay within S, which engines check at execute time
+// tokens already grouped by expert). TOKEN [1,S,K], WEIGHT [E,K,N], FIRST_TOKEN_OFFSET [G,1,1]
+// (INT32/INT64, G = B*E) -> OUTPUT [1,S,N]: group g owns rows [offset[g], offset[g+1]) (the last
+// runs to S), OUTPUT[0,r,:] = TOKEN[0,r,:] x WEIGHT[g % E,:,:]. The offsets are data: they
+// must start at 0, never decrease and stay within S, which engines check at execute time
 // where they can (the reference does). Modes GATHER / SCATTER are not in the IR yet.
 struct MoeGroupedMatmulAttrs {
   bool operator==(const MoeGroupedMatmulAttrs&) const = default;

@@ -1,7 +1,7 @@
 // Shape rules of moe_grouped_matmul (the cuDNN frontend's NONE mode): TOKEN [1,S,K], WEIGHT
-// [E,K,N] and FIRST_TOKEN_OFFSET [E,1,1] (INT32 or INT64, one start row per expert) ->
-// OUTPUT [1,S,N], row-major unless set. The offsets' values (start at 0, never decrease, at
-// most S) are data, checked by the engines at execute time.
+// [E,K,N] and FIRST_TOKEN_OFFSET [G,1,1] (INT32 or INT64, one start row per group; G = B*E,
+// group g uses expert g % E) -> OUTPUT [1,S,N], row-major unless set. The offsets' values (start at
+// 0, never decrease, at most S) are data, checked by the engines at execute time.
 #include "ir/ops/common.hpp"
 
 namespace dnngraph::ir {
@@ -23,11 +23,15 @@ Status infer_moe_grouped_matmul(Node& n, const InferContext& ctx) {
                       " has dims ", dims_str(weight->dim), " but ", port_label(Role::TOKEN, token),
                       " has K=", k, " (dims ", dims_str(token->dim), "); expected WEIGHT [E,", k,
                       ",N]");
-  DNNGRAPH_TRY(expect_dims(n, Role::FIRST_TOKEN_OFFSET, offset, {experts, 1, 1},
-                           detail::cat("one start row per expert: E=", experts, " from ",
-                                       port_label(Role::WEIGHT, weight),
-                                       " (cuDNN 9.19 takes the starts only; the "
-                                       "last expert runs to the end of the tokens)")));
+  DNNGRAPH_TRY(check_rank(n, Role::FIRST_TOKEN_OFFSET, offset, 3, 3));
+  const int64_t groups = offset->dim[0];
+  if (offset->dim[1] != 1 || offset->dim[2] != 1 || groups < 1 || groups % experts != 0)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
+                      port_label(Role::FIRST_TOKEN_OFFSET, offset), " has dims ",
+                      dims_str(offset->dim), "; expected [G,1,1] with G a multiple of E=", experts,
+                      " (from ", port_label(Role::WEIGHT, weight),
+                      "): the first row of each group, group g using expert g % E (cuDNN 9.19 "
+                      "takes the starts only; the last group runs to the end of the tokens)");
   if (offset->data_type != DataType::Int32 && offset->data_type != DataType::Int64)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": ",
                       port_label(Role::FIRST_TOKEN_OFFSET, offset),
