@@ -377,13 +377,15 @@ _SDPA_UNSUPPORTED = {
 
 # MoE grouped matmul modes dnngraph does not run: mode name -> why.
 _MOE_MODES_WHY = {
-    "GATHER": "what cuDNN 9.19's backend engine reads from token_index in this mode is not "
-              "established (a GATHER graph given a permutation hit an illegal memory access on "
-              "an H200), so dnngraph neither lowers nor emulates it; gather the rows yourself "
-              "and use mode NONE",
-    "SCATTER": "what cuDNN 9.19's backend engine does with token_index / token_ks / top_k in "
-               "this mode is not established, so dnngraph neither lowers nor emulates it; use "
-               "mode NONE and scatter the rows yourself",
+    "GATHER": "cuDNN 9.19's engine hits an illegal memory access on GATHER graphs (seen on an "
+              "H200 with graphs the frontend 1.32 built itself, even with token_index = 0, 1, "
+              "2, ...), so dnngraph does not lower it, and its reference engine does not "
+              "emulate a mode no GPU engine runs; gather the token rows yourself and use mode "
+              "NONE",
+    "SCATTER": "cuDNN 9.19 proposes no engine configuration for SCATTER graphs (seen on an H200 "
+               "with the frontend 1.32's own graph), so dnngraph does not lower it, and its "
+               "reference engine does not emulate a mode no GPU engine runs; use mode NONE and "
+               "scatter the output rows yourself",
     "COMBINE": "the frontend serves it only with its Python engine for compute capability 10.x "
                "(SM100); cuDNN's backend (9.19) has no COMBINE mode",
 }

@@ -3,8 +3,10 @@
 // type) and the TOKEN / WEIGHT / FIRST_TOKEN_OFFSET / OUTPUT tensors. cuDNN 9.19 reads the
 // offsets as one start per expert (the last expert runs to the end of the tokens); it does not
 // check them, so a bad offset is the caller's to avoid (the reference engine checks them).
-// Seen on an H200 with cuDNN 9.19: bf16 [1,512,256] x [4,256,256] with weights [K*N, 1, K] ran
-// and matched an fp32 reference within a bf16 step (tests/gpu/moe_test.cpp).
+// Seen on an H200 with cuDNN 9.19 (tests/gpu/moe_test.cpp, 2026-12-02): bf16 [1,512,256] x
+// [4,256,256] with weights [K*N, 1, K], half with empty experts and INT64 offsets, and B*E = 6
+// groups on 3 experts all matched the reference engine. GATHER and SCATTER are not lowered:
+// cuDNN 9.19 hit an illegal memory access on GATHER and had no engine for SCATTER there.
 #include "engines/cudnn/loader.hpp"
 #include "engines/cudnn/lowering.hpp"
 
