@@ -120,3 +120,42 @@ def test_backward_refused_with_its_cudnn_version(handle):
     g = cudnn.pygraph(handle=handle, io_data_type=F32)
     with pytest.raises(cudnn.NotSupportedError, match="moe_grouped_matmul_bwd.*9.22"):
         g.moe_grouped_matmul_bwd(None, None, None)
+
+
+def test_experimental_op_on_cpu_tensors_matches_torch():
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "randn"):
+        pytest.skip("torch is not installed")
+    from dnngraph.experimental import ops
+
+    gen = torch.Generator().manual_seed(3)
+    E, S, K, N = 3, 40, 16, 8
+    token = torch.randn(1, S, K, generator=gen).to(torch.bfloat16)
+    weight = torch.randn(E, N, K, generator=gen).to(torch.bfloat16).transpose(1, 2)  # (E, K, N)
+    starts = [0, 0, 25]  # expert 0 empty
+    offsets = torch.tensor(starts, dtype=torch.int32).reshape(E, 1, 1)
+    y = ops.moe_grouped_matmul(token, weight, offsets)
+    assert y.shape == (1, S, N) and y.dtype == torch.bfloat16
+    ref = numpy_moe(token.float().numpy(), weight.float().numpy(), starts)
+    assert_close(y.float().numpy(), ref, rtol=1e-2)
+    y2 = ops.moe_grouped_matmul(token, weight, offsets, mode="none")  # the cached graph
+    assert torch.equal(y, y2)
+    with pytest.raises(cudnn.NotSupportedError, match="gather.*illegal memory access"):
+        ops.moe_grouped_matmul(token, weight, offsets, mode="gather")
+
+
+def test_experimental_op_on_cuda_tensors_matches_torch():
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "cuda") or not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from dnngraph.experimental import ops
+
+    E, S, K, N = 4, 512, 256, 256
+    token = torch.randn(1, S, K, device="cuda", dtype=torch.bfloat16)
+    weight = torch.randn(E, N, K, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+    starts = [0, 128, 130, 384]
+    offsets = torch.tensor(starts, dtype=torch.int32, device="cuda").reshape(E, 1, 1)
+    y = ops.moe_grouped_matmul(token, weight, offsets)
+    torch.cuda.synchronize()
+    ref = numpy_moe(token.float().cpu().numpy(), weight.float().cpu().numpy(), starts)
+    assert_close(y.float().cpu().numpy(), ref, rtol=2e-2)

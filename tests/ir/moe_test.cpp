@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "dnngraph/ir/graph.hpp"
+#include "dnngraph/ir/json.hpp"
 #include "ir/test_util.hpp"
 
 namespace dnngraph::ir {
@@ -48,6 +49,27 @@ TEST(MoeInfer, GroupsMayBeAMultipleOfTheExperts) {
   y->set_output(true);
   ASSERT_TRUE(g.validate().is_ok()) << g.validate().to_string();
   EXPECT_EQ(y->dim, (std::vector<int64_t>{1, 12, 4}));
+}
+
+TEST(MoeInfer, JsonRoundTripKeepsThePortsAndValidates) {
+  Graph g;
+  g.set_io_data_type(DataType::Half);
+  Tensor token = make_input(g, "token", {1, 7, 3});
+  Tensor weight = make_input(g, "weight", {2, 3, 5}, DataType::Half, {15, 1, 3});
+  Tensor offset = make_input(g, "offset", {2, 1, 1}, DataType::Int64);
+  g.moe_grouped_matmul(token, weight, offset, {}, named("moe"))->set_output(true);
+  const std::string text = to_json(g);
+  EXPECT_NE(text.find("\"moe_grouped_matmul\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"FIRST_TOKEN_OFFSET\""), std::string::npos) << text;
+  Graph loaded;
+  ASSERT_TRUE(from_json(text, loaded).is_ok());
+  EXPECT_EQ(to_json(loaded), text);
+  ASSERT_TRUE(loaded.validate().is_ok()) << loaded.validate().to_string();
+  ASSERT_EQ(loaded.nodes().size(), 1u);
+  const Node& n = loaded.nodes()[0];
+  EXPECT_EQ(n.kind(), OpKind::MoeGroupedMatmul);
+  EXPECT_EQ(n.output(Role::OUTPUT)->dim, (std::vector<int64_t>{1, 7, 5}));
+  EXPECT_EQ(n.input(Role::WEIGHT)->stride, (std::vector<int64_t>{15, 1, 3}));
 }
 
 TEST(MoeInfer, RefusesBadShapesAndTypes) {
