@@ -1,5 +1,6 @@
 // Dynamic shapes with one kernel cache shared by graphs of several shapes, built from several
 // threads at once; the cache serialized and loaded again; refused bytes give a clear error.
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -44,6 +45,38 @@ TEST(GpuKernelCache, DynamicShapesShareOneCacheAcrossThreads) {
   ASSERT_TRUE(again.is_ok()) << again.status().to_string();
   expect_matches_reference(conv(9, again.value()), {.min_abs = 2e-2});
   EXPECT_TRUE(again.value()->in_use());
+}
+
+// The frontend's in-place form: a graph is given a fresh cache, the cache is then filled with
+// another's bytes (deserialize), and the graph's build loads them into cuDNN: the cache is in use,
+// its kernels come from cuDNN's descriptor again, the graph matches the reference, and the cache,
+// now cuDNN's, refuses a second load. A KERNEL_CACHE_RESULT line records the sizes.
+TEST(GpuKernelCache, DeserializedInPlaceIsUsedByTheGraphsHoldingIt) {
+  DNNGRAPH_REQUIRE_GPU();
+  auto warm = KernelCache::create();
+  expect_matches_reference(conv(2, warm), {.min_abs = 2e-2});
+  auto bytes = warm->serialize();
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+
+  auto kc = KernelCache::create();
+  GpuRun run;
+  Status s = run.prepare(
+      [&](Graph& g) {
+        conv(2, kc)(g);  // the graph holds the cache: filled now, loaded at the build below
+        EXPECT_TRUE(kc->deserialize(bytes.value()).is_ok());
+        EXPECT_FALSE(kc->in_use());
+      },
+      {});
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(kc->in_use());
+  expect_matches_reference(conv(4, kc), {.min_abs = 2e-2, .seed = 11});
+  auto after = kc->serialize();
+  ASSERT_TRUE(after.is_ok()) << after.status().to_string();
+  std::printf("KERNEL_CACHE_RESULT deserialized %zu bytes, %zu after building n=2 and n=4 (%s)\n",
+              bytes->size(), after->size(), *after == *bytes ? "same bytes" : "other bytes");
+  s = kc->deserialize(bytes.value());
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("engine 'cudnn' already uses"), std::string::npos) << s.message();
 }
 
 // cuDNN 9.19 accepted "not a kernel cache" as a kernel cache's JSON on the H200 (and the graph
