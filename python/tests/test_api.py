@@ -72,18 +72,25 @@ def test_default_handle_without_gpu_raises_runtime_error():
         g.build_operation_graph()
 
 
-def test_kernel_cache_is_accepted(handle, rng):
-    kc = cudnn.create_kernel_cache()
+def exp_with_cache(handle, rng, kc, shape, before_build=lambda: None):
+    """exp(X) in a dynamic-shape graph given the cache kc; before_build() runs between the
+    graph's making and its build. Checks Y against numpy."""
     g = cudnn.pygraph(handle=handle, kernel_cache=kc, is_dynamic_shape_enabled=True,
                       io_data_type=cudnn.data_type.FLOAT)
-    x = rng.standard_normal((2, 3)).astype(np.float32)
+    x = rng.standard_normal(shape).astype(np.float32)
     X = tensor_of(g, x, "X")
     Y = g.exp(input=X)
     Y.set_output(True)
+    before_build()
     build(g)
-    y = poisoned((2, 3))
+    y = poisoned(shape)
     g.execute({X: x, Y: y}, None)
     assert_close(y, np.exp(x.astype(np.float64)))
+
+
+def test_kernel_cache_is_accepted(handle, rng):
+    kc = cudnn.create_kernel_cache()
+    exp_with_cache(handle, rng, kc, (2, 3))
     # The reference engine compiles nothing: the cache stays unused and has nothing to give.
     assert not kc.in_use
     with pytest.raises(ValueError, match="dynamic shapes"):
@@ -121,17 +128,7 @@ def test_kernel_cache_deserialize_in_place(handle, rng):
     # A graph given the cache before it is filled builds and runs with it; the reference engine
     # compiles nothing, so the kernels stay as loaded, for a GPU engine.
     held = cudnn.create_kernel_cache()
-    g = cudnn.pygraph(handle=handle, kernel_cache=held, is_dynamic_shape_enabled=True,
-                      io_data_type=cudnn.data_type.FLOAT)
-    held.deserialize(data)
-    x = rng.standard_normal((3, 4)).astype(np.float32)
-    X = tensor_of(g, x, "X")
-    Y = g.exp(input=X)
-    Y.set_output(True)
-    build(g)
-    y = poisoned((3, 4))
-    g.execute({X: x, Y: y}, None)
-    assert_close(y, np.exp(x.astype(np.float64)))
+    exp_with_cache(handle, rng, held, (3, 4), lambda: held.deserialize(data))
     assert not held.in_use and held.serialize() == data
 
 
