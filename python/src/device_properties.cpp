@@ -56,8 +56,7 @@ void bind_device_properties(nb::module_& m) {
           nb::arg("data"),
           "Replaces these properties with those of a serialize()d JSON text (str, bytes or a "
           "list of byte values). ValueError, naming the field, when it does not parse.")
-      .def_prop_ro("device_name",
-                   [](const PyDeviceProperties& p) { return p.get().device_name(); })
+      .def_prop_ro("device_name", [](const PyDeviceProperties& p) { return p.get().device_name(); })
       .def_prop_ro("compute_capability",
                    [](const PyDeviceProperties& p) { return p.get().compute_capability(); })
       .def_prop_ro("sm_count", [](const PyDeviceProperties& p) { return p.get().sm_count(); })

@@ -332,8 +332,7 @@ Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
   std::string key;
   // A deviceless build skips it too: its key names a device, and its plans are for another.
   if (handle && !handle->target() && policy == BuildPlanPolicy::HeuristicsChoice &&
-      !state_->kernel_cache &&
-      (cache = PlanCache::global())) {
+      !state_->kernel_cache && (cache = PlanCache::global())) {
     for (Engine* e : registered_engines())
       if (e->runs_on(handle->device())) {
         if (e->loads_plans()) engine = e;

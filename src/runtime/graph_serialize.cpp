@@ -85,7 +85,8 @@ Result<std::string> Graph::serialize_unlocked() const {
   auto plan = state_->plans[static_cast<size_t>(state_->selected)]->serialize();
   env["plan"] = plan ? nlohmann::json(base64_encode(*plan)) : nlohmann::json(nullptr);
   // Built deviceless: the GPU it was built for, checked against the device deserialize() gets.
-  if (state_->handle && state_->handle->target()) env["target"] = state_->handle->target()->to_json();
+  if (state_->handle && state_->handle->target())
+    env["target"] = state_->handle->target()->to_json();
   return env.dump();
 }
 

@@ -89,11 +89,11 @@ TEST(DeviceProperties, BadJsonSaysWhatIsWrong) {
 
 TEST(DeviceProperties, DifferencesNameTheComputeCapability) {
   auto h200 = DeviceProperties::from_json(fixture()).value();
-  auto a100 = DeviceProperties::from_json(
-                  with_field(with_field(with_field(fixture(), "deviceVer", "800"),
-                                        "multiProcessorCount", "108"),
-                             "deviceName", "\"NVIDIA A100\""))
-                  .value();
+  auto a100 =
+      DeviceProperties::from_json(with_field(with_field(with_field(fixture(), "deviceVer", "800"),
+                                                        "multiProcessorCount", "108"),
+                                             "deviceName", "\"NVIDIA A100\""))
+          .value();
   EXPECT_FALSE(h200->compatible_with(*a100));
   EXPECT_EQ(h200->differences(*a100),
             "compute capability 9.0 in the target, 8.0 on the device, SM count 132 in the "

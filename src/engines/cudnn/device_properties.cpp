@@ -31,7 +31,8 @@ Result<std::string> json_of(const Descriptor& d) {
   int64_t n = 0;
   DNNGRAPH_TRY(d.get(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0, &n, nullptr));
   std::string text(static_cast<size_t>(n), '\0');
-  DNNGRAPH_TRY(d.get(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, n, &n, text.data()));
+  DNNGRAPH_TRY(
+      d.get(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, n, &n, text.data()));
   text.resize(static_cast<size_t>(n));
   while (!text.empty() && text.back() == '\0') text.pop_back();
   return text;
@@ -54,8 +55,8 @@ Status check_driver_library(const DeviceProperties& target) {
     return Status::ok();
   }
   const char* why = dlerror();
-  return make_error(ErrorCode::NotSupported, "deviceless build for ", target.describe(),
-                    ": cuDNN ", backend_version_string(),
+  return make_error(ErrorCode::NotSupported, "deviceless build for ", target.describe(), ": cuDNN ",
+                    backend_version_string(),
                     " needs the CUDA driver library (libcuda.so.1) to compile and load a plan's "
                     "kernels even without a GPU, and this machine has none (",
                     why ? why : "not found",
@@ -110,9 +111,10 @@ Result<DevicePropertiesPtr> DeviceProperties::from_device(int device) {
   DNNGRAPH_TRY(d.set(CUDNN_ATTR_DEVICEPROP_DEVICE_ID, CUDNN_TYPE_INT32, id));
   Status s = d.finalize(ErrorCode::NotSupported);
   if (!s)
-    return make_error(ErrorCode::NotSupported, s.message(),
-                      "; reading a GPU's properties needs that GPU (to build for a GPU this "
-                      "machine lacks, use DeviceProperties::from_json with properties saved there)");
+    return make_error(
+        ErrorCode::NotSupported, s.message(),
+        "; reading a GPU's properties needs that GPU (to build for a GPU this "
+        "machine lacks, use DeviceProperties::from_json with properties saved there)");
   DNNGRAPH_ASSIGN_OR_RETURN(auto json, cudnn::json_of(d));
   return from_json(json);
 #else

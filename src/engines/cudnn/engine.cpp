@@ -330,9 +330,8 @@ class CudnnCandidate final : public Candidate {
         cfg_.get(CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED, CUDNN_TYPE_INT32, 1, &n, &smem) &&
         smem > limit)
       return make_error(ErrorCode::NotSupported, "cudnn candidate '", info_.name, "' for ",
-                        st_->what, " needs ", smem,
-                        " bytes of shared memory per block but ", st_->device_name, " allows ",
-                        limit, "; another candidate may fit");
+                        st_->what, " needs ", smem, " bytes of shared memory per block but ",
+                        st_->device_name, " allows ", limit, "; another candidate may fit");
     int64_t ws = 0;
     if (cfg_.get(CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws))
       info_.workspace_size = ws;

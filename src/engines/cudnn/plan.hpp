@@ -24,7 +24,7 @@ struct HandleState final : EngineState {
   // A deviceless handle's target (Handle::target()) as cuDNN's DEVICEPROP descriptor, given to
   // the heuristics, engines and plans instead of `handle` (device_properties.cpp).
   Descriptor device_properties;
-  DevicePropertiesPtr target;  // the same, as given
+  DevicePropertiesPtr target;      // the same, as given
   std::mutex mu;                   // one stream per handle: executes on it are serialised
   uint64_t applied_epoch = ~0ull;  // Handle::stream_epoch() last given to cudnnSetStream
   void* capture_stream = nullptr;  // cudaStream_t for CUDA graph capture, made on first use
@@ -57,7 +57,8 @@ struct LoweredState {
   // The deviceless target (HandleState::device_properties), else null.
   cudnnBackendDescriptor_t device_properties = nullptr;
   int64_t target_smem_optin = -1;
-  std::string device_name;  // "cuda:0", or the target's describe() when deviceless  // the target's opt-in shared memory per block, when known
+  std::string device_name;  // "cuda:0", or the target's describe() when deviceless  // the target's
+                            // opt-in shared memory per block, when known
   std::vector<Descriptor> engines;  // engines behind enumerated configs (engine.cpp)
   // Heuristics mode A's configs when lowering already asked for them (the SDPA variants).
   std::vector<Descriptor> configs_a;

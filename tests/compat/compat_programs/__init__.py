@@ -35,6 +35,7 @@ NAMES = [
     "wrapper_graph",
     "jit_graph_cache",
     "serialize_roundtrip",
+    "deviceless_aot",
     "execute_raw_forms",
     "execute_forms",
     "not_supported_error",
