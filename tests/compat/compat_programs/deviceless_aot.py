@@ -26,11 +26,7 @@ def run(h):
     A, B = g.tensor_like(a), g.tensor_like(b)
     Y = g.relu(input=g.matmul(A=A, B=B))
     Y.set_output(True).set_data_type(cudnn.data_type.HALF)
-    g.validate()
-    g.build_operation_graph()
-    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    g.check_support()
-    g.build_plans()
+    g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])  # no handle: for the target
     uids = (A.get_uid(), B.get_uid(), Y.get_uid())
     data = g.serialize()
     g2 = cudnn.pygraph(handle=h.handle)
