@@ -35,6 +35,7 @@ NAMES = [
     "wrapper_graph",
     "jit_graph_cache",
     "serialize_roundtrip",
+    "deviceless_aot",
     "kernel_cache_roundtrip",
     "execute_raw_forms",
     "execute_forms",
