@@ -294,8 +294,11 @@ std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
                                   OpOptions o) {
   if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
   const bool inference = attrs.is_inference;
+  if (o.name.empty()) o.name = next_name("sdpa");
+  std::vector<Subgraph> mods = build_score_mods(o.name, extra);
   Node& n = push(std::move(attrs), o, "sdpa", {{Role::Q, q}, {Role::K, k}, {Role::V, v}});
   bind_sdpa_extra(n.inputs, extra);
+  attach_subgraphs(n, std::move(mods));
   std::array<Tensor, 2> out{add_output(n, Role::O), nullptr};
   if (!inference) out[1] = add_output(n, Role::STATS);
   bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);
@@ -310,6 +313,8 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
                                            OpOptions opts) {
   if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
   const bool has_bias = static_cast<bool>(extra.bias);
+  if (opts.name.empty()) opts.name = next_name("sdpa_backward");
+  std::vector<Subgraph> mods = build_score_mods(opts.name, extra);
   Node& n = push(std::move(attrs), opts, "sdpa_backward",
                  {{Role::Q, q},
                   {Role::K, k},
@@ -318,6 +323,7 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
                   {Role::DO, d_o},
                   {Role::STATS, stats}});
   bind_sdpa_extra(n.inputs, extra);
+  attach_subgraphs(n, std::move(mods));
   Tensor dq = add_output(n, Role::DQ);
   Tensor dk = add_output(n, Role::DK);
   std::array<Tensor, 4> out{dq, dk, add_output(n, Role::DV), nullptr};

@@ -329,6 +329,7 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
                                nullptr, r));
     last = r;
   }
+  DNNGRAPH_ASSIGN_OR_RETURN(last, sdpa_score_mod(cx, n, what, "score_mod", last));
 
   if (ir::Tensor bias = n.input(Role::BIAS)) {
     DNNGRAPH_ASSIGN_OR_RETURN(auto tb, cx.tensor(bias));

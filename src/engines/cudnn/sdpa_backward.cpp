@@ -150,6 +150,8 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
     DNNGRAPH_TRY(
         add_reduction(cx, what + " dBias", CUDNN_REDUCE_TENSOR_ADD, f32, before_scale, tdb));
   }
+  DNNGRAPH_ASSIGN_OR_RETURN(before_scale,
+                            sdpa_score_mod(cx, n, what, "score_mod_bprop", before_scale));
   DNNGRAPH_TRY(pw("dS*scale", CUDNN_POINTWISE_MUL, before_scale, scale, ds));
 
   // dK = dS^T . Q

@@ -342,6 +342,7 @@ Status run_forward(KernelContext& ctx) {
   Dense o({p.b, p.hq, p.sq, p.dv});
   Dense stats({p.b, p.hq, p.sq, 1});
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
+  DNNGRAPH_ASSIGN_OR_RETURN(const ScoreModEval mod, ScoreModEval::make(ctx));
 
   // Per-thread score rows, allocated outside the parallel region.
   std::vector<double> s_all(static_cast<size_t>(omp_get_max_threads() * p.skv));
@@ -361,7 +362,7 @@ Status run_forward(KernelContext& ctx) {
         for (int64_t j = lo; j < hi; ++j) {
           double dot = 0.0;
           for (int64_t c = 0; c < p.d; ++c) dot += qi[c] * kb[j * p.d + c];
-          s[j] = p.scale * dot + p.bias_at(bi, h, i, j);
+          s[j] = mod.forward(bi, h, i, j, p.scale * dot) + p.bias_at(bi, h, i, j);
           mx = std::max(mx, s[j]);
         }
         const bool sink = !p.sink.empty();
@@ -410,6 +411,7 @@ Status run_backward(KernelContext& ctx) {
   Dense ds_full = want_dbias ? Dense({p.b, p.hq, p.sq, p.skv}) : Dense();
   const bool want_dsink = ctx.has_output(Role::DSINK_TOKEN);
   Dense dsink_bh({p.b, p.hq});  // per (batch, head), summed over batches below
+  DNNGRAPH_ASSIGN_OR_RETURN(const ScoreModEval mod, ScoreModEval::make(ctx));
 
 #pragma omp parallel for collapse(2) schedule(dynamic) if (p.work() >= kParallelWork)
   for (int64_t bi = 0; bi < p.b; ++bi)
@@ -434,7 +436,9 @@ Status run_backward(KernelContext& ctx) {
         for (int64_t j = lo; j < hi; ++j) {
           double dot = 0.0;
           for (int64_t c = 0; c < p.d; ++c) dot += qi[c] * kb[j * p.d + c];
-          const double pij = std::exp(p.scale * dot + p.bias_at(bi, h, i, j) - stats[row]);
+          const double sij = p.scale * dot;
+          const double pij =
+              std::exp(mod.forward(bi, h, i, j, sij) + p.bias_at(bi, h, i, j) - stats[row]);
           const double z = p.keep(bi, h, i, j);
           double dp = 0.0;
           for (int64_t c = 0; c < p.dv; ++c) {
@@ -442,9 +446,10 @@ Status run_backward(KernelContext& ctx) {
             dp += doi[c] * vb[j * p.dv + c];
           }
           const double ds = pij * (z * dp - di);
+          const double dss = p.scale * mod.backward(bi, h, i, j, sij, ds);
           for (int64_t c = 0; c < p.d; ++c) {
-            dqi[c] += p.scale * ds * kb[j * p.d + c];
-            dkb[j * p.d + c] += p.scale * ds * qi[c];
+            dqi[c] += dss * kb[j * p.d + c];
+            dkb[j * p.d + c] += dss * qi[c];
           }
           if (want_dbias) ds_full[row * p.skv + j] = ds;
         }
