@@ -536,8 +536,8 @@ Status read_node(const Json& j, size_t idx, const TensorRefs& refs, Node& n) {
 Status read_subgraphs(const Fields& f, const TensorRefs& refs, Node& n) {
   const Json* subs = f.get("subgraphs");
   const Json* own = f.get("subgraph_tensors");
-  if (!subs) return own ? f.wrong("subgraph_tensors", "no such list without subgraphs", *own)
-                        : Status::ok();
+  if (!subs)
+    return own ? f.wrong("subgraph_tensors", "no such list without subgraphs", *own) : Status::ok();
   if (!subs->is_array()) return f.wrong("subgraphs", "an array", *subs);
   if (own && !own->is_array()) return f.wrong("subgraph_tensors", "an array", *own);
   std::vector<Tensor> list = refs.list();
@@ -557,8 +557,8 @@ Status read_subgraphs(const Fields& f, const TensorRefs& refs, Node& n) {
     DNNGRAPH_TRY(sf.only({"name", "input", "output", "nodes"}));
     Subgraph sg;
     DNNGRAPH_TRY(sf.string("name", sg.name));
-    for (auto [key, slot] : {std::pair<const char*, Tensor*>{"input", &sg.input},
-                             {"output", &sg.output}}) {
+    for (auto [key, slot] :
+         {std::pair<const char*, Tensor*>{"input", &sg.input}, {"output", &sg.output}}) {
       const Json* v = sf.get(key);
       if (!v) return sf.missing(key);
       DNNGRAPH_TRY(local.resolve(*v, where + ": " + key, *slot));

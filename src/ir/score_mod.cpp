@@ -45,9 +45,10 @@ Subgraph Graph::build_subgraph(const std::string& node_name, std::string name,
   std::unordered_set<const TensorAttrs*> made;
   for (const Node& n : sg.nodes)
     for (const Port& p : n.outputs) made.insert(p.tensor.get());
-  tensors_.erase(std::remove_if(tensors_.begin() + static_cast<std::ptrdiff_t>(first_tensor),
-                                tensors_.end(), [&](const Tensor& t) { return made.count(t.get()); }),
-                 tensors_.end());
+  tensors_.erase(
+      std::remove_if(tensors_.begin() + static_cast<std::ptrdiff_t>(first_tensor), tensors_.end(),
+                     [&](const Tensor& t) { return made.count(t.get()); }),
+      tensors_.end());
   validated_ = false;
   return sg;
 }
@@ -157,8 +158,8 @@ Status infer_score_mods(Node& n, const SdpaOptions& a, bool backward,
                         "' is not one this op takes (", names, ")");
     for (size_t j = 0; j < i; ++j)
       if (n.subgraphs[j].name == s.name)
-        return make_error(ErrorCode::InvalidGraph, op_label(n), ": two subgraphs named '",
-                          s.name, "'");
+        return make_error(ErrorCode::InvalidGraph, op_label(n), ": two subgraphs named '", s.name,
+                          "'");
   }
   // The cuDNN frontend disables its own mask subgraphs when a modifier is set, and refuses
   // them together; so do we, so that a graph that validates here also builds there.

@@ -21,7 +21,8 @@ Status infer_node(Node& n, const InferContext& ctx) {
   DNNGRAPH_TRY(check_roles(n, info.inputs, info.outputs));
   if (!n.subgraphs.empty() && n.kind() != OpKind::SdpaFwd && n.kind() != OpKind::SdpaBwd)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": has subgraph '",
-                      n.subgraphs.front().name, "'; only sdpa and sdpa_backward take subgraphs "
+                      n.subgraphs.front().name,
+                      "'; only sdpa and sdpa_backward take subgraphs "
                       "(score modifiers)");
   switch (n.kind()) {
     case OpKind::ConvFprop:
@@ -131,8 +132,10 @@ Status check_wiring(const std::vector<Tensor>& tensors, const std::vector<Node>&
                         "' is marked as an output but no op produces it");
     for (const Node& n : nodes)
       if (subgraphs_read(n, t))
-        return make_error(ErrorCode::InvalidGraph, op_label(n), ": its score modifiers read more "
-                          "than ", kScoreModMaxInputs, " graph tensors (the SCORE_MOD_IN_* ports); '",
+        return make_error(ErrorCode::InvalidGraph, op_label(n),
+                          ": its score modifiers read more "
+                          "than ",
+                          kScoreModMaxInputs, " graph tensors (the SCORE_MOD_IN_* ports); '",
                           t->name, "' is one too many: combine constants into fewer tensors");
     // A non-virtual tensor nobody reads or writes would still be demanded at execute time.
     return make_error(ErrorCode::InvalidGraph, "tensor '", t->name,

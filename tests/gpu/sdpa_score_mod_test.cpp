@@ -3,95 +3,41 @@
 // forward (O and STATS) and the backward (score_mod recompute plus score_mod_bprop through
 // TANH_BWD on the tensor score_mod saved), and a bias-like add of a [1, 1, s_q, s_kv] table.
 // Each case prints one SDPA_RESULT line for the record. Skips without a GPU.
-#include <cmath>
-#include <cstdio>
-#include <cstring>
+#include <memory>
 
-#include "harness.hpp"
+#include "sdpa_check.hpp"
 
 namespace dnngraph::gpu_test {
 namespace {
 
-struct ModCase {
-  const char* name;
-  DataType t = DataType::BFloat16;
-  int64_t b = 2, hq = 4, hk = 4, sq = 128, skv = 128, d = 64;
-  bool table = false;  // score + table instead of softcap
-  bool backward = false;
+struct ModCase : SdpaCase {
+  bool table = false;  // score + a [1, 1, s_q, s_kv] table instead of softcapping
 };
 
 std::function<void(Graph&)> make_graph(const ModCase& c) {
   return [c](Graph& g) {
-    const DataType t = c.t;
-    g.set_io_data_type(t);
-    auto q = input(g, "Q", {c.b, c.hq, c.sq, c.d}, t);
-    auto k = input(g, "K", {c.b, c.hk, c.skv, c.d}, t);
-    auto v = input(g, "V", {c.b, c.hk, c.skv, c.d}, t);
-    ir::SdpaOptions a;
-    a.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.d));
     ir::SdpaInputs extra;
-    auto saved = std::make_shared<ir::Tensor>();
     if (c.table) {
       auto table = input(g, "TABLE", {1, 1, c.sq, c.skv}, DataType::Float);
       extra.score_mod = [table](ir::Graph& gr, ir::Tensor s) { return gr.add(s, table); };
     } else {
       auto cap = g.scalar(ir::Scalar::of_float(0.5), "cap");
+      auto saved = std::make_shared<ir::Tensor>();  // score / cap, what the bprop reads
       extra.score_mod = [cap, saved](ir::Graph& gr, ir::Tensor s) {
         *saved = gr.binary(PointwiseMode::Div, s, cap);
         return gr.mul(gr.unary(PointwiseMode::Tanh, *saved), cap);
       };
-      extra.score_mod_bprop = [cap, saved](ir::Graph& gr, ir::Tensor ds) {
-        auto t = gr.binary(PointwiseMode::TanhBwd, gr.mul(ds, cap), *saved);
-        return gr.binary(PointwiseMode::Div, t, cap);
-      };
+      if (c.backward)
+        extra.score_mod_bprop = [cap, saved](ir::Graph& gr, ir::Tensor ds) {
+          auto t = gr.binary(PointwiseMode::TanhBwd, gr.mul(ds, cap), *saved);
+          return gr.binary(PointwiseMode::Div, t, cap);
+        };
     }
-    if (!c.backward) {
-      extra.score_mod_bprop = nullptr;
-      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, false, {}}, extra);
-      finish(out[0], "O", {c.b, c.hq, c.sq, c.d}, t);
-      finish(out[1], "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
-      return;
-    }
-    auto o = input(g, "O", {c.b, c.hq, c.sq, c.d}, t);
-    auto d_o = input(g, "DO", {c.b, c.hq, c.sq, c.d}, t);
-    auto stats = input(g, "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
-    auto out = g.sdpa_backward(q, k, v, o, d_o, stats, ir::SdpaBwdAttrs{a}, extra);
-    finish(out[0], "DQ", {c.b, c.hq, c.sq, c.d}, t);
-    finish(out[1], "DK", {c.b, c.hk, c.skv, c.d}, t);
-    finish(out[2], "DV", {c.b, c.hk, c.skv, c.d}, t);
+    add_sdpa(g, c, sdpa_options_of(c), extra);
   };
 }
 
-CompareOptions options(const ModCase& c) {
-  CompareOptions o;
-  o.tol_scale = 2;
-  o.min_abs = c.backward ? 0.15 : 2e-2;
-  o.adjust_input = [](const ir::TensorAttrs& t, std::vector<unsigned char>& host) {
-    // STATS as a log-sum-exp of the random scores would be: around 1 (+-0.5).
-    if (t.name != "STATS") return;
-    for (size_t off = 0; off + 4 <= host.size(); off += 4) {
-      float f;
-      std::memcpy(&f, host.data() + off, 4);
-      f = 1.0f + 0.5f * f;
-      std::memcpy(host.data() + off, &f, 4);
-    }
-  };
-  return o;
-}
-
-void check(const ModCase& c) {
-  const RunReport r = run_and_compare(make_graph(c), options(c));
-  std::printf(
-      "SDPA_RESULT %s %s: %s plan %s, %lld compared, %lld mismatches, max abs err %.4g%s%s\n",
-      c.name, data_type_name(c.t).data(), r.status.is_ok() ? "ok" : r.status.to_string().c_str(),
-      r.plan_name.c_str(), static_cast<long long>(r.compared), static_cast<long long>(r.mismatches),
-      r.max_abs_err, r.mismatches ? ", first: " : "", r.first_mismatch.c_str());
-  ASSERT_TRUE(r.status.is_ok()) << r.status.to_string();
-  EXPECT_GT(r.compared, 0);
-  EXPECT_EQ(r.mismatches, 0) << r.mismatches << " of " << r.compared
-                             << " elements differ; first: " << r.first_mismatch << " (plan "
-                             << r.plan_name << ")";
-}
+void check(const ModCase& c) { check_sdpa(c, make_graph(c)); }
 
 TEST(GpuSdpaScoreMod, SoftcapForward) {
   DNNGRAPH_REQUIRE_GPU();

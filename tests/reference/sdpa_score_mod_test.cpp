@@ -60,7 +60,8 @@ Expected naive(const Problem& p) {
         for (int64_t j = 0; j < p.skv; ++j) pr[j] = std::exp(t[j] - mx) / sum;
         for (int64_t c = 0; c < p.d; ++c)
           for (int64_t j = 0; j < p.skv; ++j)
-            e.o[static_cast<size_t>(row * p.d + c)] += pr[j] * p.at(p.v, p.hk, p.skv, bi, h / g, j, c);
+            e.o[static_cast<size_t>(row * p.d + c)] +=
+                pr[j] * p.at(p.v, p.hk, p.skv, bi, h / g, j, c);
         if (p.d_o.empty()) continue;  // forward only
         double di = 0;
         for (int64_t c = 0; c < p.d; ++c)
@@ -68,7 +69,8 @@ Expected naive(const Problem& p) {
         for (int64_t j = 0; j < p.skv; ++j) {
           double dp = 0;
           for (int64_t c = 0; c < p.d; ++c)
-            dp += p.d_o[static_cast<size_t>(row * p.d + c)] * p.at(p.v, p.hk, p.skv, bi, h / g, j, c);
+            dp +=
+                p.d_o[static_cast<size_t>(row * p.d + c)] * p.at(p.v, p.hk, p.skv, bi, h / g, j, c);
           const double th = std::tanh(s[j] / p.cap);
           const double ds = pr[j] * (dp - di) * (1.0 - th * th) * p.scale;
           const size_t kv = static_cast<size_t>(((bi * p.hk + h / g) * p.skv + j) * p.d);
@@ -83,8 +85,10 @@ Expected naive(const Problem& p) {
 }
 
 Tensor input(dnngraph::Graph& g, const char* name, std::vector<int64_t> dims) {
-  return g.tensor(dnngraph::ir::TensorAttrs().set_name(name).set_dim(std::move(dims)).set_data_type(
-      DataType::Float));
+  return g.tensor(dnngraph::ir::TensorAttrs()
+                      .set_name(name)
+                      .set_dim(std::move(dims))
+                      .set_data_type(DataType::Float));
 }
 
 TEST(ReferenceSdpaScoreMod, SoftcapForwardAndBackwardAgainstNaiveLoops) {

@@ -258,8 +258,7 @@ class Graph {
   Tensor make_output(const std::string& node_name, Role role);
   // Runs a score modifier on a fresh virtual input tensor and moves the ops it added (and
   // their output tensors) out of the graph into the returned subgraph (src/ir/score_mod.cpp).
-  Subgraph build_subgraph(const std::string& node_name, std::string name,
-                          const ScoreModifier& fn);
+  Subgraph build_subgraph(const std::string& node_name, std::string name, const ScoreModifier& fn);
   // The SDPA builders' part: the subgraphs of extra's modifiers, in order.
   std::vector<Subgraph> build_score_mods(const std::string& node_name, const SdpaInputs& extra);
   std::string next_name(std::string_view op);

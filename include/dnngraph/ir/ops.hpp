@@ -532,7 +532,7 @@ struct BlockScaleDequantizeAttrs {
 // graph tensors (pass-by-value scalars such as a soft cap, or buffers such as a bias-like
 // table), bound in order of first use; the modifiers' nodes read the same tensors.
 inline constexpr size_t kScoreModMaxInputs = 8;
-#define DNNGRAPH_SCORE_MOD_ROLES                                                           \
+#define DNNGRAPH_SCORE_MOD_ROLES                                                                  \
   SCORE_MOD_IN_0, SCORE_MOD_IN_1, SCORE_MOD_IN_2, SCORE_MOD_IN_3, SCORE_MOD_IN_4, SCORE_MOD_IN_5, \
       SCORE_MOD_IN_6, SCORE_MOD_IN_7
 inline constexpr Role kScoreModRoles[kScoreModMaxInputs] = {
@@ -639,7 +639,7 @@ struct Node {
   std::vector<Port> outputs;
   // Pointwise subgraphs the op applies inside itself (sdpa: "score_mod"; sdpa_backward:
   // "score_mod" and "score_mod_bprop"). Empty for every other op.
-  std::vector<Subgraph> subgraphs;
+  std::vector<Subgraph> subgraphs = {};
 
   OpKind kind() const { return static_cast<OpKind>(attrs.index()); }
   // The tensor bound to `role`, or nullptr.

@@ -28,7 +28,8 @@ Result<cudnnBackendDescriptor_t> sdpa_score_mod(LowerContext& cx, const ir::Node
     }
     const ir::Tensor out = m.output(Role::OUT_0);
     const std::string tag = detail::cat(name, "::", m.name);
-    DNNGRAPH_ASSIGN_OR_RETURN(auto y, cx.virtual_tensor(what + "::" + tag, out->dim, out->data_type));
+    DNNGRAPH_ASSIGN_OR_RETURN(auto y,
+                              cx.virtual_tensor(what + "::" + tag, out->dim, out->data_type));
     descs[out.get()] = y;
     DNNGRAPH_TRY(add_pointwise_node(cx, what + " " + tag, m, in[0], in[1], in[2], y));
   }

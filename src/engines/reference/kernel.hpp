@@ -105,7 +105,7 @@ double pointwise_value(const ir::PointwiseAttrs& a, double x, double y, double z
 Status run_reduction(KernelContext& ctx);
 Status run_norm(KernelContext& ctx);  // norm_forward and norm_backward
 Status run_softmax(KernelContext& ctx);
-Status run_sdpa(KernelContext& ctx);      // sdpa and sdpa_backward
+Status run_sdpa(KernelContext& ctx);  // sdpa and sdpa_backward
 
 // An SDPA node's score modifiers (ir::Subgraph "score_mod" / "score_mod_bprop") evaluated one
 // score element at a time (sdpa_score_mod.cpp). Without them, forward() and backward() return

@@ -68,8 +68,8 @@ double ScoreModEval::read(const Operand& o, const int64_t idx[4],
   return d[idx[0] * st[0] + idx[1] * st[1] + idx[2] * st[2] + idx[3] * st[3]];
 }
 
-void ScoreModEval::run(const std::vector<Step>& steps, int64_t b, int64_t h, int64_t i,
-                       int64_t j, std::vector<double>& slots) const {
+void ScoreModEval::run(const std::vector<Step>& steps, int64_t b, int64_t h, int64_t i, int64_t j,
+                       std::vector<double>& slots) const {
   const int64_t idx[4] = {b, h, i, j};
   for (const Step& st : steps) {
     double v = 0.0;
