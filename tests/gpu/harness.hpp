@@ -17,7 +17,5 @@ namespace dnngraph::gpu_test {
 // Runs `make` on both engines and EXPECTs every output element to match.
 void expect_matches_reference(const std::function<void(Graph&)>& make,
                               const CompareOptions& o = {});
-// EXPECTs a run_and_compare report to be a success with every compared element matching.
-void expect_report_ok(const RunReport& r);
 
 }  // namespace dnngraph::gpu_test

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <optional>
 
-#include "sdpa_check.hpp"
+#include "harness.hpp"
 
 namespace dnngraph::gpu_test {
 namespace {
@@ -82,7 +82,14 @@ CompareOptions options(const Case& c) {
     };
     if (t.name == "SEQ_LEN_Q") put_lengths(c.len_q);
     if (t.name == "SEQ_LEN_KV") put_lengths(c.len_kv);
-    if (t.name == "STATS") plausible_stats(host);
+    if (t.name == "STATS") {
+      for (size_t off = 0; off + 4 <= host.size(); off += 4) {
+        float f;
+        std::memcpy(&f, host.data() + off, 4);
+        f = 1.0f + 0.5f * f;
+        std::memcpy(host.data() + off, &f, 4);
+      }
+    }
   };
   if (!c.len_q.empty()) {
     o.skip = [c](const ir::TensorAttrs& t, const std::vector<int64_t>& idx) {
