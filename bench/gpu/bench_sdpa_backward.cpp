@@ -4,8 +4,8 @@
 // checked against the reference engine on a reduced shape first (b1 h2 s128). Backward STATS are
 // drawn in [0.5, 1.5] so that exp(S - STATS) stays in the range of a real softmax row.
 #include <cmath>
-#include <cstring>
 
+#include "../../tests/gpu/sdpa_cases.hpp"
 #include "bench_util.hpp"
 
 using namespace dnngraph;
@@ -63,21 +63,7 @@ std::function<void(Graph&)> backward(int64_t b, int64_t h, int64_t s, int64_t d,
   };
 }
 
-gpu_test::CompareOptions options(bool bwd) {
-  gpu_test::CompareOptions o;
-  o.tol_scale = 2;
-  o.min_abs = bwd ? 0.15 : 2e-2;
-  o.adjust_input = [](const ir::TensorAttrs& t, std::vector<unsigned char>& host) {
-    if (t.name != "STATS") return;
-    for (size_t off = 0; off + 4 <= host.size(); off += 4) {
-      float f;
-      std::memcpy(&f, host.data() + off, 4);
-      f = 1.0f + 0.5f * f;
-      std::memcpy(host.data() + off, &f, 4);
-    }
-  };
-  return o;
-}
+gpu_test::CompareOptions options(bool bwd) { return gpu_test::sdpa_options(bwd); }
 
 // Median ms of the full-size graph, or a negative value after printing the error.
 double time_graph(const char* what, const std::function<void(Graph&)>& make,

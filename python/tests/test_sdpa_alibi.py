@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import dnngraph as cudnn
-from conftest import assert_close, build, poisoned, tensor_of, workspace_for
+from conftest import assert_close, build, tensor_of, workspace_for
+from sdpa_ref import attention, fp32_graph as new_graph, set_outputs as outputs
 
 
 def slopes_by_hand(heads):
@@ -27,45 +28,8 @@ def slopes_by_hand(heads):
 
 def reference(q, k, v, scale, bias=None, left=None, do=None):
     """fp64 causal attention with ALiBi (and an optional bias / window), GQA by repeat."""
-    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    hq, sq, skv = q.shape[1], q.shape[2], k.shape[2]
-    g = hq // k.shape[1]
-    kr, vr = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
-    rel = np.arange(skv)[None, :] - np.arange(sq)[:, None]
-    s = scale * q @ kr.transpose(0, 1, 3, 2) + slopes_by_hand(hq)[None, :, None, None] * rel
-    if bias is not None:
-        s = s + bias
-    keep = rel <= 0
-    if left is not None:
-        keep &= rel > -left
-    s = np.where(keep, s, -np.inf)
-    lse = np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1, keepdims=True)) + s.max(
-        -1, keepdims=True)
-    p = np.exp(s - lse)
-    o = p @ vr
-    if do is None:
-        return o, lse
-    do = np.asarray(do, dtype=np.float64)
-    dv = p.transpose(0, 1, 3, 2) @ do
-    ds = p * (do @ vr.transpose(0, 1, 3, 2) - (do * o).sum(-1, keepdims=True))
-    fold = lambda t: t.reshape(t.shape[0], -1, g, *t.shape[2:]).sum(2)  # noqa: E731
-    return o, lse, scale * ds @ kr, fold(scale * ds.transpose(0, 1, 3, 2) @ q), fold(dv)
-
-
-def new_graph(handle):
-    return cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
-                         intermediate_data_type=cudnn.data_type.FLOAT,
-                         compute_data_type=cudnn.data_type.FLOAT)
-
-
-def outputs(pack, tensors, shapes):
-    arrays = []
-    for t, shape in zip(tensors, shapes):
-        a = poisoned(shape)
-        t.set_output(True).set_dim(list(shape)).set_stride([s // 4 for s in a.strides])
-        pack[t] = a
-        arrays.append(a)
-    return arrays
+    return attention(q, k, v, scale, causal=True, left=left, bias=bias,
+                     alibi=slopes_by_hand(q.shape[1]), do=do)
 
 
 def forward(handle, q, k, v, scale, bias=None, **kw):

@@ -7,35 +7,16 @@ import pytest
 
 import dnngraph as cudnn
 from conftest import assert_close, build, poisoned, tensor_of, workspace_for
+from sdpa_ref import attention, fp32_graph as new_graph, set_outputs
 
 B, HQ, HK, SQ, SKV, D = 2, 4, 2, 5, 6, 4
 SCALE = 1.0 / math.sqrt(D)
 
 
 def attention_ref(q, k, v, z, do=None):
-    """fp64 attention with dropout factor z (broadcast to [b, hq, sq, skv]) and GQA.
-
-    Returns o, lse and, given do, dq, dk, dv:
-    O = (P*Z) V; dV = (P*Z)^T dO; dP = (dO V^T) * Z; dS = P * (dP - rowsum(dO*O)).
-    """
-    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    g = q.shape[1] // k.shape[1]
-    kr, vr = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
-    s = SCALE * q @ kr.transpose(0, 1, 3, 2)
-    lse = np.log(np.exp(s).sum(-1, keepdims=True))
-    p = np.exp(s - lse)
-    z = np.broadcast_to(np.asarray(z, dtype=np.float64), p.shape)
-    o = (p * z) @ vr
-    if do is None:
-        return o, lse
-    do = np.asarray(do, dtype=np.float64)
-    dv = ((p * z).transpose(0, 1, 3, 2) @ do)
-    dp = (do @ vr.transpose(0, 1, 3, 2)) * z
-    ds = p * (dp - (do * o).sum(-1, keepdims=True))
-    dq = SCALE * ds @ kr
-    dk = SCALE * ds.transpose(0, 1, 3, 2) @ q
-    fold = lambda t: t.reshape(t.shape[0], -1, g, *t.shape[2:]).sum(2)  # noqa: E731
-    return o, lse, dq, fold(dk), fold(dv)
+    """fp64 attention with dropout factor z (broadcast to [b, hq, sq, skv]) and GQA: o, lse and,
+    given do, dq, dk, dv."""
+    return attention(q, k, v, SCALE, z=z, do=do)
 
 
 def inputs(rng):
@@ -44,12 +25,6 @@ def inputs(rng):
     v = rng.standard_normal((B, HK, SKV, D)).astype(np.float32)
     do = rng.standard_normal((B, HQ, SQ, D)).astype(np.float32)
     return q, k, v, do
-
-
-def new_graph(handle):
-    return cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
-                         intermediate_data_type=cudnn.data_type.FLOAT,
-                         compute_data_type=cudnn.data_type.FLOAT)
 
 
 def run_forward(handle, q, k, v, dropout_of, rng_dump_shape=None):
@@ -65,10 +40,7 @@ def run_forward(handle, q, k, v, dropout_of, rng_dump_shape=None):
         pack[DUMP] = dump
     O, STATS = g.sdpa(q=Q, k=K, v=V, is_inference=False, attn_scale=SCALE,
                       dropout=dropout_of(g, pack), rng_dump=DUMP)
-    o, lse = poisoned((B, HQ, SQ, D)), poisoned((B, HQ, SQ, 1))
-    for t, a in ((O, o), (STATS, lse)):
-        t.set_output(True).set_dim(list(a.shape)).set_stride([s // 4 for s in a.strides])
-        pack[t] = a
+    o, lse = set_outputs(pack, (O, STATS), ((B, HQ, SQ, D), (B, HQ, SQ, 1)))
     build(g)
     g.execute(pack, workspace_for(g))
     return o, lse, dump
@@ -81,12 +53,7 @@ def run_backward(handle, q, k, v, o, do, lse, dropout_of):
     pack = dict(zip((Q, K, V, O, DO, STATS), arrays))
     grads = g.sdpa_backward(q=Q, k=K, v=V, o=O, dO=DO, stats=STATS, attn_scale=SCALE,
                             dropout=dropout_of(g, pack))
-    outs = []
-    for t, like in zip(grads, (q, k, v)):
-        a = poisoned(like.shape)
-        t.set_output(True).set_dim(list(a.shape)).set_stride([s // 4 for s in a.strides])
-        pack[t] = a
-        outs.append(a)
+    outs = set_outputs(pack, grads, (q.shape, k.shape, v.shape))
     build(g)
     g.execute(pack, workspace_for(g))
     return outs

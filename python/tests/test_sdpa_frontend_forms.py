@@ -8,6 +8,7 @@ import pytest
 
 import dnngraph as cudnn
 from conftest import assert_close, build, poisoned, workspace_for
+from sdpa_ref import attention, fp32_graph
 
 B, HQ, HK, SQ, SKV, D, DV = 2, 4, 2, 5, 7, 8, 4
 SCALE = 0.125
@@ -16,35 +17,7 @@ SCALE = 0.125
 def reference(q, k, v, seq_q=None, seq_kv=None, do=None):
     """fp64 attention with an optional padding mask; GQA by repeat. Returns O, LSE (and dQ, dK,
     dV when do is given); rows past seq_q are zero in O and dQ."""
-    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    g = q.shape[1] // k.shape[1]
-    kr, vr = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
-    s = SCALE * q @ kr.transpose(0, 1, 3, 2)
-    rows = np.ones((q.shape[0], 1, q.shape[2], 1), dtype=bool)
-    if seq_q is not None:
-        for i in range(q.shape[0]):
-            s[i, :, :, seq_kv[i]:] = -np.inf
-            rows[i, :, seq_q[i]:] = False
-    m = s.max(-1, keepdims=True)
-    p = np.exp(s - m)
-    lse = m + np.log(p.sum(-1, keepdims=True))
-    p = p / p.sum(-1, keepdims=True)
-    o = (p @ vr) * rows
-    if do is None:
-        return o, lse
-    do = np.asarray(do, dtype=np.float64) * rows
-    dp = do @ vr.transpose(0, 1, 3, 2)
-    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
-    dq = SCALE * ds @ kr
-    dk = (SCALE * ds.transpose(0, 1, 3, 2) @ q).reshape(k.shape[0], k.shape[1], g, *k.shape[2:])
-    dv = (p.transpose(0, 1, 3, 2) @ do).reshape(v.shape[0], v.shape[1], g, *v.shape[2:])
-    return o, lse, dq, dk.sum(2), dv.sum(2)
-
-
-def graph(handle):
-    return cudnn.pygraph(io_data_type=cudnn.data_type.FLOAT,
-                         intermediate_data_type=cudnn.data_type.FLOAT,
-                         compute_data_type=cudnn.data_type.FLOAT, handle=handle)
+    return attention(q, k, v, SCALE, seq_q=seq_q, seq_kv=seq_kv, do=do)
 
 
 def fe_tensor(g, uid, a, dt=cudnn.data_type.FLOAT):
@@ -79,7 +52,7 @@ def test_forward_and_backward_in_the_frontend_form(handle, rng, impl, one_d):
     lq, lkv = seq_q.reshape(shape), seq_kv.reshape(shape)
     implementation = getattr(cudnn.attention_implementation, impl)
 
-    g = graph(handle)
+    g = fp32_graph(handle)
     tq, tk, tv = fe_tensor(g, 0, q), fe_tensor(g, 1, k), fe_tensor(g, 2, v)
     tlq = fe_tensor(g, 11, lq, cudnn.data_type.INT32)
     tlkv = fe_tensor(g, 12, lkv, cudnn.data_type.INT32)
@@ -101,7 +74,7 @@ def test_forward_and_backward_in_the_frontend_form(handle, rng, impl, one_d):
     assert_close(np.where(rows, lse, 0.0), np.where(rows, lse_ref, 0.0))
 
     do = rng.standard_normal(out.shape).astype(np.float32)
-    g2 = graph(handle)
+    g2 = fp32_graph(handle)
     t = [fe_tensor(g2, uid, a) for uid, a in ((0, q), (1, k), (2, v), (3, out), (9, do), (4, lse))]
     tlq2 = fe_tensor(g2, 11, lq, cudnn.data_type.INT32)
     tlkv2 = fe_tensor(g2, 12, lkv, cudnn.data_type.INT32)
@@ -126,7 +99,7 @@ def test_forward_and_backward_in_the_frontend_form(handle, rng, impl, one_d):
 
 def test_one_d_seq_len_must_have_one_length_per_batch_item(handle, rng):
     q, k, v = inputs(rng)
-    g = graph(handle)
+    g = fp32_graph(handle)
     lens = np.full((B + 1,), SQ, dtype=np.int32)
     o, _ = g.sdpa(q=fe_tensor(g, 0, q), k=fe_tensor(g, 1, k), v=fe_tensor(g, 2, v),
                   generate_stats=False, use_padding_mask=True,
@@ -139,7 +112,7 @@ def test_one_d_seq_len_must_have_one_length_per_batch_item(handle, rng):
 
 def test_stats_use_log2_is_refused_at_validate_like_the_frontend(handle, rng):
     q, k, v = inputs(rng)
-    g = graph(handle)
+    g = fp32_graph(handle)
     # The node is made (frontend-written code catches the refusal around the build steps).
     o, stats = g.sdpa(q=fe_tensor(g, 0, q), k=fe_tensor(g, 1, k), v=fe_tensor(g, 2, v),
                       generate_stats=True, stats_use_log2=True)
@@ -153,7 +126,7 @@ def test_stats_use_log2_is_refused_at_validate_like_the_frontend(handle, rng):
 
 def test_stats_use_log2_without_stats_changes_nothing(handle, rng):
     q, k, v = inputs(rng)
-    g = graph(handle)
+    g = fp32_graph(handle)
     o, stats = g.sdpa(q=fe_tensor(g, 0, q), k=fe_tensor(g, 1, k), v=fe_tensor(g, 2, v),
                       generate_stats=False, attn_scale=SCALE, stats_use_log2=True)
     assert stats is None

@@ -12,36 +12,17 @@ import pytest
 
 import dnngraph as cudnn
 from conftest import assert_close, build, workspace_for
+from sdpa_ref import attention, fp32_graph as new_graph
 
 F32, BF16, I32 = cudnn.data_type.FLOAT, cudnn.data_type.BFLOAT16, cudnn.data_type.INT32
-
-
-def new_graph(handle, io=F32):
-    return cudnn.pygraph(handle=handle, io_data_type=io, intermediate_data_type=F32,
-                         compute_data_type=F32)
 
 
 def attend(q, k, v, scale, causal=False, do=None):
     """fp64 attention of one sequence: q [hq, sq, d], k [hk, skv, d], v [hk, skv, dv]
     (GQA by repeat); causal is top-left. Returns o, lse (and dq, dk, dv given do)."""
-    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    g = q.shape[0] // k.shape[0]
-    kr, vr = np.repeat(k, g, axis=0), np.repeat(v, g, axis=0)
-    s = scale * q @ kr.transpose(0, 2, 1)
-    if causal:
-        rel = np.arange(k.shape[1])[None, :] - np.arange(q.shape[1])[:, None]
-        s = np.where(rel <= 0, s, -np.inf)
-    mx = s.max(-1, keepdims=True)
-    lse = np.log(np.exp(s - mx).sum(-1, keepdims=True)) + mx
-    p = np.exp(s - lse)
-    o = p @ vr
-    if do is None:
-        return o, lse
-    do = np.asarray(do, dtype=np.float64)
-    dv = p.transpose(0, 2, 1) @ do
-    ds = p * (do @ vr.transpose(0, 2, 1) - (do * o).sum(-1, keepdims=True))
-    fold = lambda t: t.reshape(-1, g, *t.shape[1:]).sum(1)  # noqa: E731
-    return o, lse, scale * ds @ kr, fold(scale * ds.transpose(0, 2, 1) @ q), fold(dv)
+    one = attention(q[None], k[None], v[None], scale, causal=causal,
+                    do=None if do is None else do[None])
+    return tuple(a[0] for a in one)
 
 
 class Thd:

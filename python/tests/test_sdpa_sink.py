@@ -10,55 +10,12 @@ import pytest
 
 import dnngraph as cudnn
 from conftest import assert_close, build, poisoned, tensor_of, workspace_for
-
-
-def masked_scores(q, k, scale, causal):
-    q, k = (np.asarray(a, dtype=np.float64) for a in (q, k))
-    g = q.shape[1] // k.shape[1]
-    s = scale * q @ np.repeat(k, g, axis=1).transpose(0, 1, 3, 2)
-    if causal:
-        sq, skv = s.shape[2], s.shape[3]
-        s = np.where(np.arange(skv)[None, :] <= np.arange(sq)[:, None], s, -np.inf)
-    return s
+from sdpa_ref import attention, fp32_graph as new_graph, set_outputs as outputs
 
 
 def reference(q, k, v, sink, scale, causal=False, do=None):
     """fp64 attention with a sink logit per head: O, lse and (with do) dQ, dK, dV, dSink."""
-    s = masked_scores(q, k, scale, causal)
-    g = q.shape[1] // k.shape[1]
-    vr = np.repeat(np.asarray(v, dtype=np.float64), g, axis=1)
-    sk = np.asarray(sink, dtype=np.float64).reshape(1, -1, 1, 1)
-    m = np.maximum(s.max(-1, keepdims=True), sk)
-    total = np.exp(s - m).sum(-1, keepdims=True) + np.exp(sk - m)
-    lse = m + np.log(total)
-    p = np.exp(s - lse)
-    o = p @ vr
-    if do is None:
-        return o, lse
-    do = np.asarray(do, dtype=np.float64)
-    qd, kr = np.asarray(q, dtype=np.float64), np.repeat(np.asarray(k, dtype=np.float64), g, 1)
-    d_row = (do * o).sum(-1, keepdims=True)
-    ds = p * (do @ vr.transpose(0, 1, 3, 2) - d_row)
-    fold = lambda t: t.reshape(t.shape[0], -1, g, *t.shape[2:]).sum(2)  # noqa: E731
-    dsink = -(np.exp(sk - lse) * d_row).sum(axis=(0, 2), keepdims=True)
-    return (o, lse, scale * ds @ kr, fold(scale * ds.transpose(0, 1, 3, 2) @ qd),
-            fold(p.transpose(0, 1, 3, 2) @ do), dsink)
-
-
-def new_graph(handle):
-    return cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
-                         intermediate_data_type=cudnn.data_type.FLOAT,
-                         compute_data_type=cudnn.data_type.FLOAT)
-
-
-def outputs(pack, tensors, shapes):
-    arrays = []
-    for t, shape in zip(tensors, shapes):
-        a = poisoned(shape)
-        t.set_output(True).set_dim(list(shape)).set_stride([s // 4 for s in a.strides])
-        pack[t] = a
-        arrays.append(a)
-    return arrays
+    return attention(q, k, v, scale, causal=causal, sink=sink, do=do)
 
 
 def forward(handle, q, k, v, sink, scale, **kw):

@@ -14,6 +14,9 @@ namespace dnngraph::gpu_test {
     if (!why_.empty()) GTEST_SKIP() << "no usable GPU/cuDNN: " << why_; \
   } while (0)
 
+// ASSERTs that the run succeeded and EXPECTs it compared elements and found no mismatch.
+void expect_report_ok(const RunReport& r);
+
 // Runs `make` on both engines and EXPECTs every output element to match.
 void expect_matches_reference(const std::function<void(Graph&)>& make,
                               const CompareOptions& o = {});

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "harness.hpp"
+#include "sdpa_cases.hpp"
 
 namespace dnngraph::gpu_test {
 namespace {
@@ -254,19 +255,9 @@ TEST(GpuSdpaDropout, MaskFormMatchesReference) {
   o.tol_scale = 2;
   o.adjust_input = [](const ir::TensorAttrs& t, std::vector<unsigned char>& host) {
     if (t.name == "MASK")  // uniform [-1, 1] -> 1 where > -0.6 (keep 80%), else 0
-      for (size_t off = 0; off + 4 <= host.size(); off += 4) {
-        float f;
-        std::memcpy(&f, host.data() + off, 4);
-        f = f > -0.6f ? 1.0f : 0.0f;
-        std::memcpy(host.data() + off, &f, 4);
-      }
-    if (t.name == "STATS")  // as in sdpa_test.cpp: a plausible log-sum-exp
-      for (size_t off = 0; off + 4 <= host.size(); off += 4) {
-        float f;
-        std::memcpy(&f, host.data() + off, 4);
-        f = 1.0f + 0.5f * f;
-        std::memcpy(host.data() + off, &f, 4);
-      }
+      map_floats(host, [](float f) { return f > -0.6f ? 1.0f : 0.0f; });
+    if (t.name == "STATS")  // as in sdpa_cases.hpp: a plausible log-sum-exp
+      map_floats(host, [](float f) { return 1.0f + 0.5f * f; });
   };
   o.min_abs = 2e-2;
   RunReport r = run_and_compare(forward(Form::Mask, true, 0, 0), o);

@@ -5,11 +5,10 @@
 // Ragged: [b, h, s, d] tensors with strides [s*h*d, d, h*d, 1] (BSHD storage) whose sequences
 // are packed token after token; the offsets ([b+1,1,1,1] INT32) count elements. Paged: K and V
 // are pools [num_pages, h, page, d] and each sequence's page table row lists its pages.
-#include <cstdio>
-#include <cstring>
 #include <numeric>
 
 #include "harness.hpp"
+#include "sdpa_cases.hpp"
 
 namespace dnngraph::gpu_test {
 namespace {
@@ -37,42 +36,20 @@ void thd_output(const ir::Tensor& y, const char* name, DataType t, const ir::Ten
 }
 
 CompareOptions ragged_options(bool backward) {
-  CompareOptions o;
-  o.tol_scale = 2;
-  o.min_abs = backward ? 0.15 : 2e-2;
-  o.adjust_input = [](const ir::TensorAttrs& t, std::vector<unsigned char>& host) {
-    auto put = [&](const std::vector<int32_t>& v) {
-      std::memcpy(host.data(), v.data(), v.size() * sizeof(int32_t));
-    };
-    if (t.name == "SEQ_LEN_Q") put(kLenQ);
-    if (t.name == "SEQ_LEN_KV") put(kLenKv);
-    if (t.name == "OFF_Q") put(offsets(kLenQ, kH * kD));
-    if (t.name == "OFF_KV") put(offsets(kLenKv, kH * kD));
-    if (t.name == "STATS") {
-      for (size_t off = 0; off + 4 <= host.size(); off += 4) {
-        float f;
-        std::memcpy(&f, host.data() + off, 4);
-        f = 1.0f + 0.5f * f;
-        std::memcpy(host.data() + off, &f, 4);
-      }
-    }
-  };
-  // Padded query rows of the dense STATS: cuDNN's value differs from the reference's +inf.
-  o.skip = [](const ir::TensorAttrs& t, const std::vector<int64_t>& idx) {
-    return t.name == "STATS" && idx[2] >= kLenQ[static_cast<size_t>(idx[0])];
+  CompareOptions o = sdpa_options(backward, kLenQ, kLenKv);
+  auto base = o.adjust_input;
+  o.adjust_input = [base](const ir::TensorAttrs& t, std::vector<unsigned char>& host) {
+    base(t, host);
+    if (t.name == "OFF_Q") put_int32(host, offsets(kLenQ, kH * kD));
+    if (t.name == "OFF_KV") put_int32(host, offsets(kLenKv, kH * kD));
   };
   return o;
 }
 
 void check(const char* name, const std::function<void(Graph&)>& make, const CompareOptions& o) {
   const RunReport r = run_and_compare(make, o);
-  std::printf(
-      "SDPA_RAGGED_RESULT %s: %s plan %s, %lld compared, %lld mismatches, max abs err %.4g\n", name,
-      r.status.is_ok() ? "ok" : r.status.to_string().c_str(), r.plan_name.c_str(),
-      static_cast<long long>(r.compared), static_cast<long long>(r.mismatches), r.max_abs_err);
-  ASSERT_TRUE(r.status.is_ok()) << r.status.to_string();
-  EXPECT_GT(r.compared, 0);
-  EXPECT_EQ(r.mismatches, 0) << "first: " << r.first_mismatch << " (plan " << r.plan_name << ")";
+  print_result("SDPA_RAGGED_RESULT", name, r);
+  expect_report_ok(r);
 }
 
 ir::SdpaInputs lengths(Graph& g) {
@@ -82,24 +59,36 @@ ir::SdpaInputs lengths(Graph& g) {
   return extra;
 }
 
+// The ragged graph's inputs: offsets OFF_Q (Q, O, DO) and OFF_KV (K, V), Q, K and V, in bf16.
+struct RaggedQkv {
+  ir::Tensor off_q, off_kv, q, k, v;
+};
+
+RaggedQkv ragged_qkv(Graph& g) {
+  const DataType t = DataType::BFloat16;
+  g.set_io_data_type(t);
+  RaggedQkv r;
+  r.off_q = input(g, "OFF_Q", {kB + 1, 1, 1, 1}, DataType::Int32);
+  r.off_kv = input(g, "OFF_KV", {kB + 1, 1, 1, 1}, DataType::Int32);
+  r.q = thd_input(g, "Q", t, r.off_q);
+  r.k = thd_input(g, "K", t, r.off_kv);
+  r.v = thd_input(g, "V", t, r.off_kv);
+  return r;
+}
+
 TEST(GpuSdpaRagged, ForwardCausalBf16) {
   DNNGRAPH_REQUIRE_GPU();
   check(
       "forward_causal_bf16",
       [](Graph& g) {
-        const DataType t = DataType::BFloat16;
-        g.set_io_data_type(t);
-        auto oq = input(g, "OFF_Q", {kB + 1, 1, 1, 1}, DataType::Int32);
-        auto okv = input(g, "OFF_KV", {kB + 1, 1, 1, 1}, DataType::Int32);
-        auto q = thd_input(g, "Q", t, oq), k = thd_input(g, "K", t, okv),
-             v = thd_input(g, "V", t, okv);
+        const RaggedQkv r = ragged_qkv(g);
         ir::SdpaAttrs a;
         a.is_inference = false;
         a.causal = true;
         a.padding_mask = true;
         a.attn_scale = 0.125;
-        auto out = g.sdpa(q, k, v, a, lengths(g));
-        thd_output(out[0], "O", t, oq);
+        auto out = g.sdpa(r.q, r.k, r.v, a, lengths(g));
+        thd_output(out[0], "O", DataType::BFloat16, r.off_q);
         finish(out[1], "STATS", {kB, kH, kS, 1}, DataType::Float);
       },
       ragged_options(false));
@@ -111,22 +100,18 @@ TEST(GpuSdpaRagged, BackwardBf16) {
       "backward_bf16",
       [](Graph& g) {
         const DataType t = DataType::BFloat16;
-        g.set_io_data_type(t);
-        auto oq = input(g, "OFF_Q", {kB + 1, 1, 1, 1}, DataType::Int32);
-        auto okv = input(g, "OFF_KV", {kB + 1, 1, 1, 1}, DataType::Int32);
-        auto q = thd_input(g, "Q", t, oq), k = thd_input(g, "K", t, okv),
-             v = thd_input(g, "V", t, okv);
-        auto o = thd_input(g, "O", t, oq), d_o = thd_input(g, "DO", t, oq);
+        const RaggedQkv r = ragged_qkv(g);
+        auto o = thd_input(g, "O", t, r.off_q), d_o = thd_input(g, "DO", t, r.off_q);
         auto stats = input(g, "STATS", {kB, kH, kS, 1}, DataType::Float);
         ir::SdpaBwdAttrs a;
         a.padding_mask = true;
         a.attn_scale = 0.125;
         a.max_total_seq_len_q = std::accumulate(kLenQ.begin(), kLenQ.end(), int64_t{0});
         a.max_total_seq_len_kv = std::accumulate(kLenKv.begin(), kLenKv.end(), int64_t{0});
-        auto out = g.sdpa_backward(q, k, v, o, d_o, stats, a, lengths(g));
-        thd_output(out[0], "DQ", t, oq);
-        thd_output(out[1], "DK", t, okv);
-        thd_output(out[2], "DV", t, okv);
+        auto out = g.sdpa_backward(r.q, r.k, r.v, o, d_o, stats, a, lengths(g));
+        thd_output(out[0], "DQ", t, r.off_q);
+        thd_output(out[1], "DK", t, r.off_kv);
+        thd_output(out[2], "DV", t, r.off_kv);
       },
       ragged_options(true));
 }

@@ -2,120 +2,23 @@
 // diagonal alignments, right bound, s_q != s_kv, bf16 and fp16), padding masks, left window
 // bounds and GQA in forward and backward. Outputs are poisoned (NaN) before every run.
 //
-// Inputs are uniform in [-1, 1] except STATS (backward), drawn in [0.5, 1.5] so that
-// P = exp(S - STATS) has the magnitude of a real softmax row times a small factor, and the
-// sequence lengths, set per batch item below.
+// Inputs and options: sdpa_cases.hpp (STATS in [0.5, 1.5], sequence lengths per batch item).
 //
 // Padded rows (query i >= SEQ_LEN_Q, key j >= SEQ_LEN_KV): the reference gives O = 0,
 // STATS = +inf and zero gradients. On the H200 (cuDNN 9.19, 2026-11-30) cuDNN wrote the same
 // O and gradients there, but other STATS for padded query rows: only those STATS are left out
 // of the verdict; their disagreement is printed (SDPA_RESULT lines) for the record.
-#include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <optional>
 
 #include "harness.hpp"
+#include "sdpa_cases.hpp"
 
 namespace dnngraph::gpu_test {
 namespace {
 
-struct Case {
-  const char* name;
-  DataType t = DataType::BFloat16;
-  int64_t b = 2, hq = 4, hk = 4, sq = 128, skv = 128, d = 64;
-  bool causal = false;
-  DiagonalAlignment align = DiagonalAlignment::TopLeft;
-  std::optional<int64_t> left, right;
-  std::vector<int32_t> len_q, len_kv;  // padding mask when set (one per batch item)
-  bool backward = false;
-  std::vector<int64_t> bias;  // BIAS dims when set (and DBIAS in the backward)
-  bool alibi = false;         // alibi_mask (needs causal)
-  bool stats_bshd = false;    // backward STATS input token-major ([b,s,h,1] in memory)
-};
+using Case = SdpaCase;
 
-std::function<void(Graph&)> make_graph(const Case& c) {
-  return [c](Graph& g) {
-    const DataType t = c.t;
-    g.set_io_data_type(t);
-    auto q = input(g, "Q", {c.b, c.hq, c.sq, c.d}, t);
-    auto k = input(g, "K", {c.b, c.hk, c.skv, c.d}, t);
-    auto v = input(g, "V", {c.b, c.hk, c.skv, c.d}, t);
-    ir::SdpaOptions a;
-    a.causal = c.causal;
-    a.diagonal_alignment = c.align;
-    a.left_bound = c.left;
-    a.right_bound = c.causal ? std::optional<int64_t>(0) : c.right;
-    a.attn_scale = 1.0 / std::sqrt(static_cast<double>(c.d));
-    a.alibi_mask = c.alibi;
-    ir::SdpaInputs extra;
-    if (!c.bias.empty()) extra.bias = input(g, "BIAS", c.bias, t);
-    if (!c.len_q.empty()) {
-      a.padding_mask = true;
-      extra.seq_len_q = input(g, "SEQ_LEN_Q", {c.b, 1, 1, 1}, DataType::Int32);
-      extra.seq_len_kv = input(g, "SEQ_LEN_KV", {c.b, 1, 1, 1}, DataType::Int32);
-    }
-    if (!c.backward) {
-      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, false, {}}, extra);
-      finish(out[0], "O", {c.b, c.hq, c.sq, c.d}, t);
-      finish(out[1], "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
-      return;
-    }
-    auto o = input(g, "O", {c.b, c.hq, c.sq, c.d}, t);
-    auto d_o = input(g, "DO", {c.b, c.hq, c.sq, c.d}, t);
-    auto stats = input(g, "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float, c.stats_bshd);
-    auto out = g.sdpa_backward(q, k, v, o, d_o, stats, ir::SdpaBwdAttrs{a}, extra);
-    finish(out[0], "DQ", {c.b, c.hq, c.sq, c.d}, t);
-    finish(out[1], "DK", {c.b, c.hk, c.skv, c.d}, t);
-    finish(out[2], "DV", {c.b, c.hk, c.skv, c.d}, t);
-    if (out[3]) finish(out[3], "DBIAS", c.bias, t);
-  };
-}
-
-CompareOptions options(const Case& c) {
-  CompareOptions o;
-  o.tol_scale = 2;
-  o.min_abs = c.backward ? 0.15 : 2e-2;
-  o.adjust_input = [c](const ir::TensorAttrs& t, std::vector<unsigned char>& host) {
-    auto put_lengths = [&](const std::vector<int32_t>& len) {
-      std::memcpy(host.data(), len.data(), len.size() * sizeof(int32_t));
-    };
-    if (t.name == "SEQ_LEN_Q") put_lengths(c.len_q);
-    if (t.name == "SEQ_LEN_KV") put_lengths(c.len_kv);
-    if (t.name == "STATS") {
-      for (size_t off = 0; off + 4 <= host.size(); off += 4) {
-        float f;
-        std::memcpy(&f, host.data() + off, 4);
-        f = 1.0f + 0.5f * f;
-        std::memcpy(host.data() + off, &f, 4);
-      }
-    }
-  };
-  if (!c.len_q.empty()) {
-    o.skip = [c](const ir::TensorAttrs& t, const std::vector<int64_t>& idx) {
-      const auto b = static_cast<size_t>(idx[0]);
-      return t.name == "STATS" && idx[2] >= c.len_q[b];
-    };
-  }
-  return o;
-}
-
-void check(const Case& c) {
-  const RunReport r = run_and_compare(make_graph(c), options(c));
-  std::printf(
-      "SDPA_RESULT %s %s: %s plan %s, %lld compared, %lld mismatches, max abs err %.4g, "
-      "%lld padded elements skipped (%lld differ from the reference%s%s)\n",
-      c.name, data_type_name(c.t).data(), r.status.is_ok() ? "ok" : r.status.to_string().c_str(),
-      r.plan_name.c_str(), static_cast<long long>(r.compared), static_cast<long long>(r.mismatches),
-      r.max_abs_err, static_cast<long long>(r.skipped),
-      static_cast<long long>(r.skipped_mismatches), r.skipped_mismatches ? ", first: " : "",
-      r.first_skipped_mismatch.c_str());
-  ASSERT_TRUE(r.status.is_ok()) << r.status.to_string();
-  EXPECT_GT(r.compared, 0);
-  EXPECT_EQ(r.mismatches, 0) << r.mismatches << " of " << r.compared
-                             << " elements differ; first: " << r.first_mismatch << " (plan "
-                             << r.plan_name << ")";
-}
+void check(const Case& c) { expect_report_ok(run_case(c)); }
 
 Case bwd(const char* name) {
   Case c;

@@ -62,7 +62,7 @@
 #include <optional>
 #include <tuple>
 
-#include "engines/reference/kernel.hpp"
+#include "engines/reference/sdpa_problem.hpp"
 
 namespace dnngraph::reference {
 namespace {
@@ -85,6 +85,49 @@ uint64_t mix64(uint64_t x) {
 
 }  // namespace
 
+Status read_sdpa_masking(const KernelContext& ctx, const ir::SdpaOptions& a, SdpaMasking& m) {
+  const auto& q = ctx.tensor(Role::Q).dim;
+  const auto& k = ctx.tensor(Role::K).dim;
+  const auto& v = ctx.tensor(Role::V).dim;
+  m.b = q[0], m.hq = q[1], m.sq = q[2], m.d = q[3];
+  m.hk = k[1], m.skv = ir::sdpa_kv_length(ctx.node()), m.hv = v[1], m.dv = v[3];
+  m.bottom_right = a.diagonal_alignment == DiagonalAlignment::BottomRight;
+  // Bounds beyond +-(sq + skv) mask the same as +-(sq + skv); clamping keeps the index
+  // arithmetic in key_range far from overflow.
+  const int64_t reach = m.sq + m.skv;
+  auto clamp = [&](std::optional<int64_t> x) -> std::optional<int64_t> {
+    if (!x) return x;
+    return std::clamp<int64_t>(*x, -reach, reach);
+  };
+  m.left = clamp(a.left_bound);
+  m.right = clamp(a.right_bound);
+  if (a.causal) m.right = m.right ? std::min<int64_t>(*m.right, 0) : 0;
+  if (a.alibi_mask) m.alibi = ir::sdpa_alibi_slopes(m.hq);
+
+  auto lengths = [&](Role role, int64_t full, std::vector<int64_t>& out) -> Status {
+    out.assign(static_cast<size_t>(m.b), full);
+    if (!ctx.has_input(role)) return Status::ok();
+    const Dense l = ctx.load(role);
+    for (int64_t bi = 0; bi < m.b; ++bi) {
+      const double x = l[bi];
+      if (!(x >= 0.0 && x <= static_cast<double>(full)))
+        return make_error(ErrorCode::InvalidArgument, op_kind_name(ctx.node().kind()), " '",
+                          ctx.name(), "': ", role, " '", ctx.tensor(role).name, "'[", bi, "] = ", x,
+                          ", expected 0..", full);
+      out[static_cast<size_t>(bi)] = static_cast<int64_t>(x);
+    }
+    return Status::ok();
+  };
+  DNNGRAPH_TRY(lengths(Role::SEQ_LEN_Q, m.sq, m.len_q));
+  return lengths(Role::SEQ_LEN_KV, m.skv, m.len_kv);
+}
+
+double sdpa_attn_scale(const KernelContext& ctx, const ir::SdpaOptions& a, int64_t d) {
+  if (ctx.has_input(Role::ATTN_SCALE)) return ctx.scalar(Role::ATTN_SCALE);
+  if (a.attn_scale) return *a.attn_scale;
+  return 1.0 / std::sqrt(static_cast<double>(d));
+}
+
 // Uniform in [0, 1) for one (seed, offset, b, h, i, j); exposed for the tests.
 double sdpa_dropout_uniform(uint64_t seed, uint64_t offset, int64_t b, int64_t h, int64_t i,
                             int64_t j) {
@@ -98,16 +141,11 @@ double sdpa_dropout_uniform(uint64_t seed, uint64_t offset, int64_t b, int64_t h
 namespace {
 
 // Everything the loops need, read once from the node and its tensors.
-struct Problem {
-  int64_t b = 0, hq = 0, hk = 0, hv = 0, sq = 0, skv = 0, d = 0, dv = 0;
+struct Problem : SdpaMasking {
   double scale = 1.0;
-  bool bottom_right = false;
-  std::optional<int64_t> left, right;
-  std::vector<int64_t> len_q, len_kv;  // per batch
-  double dropout = 0.0;                // probability form when > 0
+  double dropout = 0.0;  // probability form when > 0
   uint64_t seed = 0, offset = 0;
   Dense bias;                      // at its own dims
-  std::vector<double> alibi;       // per query head, empty without alibi_mask
   std::vector<int64_t> bias_step;  // strides into `bias` over [b,hq,sq,skv], 0 where broadcast
   Dense mask;                      // mask form when not empty, at its own dims
   std::vector<int64_t> mask_step;  // as bias_step
@@ -116,23 +154,12 @@ struct Problem {
 
   // Multiply-adds of one pass over every (query, key) pair.
   int64_t work() const { return b * hq * sq * skv * (d + dv); }
-  // Attended keys [lo, hi) of query i in batch bi (empty for padding queries).
-  std::pair<int64_t, int64_t> key_range(int64_t bi, int64_t i) const {
-    const int64_t lq = len_q[static_cast<size_t>(bi)], lkv = len_kv[static_cast<size_t>(bi)];
-    if (i >= lq) return {0, 0};
-    int64_t lo = 0, hi = lkv;
-    const int64_t diag = i + (bottom_right ? lkv - lq : 0);
-    if (right) hi = std::min(hi, diag + *right + 1);
-    if (left) lo = std::max(lo, diag - *left + 1);
-    return {lo, std::max(lo, hi)};
-  }
   // BIAS plus the ALiBi term at (bi, h, i, j).
   double bias_at(int64_t bi, int64_t h, int64_t i, int64_t j) const {
     double r = 0.0;
     if (!bias.data.empty())
       r = bias[bi * bias_step[0] + h * bias_step[1] + i * bias_step[2] + j * bias_step[3]];
-    if (!alibi.empty()) r += alibi[static_cast<size_t>(h)] * static_cast<double>(j - i);
-    return r;
+    return r + alibi_at(h, i, j);
   }
   // The probability form's draw: is (bi, h, i, j) kept?
   bool drawn_keep(int64_t bi, int64_t h, int64_t i, int64_t j) const {
@@ -157,45 +184,8 @@ uint64_t integer_input(const KernelContext& ctx, Role role) {
 Result<Problem> read_problem(const KernelContext& ctx) {
   const ir::SdpaOptions& a = attrs_of(ctx.node());
   Problem p;
-  const auto& q = ctx.tensor(Role::Q).dim;
-  const auto& k = ctx.tensor(Role::K).dim;
-  const auto& v = ctx.tensor(Role::V).dim;
-  p.b = q[0], p.hq = q[1], p.sq = q[2], p.d = q[3];
-  p.hk = k[1], p.skv = ir::sdpa_kv_length(ctx.node()), p.hv = v[1], p.dv = v[3];
-  if (ctx.has_input(Role::ATTN_SCALE))
-    p.scale = ctx.scalar(Role::ATTN_SCALE);
-  else if (a.attn_scale)
-    p.scale = *a.attn_scale;
-  else
-    p.scale = 1.0 / std::sqrt(static_cast<double>(p.d));
-  p.bottom_right = a.diagonal_alignment == DiagonalAlignment::BottomRight;
-  // Bounds beyond +-(sq + skv) mask the same as +-(sq + skv); clamping keeps the index
-  // arithmetic in key_range far from overflow.
-  const int64_t reach = p.sq + p.skv;
-  auto clamp = [&](std::optional<int64_t> v) -> std::optional<int64_t> {
-    if (!v) return v;
-    return std::clamp<int64_t>(*v, -reach, reach);
-  };
-  p.left = clamp(a.left_bound);
-  p.right = clamp(a.right_bound);
-  if (a.causal) p.right = p.right ? std::min<int64_t>(*p.right, 0) : 0;
-  if (a.alibi_mask) p.alibi = ir::sdpa_alibi_slopes(p.hq);
-
-  auto lengths = [&](Role role, int64_t full, std::vector<int64_t>& out) -> Status {
-    out.assign(static_cast<size_t>(p.b), full);
-    if (!ctx.has_input(role)) return Status::ok();
-    const Dense l = ctx.load(role);
-    for (int64_t bi = 0; bi < p.b; ++bi) {
-      const double x = l[bi];
-      if (!(x >= 0.0 && x <= static_cast<double>(full)))
-        return make_error(ErrorCode::InvalidArgument, "sdpa '", ctx.name(), "': ", role, " '",
-                          ctx.tensor(role).name, "'[", bi, "] = ", x, ", expected 0..", full);
-      out[static_cast<size_t>(bi)] = static_cast<int64_t>(x);
-    }
-    return Status::ok();
-  };
-  DNNGRAPH_TRY(lengths(Role::SEQ_LEN_Q, p.sq, p.len_q));
-  DNNGRAPH_TRY(lengths(Role::SEQ_LEN_KV, p.skv, p.len_kv));
+  DNNGRAPH_TRY(read_sdpa_masking(ctx, a, p));
+  p.scale = sdpa_attn_scale(ctx, a, p.d);
   for (auto [key, limit, len] :
        {std::tuple<const char*, const std::optional<int64_t>&, const std::vector<int64_t>&>{
             "max_total_seq_len_q", a.max_total_seq_len_q, p.len_q},

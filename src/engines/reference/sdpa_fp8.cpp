@@ -13,75 +13,25 @@
 #include <cmath>
 #include <optional>
 
-#include "engines/reference/kernel.hpp"
+#include "engines/reference/sdpa_problem.hpp"
 
 namespace dnngraph::reference {
 namespace {
 
-struct Fp8Problem {
-  int64_t b = 0, hq = 0, hk = 0, hv = 0, sq = 0, skv = 0, d = 0, dv = 0;
+struct Fp8Problem : SdpaMasking {
   double scale = 1.0;  // attn_scale * DESCALE_Q * DESCALE_K
-  bool bottom_right = false;
-  std::optional<int64_t> left, right;
-  std::vector<int64_t> len_q, len_kv;
-  std::vector<double> alibi;
 
-  std::pair<int64_t, int64_t> key_range(int64_t bi, int64_t i) const {
-    const int64_t lq = len_q[static_cast<size_t>(bi)], lkv = len_kv[static_cast<size_t>(bi)];
-    if (i >= lq) return {0, 0};
-    int64_t lo = 0, hi = lkv;
-    const int64_t diag = i + (bottom_right ? lkv - lq : 0);
-    if (right) hi = std::min(hi, diag + *right + 1);
-    if (left) lo = std::max(lo, diag - *left + 1);
-    return {lo, std::max(lo, hi)};
-  }
   // Scaled, descaled score of (bi, h, i, j) from the dot product <q_i, k_j>.
   double score(double dot, int64_t h, int64_t i, int64_t j) const {
-    double s = scale * dot;
-    if (!alibi.empty()) s += alibi[static_cast<size_t>(h)] * static_cast<double>(j - i);
-    return s;
+    return scale * dot + alibi_at(h, i, j);
   }
 };
 
 Result<Fp8Problem> read_problem(const KernelContext& ctx, const ir::SdpaOptions& a) {
   Fp8Problem p;
-  const auto& q = ctx.tensor(Role::Q).dim;
-  const auto& k = ctx.tensor(Role::K).dim;
-  const auto& v = ctx.tensor(Role::V).dim;
-  p.b = q[0], p.hq = q[1], p.sq = q[2], p.d = q[3];
-  p.hk = k[1], p.skv = k[2], p.hv = v[1], p.dv = v[3];
-  double attn = 1.0 / std::sqrt(static_cast<double>(p.d));
-  if (ctx.has_input(Role::ATTN_SCALE))
-    attn = ctx.scalar(Role::ATTN_SCALE);
-  else if (a.attn_scale)
-    attn = *a.attn_scale;
-  p.scale = attn * ctx.scalar(Role::DESCALE_Q) * ctx.scalar(Role::DESCALE_K);
-  p.bottom_right = a.diagonal_alignment == DiagonalAlignment::BottomRight;
-  const int64_t reach = p.sq + p.skv;
-  auto clamp = [&](std::optional<int64_t> x) -> std::optional<int64_t> {
-    if (!x) return x;
-    return std::clamp<int64_t>(*x, -reach, reach);
-  };
-  p.left = clamp(a.left_bound);
-  p.right = clamp(a.right_bound);
-  if (a.causal) p.right = p.right ? std::min<int64_t>(*p.right, 0) : 0;
-  if (a.alibi_mask) p.alibi = ir::sdpa_alibi_slopes(p.hq);
-  auto lengths = [&](Role role, int64_t full, std::vector<int64_t>& out) -> Status {
-    out.assign(static_cast<size_t>(p.b), full);
-    if (!ctx.has_input(role)) return Status::ok();
-    const Dense l = ctx.load(role);
-    for (int64_t bi = 0; bi < p.b; ++bi) {
-      const double x = l[bi];
-      if (!(x >= 0.0 && x <= static_cast<double>(full)))
-        return make_error(ErrorCode::InvalidArgument, op_kind_name(ctx.node().kind()), " '",
-                          ctx.name(), "': ", role, " '", ctx.tensor(role).name, "'[", bi, "] = ", x,
-                          ", expected 0..", full);
-      out[static_cast<size_t>(bi)] = static_cast<int64_t>(x);
-    }
-    return Status::ok();
-  };
-  DNNGRAPH_TRY(lengths(Role::SEQ_LEN_Q, p.sq, p.len_q));
-  DNNGRAPH_TRY(lengths(Role::SEQ_LEN_KV, p.skv, p.len_kv));
+  DNNGRAPH_TRY(read_sdpa_masking(ctx, a, p));
+  p.scale =
+      sdpa_attn_scale(ctx, a, p.d) * ctx.scalar(Role::DESCALE_Q) * ctx.scalar(Role::DESCALE_K);
   return p;
 }
 
@@ -164,11 +114,7 @@ Status run_backward(KernelContext& ctx) {
   const DataType p_type = ctx.tensor(Role::Q).data_type;
   const DataType ds_type = ctx.tensor(Role::DO).data_type;
   auto f = [&](Role r) { return ctx.scalar(r); };
-  double attn = 1.0 / std::sqrt(static_cast<double>(p.d));
-  if (ctx.has_input(Role::ATTN_SCALE))
-    attn = f(Role::ATTN_SCALE);
-  else if (a.attn_scale)
-    attn = *a.attn_scale;
+  const double attn = sdpa_attn_scale(ctx, a, p.d);
   const double dscale_d = f(Role::DESCALE_DO) * f(Role::DESCALE_O);
   const double dscale_dp = f(Role::DESCALE_DO) * f(Role::DESCALE_V);
   const double scale_s = f(Role::SCALE_S), scale_dp = f(Role::SCALE_DP);

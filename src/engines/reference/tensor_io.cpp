@@ -18,23 +18,6 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dim) {
   return s;
 }
 
-void gather_strided(const Dense& x, int64_t base, const std::vector<int64_t>& step, Dense& y) {
-  const size_t rank = y.dim.size();
-  std::vector<int64_t> idx(rank, 0);
-  int64_t xi = base;
-  for (int64_t i = 0; i < y.size(); ++i) {
-    y[i] = x[xi];
-    for (size_t d = rank; d-- > 0;) {  // odometer over Y's dims, tracking X's offset
-      if (++idx[d] < y.dim[d]) {
-        xi += step[d];
-        break;
-      }
-      xi -= step[d] * (y.dim[d] - 1);
-      idx[d] = 0;
-    }
-  }
-}
-
 namespace {
 
 // Calls f(logical_index, storage_offset) for every element of `dims` in row-major order,
@@ -60,9 +43,30 @@ void for_each_offset(const std::vector<int64_t>& dims, const std::vector<int64_t
   }
 }
 
+// Calls f(dense_index, storage_offset) for every element of a rank-4 ragged tensor [B, H, S, D]
+// whose row r of sequence i is present (r < rows[i]); sequence i's storage starts at base[i].
+// dense_index counts all B*H*S*D elements in row-major order, present or not.
+template <class F>
+void for_each_ragged(const ir::TensorAttrs& t, const std::vector<int64_t>& base,
+                     const std::vector<int64_t>& rows, F&& f) {
+  const auto& d = t.dim;
+  const auto& st = t.stride;
+  int64_t e = 0;
+  for (int64_t i = 0; i < d[0]; ++i)
+    for (int64_t h = 0; h < d[1]; ++h)
+      for (int64_t r = 0; r < d[2]; ++r)
+        for (int64_t c = 0; c < d[3]; ++c, ++e)
+          if (r < rows[static_cast<size_t>(i)])
+            f(e, base[static_cast<size_t>(i)] + h * st[1] + r * st[2] + c * st[3]);
+}
+
 double constant_of(const ir::TensorAttrs& t) { return t.value->as_double(); }
 
 }  // namespace
+
+void gather_strided(const Dense& x, int64_t base, const std::vector<int64_t>& step, Dense& y) {
+  for_each_offset(y.dim, step, [&](int64_t i, int64_t off) { y[i] = x[base + off]; });
+}
 
 KernelContext::KernelContext(const ir::Node& node, Ports inputs, Ports outputs, DataType compute)
     : node_(node), inputs_(std::move(inputs)), outputs_(std::move(outputs)), compute_(compute) {}
@@ -142,16 +146,8 @@ Result<Dense> KernelContext::load_ragged(Role role, const std::vector<int64_t>& 
   const ir::TensorAttrs& t = *b.attrs;
   DNNGRAPH_TRY(check_ragged(role, t, base, rows));
   Dense out(t.dim);
-  const auto& d = t.dim;
-  const auto& st = t.stride;
-  int64_t e = 0;
-  for (int64_t i = 0; i < d[0]; ++i)
-    for (int64_t h = 0; h < d[1]; ++h)
-      for (int64_t r = 0; r < d[2]; ++r)
-        for (int64_t c = 0; c < d[3]; ++c, ++e)
-          if (r < rows[static_cast<size_t>(i)])
-            out[e] = load_element(b.data, t.data_type,
-                                  base[static_cast<size_t>(i)] + h * st[1] + r * st[2] + c * st[3]);
+  for_each_ragged(t, base, rows,
+                  [&](int64_t e, int64_t off) { out[e] = load_element(b.data, t.data_type, off); });
   return out;
 }
 
@@ -160,17 +156,9 @@ Status KernelContext::store_ragged(Role role, const Dense& value, const std::vec
   const Bound& b = *find(outputs_, role);
   const ir::TensorAttrs& t = *b.attrs;
   DNNGRAPH_TRY(check_ragged(role, t, base, rows));
-  const auto& d = t.dim;
-  const auto& st = t.stride;
-  int64_t e = 0;
-  for (int64_t i = 0; i < d[0]; ++i)
-    for (int64_t h = 0; h < d[1]; ++h)
-      for (int64_t r = 0; r < d[2]; ++r)
-        for (int64_t c = 0; c < d[3]; ++c, ++e)
-          if (r < rows[static_cast<size_t>(i)])
-            store_element(b.data, t.data_type,
-                          base[static_cast<size_t>(i)] + h * st[1] + r * st[2] + c * st[3],
-                          value[e]);
+  for_each_ragged(t, base, rows, [&](int64_t e, int64_t off) {
+    store_element(b.data, t.data_type, off, value[e]);
+  });
   return Status::ok();
 }
 

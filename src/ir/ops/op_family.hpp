@@ -31,6 +31,9 @@ Status infer_sdpa_fp8_backward(Node& node, const InferContext& ctx);
 // sdpa.cpp: the Q / K / V shape rules and the SdpaOptions rules (masks, scale, padding,
 // dropout), shared with sdpa_fp8. Q, K and V must be bound.
 Status check_sdpa_common(const Node& node, const SdpaOptions& a);
+// sdpa.cpp: a forward's STATS output (sdpa, sdpa_fp8): refused with is_inference, required
+// without it, inferred as packed [b, h_q, s_q, 1] FLOAT (from Q) unless the user set strides.
+Status infer_sdpa_stats(Node& node, bool is_inference, const InferContext& ctx);
 Status infer_slice(Node& node, const InferContext& ctx);
 Status infer_genstats(Node& node, const InferContext& ctx);
 Status infer_transpose(Node& node, const InferContext& ctx);

@@ -376,19 +376,7 @@ Status infer_sdpa(Node& n, const InferContext& ctx) {
   DNNGRAPH_TRY(s.status());
   DNNGRAPH_TRY(check_options(n, a, *s));
   DNNGRAPH_TRY(infer_output(n, Role::O, o, {s->b, s->hq, s->sq, s->dv}, q, ctx, q->data_type));
-  Tensor stats = n.output(Role::STATS);
-  if (a.is_inference && stats)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
-                      port_label(Role::STATS, stats), " is given but is_inference is set");
-  if (!a.is_inference) {
-    if (!stats)
-      return make_error(ErrorCode::InvalidGraph, op_label(n),
-                        ": training (is_inference false) needs output STATS");
-    // Packed [b, h, s_q, 1] whatever Q's layout, as the cuDNN frontend fills it (users
-    // allocate that shape); strides the user set are kept, and every engine honours them.
-    DNNGRAPH_TRY(infer_output(n, Role::STATS, stats, {s->b, s->hq, s->sq, 1}, nullptr, ctx,
-                              DataType::Float, DataType::Float));
-  }
+  DNNGRAPH_TRY(infer_sdpa_stats(n, a.is_inference, ctx));
   if (Tensor dump = n.output(Role::RNG_DUMP)) {
     if (!a.dropout_probability || *a.dropout_probability <= 0.0)
       return make_error(
@@ -452,6 +440,22 @@ Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
                         data_type_name(dsink->data_type));
   }
   return infer_score_mods(n, a, true, {s->b, s->hq, s->sq, s->skv}, ctx);
+}
+
+Status infer_sdpa_stats(Node& n, bool is_inference, const InferContext& ctx) {
+  Tensor stats = n.output(Role::STATS);
+  if (is_inference && stats)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
+                      port_label(Role::STATS, stats), " is given but is_inference is set");
+  if (is_inference) return Status::ok();
+  if (!stats)
+    return make_error(ErrorCode::InvalidGraph, op_label(n),
+                      ": training (is_inference false) needs output STATS");
+  // Packed [b, h, s_q, 1] whatever Q's layout, as the cuDNN frontend fills it (users allocate
+  // that shape); strides the user set are kept, and every engine honours them.
+  const auto& q = n.input(Role::Q)->dim;
+  return infer_output(n, Role::STATS, stats, {q[0], q[1], q[2], 1}, nullptr, ctx, DataType::Float,
+                      DataType::Float);
 }
 
 Status check_sdpa_common(const Node& n, const SdpaOptions& a) {

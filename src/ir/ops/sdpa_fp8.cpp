@@ -82,17 +82,7 @@ Status infer_sdpa_fp8(Node& n, const InferContext& ctx) {
   const int64_t b = q->dim[0], hq = q->dim[1], sq = q->dim[2], dv = v->dim[3];
   DNNGRAPH_TRY(infer_output(n, Role::O, o, {b, hq, sq, dv}, q, ctx, q->data_type));
   DNNGRAPH_TRY(check_floating_type(n, Role::O, o));
-  Tensor stats = n.output(Role::STATS);
-  if (a.is_inference && stats)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
-                      port_label(Role::STATS, stats), " is given but is_inference is set");
-  if (!a.is_inference) {
-    if (!stats)
-      return make_error(ErrorCode::InvalidGraph, op_label(n),
-                        ": training (is_inference false) needs output STATS");
-    DNNGRAPH_TRY(infer_output(n, Role::STATS, stats, {b, hq, sq, 1}, nullptr, ctx, DataType::Float,
-                              DataType::Float));
-  }
+  DNNGRAPH_TRY(infer_sdpa_stats(n, a.is_inference, ctx));
   DNNGRAPH_TRY(infer_amax(n, Role::AMAX_S, ctx));
   return infer_amax(n, Role::AMAX_O, ctx);
 }
