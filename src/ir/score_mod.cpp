@@ -169,8 +169,8 @@ Status infer_score_mods(Node& n, const SdpaOptions& a, bool backward,
                       : a.right_bound  ? "diagonal_band_right_bound"
                       : a.left_bound   ? "diagonal_band_left_bound (sliding window)"
                                        : nullptr;
-  if (clash)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": a score modifier (",
+  if (clash)  // NotSupported, as the frontend raises it (cudnnGraphNotSupportedError)
+    return make_error(ErrorCode::NotSupported, op_label(n), ": a score modifier (",
                       n.subgraphs.front().name, ") cannot be combined with ", clash,
                       " (the cuDNN frontend refuses it too: the modifier replaces the built-in "
                       "masks); build the mask inside score_mod (gen_index, cmp_*, "

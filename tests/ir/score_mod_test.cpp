@@ -138,7 +138,8 @@ TEST(ScoreMod, MasksTheFrontendRefusesWithAModifier) {
     if (which == 3) a.alibi_mask = a.causal = true, words = "use_alibi_mask";
     make(t, a, with_softcap(t.g));
     expect_invalid(t.g, {"sdpa 'sdpa0'", "score modifier (score_mod) cannot be combined with",
-                         words, "cuDNN frontend refuses"});
+                         words, "cuDNN frontend refuses"},
+                   ErrorCode::NotSupported);
   }
 }
 
