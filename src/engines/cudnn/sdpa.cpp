@@ -22,6 +22,8 @@
 // Attention sinks (SINK_TOKEN [1,hq,1,1] float), as the frontend's softmax builds them for
 // cuDNN before 9.21: the row max MAX'ed with the sink, exp(sink - max) added to the row sum,
 // so STATS include the sink (not yet checked on a GPU).
+// Score modifiers (score_mod): their pointwise ops right after the scale, before the bias
+// (sdpa_score_mod.cpp), as the frontend places its callback.
 // This file also holds the pieces sdpa_backward.cpp shares (sdpa_common.hpp).
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,8 @@
 //   dV   = Pd^T . dO       Pd = P * MASK * SCALE (P without dropout); Pd^T: a RESHAPE to
 //                          [b,hq,skv,sq] (transposed strides), io type
 //   dP   = dO . V^T        V described transposed
-//   dS   = scale * (P * (dP * MASK - D) * SCALE)   (MASK = SCALE = 1 without dropout)
+//   dS   = scale * (P * (dP * MASK - D) * SCALE)   (MASK = SCALE = 1 without dropout; with
+//          score_mod_bprop, its ops map P * (..) * SCALE before the scale: the frontend's place)
 //   DBIAS = sum of dS / scale over the dims BIAS broadcasts
 //   DSINK = sum over b, s_q of exp(SINK - STATS) * D (cuDNN negates it; frontend form)
 //   dK   = dS^T . Q        dS^T: a RESHAPE like P^T

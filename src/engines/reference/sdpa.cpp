@@ -7,6 +7,8 @@
 //   s_ij = scale * <q_i, k_j> + bias(bi, h, i, j)
 //     scale: the ATTN_SCALE tensor if wired, else SdpaAttrs::attn_scale, else 1/sqrt(d);
 //     BIAS broadcasts to [b,hq,sq,skv] (any dim may be 1). The bias is added after scaling.
+//     A score modifier (subgraph "score_mod", ScoreModEval) maps scale * <q_i, k_j> before
+//     the bias is added.
 //     alibi_mask adds slope[h] * (j - i) after the bias (ir::sdpa_alibi_slopes(hq), the
 //     frontend's slopes; the IR requires causal masking, so j - i <= 0 where attended).
 //   Query i attends key j iff j is in [lo, hi) (key_range below):
@@ -52,6 +54,8 @@
 //   dv_j += p_ij z_ij do_i,  dp_ij = z_ij <do_i, v_j>,  ds_ij = p_ij (dp_ij - D_i),
 //   dq_i += scale ds_ij k_j,  dk_j += scale ds_ij q_i,  DBIAS = ds summed over BIAS's
 //   broadcast dims. DK / DV sum over the query heads that share a K / V head.
+//   With a score modifier, s_ij is recomputed through it and ds_ij (the gradient of the
+//   modified score, what DBIAS sums) goes through "score_mod_bprop" (if any) before dq / dk.
 //   DSINK_TOKEN[h] = -sum over (bi, i) of exp(sink[h] - STATS_i) * D_i (the sink's probability
 //   times D: O shrinks by that probability as the sink grows); the other gradients need nothing
 //   new, as STATS already holds the sink's share.
