@@ -113,6 +113,7 @@ TEST(ReferenceSdpaScoreMod, SoftcapForwardAndBackwardAgainstNaiveLoops) {
   auto [o, stats] = fg.sdpa(q, k, v, a, extra);
   o->set_output(true);
   stats->set_output(true);
+  ASSERT_OK(fg.validate());  // strides of the inputs, for the buffers
   // Scores of several caps' size, so that the cap bends them.
   p.q = fwd_bufs.random(q, rng, -2.0, 2.0);
   p.k = fwd_bufs.random(k, rng);
@@ -142,6 +143,7 @@ TEST(ReferenceSdpaScoreMod, SoftcapForwardAndBackwardAgainstNaiveLoops) {
   };
   auto grads = bg.sdpa_backward(bq, bk, bv, bo, bdo, bst, ba, bextra);
   for (int i = 0; i < 3; ++i) grads[i]->set_output(true);
+  ASSERT_OK(bg.validate());
   bwd_bufs.set(bq, p.q);
   bwd_bufs.set(bk, p.k);
   bwd_bufs.set(bv, p.v);
