@@ -95,7 +95,7 @@ attention_implementation = _make_enum("attention_implementation",
                                       "SDPA implementation choice (dnngraph chooses itself)")
 moe_grouped_matmul_mode = _make_enum("moe_grouped_matmul_mode",
                                      ["NONE", "GATHER", "SCATTER", "COMBINE"],
-                                     "MoE grouped matmul modes (the op is not supported)")
+                                     "MoE grouped matmul modes (dnngraph runs NONE)")
 scalar_type = _make_enum("scalar_type", ["COMPILE_TIME_CONST", "RUNTIME_PARAM"],
                          "How a tensor_scalar's value is bound")
 reshape_mode = _make_enum("reshape_mode", ["VIEW_ONLY", "LOGICAL"], "Reshape modes")
@@ -340,13 +340,16 @@ _OPS.update({
         "q", "k", "v", "o", "dO", "stats", "descale_q", "descale_k", "descale_v", "descale_o",
         "descale_dO", "descale_s", "descale_dP", "scale_s", "scale_dQ", "scale_dK", "scale_dV",
         "scale_dP"), {}, {}),
+    "moe_grouped_matmul": ("moe_grouped_matmul", (
+        "token", "weight", "first_token_offset", "token_index", "token_ks", "mode",
+        "compute_data_type", "top_k", "name", "top_k_scores"), {}, {}),
 })
 
 # Frontend methods for ops dnngraph does not have (yet): each raises NotSupported naming it.
 # Those another part of dnngraph implements (the native class has them) are not overridden.
 _LACKING_OPS = [
     "slice", "rope", "rope_backward",
-    "moe_grouped_matmul", "moe_grouped_matmul_bwd",
+    "moe_grouped_matmul_bwd",
     "sdpa_mxfp8", "sdpa_mxfp8_backward", "gdn", "gdn_bwd", "gdn_summary", "gdn_summary_bwd",
     "gdn2", "gdn2_bwd", "gdn2_summary", "gdn2_summary_bwd", "gdp", "gdp_bwd", "gdp_summary",
     "gdp_summary_bwd", "kda", "kda_bwd", "kda_summary", "kda_summary_bwd", "mamba2",
@@ -370,6 +373,41 @@ _SDPA_UNSUPPORTED = {
     "kv_mask": "the frontend serves it only with its Python kernels; cuDNN's backend has no "
                "input for it",
 }
+
+
+# MoE grouped matmul modes dnngraph does not run: mode name -> why.
+_MOE_MODES_WHY = {
+    "GATHER": "cuDNN 9.19's engine hits an illegal memory access on GATHER graphs (seen on an "
+              "H200 with graphs the frontend 1.32 built itself, even with token_index = 0, 1, "
+              "2, ...), so dnngraph does not lower it, and its reference engine does not "
+              "emulate a mode no GPU engine runs; gather the token rows yourself and use mode "
+              "NONE",
+    "SCATTER": "cuDNN 9.19 proposes no engine configuration for SCATTER graphs (seen on an H200 "
+               "with the frontend 1.32's own graph), so dnngraph does not lower it, and its "
+               "reference engine does not emulate a mode no GPU engine runs; use mode NONE and "
+               "scatter the output rows yourself",
+    "COMBINE": "the frontend serves it only with its Python engine for compute capability 10.x "
+               "(SM100); cuDNN's backend (9.19) has no COMBINE mode",
+}
+
+
+def _moe_kwargs(kw: Dict[str, Any], graph: Any) -> Dict[str, Any]:
+    """The frontend's moe_grouped_matmul keywords -> the native method's (mode NONE). Other
+    modes, and top_k_scores, are refused at validate(), where the frontend refuses COMBINE."""
+    mode = kw.pop("mode", None)
+    mode_name = "NONE" if mode is None else str(getattr(mode, "name", mode)).upper()
+    mode_name = mode_name.rsplit(".", 1)[-1]
+    for unused in ("token_index", "token_ks", "top_k"):  # the frontend sets them on cuDNN's
+        kw.pop(unused, None)  # operation in GATHER / SCATTER only
+    scores = kw.pop("top_k_scores", None)
+    if mode_name != "NONE":
+        why = _MOE_MODES_WHY.get(mode_name, "dnngraph knows modes NONE, GATHER, SCATTER and "
+                                 "COMBINE only")
+        _defer(graph, _missing(f"moe_grouped_matmul(mode={mode_name})", why))
+    elif scores is not None:
+        _defer(graph, ValueError("moe_grouped_matmul: top_k_scores is only valid for mode "
+                                 "COMBINE (this node's mode is NONE): drop top_k_scores"))
+    return kw
 
 
 def _defer(graph: Any, err: Exception) -> None:
@@ -1135,6 +1173,8 @@ def _make_op(fe_name: str, native_name: str, pos: tuple, renames: dict, fixed: d
         elif fe_name in ("reduction", "block_scale_quantize") and \
                 kw.get("group_offset") is not None:
             raise _missing(f"{fe_name}(group_offset=...)")
+        elif fe_name == "moe_grouped_matmul":
+            kw = _moe_kwargs(kw, self)
         elif fe_name == "reshape":
             mode = kw.pop("reshape_mode", None)
             kw["logical"] = mode is not None and getattr(mode, "name", str(mode)).endswith(
@@ -1185,6 +1225,10 @@ _LACKING_WHY = {
             "against 9.19's API) and the CPU reference engine does not implement it",
 }
 _LACKING_WHY["rope_backward"] = _LACKING_WHY["rope"]
+_LACKING_WHY["moe_grouped_matmul_bwd"] = (
+    "cuDNN's MoE grouped matmul backward (the weight gradient) arrived in cuDNN 9.22 with "
+    "cublasLt 13.5; the cuDNN 9.19 API dnngraph's cuDNN engine is built against has no "
+    "operation for it")
 _LACKING_WHY["sdpa_mxfp8"] = (
     "MXFP8 attention needs block-scaled (E8M0, F8_128x4) scale factors, which cuDNN runs only "
     "on Blackwell-class GPUs (compute capability 10.x) with cuDNN 9.21 or later; use sdpa_fp8 "

@@ -1,8 +1,8 @@
 """Functional ops on torch tensors under the frontend's ``cudnn.experimental.ops`` names.
 
-``rms_norm`` and ``layer_norm`` build (once per shape, dtype and device) a dnngraph graph and run
-it on the tensors' device: CUDA tensors on cuDNN, CPU tensors on the reference engine.
-``moe_grouped_matmul`` and ``swiglu_mlp`` raise NotSupportedError.
+``rms_norm``, ``layer_norm`` and ``moe_grouped_matmul`` (mode "none") build (once per shape,
+layout, dtype and device) a dnngraph graph and run it on the tensors' device: CUDA tensors on
+cuDNN, CPU tensors on the reference engine. ``swiglu_mlp`` raises NotSupportedError.
 """
 
 from __future__ import annotations
@@ -94,10 +94,45 @@ def layer_norm(input: Any, normalized_shape: Tuple[int, ...], weight: Optional[A
     return _norm("layer_norm", input, weight, bias, eps)
 
 
-def moe_grouped_matmul(*args: Any, **kwargs: Any) -> Any:
-    from ._compat import _missing
+def moe_grouped_matmul(token: Any, weight: Any, first_token_offset: Any,
+                       token_index: Optional[Any] = None, token_ks: Optional[Any] = None,
+                       mode: str = "none", top_k: int = 1) -> Any:
+    """MoE grouped matmul, mode "none": token (1, S, K), weight (E, K, N) (any strides; cuDNN
+    wants each expert's (K, N) column-major, strides (K*N, 1, K)), first_token_offset (G, 1, 1)
+    INT32/INT64 with G = B*E, each group's first row (group g uses expert g % E, the last runs
+    to S) -> (1, S, N) in token's dtype. Modes "gather" / "scatter" raise NotSupportedError
+    (what cuDNN 9.19 did with them: dnngraph._compat._MOE_MODES_WHY)."""
+    import torch
 
-    raise _missing("experimental.ops.moe_grouped_matmul (the MoE grouped matmul operation)")
+    from . import data_type
+    from ._compat import _MOE_MODES_WHY, _missing, pygraph
+
+    name = str(getattr(mode, "name", mode)).rsplit(".", 1)[-1].upper()
+    if name != "NONE":
+        raise _missing(f"experimental.ops.moe_grouped_matmul(mode={mode!r})",
+                       _MOE_MODES_WHY.get(name, "the modes are none, gather and scatter"))
+    del token_index, token_ks, top_k  # unused in mode "none", as in the frontend
+    key = ("moe", tuple(token.shape), tuple(token.stride()), token.dtype,
+           tuple(weight.shape), tuple(weight.stride()), weight.dtype,
+           tuple(first_token_offset.shape), first_token_offset.dtype, str(token.device))
+    entry = _graphs.get(key)
+    if entry is None:
+        g = pygraph(handle=_handle(token.device), intermediate_data_type=data_type.FLOAT,
+                    compute_data_type=data_type.FLOAT)
+        T = g.tensor_like(token, name="token")
+        W = g.tensor_like(weight, name="weight")
+        O = g.tensor_like(first_token_offset, name="first_token_offset")
+        for t in (T, W, O):
+            t.set_is_pass_by_value(False)
+        Y = g.moe_grouped_matmul(T, W, O, name="moe_grouped_matmul")
+        Y.set_output(True).set_data_type(token.dtype)
+        g.build()
+        entry = _graphs[key] = (g, T, W, O, Y)
+    g, T, W, O, Y = entry
+    y = torch.empty(Y.get_dim(), dtype=token.dtype, device=token.device)
+    ws = torch.empty(g.get_workspace_size(), dtype=torch.uint8, device=token.device)
+    g.execute({T: token, W: weight, O: first_token_offset, Y: y}, ws)
+    return y
 
 
 def swiglu_mlp(*args: Any, **kwargs: Any) -> Any:

@@ -119,6 +119,7 @@ void bind_ops_transpose(nb::class_<PyGraph>& g);
 void bind_ops_reshape(nb::class_<PyGraph>& g);
 void bind_ops_concat(nb::class_<PyGraph>& g);
 void bind_ops_block_scale(nb::class_<PyGraph>& g);
+void bind_ops_moe(nb::class_<PyGraph>& g);
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& g);
 void bind_serialize(nb::class_<PyGraph>& g);
 void bind_log(nb::module_& m);

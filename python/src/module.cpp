@@ -25,6 +25,7 @@ NB_MODULE(_dnngraph, m) {
   bind_ops_reshape(graph);
   bind_ops_concat(graph);
   bind_ops_block_scale(graph);
+  bind_ops_moe(graph);
   bind_execute(m, graph);
   bind_serialize(graph);
   bind_log(m);

@@ -51,8 +51,8 @@ def test_module_names_exist():
     import dnngraph.experimental.ops as ops
 
     assert ops is cudnn.experimental.ops
-    with pytest.raises(cudnn.NotSupportedError, match="moe_grouped_matmul"):
-        ops.moe_grouped_matmul()
+    with pytest.raises(cudnn.NotSupportedError, match="swiglu_mlp"):
+        ops.swiglu_mlp()
 
 
 def test_numpy_and_torch_dtypes_convert(handle):

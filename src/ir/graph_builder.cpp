@@ -146,6 +146,15 @@ Tensor Graph::block_scale_dequantize(Tensor x, Tensor scale, BlockScaleDequantiz
       Role::Y);
 }
 
+Tensor Graph::moe_grouped_matmul(Tensor token, Tensor weight, Tensor first_token_offset,
+                                 MoeGroupedMatmulAttrs a, OpOptions o) {
+  return add_output(push(std::move(a), o, "moe_grouped_matmul",
+                         {{Role::TOKEN, token},
+                          {Role::WEIGHT, weight},
+                          {Role::FIRST_TOKEN_OFFSET, first_token_offset}}),
+                    Role::OUTPUT);
+}
+
 std::array<Tensor, 2> Graph::genstats(Tensor x, OpOptions o) {
   Node& n = push(GenstatsAttrs{}, o, "genstats", {{Role::X, x}});
   Tensor sum = add_output(n, Role::SUM);

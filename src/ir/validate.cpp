@@ -63,6 +63,8 @@ Status infer_node(Node& n, const InferContext& ctx) {
       return infer_block_scale_quantize(n, ctx);
     case OpKind::BlockScaleDequantize:
       return infer_block_scale_dequantize(n, ctx);
+    case OpKind::MoeGroupedMatmul:
+      return infer_moe_grouped_matmul(n, ctx);
   }
   return make_error(ErrorCode::Internal, op_label(n), ": unknown op kind");
 }

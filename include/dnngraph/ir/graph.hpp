@@ -171,6 +171,10 @@ class Graph {
   // Y = X * SCALE per block (BlockScaleDequantizeAttrs).
   Tensor block_scale_dequantize(Tensor x, Tensor scale, BlockScaleDequantizeAttrs a,
                                 OpOptions o = {});
+  // Mixture-of-experts grouped matmul: OUTPUT [1,S,N] where rows [offset[e], offset[e+1]) of
+  // TOKEN [1,S,K] are multiplied by WEIGHT[e] ([E,K,N]); returns OUTPUT (MoeGroupedMatmulAttrs).
+  Tensor moe_grouped_matmul(Tensor token, Tensor weight, Tensor first_token_offset,
+                            MoeGroupedMatmulAttrs a = {}, OpOptions o = {});
   // Per-channel statistics of X: returns {SUM, SQ_SUM}, dims [1,C,1,..].
   std::array<Tensor, 2> genstats(Tensor x, OpOptions o = {});
 

@@ -112,7 +112,11 @@ namespace dnngraph::ir {
   R(SCORE_MOD_IN_4)       \
   R(SCORE_MOD_IN_5)       \
   R(SCORE_MOD_IN_6)       \
-  R(SCORE_MOD_IN_7)
+  R(SCORE_MOD_IN_7)       \
+  R(TOKEN)                \
+  R(WEIGHT)               \
+  R(FIRST_TOKEN_OFFSET)   \
+  R(OUTPUT)
 
 enum class Role : uint8_t {
 #define DNNGRAPH_ROLE_ENUM(r) r,
@@ -539,6 +543,18 @@ inline constexpr Role kScoreModRoles[kScoreModMaxInputs] = {
     Role::SCORE_MOD_IN_0, Role::SCORE_MOD_IN_1, Role::SCORE_MOD_IN_2, Role::SCORE_MOD_IN_3,
     Role::SCORE_MOD_IN_4, Role::SCORE_MOD_IN_5, Role::SCORE_MOD_IN_6, Role::SCORE_MOD_IN_7};
 
+// Mixture-of-experts grouped matmul (the cuDNN frontend's moe_grouped_matmul in its NONE mode:
+// tokens already grouped by expert). TOKEN [1,S,K], WEIGHT [E,K,N], FIRST_TOKEN_OFFSET [G,1,1]
+// (INT32/INT64, G = B*E) -> OUTPUT [1,S,N]: group g owns rows [offset[g], offset[g+1]) (the last
+// runs to S), OUTPUT[0,r,:] = TOKEN[0,r,:] x WEIGHT[g % E,:,:]. The offsets are data: they
+// must start at 0, never decrease and stay within S, which engines check at execute time
+// where they can (the reference does). Modes GATHER / SCATTER are not in the IR yet.
+struct MoeGroupedMatmulAttrs {
+  bool operator==(const MoeGroupedMatmulAttrs&) const = default;
+  template <class S, class V>
+  static void fields(S&, V&&) {}
+};
+
 // ---- the op table: one line per op family ----
 // OP(OpKind enumerator, name (JSON, Python, messages), attribute struct, (input roles),
 //    (output roles)). Ports not listed are refused by validate(); which are required, and their
@@ -582,7 +598,9 @@ inline constexpr Role kScoreModRoles[kScoreModMaxInputs] = {
   OP(Reshape, reshape, ReshapeAttrs, (X), (Y))                                                     \
   OP(Concat, concatenate, ConcatAttrs, (IN_0, IN_1, IN_2, IN_3, IN_4, IN_5, IN_6, IN_7), (Y))      \
   OP(BlockScaleQuantize, block_scale_quantize, BlockScaleQuantizeAttrs, (X), (Y, SCALE))           \
-  OP(BlockScaleDequantize, block_scale_dequantize, BlockScaleDequantizeAttrs, (X, SCALE), (Y))
+  OP(BlockScaleDequantize, block_scale_dequantize, BlockScaleDequantizeAttrs, (X, SCALE), (Y))     \
+  OP(MoeGroupedMatmul, moe_grouped_matmul, MoeGroupedMatmulAttrs,                                  \
+     (TOKEN, WEIGHT, FIRST_TOKEN_OFFSET), (OUTPUT))
 
 enum class OpKind : int {
 #define DNNGRAPH_OP_KIND(kind, name, Attrs, in, out) kind,

@@ -98,6 +98,8 @@ Status lower_node(LowerContext& cx, const ir::Node& n) {
       return lower_block_scale_quantize(cx, n);
     case ir::OpKind::BlockScaleDequantize:
       return lower_block_scale_dequantize(cx, n);
+    case ir::OpKind::MoeGroupedMatmul:
+      return lower_moe_grouped_matmul(cx, n);
   }
   return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
 }

@@ -132,6 +132,7 @@ Status lower_reshape(LowerContext& cx, const ir::Node& n);
 Status lower_concat(LowerContext& cx, const ir::Node& n);
 Status lower_block_scale_quantize(LowerContext& cx, const ir::Node& n);
 Status lower_block_scale_dequantize(LowerContext& cx, const ir::Node& n);
+Status lower_moe_grouped_matmul(LowerContext& cx, const ir::Node& n);
 
 // Helpers shared by composite lowerings (sdpa, softmax): one pointwise / reduction operation
 // on already-created tensor descriptors.

@@ -56,6 +56,8 @@ RunFn kernel_of(ir::OpKind k) {
     case ir::OpKind::BlockScaleQuantize:
     case ir::OpKind::BlockScaleDequantize:
       return run_block_scale;
+    case ir::OpKind::MoeGroupedMatmul:
+      return run_moe_grouped_matmul;
   }
   return nullptr;
 }

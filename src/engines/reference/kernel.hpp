@@ -147,5 +147,6 @@ Status run_transpose(KernelContext& ctx);
 Status run_reshape(KernelContext& ctx);
 Status run_concat(KernelContext& ctx);
 Status run_block_scale(KernelContext& ctx);  // block_scale_quantize and _dequantize
+Status run_moe_grouped_matmul(KernelContext& ctx);
 
 }  // namespace dnngraph::reference

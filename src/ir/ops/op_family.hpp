@@ -41,6 +41,7 @@ Status infer_reshape(Node& node, const InferContext& ctx);
 Status infer_concat(Node& node, const InferContext& ctx);
 Status infer_block_scale_quantize(Node& node, const InferContext& ctx);
 Status infer_block_scale_dequantize(Node& node, const InferContext& ctx);
+Status infer_moe_grouped_matmul(Node& node, const InferContext& ctx);
 
 // Dispatches on node.kind().
 Status infer_node(Node& node, const InferContext& ctx);

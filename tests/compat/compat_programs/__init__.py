@@ -40,4 +40,5 @@ NAMES = [
     "execute_forms",
     "not_supported_error",
     "torch_dtypes",
+    "moe_grouped_matmul",
 ]
