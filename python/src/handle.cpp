@@ -91,6 +91,36 @@ void bind_handle(nb::module_& m) {
           "save",
           [](const KernelCache& kc, const std::string& path) { throw_if_error(kc.save(path)); },
           nb::arg("path"), "Writes serialize() to a file (atomically).")
+      .def(
+          "deserialize",
+          [](KernelCache& kc, nb::bytes b) {
+            throw_if_error(
+                kc.deserialize(std::string_view(static_cast<const char*>(b.data()), b.size())));
+          },
+          nb::arg("data"),
+          "Fills this cache in place from the bytes of serialize() (checked as from_bytes() "
+          "checks them), or from a str of cuDNN's own kernel cache JSON (what the cuDNN "
+          "frontend's serialize() returns). ValueError when the data is neither, is damaged, or "
+          "the cache already holds kernels (built with, or deserialized before): deserialize "
+          "into a new cache.")
+      .def(
+          "deserialize",
+          [](KernelCache& kc, const std::string& json) {
+            // The frontend's form: cuDNN's JSON as a str; cuDNN itself accepts anything there,
+            // so at least check that it is JSON.
+            try {
+              nb::module_::import_("json").attr("loads")(nb::str(json.data(), json.size()));
+            } catch (nb::python_error& e) {
+              throw nb::value_error(
+                  ("KernelCache.deserialize(): the str is not JSON (" +
+                   std::string(nb::str(e.value()).c_str()) +
+                   "); pass the str of cuDNN's kernel cache JSON that the cuDNN frontend's "
+                   "serialize() returned, or the bytes of this class's serialize() as bytes")
+                      .c_str());
+            }
+            throw_if_error(kc.deserialize_engine_bytes("cudnn", json));
+          },
+          nb::arg("data"))
       .def_prop_ro("in_use", &KernelCache::in_use,
                    "True once a dynamic-shape graph was built with the cache.")
       .def_static(

@@ -72,18 +72,25 @@ def test_default_handle_without_gpu_raises_runtime_error():
         g.build_operation_graph()
 
 
-def test_kernel_cache_is_accepted(handle, rng):
-    kc = cudnn.create_kernel_cache()
+def exp_with_cache(handle, rng, kc, shape, before_build=lambda: None):
+    """exp(X) in a dynamic-shape graph given the cache kc; before_build() runs between the
+    graph's making and its build. Checks Y against numpy."""
     g = cudnn.pygraph(handle=handle, kernel_cache=kc, is_dynamic_shape_enabled=True,
                       io_data_type=cudnn.data_type.FLOAT)
-    x = rng.standard_normal((2, 3)).astype(np.float32)
+    x = rng.standard_normal(shape).astype(np.float32)
     X = tensor_of(g, x, "X")
     Y = g.exp(input=X)
     Y.set_output(True)
+    before_build()
     build(g)
-    y = poisoned((2, 3))
+    y = poisoned(shape)
     g.execute({X: x, Y: y}, None)
     assert_close(y, np.exp(x.astype(np.float64)))
+
+
+def test_kernel_cache_is_accepted(handle, rng):
+    kc = cudnn.create_kernel_cache()
+    exp_with_cache(handle, rng, kc, (2, 3))
     # The reference engine compiles nothing: the cache stays unused and has nothing to give.
     assert not kc.in_use
     with pytest.raises(ValueError, match="dynamic shapes"):
@@ -101,6 +108,52 @@ def test_kernel_cache_bytes_and_files(tmp_path):
     bad.write_bytes(b"not a kernel cache")
     with pytest.raises(ValueError, match="bad.bin"):
         cudnn.KernelCache.load(str(bad))
+
+
+def test_kernel_cache_deserialize_in_place(handle, rng):
+    # The frontend's form: a fresh cache filled in place. A str is cuDNN's own JSON (what the
+    # cuDNN frontend's serialize() returns); serialize() gives it back wrapped in checked bytes,
+    # which another fresh cache (or from_bytes) takes as they are.
+    json_text = '{"kernels": [{"id": 7}]}'
+    kc = cudnn.create_kernel_cache()
+    assert kc.deserialize(json_text) is None
+    data = kc.serialize()
+    assert isinstance(data, bytes) and data.endswith(json_text.encode())
+    assert not kc.in_use
+    other = cudnn.create_kernel_cache()
+    other.deserialize(data)
+    assert other.serialize() == data
+    assert cudnn.KernelCache.from_bytes(data).serialize() == data
+
+    # A graph given the cache before it is filled builds and runs with it; the reference engine
+    # compiles nothing, so the kernels stay as loaded, for a GPU engine.
+    held = cudnn.create_kernel_cache()
+    exp_with_cache(handle, rng, held, (3, 4), lambda: held.deserialize(data))
+    assert not held.in_use and held.serialize() == data
+
+
+def test_kernel_cache_deserialize_refusals():
+    kc = cudnn.create_kernel_cache()
+    with pytest.raises(ValueError, match="header"):
+        kc.deserialize(b"not a kernel cache")
+    with pytest.raises(ValueError, match="not JSON"):
+        kc.deserialize("not a kernel cache")
+    with pytest.raises(ValueError, match="not JSON"):
+        kc.deserialize("")
+    with pytest.raises(TypeError):
+        kc.deserialize(42)
+    # The refusals left it empty; a first load is taken, a second one refused.
+    with pytest.raises(ValueError, match="dynamic shapes"):
+        kc.serialize()
+    kc.deserialize("[]")
+    data = kc.serialize()
+    with pytest.raises(ValueError, match="already holds kernels of engine 'cudnn'"):
+        kc.deserialize(data)
+    with pytest.raises(ValueError, match="already holds"):
+        cudnn.KernelCache.from_bytes(data).deserialize("[]")
+    with pytest.raises(ValueError, match="truncated"):
+        cudnn.create_kernel_cache().deserialize(data[:-1])
+    assert kc.serialize() == data
 
 
 # ---------------------------------------------------------------- tensors

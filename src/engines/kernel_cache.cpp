@@ -38,17 +38,12 @@ Status not_a_cache(std::string_view why) {
                     "file and let the cache be rebuilt");
 }
 
-}  // namespace
+// The engine and its payload from bytes of serialize(), checked.
+struct Unwrapped {
+  std::string engine, payload;
+};
 
-std::shared_ptr<KernelCache> KernelCache::from_engine_bytes(std::string engine,
-                                                            std::string payload) {
-  auto kc = create();
-  kc->initial_engine_ = std::move(engine);
-  kc->initial_ = std::move(payload);
-  return kc;
-}
-
-Result<std::shared_ptr<KernelCache>> KernelCache::from_bytes(std::string_view bytes) {
+Result<Unwrapped> unwrap(std::string_view bytes) {
   if (bytes.substr(0, kMagic.size()) != kMagic)
     return not_a_cache("the bytes do not start with a dnngraph kernel cache header");
   const size_t end = bytes.find("\n\n", kMagic.size());
@@ -65,7 +60,51 @@ Result<std::shared_ptr<KernelCache>> KernelCache::from_bytes(std::string_view by
                                    payload.size(), " follow (a truncated file?)"));
   if (hex64(XXH3_64bits(payload.data(), payload.size())) != hash)
     return not_a_cache("the checksum does not match (damaged bytes)");
-  return from_engine_bytes(std::move(engine), std::string(payload));
+  return Unwrapped{std::move(engine), std::string(payload)};
+}
+
+}  // namespace
+
+std::shared_ptr<KernelCache> KernelCache::from_engine_bytes(std::string engine,
+                                                            std::string payload) {
+  auto kc = create();
+  kc->initial_engine_ = std::move(engine);
+  kc->initial_ = std::move(payload);
+  return kc;
+}
+
+Result<std::shared_ptr<KernelCache>> KernelCache::from_bytes(std::string_view bytes) {
+  DNNGRAPH_ASSIGN_OR_RETURN(auto u, unwrap(bytes));
+  return from_engine_bytes(std::move(u.engine), std::move(u.payload));
+}
+
+Status KernelCache::deserialize(std::string_view bytes) {
+  DNNGRAPH_ASSIGN_OR_RETURN(auto u, unwrap(bytes));
+  return deserialize_engine_bytes(std::move(u.engine), std::move(u.payload));
+}
+
+Status KernelCache::deserialize_engine_bytes(std::string engine, std::string payload) {
+  if (payload.empty())
+    return make_error(ErrorCode::InvalidArgument, "kernel cache: deserialize() got no kernels (",
+                      engine.empty() ? std::string("no engine") : "engine '" + engine + "'",
+                      ", 0 bytes); pass what serialize() returned for a cache that a "
+                      "dynamic-shape graph was built with");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (backend_)
+    return make_error(ErrorCode::InvalidArgument,
+                      "kernel cache: deserialize() into a cache that engine '", backend_->engine(),
+                      "' already uses (a dynamic-shape graph was built with it); deserialize into "
+                      "a new cache from create_kernel_cache() before building graphs with it");
+  if (!initial_.empty())
+    return make_error(ErrorCode::InvalidArgument,
+                      "kernel cache: deserialize() into a cache that already holds kernels of "
+                      "engine '",
+                      initial_engine_, "' (", initial_.size(),
+                      " bytes, from from_bytes(), load() or an earlier deserialize()); "
+                      "deserialize into a new cache from create_kernel_cache()");
+  initial_engine_ = std::move(engine);
+  initial_ = std::move(payload);
+  return Status::ok();
 }
 
 Result<std::shared_ptr<KernelCache>> KernelCache::load(const std::string& path) {

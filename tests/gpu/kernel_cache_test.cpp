@@ -1,5 +1,7 @@
 // Dynamic shapes with one kernel cache shared by graphs of several shapes, built from several
 // threads at once; the cache serialized and loaded again; refused bytes give a clear error.
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -44,6 +46,58 @@ TEST(GpuKernelCache, DynamicShapesShareOneCacheAcrossThreads) {
   ASSERT_TRUE(again.is_ok()) << again.status().to_string();
   expect_matches_reference(conv(9, again.value()), {.min_abs = 2e-2});
   EXPECT_TRUE(again.value()->in_use());
+}
+
+// The frontend's in-place form: a graph is given a fresh cache, the cache is then filled with
+// another's bytes (deserialize), and the graph's build loads them into cuDNN. Used: the build
+// compiles nothing (well under half the time of the build that filled the first cache, as the
+// frontend's own test checks with a time limit), the cache is in use, another shape built with it
+// matches the reference, and the cache, now cuDNN's, refuses a second load. A KERNEL_CACHE_RESULT
+// line records the times and sizes.
+TEST(GpuKernelCache, DeserializedInPlaceIsUsedByTheGraphsHoldingIt) {
+  DNNGRAPH_REQUIRE_GPU();
+  auto h = Handle::create(Device::cuda(0));
+  ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+  auto build_ms = [&](Graph& g) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s = g.build(h.value(), {HeurMode::A}, BuildPlanPolicy::HeuristicsChoice);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  {  // libraries loaded and handle warm before anything is timed
+    Graph g;
+    conv(3, nullptr)(g);
+    g.set_dynamic_shape_enabled(false);
+    build_ms(g);
+  }
+  auto warm = KernelCache::create();
+  Graph cold;
+  conv(2, warm)(cold);
+  const double cold_ms = build_ms(cold);
+  auto bytes = warm->serialize();
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+
+  auto kc = KernelCache::create();
+  Graph loaded;
+  conv(2, kc)(loaded);  // the graph holds the cache: filled now, loaded at its build
+  ASSERT_TRUE(kc->deserialize(bytes.value()).is_ok());
+  EXPECT_FALSE(kc->in_use());
+  const double loaded_ms = build_ms(loaded);
+  EXPECT_TRUE(kc->in_use());
+  expect_matches_reference(conv(4, kc), {.min_abs = 2e-2, .seed = 11});
+  auto after = kc->serialize();
+  ASSERT_TRUE(after.is_ok()) << after.status().to_string();
+  std::printf(
+      "KERNEL_CACHE_RESULT build %.1f ms filling a cache, %.1f ms from it deserialized; %zu "
+      "bytes deserialized, %zu after n=2 and n=4 (%s)\n",
+      cold_ms, loaded_ms, bytes->size(), after->size(),
+      *after == *bytes ? "same bytes" : "other bytes");
+  if (cold_ms > 50) {  // a compilation to save; below that the times say nothing
+    EXPECT_LT(loaded_ms, cold_ms / 2) << "the deserialized kernels were compiled again";
+  }
+  Status s = kc->deserialize(bytes.value());
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("engine 'cudnn' already uses"), std::string::npos) << s.message();
 }
 
 // cuDNN 9.19 accepted "not a kernel cache" as a kernel cache's JSON on the H200 (and the graph

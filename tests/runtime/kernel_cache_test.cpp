@@ -1,6 +1,9 @@
 // KernelCache without a GPU: bytes, files, errors, and the reference engine ignoring it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -84,6 +87,74 @@ TEST(KernelCache, ConcurrentSavesLeaveAWholeFile) {
   std::remove(path.c_str());
 }
 
+// The frontend's in-place deserialize(): a fresh cache takes another's bytes (or an engine's own
+// form) and gives back the same bytes; garbage, empty payloads and a second load are refused and
+// leave the cache as it was.
+TEST(KernelCache, DeserializeInPlaceRoundTrip) {
+  const std::string payload = "{\"kernels\": [4, 5]}\n\x03";
+  const std::string bytes = KernelCache::from_engine_bytes("cudnn", payload)->serialize().value();
+  auto kc = KernelCache::create();
+  ASSERT_TRUE(kc->deserialize(bytes).is_ok());
+  EXPECT_EQ(kc->initial_engine(), "cudnn");
+  EXPECT_EQ(kc->initial_bytes(), payload);
+  EXPECT_FALSE(kc->in_use());
+  EXPECT_EQ(kc->serialize().value(), bytes);
+
+  Status again = kc->deserialize(bytes);
+  EXPECT_EQ(again.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(again.message().find("already holds kernels of engine 'cudnn'"), std::string::npos)
+      << again.message();
+  EXPECT_NE(again.message().find("new cache"), std::string::npos) << again.message();
+  Status from_bytes_too = KernelCache::from_bytes(bytes).value()->deserialize(bytes);
+  EXPECT_NE(from_bytes_too.message().find("already holds"), std::string::npos);
+
+  auto fresh = KernelCache::create();
+  Status garbage = fresh->deserialize("not a kernel cache");
+  EXPECT_EQ(garbage.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(garbage.message().find("header"), std::string::npos) << garbage.message();
+  Status damaged = fresh->deserialize(bytes.substr(0, bytes.size() - 1));
+  EXPECT_NE(damaged.message().find("truncated"), std::string::npos) << damaged.message();
+  Status empty = fresh->deserialize_engine_bytes("cudnn", "");
+  EXPECT_EQ(empty.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(empty.message().find("no kernels"), std::string::npos) << empty.message();
+  EXPECT_FALSE(fresh->serialize().is_ok());  // the refusals left it empty
+
+  ASSERT_TRUE(fresh->deserialize_engine_bytes("cudnn", payload).is_ok());
+  EXPECT_EQ(fresh->serialize().value(), bytes);
+}
+
+// Threads racing to fill one cache: exactly one wins, the others are told it holds kernels.
+TEST(KernelCache, ConcurrentDeserializeLoadsOnce) {
+  auto kc = KernelCache::create();
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 8; ++i) payloads.push_back("{\"kernels\": [" + std::to_string(i) + "]}");
+  std::atomic<int> ok{0};
+  std::vector<std::thread> ts;
+  for (const auto& p : payloads)
+    ts.emplace_back([&kc, &ok, p] {
+      const std::string bytes = KernelCache::from_engine_bytes("cudnn", p)->serialize().value();
+      if (kc->deserialize(bytes).is_ok()) ++ok;
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok.load(), 1);
+  EXPECT_NE(std::find(payloads.begin(), payloads.end(), kc->initial_bytes()), payloads.end());
+}
+
+// Once an engine has set the cache up, it is that engine's: deserialize() is refused.
+TEST(KernelCache, DeserializeIntoACacheInUseIsRefused) {
+  struct Fake final : KernelCacheBackend {
+    std::string_view engine() const override { return "fake"; }
+    Result<std::string> serialize() const override { return std::string("{}"); }
+  };
+  auto kc = KernelCache::create();
+  kc->backend() = std::make_unique<Fake>();
+  ASSERT_TRUE(kc->in_use());
+  Status s = kc->deserialize_engine_bytes("cudnn", "{}");
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(s.message().find("engine 'fake' already uses"), std::string::npos) << s.message();
+  EXPECT_TRUE(kc->initial_bytes().empty());
+}
+
 TEST(KernelCache, ReferenceEngineRunsDynamicGraphsAndLeavesTheCacheUnused) {
   auto kc = KernelCache::create();
   auto h = Handle::create(Device::cpu()).value();
@@ -105,6 +176,29 @@ TEST(KernelCache, ReferenceEngineRunsDynamicGraphsAndLeavesTheCacheUnused) {
     for (size_t i = 0; i < xs.size(); ++i) EXPECT_FLOAT_EQ(ys[i], std::max(xs[i], 0.f));
   }
   EXPECT_FALSE(kc->in_use());
+}
+
+// A graph given a cache before the cache is filled in place builds and runs with it on the
+// reference engine, which compiles nothing: the loaded kernels stay there for a GPU engine.
+TEST(KernelCache, DeserializedCacheOnTheReferenceEngineKeepsItsKernels) {
+  auto kc = KernelCache::create();
+  Graph g;
+  g.set_name("dyn").set_io_data_type(DataType::Float).set_dynamic_shape_enabled(true);
+  g.set_kernel_cache(kc);
+  const std::string bytes =
+      KernelCache::from_engine_bytes("cudnn", "{\"kernels\": []}")->serialize().value();
+  ASSERT_TRUE(kc->deserialize(bytes).is_ok());
+  auto x = g.tensor(ir::TensorAttrs().set_name("X").set_dim({3, 2}).set_stride({2, 1}));
+  auto y = g.unary(PointwiseMode::Exp, x);
+  y->set_output(true).set_name("Y");
+  auto h = Handle::create(Device::cpu()).value();
+  ASSERT_TRUE(g.build(h).is_ok());
+  std::vector<float> xs = {-1.5f, 0.25f, 2.f, -0.75f, 1.f, 0.5f}, ys(xs.size(), -1234.f);
+  std::vector<char> ws(static_cast<size_t>(std::max<int64_t>(g.get_workspace_size().value(), 1)));
+  ASSERT_TRUE(g.execute(*h, {{x->uid, xs.data()}, {y->uid, ys.data()}}, ws.data()).is_ok());
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_NEAR(ys[i], std::exp(xs[i]), 1e-6f * ys[i]);
+  EXPECT_FALSE(kc->in_use());
+  EXPECT_EQ(kc->serialize().value(), bytes);
 }
 
 }  // namespace

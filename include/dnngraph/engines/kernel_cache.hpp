@@ -32,6 +32,15 @@ class KernelCache {
   // JSON of CUDNN_ATTR_KERNEL_CACHE_JSON_REPRESENTATION), checked by that engine at first use.
   static std::shared_ptr<KernelCache> from_engine_bytes(std::string engine, std::string payload);
 
+  // Fills this cache in place (the frontend's KernelCache.deserialize()): from bytes of
+  // serialize() or save(), checked as from_bytes() checks them, or from an engine's own form as
+  // from_engine_bytes() takes it. Refused (InvalidArgument) when there is nothing to load or when
+  // the cache already holds kernels: an engine set it up (in_use()) or it was created from, or
+  // deserialized from, bytes before. Graphs already given the cache load the kernels at their
+  // first dynamic-shape build on that engine.
+  Status deserialize(std::string_view bytes);
+  Status deserialize_engine_bytes(std::string engine, std::string payload);
+
   // The engine's kernels as bytes with the header above. Before any graph used the cache: the
   // bytes it was created from, else an error saying so.
   Result<std::string> serialize() const;

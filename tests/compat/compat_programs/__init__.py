@@ -36,6 +36,7 @@ NAMES = [
     "wrapper_graph",
     "jit_graph_cache",
     "serialize_roundtrip",
+    "kernel_cache_roundtrip",
     "execute_raw_forms",
     "execute_forms",
     "not_supported_error",
