@@ -137,8 +137,9 @@ TEST(ScoreMod, MasksTheFrontendRefusesWithAModifier) {
     if (which == 2) a.right_bound = 1, words = "diagonal_band_right_bound";
     if (which == 3) a.alibi_mask = a.causal = true, words = "use_alibi_mask";
     make(t, a, with_softcap(t.g));
-    expect_invalid(t.g, {"sdpa 'sdpa0'", "score modifier (score_mod) cannot be combined with",
-                         words, "cuDNN frontend refuses"},
+    expect_invalid(t.g,
+                   {"sdpa 'sdpa0'", "score modifier (score_mod) cannot be combined with", words,
+                    "cuDNN frontend refuses"},
                    ErrorCode::NotSupported);
   }
 }
