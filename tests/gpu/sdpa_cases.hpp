@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +73,8 @@ struct SdpaCase {
   bool alibi = false;         // alibi_mask (needs causal)
   bool stats_bshd = false;    // backward STATS input token-major ([b,s,h,1] in memory)
   bool sink = false;          // SINK [1,hq,1,1] FLOAT (and DSINK in the backward)
+  // Sets more of the node's optional inputs (e.g. score modifiers) on the graph being built.
+  std::function<void(Graph&, ir::SdpaInputs&)> more_inputs = {};
 };
 
 inline std::function<void(Graph&)> make_graph(const SdpaCase& c) {
@@ -96,6 +99,7 @@ inline std::function<void(Graph&)> make_graph(const SdpaCase& c) {
       extra.seq_len_kv = input(g, "SEQ_LEN_KV", {c.b, 1, 1, 1}, DataType::Int32);
     }
     if (c.sink) extra.sink_token = input(g, "SINK", {1, c.hq, 1, 1}, DataType::Float);
+    if (c.more_inputs) c.more_inputs(g, extra);
     if (!c.backward) {
       auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, false, {}}, extra);
       finish(out[0], "O", {c.b, c.hq, c.sq, c.d}, t);
