@@ -94,7 +94,7 @@ foreach(h ${_api_private})
 endforeach()
 dnngraph_layer(engine_api SOURCES ${_api_src} LAYERS ir
   PUBLIC_LINKS dnngraph/engines=${_inc}/engines ${_api_private_links})
-target_link_libraries(dnngraph_engine_api PRIVATE dnngraph_xxhash)
+target_link_libraries(dnngraph_engine_api PRIVATE nlohmann_json::nlohmann_json dnngraph_xxhash)
 
 file(GLOB _ref_src CONFIGURE_DEPENDS ${_src}/engines/reference/*.cpp)
 dnngraph_layer(reference SOURCES ${_ref_src} LAYERS engine_api

@@ -45,6 +45,11 @@ class Graph : public ir::Graph {
 
   // validate() then lower onto the first engine that runs on the handle's device.
   Status build_operation_graph(const HandlePtr& handle);
+  // Deviceless (ahead-of-time) build: lowers for the GPU `target` describes, with no GPU and no
+  // handle (the same as a handle of Handle::create_deviceless); then create_execution_plans,
+  // check_support and build_plans as usual. The plans cannot execute here: serialize() the
+  // graph and deserialize() it with a handle on a GPU of that kind (device_properties.hpp).
+  Status build_operation_graph(const DevicePropertiesPtr& target);
   // Collects candidates from each mode in order, de-duplicated by name.
   Status create_execution_plans(const std::vector<HeurMode>& modes);
   // Engines by index, without heuristics (the frontend's get_engine_count,
@@ -90,6 +95,8 @@ class Graph : public ir::Graph {
   // A built graph as bytes: the graph's JSON description, the engine, the selected candidate
   // and, where the engine can, its compiled plan. deserialize() restores it on `handle`
   // without the heuristics (and without recompiling when the engine stored its plan).
+  // A graph built deviceless also stores its target's properties: deserialize() onto a GPU of
+  // another compute capability fails, saying what differs.
   Result<std::string> serialize() const;
   Status deserialize(const HandlePtr& handle, std::string_view bytes);
 

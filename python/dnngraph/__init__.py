@@ -7,6 +7,7 @@ CPU tensors. See docs/python.md.
 """
 
 from ._dnngraph import (
+    DeviceProperties,
     Handle,
     KernelCache,
     NotSupportedError,
@@ -14,6 +15,7 @@ from ._dnngraph import (
     backend_version,
     backend_version_string,
     build_plan_policy,
+    create_deviceless_handle,
     create_handle,
     create_kernel_cache,
     data_type,
@@ -120,6 +122,7 @@ def sdpa_capabilities() -> frozenset:
 
 __all__ = [
     "DeviceInfo",
+    "DeviceProperties",
     "GraphContext",
     "Node",
     "NodeType",
@@ -136,6 +139,7 @@ __all__ = [
     "behavior_note",
     "build_plan_policy",
     "create_device_properties",
+    "create_deviceless_handle",
     "create_handle",
     "create_kernel_cache",
     "cuda_graph_retention",

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import _interop
 from ._dnngraph import (
+    DeviceProperties,
     Handle,
     KernelCache,
     NotSupportedError,
@@ -27,6 +28,8 @@ from ._dnngraph import (
     norm_forward_phase,
     pointwise_mode,
 )
+from ._dnngraph import create_device_properties as _native_device_properties
+from ._dnngraph import create_deviceless_handle
 from ._dnngraph import pygraph as _native
 
 from .datatypes import _library_type, is_dtype_like
@@ -185,9 +188,12 @@ def _recording(fn: Any) -> Any:
     return call
 
 
-def create_device_properties(*args: Any, **kwargs: Any) -> Any:
-    raise _missing("create_device_properties (deviceless / ahead-of-time planning)",
-                   "build on the target GPU, or build with create_handle(device=\"cpu\")")
+def create_device_properties(device_id: int = 0) -> DeviceProperties:
+    """The properties of CUDA device ``device_id`` as cuDNN reads them (the frontend's
+    ``cudnn.create_device_properties``): ``serialize()`` gives their JSON text, which
+    ``DeviceProperties().deserialize(text)`` reads back on a machine without that GPU, to build
+    for it with ``pygraph(device_property=props)`` (docs/cudnn-engine.md)."""
+    return _native_device_properties(int(device_id))
 
 
 _LACKING_FUNCTIONS = [
@@ -518,8 +524,15 @@ class pygraph(_native):
             io_data_type = None
         if kwargs:
             raise TypeError(f"pygraph(): unexpected keyword arguments {sorted(kwargs)}")
-        if device_property is not None:
-            raise _missing("pygraph(device_property=...) (deviceless planning)")
+        if device_property is not None:  # deviceless: plans for that GPU, runs nowhere here
+            if handle is not None:
+                raise ValueError("pygraph(): pass handle= or device_property=, not both "
+                                 "(device_property= builds without a device)")
+            if not isinstance(device_property, DeviceProperties):
+                raise TypeError("pygraph(device_property=...): expected the DeviceProperties of "
+                                "create_device_properties(), got "
+                                f"{type(device_property).__name__}")
+            handle = create_deviceless_handle(device_property)
         native_kw: Dict[str, Any] = {"name": name or "",
                                      "is_dynamic_shape_enabled": is_dynamic_shape_enabled}
         for k, v in (("io_data_type", io_data_type),

@@ -106,6 +106,7 @@ TensorTuple as_tuple(const std::array<ir::Tensor, N>& ts) {
 void bind_errors(nb::module_& m);
 void bind_enums(nb::module_& m);
 void bind_handle(nb::module_& m);
+void bind_device_properties(nb::module_& m);
 void bind_tensor(nb::module_& m);
 void bind_graph(nb::module_& m, nb::class_<PyGraph>& g);
 void bind_ops_conv_matmul(nb::class_<PyGraph>& g);

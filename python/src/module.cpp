@@ -8,6 +8,7 @@ NB_MODULE(_dnngraph, m) {
   bind_errors(m);
   bind_enums(m);
   bind_handle(m);
+  bind_device_properties(m);
   bind_tensor(m);
   nb::class_<PyGraph> graph(m, "pygraph",
                             "A graph of tensors and operations with its build pipeline:\n"

@@ -61,6 +61,26 @@ void fill_common(PyGraph& g, ir::SdpaOptions& a, ir::SdpaInputs& extra,
   }
 }
 
+// A score modifier callback fn(graph, score) -> tensor (the frontend's score_mod /
+// score_mod_bprop): called with this graph's own Python object, so the pointwise methods it
+// calls (mul, div, tanh, gen_index, binary_select, ...) are the graph's; the ops it adds become
+// the SDPA node's subgraph (ir::Graph::build_subgraph).
+ir::ScoreModifier score_modifier(PyGraph& g, const std::optional<nb::callable>& fn,
+                                 const char* what) {
+  if (!fn) return {};
+  return [&g, f = *fn, what](ir::Graph&, ir::Tensor score) -> ir::Tensor {
+    nb::object self = nb::find(&g);
+    nb::object r = f(self, nb::cast(score));
+    ir::Tensor t;
+    if (!nb::try_cast(r, t) || !t)
+      throw nb::type_error(
+          detail::cat(what, " must return the modified score tensor (a graph tensor), got ",
+                      nb::inst_name(r).c_str())
+              .c_str());
+    return t;
+  };
+}
+
 }  // namespace
 
 void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
@@ -74,7 +94,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          bool use_alibi_mask, std::optional<int64_t> max_total_seq_len_q,
          std::optional<int64_t> max_total_seq_len_kv, OptT paged_attention_k_table,
          OptT paged_attention_v_table, std::optional<int64_t> paged_attention_max_seq_len_kv,
-         OptT sink_token, OptT score_max, OptT score_sum_exp, DataType compute, std::string name) {
+         OptT sink_token, OptT score_max, OptT score_sum_exp, DataType compute, std::string name,
+         std::optional<nb::callable> score_mod) {
         ir::SdpaAttrs a;
         a.is_inference = is_inference;
         a.paged_max_seq_len_kv = paged_attention_max_seq_len_kv;
@@ -89,6 +110,7 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
         extra.page_table_v = std::move(paged_attention_v_table);
         extra.score_max = std::move(score_max);
         extra.score_sum_exp = std::move(score_sum_exp);
+        extra.score_mod = score_modifier(g, score_mod, "score_mod");
         return as_tuple(g.graph.sdpa(q, k, v, a, extra, op_options(compute, std::move(name))));
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("is_inference"),
@@ -106,7 +128,7 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("paged_attention_max_seq_len_kv").none() = nb::none(),
       nb::arg("sink_token").none() = nb::none(), nb::arg("score_max").none() = nb::none(),
       nb::arg("score_sum_exp").none() = nb::none(), nb::arg("compute_data_type") = DataType::NotSet,
-      nb::arg("name") = "",
+      nb::arg("name") = "", nb::arg("score_mod").none() = nb::none(),
       "Attention O = softmax(scale * Q K^T + bias, masked) V with Q [b,h,s_q,d], K "
       "[b,h_k,s_kv,d],\n"
       "V [b,h_v,s_kv,d_v]. attn_scale: float or pass-by-value tensor (default 1/sqrt(d)).\n"
@@ -135,6 +157,12 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       "that receive the row max of the masked scores and the row sum of exp(score - max)\n"
       "(stats = max + log(sum_exp)); both together and only with is_inference=True, as cuDNN's\n"
       "composite softmax allows. Not part of the return.\n"
+      "score_mod: a callable fn(graph, score) -> tensor that adds pointwise ops (graph.mul,\n"
+      "div, tanh, add, gen_index, cmp_*, binary_select, ...) on the scaled score\n"
+      "attn_scale * Q K^T [b, h_q, s_q, s_kv] FLOAT and returns the modified score, applied\n"
+      "before the bias and the softmax (e.g. softcapping: cap * tanh(score / cap)). Tensors it\n"
+      "reads besides the score (scalars, tables) are graph tensors. Not with the causal,\n"
+      "padding, band or ALiBi masks (docs/sdpa-score-mod.md).\n"
       "Returns (O, stats); stats (log-sum-exp, fp32) is None when is_inference.");
 
   cls.def(
@@ -146,7 +174,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          bool use_padding_mask, OptT seq_len_q, OptT seq_len_kv, Dropout dropout, OptT dBias,
          bool dbias_output, bool use_alibi_mask, std::optional<int64_t> max_total_seq_len_q,
          std::optional<int64_t> max_total_seq_len_kv, OptT sink_token, OptT dSink_token,
-         DataType compute, std::string name) {
+         DataType compute, std::string name, std::optional<nb::callable> score_mod,
+         std::optional<nb::callable> score_mod_bprop) {
         ir::SdpaBwdAttrs a;
         ir::SdpaInputs extra;
         fill_common(g, a, extra, attn_scale, std::move(bias), use_causal_mask,
@@ -158,6 +187,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
         extra.dbias_output = dbias_output;
         extra.sink_token = std::move(sink_token);
         extra.dsink_token = std::move(dSink_token);
+        extra.score_mod = score_modifier(g, score_mod, "score_mod");
+        extra.score_mod_bprop = score_modifier(g, score_mod_bprop, "score_mod_bprop");
         auto r = g.graph.sdpa_backward(q, k, v, o, dO, stats, a, extra,
                                        op_options(compute, std::move(name)));
         if (r[3] && !given) return as_tuple(r);
@@ -175,6 +206,7 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("max_total_seq_len_kv").none() = nb::none(),
       nb::arg("sink_token").none() = nb::none(), nb::arg("dSink_token").none() = nb::none(),
       nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
+      nb::arg("score_mod").none() = nb::none(), nb::arg("score_mod_bprop").none() = nb::none(),
       "Gradients of sdpa. Pass the forward's options, use_alibi_mask and dropout included\n"
       "(dropout in either form: the same (p, seed, offset) redraws the same mask; (mask,\n"
       "scale) reuses it). Returns\n"
@@ -182,7 +214,11 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       "dBias=tensor (the frontend's form): that tensor receives the bias gradient and the\n"
       "return is (dQ, dK, dV).\n"
       "sink_token: the forward's sink logits; dSink_token=tensor [1, h_q, 1, 1] FLOAT receives\n"
-      "their gradient (needs sink_token; not part of the return).");
+      "their gradient (needs sink_token; not part of the return).\n"
+      "score_mod: the forward's modifier, applied again in the recompute. score_mod_bprop:\n"
+      "fn(graph, dS) -> tensor, given the gradient of the modified score, returns the gradient\n"
+      "of the scaled score (it may read tensors score_mod made, e.g. saved in a closure);\n"
+      "without it the gradient passes through unchanged, as in the cuDNN frontend.");
 }
 
 }  // namespace dnngraph::py

@@ -49,4 +49,13 @@ Result<std::shared_ptr<Handle>> Handle::create(Device device) {
   return std::make_shared<Handle>(device);
 }
 
+Result<std::shared_ptr<Handle>> Handle::create_deviceless(DevicePropertiesPtr target) {
+  if (!target)
+    return make_error(ErrorCode::InvalidArgument,
+                      "create_deviceless: no device properties given (make them with "
+                      "DeviceProperties::from_json or from_device)");
+  const Device d = Device::cuda(target->device_id());
+  return std::make_shared<Handle>(d, std::move(target));
+}
+
 }  // namespace dnngraph

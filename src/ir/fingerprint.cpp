@@ -19,6 +19,7 @@
 
 #include "dnngraph/ir/fingerprint.hpp"
 #include "ir/serialize_index.hpp"
+#include "ir/subgraph.hpp"
 
 namespace dnngraph::ir {
 namespace {
@@ -131,6 +132,39 @@ void encode_ports(Encoder& e, const std::vector<Port>& ports, const detail::Tens
   }
 }
 
+void encode_node(Encoder& e, const Node& n, const detail::TensorIndex& ti,
+                 const FingerprintOptions& opts) {
+  e.tag('N', 'd');
+  if (opts.include_names) e.str(n.name);
+  e.enumeration(n.kind());
+  e.enumeration(n.compute_data_type);
+  encode_attrs(e, n.attrs);
+  encode_ports(e, n.inputs, ti);
+  encode_ports(e, n.outputs, ti);
+  // Score modifiers (plan caches must not mix graphs that differ only in them); nothing is
+  // written for a node without subgraphs, so other graphs keep their fingerprints.
+  if (n.subgraphs.empty()) return;
+  e.tag('S', 'g');
+  detail::TensorIndex local = ti;
+  std::vector<Tensor> own;
+  for (const Tensor& t : subgraph_tensors(n)) {
+    if (local.of(t) >= 0) continue;
+    local.index.emplace(t.get(), static_cast<int64_t>(local.list.size()));
+    local.list.push_back(t);
+    own.push_back(t);
+  }
+  e.u64(own.size());
+  for (const Tensor& t : own) encode_tensor(e, *t, opts);
+  e.u64(n.subgraphs.size());
+  for (const Subgraph& sg : n.subgraphs) {
+    e.str(sg.name);
+    e.i64(local.of(sg.input));
+    e.i64(local.of(sg.output));
+    e.u64(sg.nodes.size());
+    for (const Node& m : sg.nodes) encode_node(e, m, local, opts);
+  }
+}
+
 }  // namespace
 
 std::string Fingerprint::hex() const {
@@ -162,15 +196,7 @@ Fingerprint fingerprint(const Graph& g, FingerprintOptions opts) {
   for (const Tensor& t : ti.list) encode_tensor(e, *t, opts);
 
   e.u64(g.nodes().size());
-  for (const Node& n : g.nodes()) {
-    e.tag('N', 'd');
-    if (opts.include_names) e.str(n.name);
-    e.enumeration(n.kind());
-    e.enumeration(n.compute_data_type);
-    encode_attrs(e, n.attrs);
-    encode_ports(e, n.inputs, ti);
-    encode_ports(e, n.outputs, ti);
-  }
+  for (const Node& n : g.nodes()) encode_node(e, n, ti, opts);
 
   const std::string& b = e.bytes();
   XXH128_hash_t h = XXH3_128bits(b.data(), b.size());

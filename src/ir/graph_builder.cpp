@@ -281,21 +281,23 @@ std::array<Tensor, 2> Graph::softmax(Tensor x, bool generate_stats, OpOptions o)
 }
 
 namespace {
-void bind(std::vector<Port>& ports, Role role, const Tensor& t) {
+// Not named `bind`: with <functional> in sight, ADL finds std::bind, a better match for a
+// non-const tensor argument, and the port would silently stay unbound.
+void bind_port(std::vector<Port>& ports, Role role, const Tensor& t) {
   if (t) ports.push_back({role, t});
 }
 void bind_sdpa_extra(std::vector<Port>& in, const SdpaInputs& e) {
-  bind(in, Role::ATTN_SCALE, e.attn_scale);
-  bind(in, Role::BIAS, e.bias);
-  bind(in, Role::SEQ_LEN_Q, e.seq_len_q);
-  bind(in, Role::SEQ_LEN_KV, e.seq_len_kv);
-  bind(in, Role::SEED, e.seed);
-  bind(in, Role::OFFSET, e.offset);
-  bind(in, Role::DROPOUT_MASK, e.dropout_mask);
-  bind(in, Role::DROPOUT_SCALE, e.dropout_scale);
-  bind(in, Role::SINK_TOKEN, e.sink_token);
-  bind(in, Role::PAGE_TABLE_K, e.page_table_k);  // refused by the backward's validate()
-  bind(in, Role::PAGE_TABLE_V, e.page_table_v);
+  bind_port(in, Role::ATTN_SCALE, e.attn_scale);
+  bind_port(in, Role::BIAS, e.bias);
+  bind_port(in, Role::SEQ_LEN_Q, e.seq_len_q);
+  bind_port(in, Role::SEQ_LEN_KV, e.seq_len_kv);
+  bind_port(in, Role::SEED, e.seed);
+  bind_port(in, Role::OFFSET, e.offset);
+  bind_port(in, Role::DROPOUT_MASK, e.dropout_mask);
+  bind_port(in, Role::DROPOUT_SCALE, e.dropout_scale);
+  bind_port(in, Role::SINK_TOKEN, e.sink_token);
+  bind_port(in, Role::PAGE_TABLE_K, e.page_table_k);  // refused by the backward's validate()
+  bind_port(in, Role::PAGE_TABLE_V, e.page_table_v);
 }
 }  // namespace
 
@@ -303,16 +305,19 @@ std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
                                   OpOptions o) {
   if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
   const bool inference = attrs.is_inference;
+  if (o.name.empty()) o.name = next_name("sdpa");
+  std::vector<Subgraph> mods = build_score_mods(o.name, extra);
   Node& n = push(std::move(attrs), o, "sdpa", {{Role::Q, q}, {Role::K, k}, {Role::V, v}});
   bind_sdpa_extra(n.inputs, extra);
+  attach_subgraphs(n, std::move(mods));
   std::array<Tensor, 2> out{add_output(n, Role::O), nullptr};
   if (!inference) out[1] = add_output(n, Role::STATS);
-  bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);
+  bind_port(n.outputs, Role::RNG_DUMP, extra.rng_dump);
   // The forward has no DBIAS: bound anyway, so validate() names the mistake.
-  bind(n.outputs, Role::DBIAS, extra.dbias);
-  bind(n.outputs, Role::DSINK_TOKEN, extra.dsink_token);  // likewise
-  bind(n.outputs, Role::SCORE_MAX, extra.score_max);
-  bind(n.outputs, Role::SCORE_SUM_EXP, extra.score_sum_exp);
+  bind_port(n.outputs, Role::DBIAS, extra.dbias);
+  bind_port(n.outputs, Role::DSINK_TOKEN, extra.dsink_token);  // likewise
+  bind_port(n.outputs, Role::SCORE_MAX, extra.score_max);
+  bind_port(n.outputs, Role::SCORE_SUM_EXP, extra.score_sum_exp);
   return out;
 }
 
@@ -321,6 +326,8 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
                                            OpOptions opts) {
   if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
   const bool has_bias = static_cast<bool>(extra.bias);
+  if (opts.name.empty()) opts.name = next_name("sdpa_backward");
+  std::vector<Subgraph> mods = build_score_mods(opts.name, extra);
   Node& n = push(std::move(attrs), opts, "sdpa_backward",
                  {{Role::Q, q},
                   {Role::K, k},
@@ -329,19 +336,20 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
                   {Role::DO, d_o},
                   {Role::STATS, stats}});
   bind_sdpa_extra(n.inputs, extra);
+  attach_subgraphs(n, std::move(mods));
   Tensor dq = add_output(n, Role::DQ);
   Tensor dk = add_output(n, Role::DK);
   std::array<Tensor, 4> out{dq, dk, add_output(n, Role::DV), nullptr};
   if (extra.dbias) {
     out[3] = extra.dbias;
-    bind(n.outputs, Role::DBIAS, out[3]);
+    bind_port(n.outputs, Role::DBIAS, out[3]);
   } else if (has_bias && extra.dbias_output) {
     out[3] = add_output(n, Role::DBIAS);
   }
-  bind(n.outputs, Role::RNG_DUMP, extra.rng_dump);  // refused by validate()
-  bind(n.outputs, Role::DSINK_TOKEN, extra.dsink_token);
-  bind(n.outputs, Role::SCORE_MAX, extra.score_max);  // refused by validate(), like rng_dump
-  bind(n.outputs, Role::SCORE_SUM_EXP, extra.score_sum_exp);
+  bind_port(n.outputs, Role::RNG_DUMP, extra.rng_dump);  // refused by validate()
+  bind_port(n.outputs, Role::DSINK_TOKEN, extra.dsink_token);
+  bind_port(n.outputs, Role::SCORE_MAX, extra.score_max);  // refused by validate(), like rng_dump
+  bind_port(n.outputs, Role::SCORE_SUM_EXP, extra.score_sum_exp);
   return out;
 }
 

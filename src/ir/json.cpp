@@ -19,6 +19,7 @@
 #include "dnngraph/ir/json.hpp"
 #include "ir/attr_fields.hpp"
 #include "ir/serialize_index.hpp"
+#include "ir/subgraph.hpp"
 
 namespace dnngraph::ir {
 namespace {
@@ -101,6 +102,41 @@ Json ports_json(const std::vector<Port>& ports, const detail::TensorIndex& ti) {
     int64_t idx = ti.of(p.tensor);
     j[std::string(role_name(p.role))] = idx < 0 ? Json(nullptr) : Json(idx);
   }
+  return j;
+}
+
+// A node; its subgraphs (score modifiers) list their own tensors in "subgraph_tensors" and refer
+// to tensors by index into the graph's "tensors" followed by those.
+Json node_json(const Node& n, const detail::TensorIndex& ti) {
+  Json j = Json::object();
+  j["name"] = n.name;
+  j["kind"] = std::string(op_kind_name(n.kind()));
+  j["compute_data_type"] = dtype_json(n.compute_data_type);
+  j["attrs"] = attrs_json(n.attrs);
+  j["inputs"] = ports_json(n.inputs, ti);
+  j["outputs"] = ports_json(n.outputs, ti);
+  if (n.subgraphs.empty()) return j;
+  detail::TensorIndex local = ti;
+  Json own = Json::array();
+  for (const Tensor& t : subgraph_tensors(n)) {
+    if (local.of(t) >= 0) continue;
+    local.index.emplace(t.get(), static_cast<int64_t>(local.list.size()));
+    local.list.push_back(t);
+    own.push_back(tensor_json(*t));
+  }
+  j["subgraph_tensors"] = std::move(own);
+  Json subs = Json::array();
+  for (const Subgraph& sg : n.subgraphs) {
+    Json sj = Json::object();
+    sj["name"] = sg.name;
+    sj["input"] = local.of(sg.input);
+    sj["output"] = local.of(sg.output);
+    Json sn = Json::array();
+    for (const Node& m : sg.nodes) sn.push_back(node_json(m, local));
+    sj["nodes"] = std::move(sn);
+    subs.push_back(std::move(sj));
+  }
+  j["subgraphs"] = std::move(subs);
   return j;
 }
 
@@ -440,6 +476,8 @@ class TensorRefs {
     return Status::ok();
   }
 
+  const std::vector<Tensor>& list() const { return list_; }
+
  private:
   const std::vector<Tensor>& list_;
   std::unordered_map<std::string, int64_t> by_name_;
@@ -463,6 +501,8 @@ Status read_ports(const Fields& f, const char* key, const TensorRefs& refs,
   return Status::ok();
 }
 
+Status read_subgraphs(const Fields& f, const TensorRefs& refs, Node& n);
+
 Status read_node(const Json& j, size_t idx, const TensorRefs& refs, Node& n) {
   std::string where = "node " + std::to_string(idx);
   if (!j.is_object()) {
@@ -471,7 +511,8 @@ Status read_node(const Json& j, size_t idx, const TensorRefs& refs, Node& n) {
   Fields f(j, where);
   DNNGRAPH_TRY(f.string("name", n.name));
   if (!n.name.empty()) f = Fields(j, where + " '" + n.name + "'");
-  DNNGRAPH_TRY(f.only({"name", "kind", "compute_data_type", "attrs", "inputs", "outputs"}));
+  DNNGRAPH_TRY(f.only({"name", "kind", "compute_data_type", "attrs", "inputs", "outputs",
+                       "subgraph_tensors", "subgraphs"}));
   const Json* kind_json = f.get("kind");
   if (!kind_json) return f.missing("kind");
   if (!kind_json->is_string()) return f.wrong("kind", "an op name", *kind_json);
@@ -488,7 +529,51 @@ Status read_node(const Json& j, size_t idx, const TensorRefs& refs, Node& n) {
   if (attrs && !attrs->is_object()) return f.wrong("attrs", "an object", *attrs);
   DNNGRAPH_TRY(read_attrs(*kind, Fields(attrs ? *attrs : kEmpty, f.where() + " attrs"), n.attrs));
   DNNGRAPH_TRY(read_ports(f, "inputs", refs, n.inputs));
-  return read_ports(f, "outputs", refs, n.outputs);
+  DNNGRAPH_TRY(read_ports(f, "outputs", refs, n.outputs));
+  return read_subgraphs(f, refs, n);
+}
+
+Status read_subgraphs(const Fields& f, const TensorRefs& refs, Node& n) {
+  const Json* subs = f.get("subgraphs");
+  const Json* own = f.get("subgraph_tensors");
+  if (!subs)
+    return own ? f.wrong("subgraph_tensors", "no such list without subgraphs", *own) : Status::ok();
+  if (!subs->is_array()) return f.wrong("subgraphs", "an array", *subs);
+  if (own && !own->is_array()) return f.wrong("subgraph_tensors", "an array", *own);
+  std::vector<Tensor> list = refs.list();
+  for (size_t i = 0; own && i < own->size(); ++i) {
+    auto t = std::make_shared<TensorAttrs>();
+    DNNGRAPH_TRY(read_tensor((*own)[i], list.size(), *t));
+    list.push_back(std::move(t));
+  }
+  const TensorRefs local(list);
+  for (size_t i = 0; i < subs->size(); ++i) {
+    const Json& sj = (*subs)[i];
+    const std::string where = ::dnngraph::detail::cat(f.where(), " subgraph ", i);
+    if (!sj.is_object())
+      return make_error(ErrorCode::InvalidGraph, where, ": expected an object, found ",
+                        kind_of(sj));
+    Fields sf(sj, where);
+    DNNGRAPH_TRY(sf.only({"name", "input", "output", "nodes"}));
+    Subgraph sg;
+    DNNGRAPH_TRY(sf.string("name", sg.name));
+    for (auto [key, slot] :
+         {std::pair<const char*, Tensor*>{"input", &sg.input}, {"output", &sg.output}}) {
+      const Json* v = sf.get(key);
+      if (!v) return sf.missing(key);
+      DNNGRAPH_TRY(local.resolve(*v, where + ": " + key, *slot));
+    }
+    const Json* nodes = sf.get("nodes");
+    if (!nodes) return sf.missing("nodes");
+    if (!nodes->is_array()) return sf.wrong("nodes", "an array", *nodes);
+    for (size_t k = 0; k < nodes->size(); ++k) {
+      Node m;
+      DNNGRAPH_TRY(read_node((*nodes)[k], k, local, m));
+      sg.nodes.push_back(std::move(m));
+    }
+    n.subgraphs.push_back(std::move(sg));
+  }
+  return Status::ok();
 }
 
 Status load(std::string_view text, Graph& out) {
@@ -584,16 +669,7 @@ std::string to_json(const Graph& g, int indent) {
   for (const Tensor& t : ti.list) tensors.push_back(tensor_json(*t));
   doc["tensors"] = std::move(tensors);
   Json nodes = Json::array();
-  for (const Node& n : g.nodes()) {
-    Json j = Json::object();
-    j["name"] = n.name;
-    j["kind"] = std::string(op_kind_name(n.kind()));
-    j["compute_data_type"] = dtype_json(n.compute_data_type);
-    j["attrs"] = attrs_json(n.attrs);
-    j["inputs"] = ports_json(n.inputs, ti);
-    j["outputs"] = ports_json(n.outputs, ti);
-    nodes.push_back(std::move(j));
-  }
+  for (const Node& n : g.nodes()) nodes.push_back(node_json(n, ti));
   doc["nodes"] = std::move(nodes);
   if (indent < 0) return scalar_text(doc);
   std::string out;

@@ -12,12 +12,18 @@
 #include "dnngraph/ir/graph.hpp"
 #include "ir/ops/common.hpp"
 #include "ir/ops/op_family.hpp"
+#include "ir/subgraph.hpp"
 
 namespace dnngraph::ir {
 
 Status infer_node(Node& n, const InferContext& ctx) {
   const OpInfo& info = op_info(n.kind());
   DNNGRAPH_TRY(check_roles(n, info.inputs, info.outputs));
+  if (!n.subgraphs.empty() && n.kind() != OpKind::SdpaFwd && n.kind() != OpKind::SdpaBwd)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": has subgraph '",
+                      n.subgraphs.front().name,
+                      "'; only sdpa and sdpa_backward take subgraphs "
+                      "(score modifiers)");
   switch (n.kind()) {
     case OpKind::ConvFprop:
     case OpKind::ConvDgrad:
@@ -126,6 +132,13 @@ Status check_wiring(const std::vector<Tensor>& tensors, const std::vector<Node>&
     if (t->is_output)
       return make_error(ErrorCode::InvalidGraph, "output never produced: tensor '", t->name,
                         "' is marked as an output but no op produces it");
+    for (const Node& n : nodes)
+      if (subgraphs_read(n, t))
+        return make_error(ErrorCode::InvalidGraph, op_label(n),
+                          ": its score modifiers read more "
+                          "than ",
+                          kScoreModMaxInputs, " graph tensors (the SCORE_MOD_IN_* ports); '",
+                          t->name, "' is one too many: combine constants into fewer tensors");
     // A non-virtual tensor nobody reads or writes would still be demanded at execute time.
     return make_error(ErrorCode::InvalidGraph, "tensor '", t->name,
                       "' is neither produced nor read by any op; remove it or wire it");
@@ -428,9 +441,11 @@ ValidatedGraphPtr Graph::take_snapshot() const {
     v->tensors_.push_back(std::move(c));
   }
   v->nodes_ = nodes_;
-  for (Node& n : v->nodes_)
+  for (Node& n : v->nodes_) {
     for (auto* ports : {&n.inputs, &n.outputs})
       for (Port& p : *ports) p.tensor = copy.at(p.tensor.get());
+    copy_subgraph_tensors(n, copy);
+  }
   return v;
 }
 

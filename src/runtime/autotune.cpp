@@ -96,10 +96,7 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
   if (st.stage < Stage::Lowered)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': autotune() called before build_operation_graph() (or build())");
-  if (!(handle.device() == st.handle->device()))
-    return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': built for ",
-                      st.handle->device().to_string(), " but autotuned with a handle on ",
-                      handle.device().to_string());
+  DNNGRAPH_TRY(check_run_handle(*this, st, handle, "autotune"));
   DNNGRAPH_TRY(check_variant_pack(pack));
   AutotuneReport report;
 
@@ -265,6 +262,7 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const AutotuneOptions& o)
   if (st.stage < Stage::Lowered)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': autotune() called before build_operation_graph() (or build())");
+  DNNGRAPH_TRY(check_run_handle(*this, st, handle, "autotune"));
   DNNGRAPH_ASSIGN_OR_RETURN(auto timer, st.engine->make_timer(handle));
   std::vector<std::shared_ptr<void>> owned;
   std::vector<std::array<unsigned char, 16>> scalars(st.required.size());

@@ -15,10 +15,7 @@ Status cuda_graph_call(const Graph& g, const PipelineState& st, const char* what
   if (st.selected < 0)
     return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': ", what,
                       "() called before build_plans()");
-  if (!(handle.device() == st.handle->device()))
-    return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': built for ",
-                      st.handle->device().to_string(), " but ", what, "() got a handle on ",
-                      handle.device().to_string());
+  DNNGRAPH_TRY(check_run_handle(g, st, handle, what));
   if (cuda_graph == nullptr)
     return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': ", what,
                       "() needs a cudaGraph_t (made by cudaGraphCreate), got a null one");

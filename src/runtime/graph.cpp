@@ -51,6 +51,11 @@ Status Graph::build_operation_graph(const HandlePtr& handle) {
   Exclusive lock(state_->mu);
   return build_operation_graph_unlocked(handle);
 }
+Status Graph::build_operation_graph(const DevicePropertiesPtr& target) {
+  DNNGRAPH_ASSIGN_OR_RETURN(auto handle, Handle::create_deviceless(target));
+  Exclusive lock(state_->mu);
+  return build_operation_graph_unlocked(handle);
+}
 Status Graph::create_execution_plans(const std::vector<HeurMode>& modes) {
   Exclusive lock(state_->mu);
   return create_execution_plans_unlocked(modes);
@@ -76,10 +81,14 @@ Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
   DNNGRAPH_TRY(validate());
   state_->validated = validated();
   std::string reasons;
+  // NotSupported unless every engine that tried said the input was bad (e.g. device properties
+  // cuDNN does not accept): then InvalidArgument, so that Python raises ValueError.
+  bool all_invalid = true;
   for (Engine* e : registered_engines()) {
     if (!e->runs_on(handle->device())) continue;
     auto lowered = e->lower(state_->validated, *handle);
     if (!lowered) {
+      all_invalid = all_invalid && lowered.status().code() == ErrorCode::InvalidArgument;
       reasons +=
           detail::cat(reasons.empty() ? "" : "; ", e->name(), ": ", lowered.status().message());
       continue;
@@ -92,6 +101,8 @@ Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
   if (!state_->lowered) {
     if (reasons.empty())
       reasons = detail::cat("no engine in this build runs on ", handle->device().to_string());
+    else if (all_invalid)
+      return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': ", reasons);
     return make_error(ErrorCode::NotSupported, "graph '", name(), "': ", reasons);
   }
   state_->handle = handle;
@@ -319,8 +330,9 @@ Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
   PlanCache* cache = nullptr;
   Engine* engine = nullptr;
   std::string key;
-  if (handle && policy == BuildPlanPolicy::HeuristicsChoice && !state_->kernel_cache &&
-      (cache = PlanCache::global())) {
+  // A deviceless build skips it too: its key names a device, and its plans are for another.
+  if (handle && !handle->target() && policy == BuildPlanPolicy::HeuristicsChoice &&
+      !state_->kernel_cache && (cache = PlanCache::global())) {
     for (Engine* e : registered_engines())
       if (e->runs_on(handle->device())) {
         if (e->loads_plans()) engine = e;
@@ -505,10 +517,7 @@ Status Graph::execute_unlocked(Handle& handle, const VariantPack& pack, void* wo
       !state_->plans[static_cast<size_t>(index)])
     return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': plan ", index,
                       " is not built (call build_plans() or build_plan_at_index())");
-  if (!(handle.device() == state_->handle->device()))
-    return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': built for ",
-                      state_->handle->device().to_string(), " but executed with a handle on ",
-                      handle.device().to_string());
+  DNNGRAPH_TRY(check_run_handle(*this, *state_, handle, "execute"));
   DNNGRAPH_TRY(check_variant_pack_unlocked(pack));
   Plan& plan = *state_->plans[static_cast<size_t>(index)];
   const int64_t need = plan.workspace_size();

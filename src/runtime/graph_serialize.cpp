@@ -84,6 +84,9 @@ Result<std::string> Graph::serialize_unlocked() const {
   env["knobs"] = std::move(knobs);
   auto plan = state_->plans[static_cast<size_t>(state_->selected)]->serialize();
   env["plan"] = plan ? nlohmann::json(base64_encode(*plan)) : nlohmann::json(nullptr);
+  // Built deviceless: the GPU it was built for, checked against the device deserialize() gets.
+  if (state_->handle && state_->handle->target())
+    env["target"] = state_->handle->target()->to_json();
   return env.dump();
 }
 
@@ -101,6 +104,27 @@ CandidateInfo stored_candidate(const nlohmann::json& env) {
       if (v.is_number_integer()) info.knobs.emplace_back(k, v.get<int64_t>());
   return info;
 }
+
+// A graph built deviceless (its envelope has "target") runs only on a GPU of the compute
+// capability it was built for: refuse another, saying what differs.
+Status check_target(const nlohmann::json& env, const Handle& handle, const std::string& graph) {
+  auto it = env.find("target");
+  if (it == env.end()) return Status::ok();
+  if (!it->is_string())
+    return make_error(ErrorCode::InvalidArgument,
+                      "deserialize: field 'target' must be the device properties JSON as a string");
+  DNNGRAPH_ASSIGN_OR_RETURN(auto target, DeviceProperties::from_json(it->get<std::string>()));
+  if (handle.device().kind != Device::Kind::CUDA) return Status::ok();  // the engine check says
+  DNNGRAPH_ASSIGN_OR_RETURN(auto here, DeviceProperties::from_handle(handle));
+  if (target->compatible_with(*here)) return Status::ok();
+  return make_error(ErrorCode::InvalidArgument, "deserialize: graph '", graph,
+                    "' was built ahead of time for ", target->describe(), ", but ",
+                    handle.device().to_string(), " is ", here->describe(), " (",
+                    target->differences(*here),
+                    "); its plan cannot run there: build it again for this device (its "
+                    "create_device_properties(), or a handle on it)");
+}
+
 }  // namespace
 
 // A restored plan stands alone: no heuristics, no compilation.
@@ -185,6 +209,7 @@ Status Graph::deserialize_unlocked(const HandlePtr& handle, std::string_view byt
                       "deserialize: fields 'graph', 'engine' and 'candidate' must be strings");
   ir::Graph fresh;
   DNNGRAPH_TRY(ir::from_json(env["graph"].get<std::string>(), fresh));
+  if (handle) DNNGRAPH_TRY(check_target(env, *handle, fresh.name()));
   static_cast<ir::Graph&>(*this) = std::move(fresh);
   DNNGRAPH_TRY(build_operation_graph_unlocked(handle));
   const std::string engine = env["engine"].get<std::string>();

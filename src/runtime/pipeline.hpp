@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <shared_mutex>
+#include <string_view>
 #include <vector>
 
 #include "dnngraph/graph.hpp"
@@ -60,5 +61,24 @@ struct PipelineState {
     required_built.clear();
   }
 };
+
+// Whether `call` (execute, autotune, populate_cuda_graph, ...) may run the graph's plans with
+// `handle`: not on a graph built deviceless (it must be deserialized onto a GPU first), and only
+// with a handle on the device the graph was built for.
+inline Status check_run_handle(const Graph& g, const PipelineState& st, const Handle& handle,
+                               std::string_view call) {
+  if (st.handle && st.handle->target())
+    return make_error(ErrorCode::InvalidArgument, "graph '", g.name(),
+                      "' was built without a device (ahead of time, for ",
+                      st.handle->target()->describe(), "), so ", call,
+                      "() cannot run it: serialize() it, deserialize() the bytes with a handle on "
+                      "a GPU of that kind, then call ",
+                      call, "() on the deserialized graph");
+  if (st.handle && !(handle.device() == st.handle->device()))
+    return make_error(ErrorCode::InvalidArgument, "graph '", g.name(), "': built for ",
+                      st.handle->device().to_string(), " but ", call, "() got a handle on ",
+                      handle.device().to_string());
+  return Status::ok();
+}
 
 }  // namespace dnngraph

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,6 +80,8 @@ struct SdpaCase {
   // Forward in inference with SCORE_MAX / SCORE_SUM_EXP instead of STATS (the frontend's
   // score_max / score_sum_exp; cuDNN's composite softmax takes them only without Stats).
   bool score_rows = false;
+  // Sets more of the node's optional inputs (e.g. score modifiers) on the graph being built.
+  std::function<void(Graph&, ir::SdpaInputs&)> more_inputs = {};
 };
 
 inline std::function<void(Graph&)> make_graph(const SdpaCase& c) {
@@ -107,6 +110,7 @@ inline std::function<void(Graph&)> make_graph(const SdpaCase& c) {
       extra.score_max = g.tensor(ir::TensorAttrs());
       extra.score_sum_exp = g.tensor(ir::TensorAttrs());
     }
+    if (c.more_inputs) c.more_inputs(g, extra);
     if (!c.backward) {
       auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, c.score_rows, {}}, extra);
       finish(out[0], "O", {c.b, c.hq, c.sq, c.d}, t);

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "dnngraph/engines/device_properties.hpp"
 #include "dnngraph/status.hpp"
 
 namespace dnngraph {
@@ -39,11 +40,19 @@ class Handle {
   // A CUDA handle fails with a clear error when no GPU (or no CUDA runtime) is present.
   static Result<std::shared_ptr<Handle>> create(Device device);
 
+  // A deviceless handle: no GPU, no cuDNN handle, only the properties of the GPU to plan for
+  // (device_properties.hpp). Graphs built on it are built ahead of time: they serialize, but
+  // execute only after deserialize() onto a handle on a GPU of that kind.
+  static Result<std::shared_ptr<Handle>> create_deviceless(DevicePropertiesPtr target);
+
   explicit Handle(Device d) : device_(d) {}
+  Handle(Device d, DevicePropertiesPtr target) : device_(d), target_(std::move(target)) {}
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
 
   const Device& device() const { return device_; }
+  // The GPU a deviceless handle plans for; null on a handle on a device.
+  const DevicePropertiesPtr& target() const { return target_; }
   void* stream() const { return stream_.load(std::memory_order_acquire); }
   // Records the stream; engines apply it lazily, only when it changed. Safe to call while
   // other threads execute on this handle (they pick the stream up at their next call).
@@ -73,6 +82,7 @@ class Handle {
 
  private:
   const Device device_;
+  const DevicePropertiesPtr target_;
   std::atomic<void*> stream_{nullptr};
   std::atomic<uint64_t> stream_epoch_{0};
   std::mutex engine_state_mu_;

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -19,6 +20,13 @@ struct OpOptions {
   std::string name;                               // default: "<op><index>"
   DataType compute_data_type = DataType::NotSet;  // default: the graph's compute type
 };
+
+class Graph;
+// An attention score modifier (the cuDNN frontend's score_mod / score_mod_bprop callbacks):
+// given the graph and the score tensor, adds pointwise ops on it (graph.pointwise, add, mul,
+// ...) and returns the modified score. Its ops become the SDPA node's subgraph (Subgraph in
+// ir/ops.hpp), not nodes of the graph; graph tensors they read become the node's inputs.
+using ScoreModifier = std::function<Tensor(Graph& graph, Tensor score)>;
 
 // Optional tensors of an SDPA node (forward and backward).
 struct SdpaInputs {
@@ -53,7 +61,19 @@ struct SdpaInputs {
   // score_sum_exp=; ir/ops.hpp, SdpaAttrs): both or neither, and only with is_inference.
   Tensor score_max;
   Tensor score_sum_exp;
+  // Score modifiers (docs/sdpa-score-mod.md). score_mod is applied to the scaled score
+  // attn_scale * Q.K^T before the bias and the softmax (forward, and the backward's
+  // recompute); score_mod_bprop (backward only) maps the gradient of the modified score to the
+  // gradient of the scaled score and may read tensors score_mod made. Not with ALiBi, padding,
+  // causal or band masks (the frontend refuses those together with a modifier).
+  ScoreModifier score_mod;
+  ScoreModifier score_mod_bprop;
 };
+
+// Gives `n` these subgraphs and binds the graph tensors their nodes read (every tensor that is
+// not a subgraph's input or made by a node of one) to n's SCORE_MOD_IN_* ports, in order of
+// first use. validate() names a modifier that reads more than kScoreModMaxInputs of them.
+void attach_subgraphs(Node& n, std::vector<Subgraph> subgraphs);
 
 // The per-tensor scaling inputs of sdpa_fp8 (forward: descale_q/k/v/s, scale_s/o) and
 // sdpa_fp8_backward (all but scale_o), each one FLOAT element ([1,1,1,1]).
@@ -244,6 +264,11 @@ class Graph {
 
  protected:
   Tensor make_output(const std::string& node_name, Role role);
+  // Runs a score modifier on a fresh virtual input tensor and moves the ops it added (and
+  // their output tensors) out of the graph into the returned subgraph (src/ir/score_mod.cpp).
+  Subgraph build_subgraph(const std::string& node_name, std::string name, const ScoreModifier& fn);
+  // The SDPA builders' part: the subgraphs of extra's modifiers, in order.
+  std::vector<Subgraph> build_score_mods(const std::string& node_name, const SdpaInputs& extra);
   std::string next_name(std::string_view op);
   ValidatedGraphPtr take_snapshot() const;
   // validate(): moves the tensors no op uses from tensors_ to unused_ (allow_unused_ only).

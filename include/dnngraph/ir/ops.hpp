@@ -105,6 +105,14 @@ namespace dnngraph::ir {
   R(DV_RAGGED_OFFSET)     \
   R(PAGE_TABLE_K)         \
   R(PAGE_TABLE_V)         \
+  R(SCORE_MOD_IN_0)       \
+  R(SCORE_MOD_IN_1)       \
+  R(SCORE_MOD_IN_2)       \
+  R(SCORE_MOD_IN_3)       \
+  R(SCORE_MOD_IN_4)       \
+  R(SCORE_MOD_IN_5)       \
+  R(SCORE_MOD_IN_6)       \
+  R(SCORE_MOD_IN_7)       \
   R(TOKEN)                \
   R(WEIGHT)               \
   R(FIRST_TOKEN_OFFSET)   \
@@ -532,6 +540,17 @@ struct BlockScaleDequantizeAttrs {
   }
 };
 
+// The inputs of an SDPA node's score modifiers (Node::subgraphs) that come from outside them:
+// graph tensors (pass-by-value scalars such as a soft cap, or buffers such as a bias-like
+// table), bound in order of first use; the modifiers' nodes read the same tensors.
+inline constexpr size_t kScoreModMaxInputs = 8;
+#define DNNGRAPH_SCORE_MOD_ROLES                                                                  \
+  SCORE_MOD_IN_0, SCORE_MOD_IN_1, SCORE_MOD_IN_2, SCORE_MOD_IN_3, SCORE_MOD_IN_4, SCORE_MOD_IN_5, \
+      SCORE_MOD_IN_6, SCORE_MOD_IN_7
+inline constexpr Role kScoreModRoles[kScoreModMaxInputs] = {
+    Role::SCORE_MOD_IN_0, Role::SCORE_MOD_IN_1, Role::SCORE_MOD_IN_2, Role::SCORE_MOD_IN_3,
+    Role::SCORE_MOD_IN_4, Role::SCORE_MOD_IN_5, Role::SCORE_MOD_IN_6, Role::SCORE_MOD_IN_7};
+
 // Mixture-of-experts grouped matmul (the cuDNN frontend's moe_grouped_matmul in its NONE mode:
 // tokens already grouped by expert). TOKEN [1,S,K], WEIGHT [E,K,N], FIRST_TOKEN_OFFSET [G,1,1]
 // (INT32/INT64, G = B*E) -> OUTPUT [1,S,N]: group g owns rows [offset[g], offset[g+1]) (the last
@@ -564,13 +583,13 @@ struct MoeGroupedMatmulAttrs {
   OP(SdpaFwd, sdpa, SdpaAttrs,                                                                     \
      (Q, K, V, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK, DROPOUT_SCALE, \
       Q_RAGGED_OFFSET, K_RAGGED_OFFSET, V_RAGGED_OFFSET, O_RAGGED_OFFSET, STATS_RAGGED_OFFSET,     \
-      PAGE_TABLE_K, PAGE_TABLE_V, SINK_TOKEN),                                                     \
+      PAGE_TABLE_K, PAGE_TABLE_V, SINK_TOKEN, DNNGRAPH_SCORE_MOD_ROLES),                           \
      (O, STATS, RNG_DUMP, SCORE_MAX, SCORE_SUM_EXP))                                               \
   OP(SdpaBwd, sdpa_backward, SdpaBwdAttrs,                                                         \
      (Q, K, V, O, DO, STATS, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,  \
       DROPOUT_SCALE, Q_RAGGED_OFFSET, K_RAGGED_OFFSET, V_RAGGED_OFFSET, O_RAGGED_OFFSET,           \
       STATS_RAGGED_OFFSET, DO_RAGGED_OFFSET, DQ_RAGGED_OFFSET, DK_RAGGED_OFFSET, DV_RAGGED_OFFSET, \
-      SINK_TOKEN),                                                                                 \
+      SINK_TOKEN, DNNGRAPH_SCORE_MOD_ROLES),                                                       \
      (DQ, DK, DV, DBIAS, DSINK_TOKEN))                                                             \
   OP(SdpaFp8Fwd, sdpa_fp8, SdpaFp8Attrs,                                                           \
      (Q, K, V, DESCALE_Q, DESCALE_K, DESCALE_V, DESCALE_S, SCALE_S, SCALE_O, ATTN_SCALE,           \
@@ -636,12 +655,17 @@ struct Port {
   Tensor tensor;
 };
 
+struct Subgraph;
+
 struct Node {
   std::string name;
   DataType compute_data_type = DataType::NotSet;
   OpAttrs attrs;
   std::vector<Port> inputs;
   std::vector<Port> outputs;
+  // Pointwise subgraphs the op applies inside itself (sdpa: "score_mod"; sdpa_backward:
+  // "score_mod" and "score_mod_bprop"). Empty for every other op.
+  std::vector<Subgraph> subgraphs = {};
 
   OpKind kind() const { return static_cast<OpKind>(attrs.index()); }
   // The tensor bound to `role`, or nullptr.
@@ -655,6 +679,21 @@ struct Node {
   A& as() {
     return std::get<A>(attrs);
   }
+  const Subgraph* subgraph(std::string_view name) const;  // nullptr when absent
+};
+
+// A subgraph of pointwise nodes an op runs on one of its own intermediates (the cuDNN
+// frontend's attention score modifiers: the callback's ops on the score tensor). `input` is
+// that intermediate (virtual; its dims are set by the op's inference), `output` the tensor the
+// op goes on with. The nodes read `input`, each other's outputs, the outputs of an earlier
+// subgraph of the same node (score_mod_bprop reads what score_mod saved), and graph tensors
+// that the node also binds to its SCORE_MOD_IN_* ports. Its tensors other than those graph
+// tensors belong to the subgraph (they are not in the graph's tensor list).
+struct Subgraph {
+  std::string name;
+  Tensor input;
+  Tensor output;
+  std::vector<Node> nodes;
 };
 
 }  // namespace dnngraph::ir

@@ -136,6 +136,7 @@ Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode 
   const cudnnBackendHeurMode_t m = heur_of(mode);
   DNNGRAPH_TRY(hd.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, st.op_graph));
   DNNGRAPH_TRY(hd.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, m));
+  DNNGRAPH_TRY(set_device_properties(hd, DevicePropUse::Heuristics, st.device_properties));
   DNNGRAPH_TRY(hd.finalize(ErrorCode::NotSupported));
   int64_t count = 0;
   DNNGRAPH_TRY(
@@ -176,16 +177,16 @@ Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st, int64_t& co
                                &n, &count));
   std::vector<Descriptor> cfgs;
   for (int64_t id = 0; id < count; ++id) {
-    const std::string what = detail::cat(st.what, " engine ", id);
-    DNNGRAPH_ASSIGN_OR_RETURN(auto ed, Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what));
-    DNNGRAPH_TRY(ed.set(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, st.op_graph));
-    DNNGRAPH_TRY(ed.set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, id));
-    if (!ed.finalize(ErrorCode::NotSupported)) continue;  // this engine cannot run the graph
+    auto ed = finalized_engine(st, id);
+    if (!ed) {
+      if (ed.status().code() == ErrorCode::NotSupported) continue;  // it cannot run the graph
+      return ed.status();
+    }
     DNNGRAPH_ASSIGN_OR_RETURN(
-        auto cfg, Descriptor::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, what + " config"));
-    DNNGRAPH_TRY(cfg.set(CUDNN_ATTR_ENGINECFG_ENGINE, ed));
+        auto cfg, Descriptor::create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, ed->what() + " config"));
+    DNNGRAPH_TRY(cfg.set(CUDNN_ATTR_ENGINECFG_ENGINE, ed.value()));
     if (!cfg.finalize(ErrorCode::NotSupported)) continue;
-    st.engines.push_back(std::move(ed));
+    st.engines.push_back(std::move(ed).value());
     cfgs.push_back(std::move(cfg));
   }
   return cfgs;
@@ -266,7 +267,10 @@ Result<Descriptor> finalize_plan(const LoweredState& st, cudnnBackendDescriptor_
   DNNGRAPH_ASSIGN_OR_RETURN(
       auto pd, Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
                                   detail::cat("cudnn candidate '", name, "' for ", st.what)));
-  DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.build_handle));
+  // Deviceless: the engine config carries the target (its engine was given it), as in the
+  // frontend, which gives a plan built from a config no handle.
+  if (st.build_handle)
+    DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st.build_handle));
   DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg));
   std::unique_lock<std::mutex> cache_lock;
   if (st.kernel_cache) {
@@ -322,14 +326,14 @@ class CudnnCandidate final : public Candidate {
 #if CUDNN_VERSION >= 90200
     int64_t n = 0;
     int32_t smem = 0;
-    const int64_t limit = max_shared_memory(st_->device);
+    const int64_t limit =
+        st_->device_properties ? st_->target_smem_optin : max_shared_memory(st_->device);
     if (limit >= 0 &&
         cfg_.get(CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED, CUDNN_TYPE_INT32, 1, &n, &smem) &&
         smem > limit)
       return make_error(ErrorCode::NotSupported, "cudnn candidate '", info_.name, "' for ",
-                        st_->what, " needs ", smem,
-                        " bytes of shared memory per block but cuda:", st_->device, " allows ",
-                        limit, "; another candidate may fit");
+                        st_->what, " needs ", smem, " bytes of shared memory per block but ",
+                        st_->device_name, " allows ", limit, "; another candidate may fit");
     int64_t ws = 0;
     if (cfg_.get(CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws))
       info_.workspace_size = ws;
@@ -433,6 +437,9 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
   st->what = describe_graph(g);
   st->device = hs.device;
   st->build_handle = hs.handle;
+  st->device_properties = hs.device_properties.get();
+  st->device_name = hs.target ? hs.target->describe() : detail::cat("cuda:", hs.device);
+  if (hs.target) st->target_smem_optin = hs.target->max_shared_memory_per_block_optin();
   st->cx = std::make_unique<LowerContext>(gp, views);
   st->cx->variant = variant;
   for (const auto& n : g.nodes()) DNNGRAPH_TRY(lower_node(*st->cx, n));
@@ -440,7 +447,8 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
                             Descriptor::create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, st->what));
   std::vector<cudnnBackendDescriptor_t> ops;
   for (const auto& o : st->cx->ops()) ops.push_back(o.get());
-  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, hs.handle));
+  if (hs.handle)  // optional since cuDNN 9.8: a deviceless build has none
+    DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, hs.handle));
   DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops));
   if (g.dynamic_shape_enabled()) {
     if (load_info().version < 90400)
@@ -479,6 +487,11 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
     else
       st->io.push_back({c.uid, name, true, idx, data_type_size(type)});
   }
+  if (hs.target && !st->cx->device_constants().empty())
+    return make_error(ErrorCode::NotSupported, st->what, ": its cuDNN form keeps constant '",
+                      st->cx->device_constants().front().name,
+                      "' in GPU memory, so it cannot be built without a GPU (deviceless); build "
+                      "it with a handle on the GPU");
   for (const auto& c : st->cx->device_constants()) {
     DNNGRAPH_ASSIGN_OR_RETURN(
         void* p, upload_device_constant(st->device, c.values, st->what + ": " + c.name));
@@ -515,7 +528,10 @@ class CudnnEngine final : public Engine {
     DNNGRAPH_ASSIGN_OR_RETURN(auto st, lower_state(g, handle));
     DNNGRAPH_ASSIGN_OR_RETURN(auto pd, Descriptor::create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
                                                           "deserialized plan for " + st->what));
-    DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st->build_handle));
+    if (st->build_handle)
+      DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, st->build_handle));
+    else
+      DNNGRAPH_TRY(set_device_properties(pd, DevicePropUse::Plan, st->device_properties));
     DNNGRAPH_TRY(pd.set(CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
                         static_cast<int64_t>(bytes.size()), bytes.data()));
     DNNGRAPH_TRY(pd.finalize(ErrorCode::NotSupported));

@@ -9,8 +9,15 @@
 namespace dnngraph::cudnn {
 namespace {
 
-// The engine `engine` of the library for `st`'s operation graph, finalized: NotSupported when
-// that engine cannot run the graph.
+// cuDNN's knob type of a knob name ("KERNEL_CFG"); -1 when there is none.
+int knob_type_of(const std::string& name) {
+  for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i)
+    if (knob_name(i) == name) return i;
+  return -1;
+}
+
+}  // namespace
+
 Result<Descriptor> finalized_engine(const LoweredState& st, int64_t engine) {
   DNNGRAPH_ASSIGN_OR_RETURN(const int64_t count, engine_count(st));
   if (engine < 0 || engine >= count)
@@ -21,18 +28,10 @@ Result<Descriptor> finalized_engine(const LoweredState& st, int64_t engine) {
   DNNGRAPH_ASSIGN_OR_RETURN(auto ed, Descriptor::create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what));
   DNNGRAPH_TRY(ed.set(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, st.op_graph));
   DNNGRAPH_TRY(ed.set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, engine));
+  DNNGRAPH_TRY(set_device_properties(ed, DevicePropUse::Engine, st.device_properties));
   DNNGRAPH_TRY(ed.finalize(ErrorCode::NotSupported));
   return ed;
 }
-
-// cuDNN's knob type of a knob name ("KERNEL_CFG"); -1 when there is none.
-int knob_type_of(const std::string& name) {
-  for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i)
-    if (knob_name(i) == name) return i;
-  return -1;
-}
-
-}  // namespace
 
 Result<int64_t> engine_count(const LoweredState& st) {
   int64_t n = 0, count = 0;

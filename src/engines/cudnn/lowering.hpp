@@ -80,6 +80,9 @@ class LowerContext {
                                                    std::vector<float> values);
   // The variant being lowered (lowering_variants).
   LoweringVariant variant;
+  // Descriptors of the tensors of nodes' subgraphs (SDPA score modifiers), kept so that
+  // score_mod_bprop reads what the backward's score_mod recompute made.
+  std::unordered_map<const ir::TensorAttrs*, cudnnBackendDescriptor_t> subgraph_descs;
   // Keeps a helper descriptor (conv/matmul/pointwise/reduction descriptor) alive.
   cudnnBackendDescriptor_t keep(Descriptor d);
   // Finalizes an operation and appends it to the graph's list.
@@ -136,6 +139,11 @@ Status lower_moe_grouped_matmul(LowerContext& cx, const ir::Node& n);
 Status add_pointwise(LowerContext& cx, const std::string& what, cudnnPointwiseMode_t mode,
                      DataType compute, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
                      cudnnBackendDescriptor_t t, cudnnBackendDescriptor_t y, int64_t axis = -1);
+// Pointwise node `n` (its mode, parameters, axis and compute type) on given descriptors, e.g. a
+// node of an SDPA score modifier spliced into the composite graph.
+Status add_pointwise_node(LowerContext& cx, const std::string& what, const ir::Node& n,
+                          cudnnBackendDescriptor_t in0, cudnnBackendDescriptor_t in1,
+                          cudnnBackendDescriptor_t in2, cudnnBackendDescriptor_t y);
 Status add_reduction(LowerContext& cx, const std::string& what, cudnnReduceTensorOp_t mode,
                      DataType compute, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y);
 // Softmax along the last dim of `x` (dims `dim`), as max / sub / exp / sum / div with float

@@ -25,6 +25,14 @@ Result<HandleState*> handle_state(Handle& h) {
     if (h.device().kind != Device::Kind::CUDA)
       return make_error(ErrorCode::InvalidArgument, "the cuDNN engine needs a CUDA handle, got ",
                         h.device().to_string());
+    if (h.target()) {  // deviceless: no GPU is touched, the target stands in for it
+      auto st = std::make_unique<HandleState>();
+      st->device = h.device().index;
+      st->target = h.target();
+      DNNGRAPH_ASSIGN_OR_RETURN(st->device_properties, device_properties_descriptor(*st->target));
+      DNNGRAPH_TRY(check_driver_library(*st->target));
+      return st;
+    }
     int prev = 0;
     if (cudaGetDevice(&prev) != cudaSuccess) prev = 0;
     if (cudaError_t e = cudaSetDevice(h.device().index); e != cudaSuccess)

@@ -19,8 +19,12 @@ namespace dnngraph::cudnn {
 
 // The cuDNN engine's per-handle state (Handle::engine_state<HandleState>).
 struct HandleState final : EngineState {
-  cudnnHandle_t handle = nullptr;
+  cudnnHandle_t handle = nullptr;  // null on a deviceless handle
   int device = 0;
+  // A deviceless handle's target (Handle::target()) as cuDNN's DEVICEPROP descriptor, given to
+  // the heuristics, engines and plans instead of `handle` (device_properties.cpp).
+  Descriptor device_properties;
+  DevicePropertiesPtr target;      // the same, as given
   std::mutex mu;                   // one stream per handle: executes on it are serialised
   uint64_t applied_epoch = ~0ull;  // Handle::stream_epoch() last given to cudnnSetStream
   void* capture_stream = nullptr;  // cudaStream_t for CUDA graph capture, made on first use
@@ -49,7 +53,12 @@ struct LoweredState {
   // with the state.
   std::vector<void*> device_buffers;
   int device = 0;
-  cudnnHandle_t build_handle = nullptr;
+  cudnnHandle_t build_handle = nullptr;  // null when built deviceless
+  // The deviceless target (HandleState::device_properties), else null.
+  cudnnBackendDescriptor_t device_properties = nullptr;
+  int64_t target_smem_optin = -1;
+  std::string device_name;  // "cuda:0", or the target's describe() when deviceless  // the target's
+                            // opt-in shared memory per block, when known
   std::vector<Descriptor> engines;  // engines behind enumerated configs (engine.cpp)
   // Heuristics mode A's configs when lowering already asked for them (the SDPA variants).
   std::vector<Descriptor> configs_a;
@@ -61,6 +70,19 @@ struct LoweredState {
   LoweredState& operator=(const LoweredState&) = delete;
   ~LoweredState();
 };
+
+// Deviceless builds (device_properties.cpp): the DEVICEPROP descriptor of `props`
+// (InvalidArgument when cuDNN rejects the JSON), and the one setter that hands it to a
+// heuristics, engine or execution plan descriptor (nothing when `props` is null).
+Result<Descriptor> device_properties_descriptor(const DeviceProperties& props);
+enum class DevicePropUse { Heuristics, Engine, Plan };
+Status set_device_properties(Descriptor& d, DevicePropUse use, cudnnBackendDescriptor_t props);
+// NotSupported, saying why, when the CUDA driver library cuDNN needs to build plans is absent.
+Status check_driver_library(const DeviceProperties& target);
+
+// The engine `engine` of the library for `st`'s operation graph, finalized (engine_knobs.cpp):
+// InvalidArgument when out of range, NotSupported when that engine cannot run the graph.
+Result<Descriptor> finalized_engine(const LoweredState& st, int64_t engine);
 
 // Engines by global index for `st`'s operation graph (engine_knobs.cpp): how many, the knobs
 // of one, and a finalized engine config of one with chosen knob values (the engine and knob

@@ -170,6 +170,15 @@ Status add_pointwise(LowerContext& cx, const std::string& what, cudnnPointwiseMo
   return add_pointwise_impl(cx, what, mode, compute, nullptr, x, b, t, y, axis);
 }
 
+Status add_pointwise_node(LowerContext& cx, const std::string& what, const ir::Node& n,
+                          cudnnBackendDescriptor_t in0, cudnnBackendDescriptor_t in1,
+                          cudnnBackendDescriptor_t in2, cudnnBackendDescriptor_t y) {
+  const auto& a = n.as<ir::PointwiseAttrs>();
+  const int64_t axis = a.mode == PointwiseMode::GenIndex ? *a.axis : -1;
+  return add_pointwise_impl(cx, what, mode_of(a.mode), cx.compute_type(n), &a, in0, in1, in2, y,
+                            axis);
+}
+
 Status lower_pointwise(LowerContext& cx, const ir::Node& n) {
   const auto& a = n.as<ir::PointwiseAttrs>();
   const std::string what =

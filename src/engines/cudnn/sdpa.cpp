@@ -26,6 +26,8 @@
 // Attention sinks (SINK_TOKEN [1,hq,1,1] float), as the frontend's softmax builds them for
 // cuDNN before 9.21: the row max MAX'ed with the sink, exp(sink - max) added to the row sum,
 // so STATS include the sink (not yet checked on a GPU).
+// Score modifiers (score_mod): their pointwise ops right after the scale, before the bias
+// (sdpa_score_mod.cpp), as the frontend places its callback.
 // This file also holds the pieces sdpa_backward.cpp shares (sdpa_common.hpp).
 #include <algorithm>
 #include <cmath>
@@ -333,6 +335,7 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
                                nullptr, r));
     last = r;
   }
+  DNNGRAPH_ASSIGN_OR_RETURN(last, sdpa_score_mod(cx, n, what, "score_mod", last));
 
   if (ir::Tensor bias = n.input(Role::BIAS)) {
     DNNGRAPH_ASSIGN_OR_RETURN(auto tb, cx.tensor(bias));

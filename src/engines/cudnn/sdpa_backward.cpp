@@ -6,7 +6,8 @@
 //   dV   = Pd^T . dO       Pd = P * MASK * SCALE (P without dropout); Pd^T: a RESHAPE to
 //                          [b,hq,skv,sq] (transposed strides), io type
 //   dP   = dO . V^T        V described transposed
-//   dS   = scale * (P * (dP * MASK - D) * SCALE)   (MASK = SCALE = 1 without dropout)
+//   dS   = scale * (P * (dP * MASK - D) * SCALE)   (MASK = SCALE = 1 without dropout; with
+//          score_mod_bprop, its ops map P * (..) * SCALE before the scale: the frontend's place)
 //   DBIAS = sum of dS / scale over the dims BIAS broadcasts
 //   DSINK = sum over b, s_q of exp(SINK - STATS) * D (cuDNN negates it; frontend form)
 //   dK   = dS^T . Q        dS^T: a RESHAPE like P^T
@@ -150,6 +151,8 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
     DNNGRAPH_TRY(
         add_reduction(cx, what + " dBias", CUDNN_REDUCE_TENSOR_ADD, f32, before_scale, tdb));
   }
+  DNNGRAPH_ASSIGN_OR_RETURN(before_scale,
+                            sdpa_score_mod(cx, n, what, "score_mod_bprop", before_scale));
   DNNGRAPH_TRY(pw("dS*scale", CUDNN_POINTWISE_MUL, before_scale, scale, ds));
 
   // dK = dS^T . Q

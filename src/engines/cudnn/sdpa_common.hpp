@@ -89,4 +89,12 @@ Result<cudnnBackendDescriptor_t> sdpa_padding_select(LowerContext& cx, const std
                                                      cudnnBackendDescriptor_t x, const SdpaShape& s,
                                                      const SdpaSeqLens& lens);
 
+// The node's subgraph `name` ("score_mod" / "score_mod_bprop", sdpa_score_mod.cpp) spliced in
+// after `input`: its pointwise nodes on virtual float tensors, graph tensors for its
+// SCORE_MOD_IN_* inputs; returns the descriptor of its output (`input` itself when the node has
+// no such subgraph).
+Result<cudnnBackendDescriptor_t> sdpa_score_mod(LowerContext& cx, const ir::Node& n,
+                                                const std::string& what, std::string_view name,
+                                                cudnnBackendDescriptor_t input);
+
 }  // namespace dnngraph::cudnn

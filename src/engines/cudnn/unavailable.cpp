@@ -1,6 +1,7 @@
 // dnngraph/engines/cudnn.hpp in builds without the cuDNN engine (compiled instead of the rest
 // of this folder): the answers say so, and nothing else links to cuDNN or CUDA.
 #include "dnngraph/engines/cudnn.hpp"
+#include "dnngraph/engines/device_properties.hpp"
 
 namespace dnngraph {
 
@@ -13,5 +14,9 @@ CudnnInfo cudnn_info() { return {false, false, 0, "", kNotBuilt}; }
 int64_t backend_version() { return 0; }
 
 std::string backend_version_string() { return std::string("cuDNN not available: ") + kNotBuilt; }
+
+Result<DevicePropertiesPtr> DeviceProperties::from_device(int device) {
+  return make_error(ErrorCode::NotSupported, "device properties of cuda:", device, ": ", kNotBuilt);
+}
 
 }  // namespace dnngraph

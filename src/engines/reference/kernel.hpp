@@ -100,10 +100,46 @@ Status run_conv(KernelContext& ctx);  // conv_fprop, conv_dgrad, conv_wgrad
 int64_t conv_padded_elements(const ir::Node& n);
 Status run_matmul(KernelContext& ctx);
 Status run_pointwise(KernelContext& ctx);
+// One element of a pointwise op (mode and parameters of `a`; not GEN_INDEX), in fp64.
+double pointwise_value(const ir::PointwiseAttrs& a, double x, double y, double z);
 Status run_reduction(KernelContext& ctx);
 Status run_norm(KernelContext& ctx);  // norm_forward and norm_backward
 Status run_softmax(KernelContext& ctx);
-Status run_sdpa(KernelContext& ctx);      // sdpa and sdpa_backward
+Status run_sdpa(KernelContext& ctx);  // sdpa and sdpa_backward
+
+// An SDPA node's score modifiers (ir::Subgraph "score_mod" / "score_mod_bprop") evaluated one
+// score element at a time (sdpa_score_mod.cpp). Without them, forward() and backward() return
+// their argument.
+class ScoreModEval {
+ public:
+  static Result<ScoreModEval> make(const KernelContext& ctx);
+  // score_mod at score element (b, h, i, j) of the scaled score s.
+  double forward(int64_t b, int64_t h, int64_t i, int64_t j, double s) const;
+  // The gradient of the scaled score: score_mod_bprop of ds (the gradient of the modified
+  // score) after score_mod ran on s (bprop reads what it saved); ds itself without bprop, as
+  // the cuDNN frontend does.
+  double backward(int64_t b, int64_t h, int64_t i, int64_t j, double s, double ds) const;
+
+ private:
+  struct Operand {
+    int kind = 2;  // 0: slot, 1: graph input (inputs_), 2: absent
+    int index = 0;
+  };
+  struct Step {  // one pointwise node
+    ir::PointwiseAttrs attrs;
+    DataType compute = DataType::Float, out_type = DataType::Float;
+    Operand in[3];
+    int out = 0;  // slot
+  };
+  void run(const std::vector<Step>& steps, int64_t b, int64_t h, int64_t i, int64_t j,
+           std::vector<double>& slots) const;
+  double read(const Operand& o, const int64_t idx[4], const std::vector<double>& slots) const;
+  std::vector<Step> fwd_, bwd_;
+  int fwd_in_ = -1, fwd_out_ = -1, bwd_in_ = -1, bwd_out_ = -1;  // slots
+  int slot_count_ = 0;
+  std::vector<Dense> inputs_;                   // SCORE_MOD_IN_* values
+  std::vector<std::vector<int64_t>> in_steps_;  // their strides over [b,h,s_q,s_kv]; 0: broadcast
+};
 Status run_sdpa_fp8(KernelContext& ctx);  // sdpa_fp8 and sdpa_fp8_backward
 Status run_slice(KernelContext& ctx);
 Status run_genstats(KernelContext& ctx);

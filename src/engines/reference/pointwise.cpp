@@ -182,6 +182,10 @@ constexpr Role kInputRoles[] = {Role::IN_0, Role::IN_1, Role::IN_2};
 
 }  // namespace
 
+double pointwise_value(const ir::PointwiseAttrs& a, double x, double y, double z) {
+  return apply(params_of(a), x, y, z);
+}
+
 // GEN_INDEX: each element's index along `axis` (the output's dims; the input's values unused).
 Status run_gen_index(KernelContext& ctx, int64_t axis) {
   const std::vector<int64_t>& dims = ctx.tensor(Role::OUT_0).dim;

@@ -7,6 +7,8 @@
 //   s_ij = scale * <q_i, k_j> + bias(bi, h, i, j)
 //     scale: the ATTN_SCALE tensor if wired, else SdpaAttrs::attn_scale, else 1/sqrt(d);
 //     BIAS broadcasts to [b,hq,sq,skv] (any dim may be 1). The bias is added after scaling.
+//     A score modifier (subgraph "score_mod", ScoreModEval) maps scale * <q_i, k_j> before
+//     the bias is added.
 //     alibi_mask adds slope[h] * (j - i) after the bias (ir::sdpa_alibi_slopes(hq), the
 //     frontend's slopes; the IR requires causal masking, so j - i <= 0 where attended).
 //   Query i attends key j iff j is in [lo, hi) (key_range below):
@@ -56,6 +58,8 @@
 //   dv_j += p_ij z_ij do_i,  dp_ij = z_ij <do_i, v_j>,  ds_ij = p_ij (dp_ij - D_i),
 //   dq_i += scale ds_ij k_j,  dk_j += scale ds_ij q_i,  DBIAS = ds summed over BIAS's
 //   broadcast dims. DK / DV sum over the query heads that share a K / V head.
+//   With a score modifier, s_ij is recomputed through it and ds_ij (the gradient of the
+//   modified score, what DBIAS sums) goes through "score_mod_bprop" (if any) before dq / dk.
 //   DSINK_TOKEN[h] = -sum over (bi, i) of exp(sink[h] - STATS_i) * D_i (the sink's probability
 //   times D: O shrinks by that probability as the sink grows); the other gradients need nothing
 //   new, as STATS already holds the sink's share.
@@ -339,6 +343,7 @@ Status run_forward(KernelContext& ctx) {
   Dense stats({p.b, p.hq, p.sq, 1}, -INFINITY), row_max({p.b, p.hq, p.sq, 1}, -INFINITY);
   Dense sum_exp({p.b, p.hq, p.sq, 1}, -INFINITY);
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
+  DNNGRAPH_ASSIGN_OR_RETURN(const ScoreModEval mod, ScoreModEval::make(ctx));
 
   // Per-thread score rows, allocated outside the parallel region.
   std::vector<double> s_all(static_cast<size_t>(omp_get_max_threads() * p.skv));
@@ -357,7 +362,7 @@ Status run_forward(KernelContext& ctx) {
         for (int64_t j = lo; j < hi; ++j) {
           double dot = 0.0;
           for (int64_t c = 0; c < p.d; ++c) dot += qi[c] * kb[j * p.d + c];
-          s[j] = p.scale * dot + p.bias_at(bi, h, i, j);
+          s[j] = mod.forward(bi, h, i, j, p.scale * dot) + p.bias_at(bi, h, i, j);
           mx = std::max(mx, s[j]);
         }
         const bool sink = !p.sink.empty();
@@ -413,6 +418,7 @@ Status run_backward(KernelContext& ctx) {
   Dense ds_full = want_dbias ? Dense({p.b, p.hq, p.sq, p.skv}) : Dense();
   const bool want_dsink = ctx.has_output(Role::DSINK_TOKEN);
   Dense dsink_bh({p.b, p.hq});  // per (batch, head), summed over batches below
+  DNNGRAPH_ASSIGN_OR_RETURN(const ScoreModEval mod, ScoreModEval::make(ctx));
 
 #pragma omp parallel for collapse(2) schedule(dynamic) if (p.work() >= kParallelWork)
   for (int64_t bi = 0; bi < p.b; ++bi)
@@ -438,7 +444,9 @@ Status run_backward(KernelContext& ctx) {
         for (int64_t j = lo; j < hi; ++j) {
           double dot = 0.0;
           for (int64_t c = 0; c < p.d; ++c) dot += qi[c] * kb[j * p.d + c];
-          const double pij = std::exp(p.scale * dot + p.bias_at(bi, h, i, j) - stats[row]);
+          const double sij = p.scale * dot;
+          const double pij =
+              std::exp(mod.forward(bi, h, i, j, sij) + p.bias_at(bi, h, i, j) - stats[row]);
           const double z = p.keep(bi, h, i, j);
           double dp = 0.0;
           for (int64_t c = 0; c < p.dv; ++c) {
@@ -446,9 +454,10 @@ Status run_backward(KernelContext& ctx) {
             dp += doi[c] * vb[j * p.dv + c];
           }
           const double ds = pij * (z * dp - di);
+          const double dss = p.scale * mod.backward(bi, h, i, j, sij, ds);
           for (int64_t c = 0; c < p.d; ++c) {
-            dqi[c] += p.scale * ds * kb[j * p.d + c];
-            dkb[j * p.d + c] += p.scale * ds * qi[c];
+            dqi[c] += dss * kb[j * p.d + c];
+            dkb[j * p.d + c] += dss * qi[c];
           }
           if (want_dbias) ds_full[row * p.skv + j] = ds;
         }

@@ -24,6 +24,7 @@
 #include <tuple>
 
 #include "ir/ops/common.hpp"
+#include "ir/subgraph.hpp"
 
 namespace dnngraph::ir {
 namespace {
@@ -428,7 +429,7 @@ Status infer_sdpa(Node& n, const InferContext& ctx) {
                               DataType::Float));
     DNNGRAPH_TRY(check_floating(n, Role::RNG_DUMP, dump));
   }
-  return Status::ok();
+  return infer_score_mods(n, a, false, {s->b, s->hq, s->sq, s->skv}, ctx);
 }
 
 Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
@@ -478,7 +479,7 @@ Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
                         port_label(Role::DSINK_TOKEN, dsink), " must be FLOAT but is ",
                         data_type_name(dsink->data_type));
   }
-  return Status::ok();
+  return infer_score_mods(n, a, true, {s->b, s->hq, s->sq, s->skv}, ctx);
 }
 
 Status infer_sdpa_stats(Node& n, bool is_inference, const InferContext& ctx) {
