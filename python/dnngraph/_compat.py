@@ -372,8 +372,6 @@ _PY_ONLY = ("the frontend serves it only with its Python kernels for compute cap
             "cuDNN's backend (9.19) has no attribute for it")
 _SDPA_UNSUPPORTED = {
     "block_mask": _NOT_YET,
-    "score_max": "dnngraph's SDPA has no row-max output yet (use the Stats log-sum-exp)",
-    "score_sum_exp": "dnngraph's SDPA has no sum-of-exp output yet (use the Stats log-sum-exp)",
     "softmax_precision": _PY_ONLY,
     "attn_scale_prefolded": _PY_ONLY,
     "kv_mask": "the frontend serves it only with its Python kernels; cuDNN's backend has no "
@@ -434,6 +432,10 @@ def _sdpa_kwargs(op: str, kw: Dict[str, Any], graph: Any = None) -> Dict[str, An
         if v is not None and v is not False:
             refuse(_missing(f"{op}({k}=...)", why))
     if op.startswith("sdpa_fp8"):
+        for k in ("score_max", "score_sum_exp"):
+            if kw.pop(k, None) is not None:
+                refuse(_missing(f"{op}({k}=...)", "dnngraph's FP8 attention has no row-max / "
+                                "sum-of-exp outputs (sdpa has them; use the Stats log-sum-exp)"))
         for k in ("bias", "dropout", "rng_dump"):
             if kw.pop(k, None) is not None:
                 refuse(_missing(f"{op}({k}=...)", "dnngraph's FP8 attention has no bias or "
@@ -447,7 +449,12 @@ def _sdpa_kwargs(op: str, kw: Dict[str, Any], graph: Any = None) -> Dict[str, An
             t.set_dim([t.get_dim()[0], 1, 1, 1]).set_stride([stride[0] if stride else 1, 1, 1, 1])
     # The frontend's implementation choice (AUTO/COMPOSITE/UNIFIED): dnngraph lowers every
     # SDPA to one op graph of its own, so the choice does not change the result.
-    kw.pop("implementation", None)
+    impl = kw.pop("implementation", None)
+    if (getattr(impl, "name", str(impl)).upper().endswith("UNIFIED") and
+            (kw.get("score_max") is not None or kw.get("score_sum_exp") is not None)):
+        refuse(_missing(f"{op}(implementation=UNIFIED, score_max/score_sum_exp=...)",
+                        "the unified SDPA has no Max / Sum_exp outputs before cuDNN 9.21 (this "
+                        "is 9.19); use implementation=COMPOSITE or AUTO"))
     # unfuse_fma changes the softmax arithmetic of the frontend's kernels for compute
     # capability 10.x only; elsewhere the frontend ignores it too.
     kw.pop("unfuse_fma", None)

@@ -94,7 +94,7 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
          bool use_alibi_mask, std::optional<int64_t> max_total_seq_len_q,
          std::optional<int64_t> max_total_seq_len_kv, OptT paged_attention_k_table,
          OptT paged_attention_v_table, std::optional<int64_t> paged_attention_max_seq_len_kv,
-         OptT sink_token, DataType compute, std::string name,
+         OptT sink_token, OptT score_max, OptT score_sum_exp, DataType compute, std::string name,
          std::optional<nb::callable> score_mod) {
         ir::SdpaAttrs a;
         a.is_inference = is_inference;
@@ -108,6 +108,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
         extra.sink_token = std::move(sink_token);
         extra.page_table_k = std::move(paged_attention_k_table);
         extra.page_table_v = std::move(paged_attention_v_table);
+        extra.score_max = std::move(score_max);
+        extra.score_sum_exp = std::move(score_sum_exp);
         extra.score_mod = score_modifier(g, score_mod, "score_mod");
         return as_tuple(g.graph.sdpa(q, k, v, a, extra, op_options(compute, std::move(name))));
       },
@@ -124,7 +126,8 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       nb::arg("paged_attention_k_table").none() = nb::none(),
       nb::arg("paged_attention_v_table").none() = nb::none(),
       nb::arg("paged_attention_max_seq_len_kv").none() = nb::none(),
-      nb::arg("sink_token").none() = nb::none(), nb::arg("compute_data_type") = DataType::NotSet,
+      nb::arg("sink_token").none() = nb::none(), nb::arg("score_max").none() = nb::none(),
+      nb::arg("score_sum_exp").none() = nb::none(), nb::arg("compute_data_type") = DataType::NotSet,
       nb::arg("name") = "", nb::arg("score_mod").none() = nb::none(),
       "Attention O = softmax(scale * Q K^T + bias, masked) V with Q [b,h,s_q,d], K "
       "[b,h_k,s_kv,d],\n"
@@ -150,6 +153,10 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       "the logical s_kv (default: pages x page_size).\n"
       "sink_token: attention sinks, a FLOAT tensor [1, h_q, 1, 1]: one extra logit per query\n"
       "head in every row's softmax (no value row), so the row's weights sum to less than 1.\n"
+      "score_max / score_sum_exp: graph tensors (dims [b, h_q, s_q, 1] and FLOAT when unset)\n"
+      "that receive the row max of the masked scores and the row sum of exp(score - max)\n"
+      "(stats = max + log(sum_exp)); both together and only with is_inference=True, as cuDNN's\n"
+      "composite softmax allows. Not part of the return.\n"
       "score_mod: a callable fn(graph, score) -> tensor that adds pointwise ops (graph.mul,\n"
       "div, tanh, add, gen_index, cmp_*, binary_select, ...) on the scaled score\n"
       "attn_scale * Q K^T [b, h_q, s_q, s_kv] FLOAT and returns the modified score, applied\n"

@@ -10,8 +10,6 @@ from conftest import tensor_of
 
 REFUSED = {
     "block_mask": "no such input yet",
-    "score_max": "no row-max output",
-    "score_sum_exp": "no sum-of-exp output",
     "softmax_precision": "Python kernels",
     "attn_scale_prefolded": "Python kernels",
     "kv_mask": "Python kernels",

@@ -316,6 +316,8 @@ std::array<Tensor, 2> Graph::sdpa(Tensor q, Tensor k, Tensor v, SdpaAttrs attrs,
   // The forward has no DBIAS: bound anyway, so validate() names the mistake.
   bind_port(n.outputs, Role::DBIAS, extra.dbias);
   bind_port(n.outputs, Role::DSINK_TOKEN, extra.dsink_token);  // likewise
+  bind_port(n.outputs, Role::SCORE_MAX, extra.score_max);
+  bind_port(n.outputs, Role::SCORE_SUM_EXP, extra.score_sum_exp);
   return out;
 }
 
@@ -346,6 +348,8 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
   }
   bind_port(n.outputs, Role::RNG_DUMP, extra.rng_dump);  // refused by validate()
   bind_port(n.outputs, Role::DSINK_TOKEN, extra.dsink_token);
+  bind_port(n.outputs, Role::SCORE_MAX, extra.score_max);  // refused by validate(), like rng_dump
+  bind_port(n.outputs, Role::SCORE_SUM_EXP, extra.score_sum_exp);
   return out;
 }
 

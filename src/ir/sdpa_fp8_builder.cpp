@@ -41,7 +41,10 @@ std::array<Tensor, 4> Graph::sdpa_fp8(Tensor q, Tensor k, Tensor v, const SdpaFp
   if (!inference) out[1] = add_output(n, Role::STATS);
   out[2] = add_output(n, Role::AMAX_S);
   out[3] = add_output(n, Role::AMAX_O);
-  if (extra.rng_dump) n.outputs.push_back({Role::RNG_DUMP, extra.rng_dump});  // refused
+  // Not ports of sdpa_fp8: bound anyway, so that validate() names the mistake.
+  if (extra.rng_dump) n.outputs.push_back({Role::RNG_DUMP, extra.rng_dump});
+  if (extra.score_max) n.outputs.push_back({Role::SCORE_MAX, extra.score_max});
+  if (extra.score_sum_exp) n.outputs.push_back({Role::SCORE_SUM_EXP, extra.score_sum_exp});
   return out;
 }
 

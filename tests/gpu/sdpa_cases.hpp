@@ -5,8 +5,10 @@
 //
 // Inputs are uniform in [-1, 1] except STATS (backward), mapped to [0.5, 1.5] so that
 // P = exp(S - STATS) has the magnitude of a real softmax row times a small factor, and the
-// sequence lengths, set per batch item. Padded query rows of STATS (i >= SEQ_LEN_Q) are left
-// out of the verdict: cuDNN writes other values there than the reference's +inf.
+// sequence lengths, set per batch item. Padded query rows of STATS (i >= SEQ_LEN_Q): cuDNN
+// (>= 9.14) writes -inf there, as the reference does since 2026-12-02 (it wrote +inf before);
+// the cases here compare them (checked on the H200, cuDNN 9.19), sdpa_options' callers may
+// still leave them out.
 #pragma once
 
 #include <cmath>
@@ -39,9 +41,10 @@ inline void put_int32(std::vector<unsigned char>& host, const std::vector<int32_
 
 // The bf16/fp16 SDPA comparison: twice the default tolerance plus a floor (larger for the
 // backward's gradients), STATS in [0.5, 1.5], and with lengths the SEQ_LEN_Q / SEQ_LEN_KV inputs
-// set and the padded query rows of STATS left out.
+// set and, unless compare_padded_stats, the padded query rows of STATS left out.
 inline CompareOptions sdpa_options(bool backward, std::vector<int32_t> len_q = {},
-                                   std::vector<int32_t> len_kv = {}) {
+                                   std::vector<int32_t> len_kv = {},
+                                   bool compare_padded_stats = false) {
   CompareOptions o;
   o.tol_scale = 2;
   o.min_abs = backward ? 0.15 : 2e-2;
@@ -50,7 +53,7 @@ inline CompareOptions sdpa_options(bool backward, std::vector<int32_t> len_q = {
     if (t.name == "SEQ_LEN_KV") put_int32(host, len_kv);
     if (t.name == "STATS") map_floats(host, [](float f) { return 1.0f + 0.5f * f; });
   };
-  if (!len_q.empty()) {
+  if (!len_q.empty() && !compare_padded_stats) {
     o.skip = [len_q](const ir::TensorAttrs& t, const std::vector<int64_t>& idx) {
       return t.name == "STATS" && idx[2] >= len_q[static_cast<size_t>(idx[0])];
     };
@@ -59,7 +62,8 @@ inline CompareOptions sdpa_options(bool backward, std::vector<int32_t> len_q = {
 }
 
 // One SDPA graph: Q [b,hq,sq,d], K and V [b,hk,skv,d], scale 1/sqrt(d); the forward writes O and
-// STATS, the backward reads O, DO, STATS and writes DQ, DK, DV (and DBIAS / DSINK when asked).
+// STATS (or SCORE_MAX and SCORE_SUM_EXP), the backward reads O, DO, STATS and writes DQ, DK, DV
+// (and DBIAS / DSINK when asked).
 struct SdpaCase {
   const char* name;
   DataType t = DataType::BFloat16;
@@ -73,6 +77,9 @@ struct SdpaCase {
   bool alibi = false;         // alibi_mask (needs causal)
   bool stats_bshd = false;    // backward STATS input token-major ([b,s,h,1] in memory)
   bool sink = false;          // SINK [1,hq,1,1] FLOAT (and DSINK in the backward)
+  // Forward in inference with SCORE_MAX / SCORE_SUM_EXP instead of STATS (the frontend's
+  // score_max / score_sum_exp; cuDNN's composite softmax takes them only without Stats).
+  bool score_rows = false;
   // Sets more of the node's optional inputs (e.g. score modifiers) on the graph being built.
   std::function<void(Graph&, ir::SdpaInputs&)> more_inputs = {};
 };
@@ -99,11 +106,17 @@ inline std::function<void(Graph&)> make_graph(const SdpaCase& c) {
       extra.seq_len_kv = input(g, "SEQ_LEN_KV", {c.b, 1, 1, 1}, DataType::Int32);
     }
     if (c.sink) extra.sink_token = input(g, "SINK", {1, c.hq, 1, 1}, DataType::Float);
+    if (c.score_rows) {
+      extra.score_max = g.tensor(ir::TensorAttrs());
+      extra.score_sum_exp = g.tensor(ir::TensorAttrs());
+    }
     if (c.more_inputs) c.more_inputs(g, extra);
     if (!c.backward) {
-      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, false, {}}, extra);
+      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, c.score_rows, {}}, extra);
       finish(out[0], "O", {c.b, c.hq, c.sq, c.d}, t);
       finish(out[1], "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
+      finish(extra.score_max, "SCORE_MAX", {c.b, c.hq, c.sq, 1}, DataType::Float);
+      finish(extra.score_sum_exp, "SCORE_SUM_EXP", {c.b, c.hq, c.sq, 1}, DataType::Float);
       return;
     }
     auto o = input(g, "O", {c.b, c.hq, c.sq, c.d}, t);
@@ -120,7 +133,7 @@ inline std::function<void(Graph&)> make_graph(const SdpaCase& c) {
 }
 
 inline CompareOptions options(const SdpaCase& c) {
-  return sdpa_options(c.backward, c.len_q, c.len_kv);
+  return sdpa_options(c.backward, c.len_q, c.len_kv, /*compare_padded_stats=*/true);
 }
 
 // The record line of one run: "<tag> <label>: ok plan ..., N compared, M mismatches, ...".

@@ -1,13 +1,13 @@
 // SDPA on the cuDNN engine against the reference engine: backward (causal / non-causal, both
 // diagonal alignments, right bound, s_q != s_kv, bf16 and fp16), padding masks, left window
-// bounds and GQA in forward and backward. Outputs are poisoned (NaN) before every run.
+// bounds and GQA in forward and backward, and the forward's SCORE_MAX / SCORE_SUM_EXP.
+// Outputs are poisoned (NaN) before every run.
 //
 // Inputs and options: sdpa_cases.hpp (STATS in [0.5, 1.5], sequence lengths per batch item).
 //
 // Padded rows (query i >= SEQ_LEN_Q, key j >= SEQ_LEN_KV): the reference gives O = 0,
-// STATS = +inf and zero gradients. On the H200 (cuDNN 9.19, 2026-11-30) cuDNN wrote the same
-// O and gradients there, but other STATS for padded query rows: only those STATS are left out
-// of the verdict; their disagreement is printed (SDPA_RESULT lines) for the record.
+// STATS = -inf and zero gradients, what cuDNN (>= 9.14) writes; they are compared like the
+// rest (checked on the H200, cuDNN 9.19, 2026-12-02).
 #include <cstdio>
 
 #include "harness.hpp"
@@ -162,6 +162,9 @@ TEST(GpuSdpaForward, PaddingNonCausal) {
   c.len_q = {77, 128};
   c.len_kv = {93, 50};
   check(c);
+  c.name = "fwd padding max+sum_exp b2 h4 s128 d64";  // padded rows: max and sum -inf
+  c.score_rows = true;
+  check(c);
 }
 TEST(GpuSdpaForward, PaddingCausalBottomRight) {
   DNNGRAPH_REQUIRE_GPU();
@@ -232,6 +235,30 @@ TEST(GpuSdpaForward, GqaAndMqaCausal) {
     c.causal = true;
     check(c);
   }
+}
+
+// ---------------------------------------------------------------- SCORE_MAX / SCORE_SUM_EXP
+// The row max and the row sum of exp(S - max) as outputs, against the reference; padded query
+// rows get max and sum -inf and O 0 there (cuDNN 9.19 on an H200, 2026-12-02).
+TEST(GpuSdpaScoreStats, Forward) {
+  DNNGRAPH_REQUIRE_GPU();
+  Case c;
+  c.name = "fwd max+sum_exp b2 h4 s128 d64";
+  c.score_rows = true;
+  check(c);
+  c.name = "fwd max+sum_exp causal GQA hq6 hk2 b2 s128 d64";
+  c.t = DataType::Half;
+  c.hq = 6, c.hk = 2, c.causal = true;
+  check(c);
+  // With a sink (the max MAX'ed with it, the sum with its term): cuDNN 9.19 has no engine for
+  // it on an H200, so the lowering refuses it there, naming the sink.
+  c.name = "fwd max+sum_exp sink causal GQA hq6 hk2 b2 s128 d64";
+  c.sink = true;
+  if (cudnn_info().version >= 92000) return check(c);
+  const RunReport r = run_and_compare(make_graph(c), options(c));
+  std::printf("SDPA_RESULT %s: %s\n", c.name, r.status.to_string().c_str());
+  EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
+  EXPECT_NE(r.status.to_string().find("SINK_TOKEN"), std::string::npos) << r.status.to_string();
 }
 
 }  // namespace

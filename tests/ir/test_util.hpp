@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "dnngraph/ir/fingerprint.hpp"
 #include "dnngraph/ir/graph.hpp"
+#include "dnngraph/ir/json.hpp"
 
 namespace dnngraph::ir::testing {
 
@@ -35,6 +37,16 @@ inline void expect_invalid(Graph& g, const std::vector<std::string>& parts,
     EXPECT_NE(s.message().find(p), std::string::npos)
         << "message lacks \"" << p << "\": " << s.message();
   EXPECT_FALSE(g.is_validated());
+}
+
+// Writes `g` as JSON and reads it back into `loaded`: the same text and fingerprint (tensor
+// names included) both ways.
+inline void expect_json_round_trip(const Graph& g, Graph& loaded) {
+  const std::string text = to_json(g);
+  Status s = from_json(text, loaded);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(to_json(loaded), text);
+  EXPECT_EQ(fingerprint(loaded, {true, true}), fingerprint(g, {true, true}));
 }
 
 }  // namespace dnngraph::ir::testing

@@ -83,7 +83,7 @@ struct Fwd {
 Fwd naive_forward(const Spec& s, const Data& x) {
   Fwd r;
   r.o.assign(static_cast<size_t>(s.b * s.hq * s.sq * s.dv), 0.0);
-  r.stats.assign(static_cast<size_t>(s.b * s.hq * s.sq), INFINITY);
+  r.stats.assign(static_cast<size_t>(s.b * s.hq * s.sq), -INFINITY);  // no key: -inf
   for (int64_t bi = 0; bi < s.b; ++bi)
     for (int64_t h = 0; h < s.hq; ++h)
       for (int64_t i = 0; i < s.sq; ++i) {

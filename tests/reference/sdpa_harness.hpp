@@ -156,7 +156,8 @@ struct Fwd {
 inline Fwd naive_forward(const Spec& s, const Inputs& in) {
   Fwd f;
   f.o.assign(static_cast<size_t>(s.b * s.hq * s.sq * s.dv), 0.0);
-  f.lse.assign(static_cast<size_t>(s.b * s.hq * s.sq), std::numeric_limits<double>::infinity());
+  // A row with no key: log(0) = -inf (cuDNN's value).
+  f.lse.assign(static_cast<size_t>(s.b * s.hq * s.sq), -std::numeric_limits<double>::infinity());
   for (int64_t bi = 0; bi < s.b; ++bi)
     for (int64_t h = 0; h < s.hq; ++h)
       for (int64_t i = 0; i < s.sq; ++i) {

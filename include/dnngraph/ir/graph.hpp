@@ -57,6 +57,10 @@ struct SdpaInputs {
   // page containers [num_pages, h, page_size, d] (SdpaAttrs::paged_max_seq_len_kv sets s_kv).
   Tensor page_table_k;
   Tensor page_table_v;
+  // Forward only: SCORE_MAX / SCORE_SUM_EXP outputs to bind (the frontend's score_max= /
+  // score_sum_exp=; ir/ops.hpp, SdpaAttrs): both or neither, and only with is_inference.
+  Tensor score_max;
+  Tensor score_sum_exp;
   // Score modifiers (docs/sdpa-score-mod.md). score_mod is applied to the scaled score
   // attn_scale * Q.K^T before the bias and the softmax (forward, and the backward's
   // recompute); score_mod_bprop (backward only) maps the gradient of the modified score to the

@@ -116,7 +116,9 @@ namespace dnngraph::ir {
   R(TOKEN)                \
   R(WEIGHT)               \
   R(FIRST_TOKEN_OFFSET)   \
-  R(OUTPUT)
+  R(OUTPUT)               \
+  R(SCORE_MAX)            \
+  R(SCORE_SUM_EXP)
 
 enum class Role : uint8_t {
 #define DNNGRAPH_ROLE_ENUM(r) r,
@@ -327,6 +329,12 @@ struct SoftmaxAttrs {
 // m' = max(rowmax, sink[h]), P = exp(s - m') / (sum exp(s - m') + exp(sink[h] - m')),
 // STATS = m' + log(that sum). The backward takes the same SINK_TOKEN and may output
 // DSINK_TOKEN [1, h_q, 1, 1] FLOAT = -sum over (b, s_q) of exp(sink[h] - STATS) * rowsum(dO * O).
+// SCORE_MAX / SCORE_SUM_EXP [b, h_q, s_q, 1] (optional outputs, the frontend's score_max /
+// score_sum_exp; FLOAT and packed unless set): the row max m' of the masked scores (with the
+// sink) and sum exp(s - m') (with the sink's term), so STATS = m' + log(SCORE_SUM_EXP). Both
+// or neither, and never with STATS (cuDNN's composite softmax before 9.21 outputs stats only,
+// max and sum_exp only, or none), so in inference. A row that attends no key gives -inf in
+// both (cuDNN 9.19's value for padded rows) and STATS -inf.
 // Ragged (THD) tensors: <X>_RAGGED_OFFSET [b+1,1,1,1] INT32/INT64 for X in Q, K, V, O, STATS
 // (and DO, DQ, DK, DV in the backward): sequence i of X starts at element offset[i] *
 // X's ragged_offset_multiplier, replacing i * X's batch stride (the other strides hold). Only
@@ -576,7 +584,7 @@ struct MoeGroupedMatmulAttrs {
      (Q, K, V, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK, DROPOUT_SCALE, \
       Q_RAGGED_OFFSET, K_RAGGED_OFFSET, V_RAGGED_OFFSET, O_RAGGED_OFFSET, STATS_RAGGED_OFFSET,     \
       PAGE_TABLE_K, PAGE_TABLE_V, SINK_TOKEN, DNNGRAPH_SCORE_MOD_ROLES),                           \
-     (O, STATS, RNG_DUMP))                                                                         \
+     (O, STATS, RNG_DUMP, SCORE_MAX, SCORE_SUM_EXP))                                               \
   OP(SdpaBwd, sdpa_backward, SdpaBwdAttrs,                                                         \
      (Q, K, V, O, DO, STATS, ATTN_SCALE, BIAS, SEQ_LEN_Q, SEQ_LEN_KV, SEED, OFFSET, DROPOUT_MASK,  \
       DROPOUT_SCALE, Q_RAGGED_OFFSET, K_RAGGED_OFFSET, V_RAGGED_OFFSET, O_RAGGED_OFFSET,           \

@@ -147,9 +147,11 @@ Status add_pointwise_node(LowerContext& cx, const std::string& what, const ir::N
 Status add_reduction(LowerContext& cx, const std::string& what, cudnnReduceTensorOp_t mode,
                      DataType compute, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y);
 // Softmax along the last dim of `x` (dims `dim`), as max / sub / exp / sum / div with float
-// intermediates; writes `y` and, when `stats` is set, log-sum-exp into it.
+// intermediates; writes `y` and, when `stats` is set, log-sum-exp into it. `max_out` /
+// `sum_out`, when set, are the row max and the row sum of exp(x - max) (else virtual).
 Status add_softmax(LowerContext& cx, const std::string& what, const std::vector<int64_t>& dim,
                    cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y,
-                   cudnnBackendDescriptor_t stats);
+                   cudnnBackendDescriptor_t stats, cudnnBackendDescriptor_t max_out = nullptr,
+                   cudnnBackendDescriptor_t sum_out = nullptr);
 
 }  // namespace dnngraph::cudnn

@@ -3,8 +3,8 @@
 // compared with SEQ_LEN_Q / SEQ_LEN_KV] -> [right bound / causal, left bound: GEN_INDEX,
 // integer compares, BINARY_SELECT with the lowest float] -> softmax (stats = max + log(sum))
 // -> P.V. With sequence lengths the matmuls carry them as GEMM M/N/K overrides.
-// Padded query rows: cuDNN writes O = 0 there like the reference, but STATS = -inf where the
-// reference has +inf (docs/cudnn-engine.md).
+// Padded query rows: cuDNN writes O = 0 and STATS = -inf there, as the reference does
+// (docs/cudnn-engine.md).
 // GQA/MQA: K and V keep their fewer heads; the engines broadcast them over the query heads.
 // Lowering variants (lowering_variants in engine.cpp, tried in order until cuDNN proposes an
 // engine): P in V's data type (what the fused kernels read); the same with the stats computed
@@ -19,6 +19,10 @@
 // a multiplier needs cuDNN 9.24). Paged K / V: PAGED_CACHE_LOAD operations gather K^T and V
 // from the page containers into virtual tensors, as the frontend's graph does (both not yet
 // checked on a GPU).
+// SCORE_MAX / SCORE_SUM_EXP (the frontend's score_max / score_sum_exp): the softmax's row max
+// and row sum of exp(S - max) as real outputs instead of virtual tensors, as the frontend's
+// composite softmax binds Max / Sum_exp. Checked on an H200 (cuDNN 9.19) against the reference:
+// equal, padded rows -inf in both; with a sink cuDNN 9.19 has no engine (refused below).
 // Attention sinks (SINK_TOKEN [1,hq,1,1] float), as the frontend's softmax builds them for
 // cuDNN before 9.21: the row max MAX'ed with the sink, exp(sink - max) added to the row sum,
 // so STATS include the sink (not yet checked on a GPU).
@@ -439,10 +443,12 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
 
 namespace {
 
-// add_softmax with one more logit per row, sink [1,hq,1,1] (broadcast over b and s_q).
+// add_softmax with one more logit per row, sink [1,hq,1,1] (broadcast over b and s_q); the
+// row max (max_out) is MAX'ed with the sink, the row sum (sum_out) has exp(sink - max) added.
 Status add_sink_softmax(LowerContext& cx, const std::string& what, const std::vector<int64_t>& dim,
                         cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t sink,
-                        cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t stats) {
+                        cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t stats,
+                        cudnnBackendDescriptor_t max_out, cudnnBackendDescriptor_t sum_out) {
   const DataType f32 = DataType::Float;
   std::vector<int64_t> row = dim;
   row.back() = 1;
@@ -453,14 +459,19 @@ Status add_sink_softmax(LowerContext& cx, const std::string& what, const std::ve
                 cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t out) {
     return add_pointwise(cx, what + " " + tag, mode, f32, a, b, nullptr, out);
   };
+  cudnnBackendDescriptor_t mx = max_out, sum = sum_out;
   DNNGRAPH_ASSIGN_OR_RETURN(auto smax, vt("max_scores", row));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto mx, vt("max", row));
+  if (!mx) {
+    DNNGRAPH_ASSIGN_OR_RETURN(mx, vt("max", row));
+  }
   DNNGRAPH_ASSIGN_OR_RETURN(auto sub, vt("sub", dim));
   DNNGRAPH_ASSIGN_OR_RETURN(auto ex, vt("exp", dim));
   DNNGRAPH_ASSIGN_OR_RETURN(auto ssum, vt("sum_scores", row));
   DNNGRAPH_ASSIGN_OR_RETURN(auto sink_sub, vt("sink_sub", row));
   DNNGRAPH_ASSIGN_OR_RETURN(auto sink_exp, vt("sink_exp", row));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto sum, vt("sum", row));
+  if (!sum) {
+    DNNGRAPH_ASSIGN_OR_RETURN(sum, vt("sum", row));
+  }
   DNNGRAPH_TRY(add_reduction(cx, what + " max", CUDNN_REDUCE_TENSOR_MAX, f32, x, smax));
   DNNGRAPH_TRY(pw("max sink", CUDNN_POINTWISE_MAX, smax, sink, mx));
   DNNGRAPH_TRY(pw("sub", CUDNN_POINTWISE_SUB, x, mx, sub));
@@ -509,10 +520,18 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   DNNGRAPH_ASSIGN_OR_RETURN(auto scale, sdpa_scale(cx, n, what, a, s.d));
   DNNGRAPH_ASSIGN_OR_RETURN(auto last, sdpa_masked_scores(cx, n, what, a, s, tq, tk, scale, lens));
 
-  cudnnBackendDescriptor_t stats = nullptr;
+  // SCORE_MAX / SCORE_SUM_EXP (both or neither, never with STATS: the IR's rule, the
+  // frontend's composite softmax's) are the softmax's row max and row sum made real.
+  cudnnBackendDescriptor_t stats = nullptr, row_max = nullptr, sum_exp = nullptr;
+  if (ir::Tensor t = n.output(Role::SCORE_MAX)) {
+    DNNGRAPH_ASSIGN_OR_RETURN(row_max, cx.tensor(t));
+  }
+  if (ir::Tensor t = n.output(Role::SCORE_SUM_EXP)) {
+    DNNGRAPH_ASSIGN_OR_RETURN(sum_exp, cx.tensor(t));
+  }
   if (ir::Tensor st = n.output(Role::STATS)) {
     DNNGRAPH_ASSIGN_OR_RETURN(stats, cx.tensor(st));
-  } else if (cx.variant.sdpa_virtual_stats) {
+  } else if (cx.variant.sdpa_virtual_stats && !row_max) {
     DNNGRAPH_ASSIGN_OR_RETURN(stats,
                               cx.virtual_tensor(what + "::stats", {s.b, s.hq, s.sq, 1}, f32));
   }
@@ -522,10 +541,17 @@ Status lower_sdpa(LowerContext& cx, const ir::Node& n) {
   DNNGRAPH_ASSIGN_OR_RETURN(auto p,
                             cx.virtual_tensor(what + "::P", s.sdim(), drop.any() ? f32 : p_type));
   if (ir::Tensor sink = n.input(Role::SINK_TOKEN)) {
+    // Measured on an H200: cuDNN 9.19 proposes no engine for this graph (heuristics and all
+    // its engines refuse it); later versions are tried.
+    if (row_max && load_info().version < 92000)
+      return sdpa_unsupported(what,
+                              detail::cat("SCORE_MAX / SCORE_SUM_EXP with SINK_TOKEN on cuDNN ",
+                                          load_info().version, " (9.19 has no engine for it)"));
     DNNGRAPH_ASSIGN_OR_RETURN(auto tsink, cx.tensor(sink));
-    DNNGRAPH_TRY(add_sink_softmax(cx, what + " softmax", s.sdim(), last, tsink, p, stats));
+    DNNGRAPH_TRY(
+        add_sink_softmax(cx, what + " softmax", s.sdim(), last, tsink, p, stats, row_max, sum_exp));
   } else {
-    DNNGRAPH_TRY(add_softmax(cx, what + " softmax", s.sdim(), last, p, stats));
+    DNNGRAPH_TRY(add_softmax(cx, what + " softmax", s.sdim(), last, p, stats, row_max, sum_exp));
   }
   cudnnBackendDescriptor_t pv = p;
   if (drop.any()) {

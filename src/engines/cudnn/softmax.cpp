@@ -6,17 +6,23 @@ namespace dnngraph::cudnn {
 
 Status add_softmax(LowerContext& cx, const std::string& what, const std::vector<int64_t>& dim,
                    cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y,
-                   cudnnBackendDescriptor_t stats) {
+                   cudnnBackendDescriptor_t stats, cudnnBackendDescriptor_t max_out,
+                   cudnnBackendDescriptor_t sum_out) {
   const DataType f32 = DataType::Float;
   std::vector<int64_t> row = dim;
   row.back() = 1;
   auto vt = [&](const char* n, const std::vector<int64_t>& d) {
     return cx.virtual_tensor(what + "::" + n, d, f32);
   };
-  DNNGRAPH_ASSIGN_OR_RETURN(auto mx, vt("max", row));
+  cudnnBackendDescriptor_t mx = max_out, sum = sum_out;
+  if (!mx) {
+    DNNGRAPH_ASSIGN_OR_RETURN(mx, vt("max", row));
+  }
   DNNGRAPH_ASSIGN_OR_RETURN(auto sub, vt("sub", dim));
   DNNGRAPH_ASSIGN_OR_RETURN(auto ex, vt("exp", dim));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto sum, vt("sum", row));
+  if (!sum) {
+    DNNGRAPH_ASSIGN_OR_RETURN(sum, vt("sum", row));
+  }
   DNNGRAPH_TRY(add_reduction(cx, what + " max", CUDNN_REDUCE_TENSOR_MAX, f32, x, mx));
   DNNGRAPH_TRY(add_pointwise(cx, what + " sub", CUDNN_POINTWISE_SUB, f32, x, mx, nullptr, sub));
   DNNGRAPH_TRY(

@@ -25,9 +25,12 @@
 //   value row: m = max(max_j s_ij, sink[h]), P_ij = exp(s_ij - m) / (sum_j exp(s_ij - m) +
 //   exp(sink[h] - m)), STATS_i = m + log(that sum); a non-padding row that attends no key then
 //   gives O = 0 and STATS = sink[h] (all its weight is on the sink).
+//   SCORE_MAX_i = max (with the sink), SCORE_SUM_EXP_i = sum(exp(s - max)) (with the sink's
+//   term): STATS_i = SCORE_MAX_i + log(SCORE_SUM_EXP_i).
 //   A row that attends nothing (padding query, empty window, or every score -inf) gives
-//   O = 0 and STATS = +inf; +inf makes exp(s - STATS) = 0 for any consumer that recomputes
-//   the probabilities (as FlashAttention stores it), and the backward skips such rows.
+//   O = 0 and STATS = -inf (max -inf plus the log of an empty sum), as cuDNN (>= 9.14) writes
+//   it, and SCORE_MAX = SCORE_SUM_EXP = -inf, as cuDNN 9.19 wrote them for padded query rows on
+//   an H200 (not the empty sum's 0); the backward skips such rows.
 //
 // Dropout, two forms:
 //   by probability p: z_ij = keep_ij / (1 - p), keep_ij = (u >= p) where u in [0,1) comes from
@@ -49,7 +52,8 @@
 //   table[bi][j / page_size] of the container [pages, h, page_size, d]; a page number outside
 //   the container is an error.
 //
-// Backward, from Q, K, V, O, DO and STATS: p_ij = exp(s_ij - STATS_i) for attended keys,
+// Backward, from Q, K, V, O, DO and STATS (rows with no key or a non-finite STATS, as a row
+//   that attended nothing has, are skipped): p_ij = exp(s_ij - STATS_i) for attended keys,
 //   z_ij = keep_ij / (1 - p) (1 without dropout), D_i = <do_i, o_i>,
 //   dv_j += p_ij z_ij do_i,  dp_ij = z_ij <do_i, v_j>,  ds_ij = p_ij (dp_ij - D_i),
 //   dq_i += scale ds_ij k_j,  dk_j += scale ds_ij q_i,  DBIAS = ds summed over BIAS's
@@ -334,7 +338,10 @@ Status run_forward(KernelContext& ctx) {
   DNNGRAPH_ASSIGN_OR_RETURN(const Dense k, load_kv(ctx, p, Role::K));
   DNNGRAPH_ASSIGN_OR_RETURN(const Dense v, load_kv(ctx, p, Role::V));
   Dense o({p.b, p.hq, p.sq, p.dv});
-  Dense stats({p.b, p.hq, p.sq, 1});
+  // Per row: the log-sum-exp, the max it subtracts and the sum of exponentials after it.
+  // Rows with no key keep -inf in all three (what cuDNN 9.19 writes for padded rows).
+  Dense stats({p.b, p.hq, p.sq, 1}, -INFINITY), row_max({p.b, p.hq, p.sq, 1}, -INFINITY);
+  Dense sum_exp({p.b, p.hq, p.sq, 1}, -INFINITY);
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
   DNNGRAPH_ASSIGN_OR_RETURN(const ScoreModEval mod, ScoreModEval::make(ctx));
 
@@ -350,7 +357,6 @@ Status run_forward(KernelContext& ctx) {
         const int64_t row = (bi * p.hq + h) * p.sq + i;
         const double* qi = &q.data[static_cast<size_t>(row * p.d)];
         double* oi = &o.data[static_cast<size_t>(row * p.dv)];
-        stats[row] = INFINITY;
         const auto [lo, hi] = p.key_range(bi, i);
         double mx = -INFINITY;
         for (int64_t j = lo; j < hi; ++j) {
@@ -362,8 +368,11 @@ Status run_forward(KernelContext& ctx) {
         const bool sink = !p.sink.empty();
         const double sink_h = sink ? p.sink[static_cast<size_t>(h)] : -INFINITY;
         if (hi <= lo || mx == -INFINITY) {  // attends no key: O = 0
-          // STATS = +inf, or the sink's own log-sum-exp when the row is no padding query.
-          if (sink && i < p.len_q[static_cast<size_t>(bi)]) stats[row] = sink_h;
+          // STATS, max and sum -inf, or the sink alone when the row is no padding query.
+          if (sink && i < p.len_q[static_cast<size_t>(bi)]) {
+            stats[row] = row_max[row] = sink_h;
+            sum_exp[row] = 1.0;
+          }
           continue;
         }
         mx = std::max(mx, sink_h);
@@ -375,12 +384,16 @@ Status run_forward(KernelContext& ctx) {
           for (int64_t c = 0; c < p.dv; ++c) oi[c] += w * vb[j * p.dv + c];
         }
         stats[row] = mx + std::log(sum);
+        row_max[row] = mx;
+        sum_exp[row] = sum;
       }
     }
   DNNGRAPH_TRY(store_output(ctx, Role::O, Role::O_RAGGED_OFFSET, p.b, p.len_q, o));
   if (ctx.has_output(Role::STATS))
     DNNGRAPH_TRY(store_output(ctx, Role::STATS, Role::STATS_RAGGED_OFFSET, p.b, p.len_q, stats));
   if (ctx.has_output(Role::RNG_DUMP)) ctx.store(Role::RNG_DUMP, drawn_mask(p));
+  if (ctx.has_output(Role::SCORE_MAX)) ctx.store(Role::SCORE_MAX, row_max);
+  if (ctx.has_output(Role::SCORE_SUM_EXP)) ctx.store(Role::SCORE_SUM_EXP, sum_exp);
   return Status::ok();
 }
 
@@ -418,7 +431,8 @@ Status run_backward(KernelContext& ctx) {
       for (int64_t i = 0; i < p.sq; ++i) {
         const int64_t row = (bi * p.hq + h) * p.sq + i;
         const auto [lo, hi] = p.key_range(bi, i);
-        if (hi <= lo) continue;
+        // No key, or STATS of a row that attended none (-inf): no probability, no gradient.
+        if (hi <= lo || !std::isfinite(stats[row])) continue;
         const double* qi = &q.data[static_cast<size_t>(row * p.d)];
         const double* oi = &o.data[static_cast<size_t>(row * p.dv)];
         const double* doi = &d_o.data[static_cast<size_t>(row * p.dv)];

@@ -7,7 +7,7 @@
 // dS8 = fp8(dS * SCALE_DP) (DO's type) before dS.K and dS^T.Q. The step-by-step maths is in
 // include/dnngraph/ir/ops.hpp (SdpaFp8Attrs); masks, padding and ALiBi as the sdpa reference
 // (sdpa.cpp): query i attends keys [lo, hi), a row attending nothing gives O = 0 and
-// STATS = +inf. AMAX_* are the largest magnitudes before the output scale (0 when empty).
+// STATS = -inf. AMAX_* are the largest magnitudes before the output scale (0 when empty).
 // GQA/MQA: DK / DV sum the query heads sharing a K / V head before their descales.
 #include <algorithm>
 #include <cmath>
@@ -62,7 +62,7 @@ Status run_forward(KernelContext& ctx) {
   const DataType p_type = ctx.tensor(Role::Q).data_type;
   const double scale_s = ctx.scalar(Role::SCALE_S);
   const double descale_o = ctx.scalar(Role::DESCALE_S) * ctx.scalar(Role::DESCALE_V);
-  Dense o({p.b, p.hq, p.sq, p.dv}), stats({p.b, p.hq, p.sq, 1});
+  Dense o({p.b, p.hq, p.sq, p.dv}), stats({p.b, p.hq, p.sq, 1}, -INFINITY);
   const int64_t gk = p.hq / p.hk, gv = p.hq / p.hv;
   std::vector<double> s(static_cast<size_t>(p.skv));
   double amax_s = 0.0;
@@ -74,7 +74,6 @@ Status run_forward(KernelContext& ctx) {
         const int64_t row = (bi * p.hq + h) * p.sq + i;
         const double* qi = &q.data[static_cast<size_t>(row * p.d)];
         double* oi = &o.data[static_cast<size_t>(row * p.dv)];
-        stats[row] = INFINITY;
         const auto [lo, hi] = p.key_range(bi, i);
         double mx = -INFINITY;
         for (int64_t j = lo; j < hi; ++j) {

@@ -2,6 +2,8 @@
 //   Q [b, hq, sq, d], K [b, hk, skv, d], V [b, hv, skv, dv]; hq a multiple of hk and hv
 //   (grouped-query / multi-query attention). O [b, hq, sq, dv] follows Q's layout;
 //   STATS [b, hq, sq, 1] FLOAT (log-sum-exp) in training, packed unless the user set strides.
+//   SCORE_MAX / SCORE_SUM_EXP [b, hq, sq, 1] FLOAT (optional, packed likewise): both or
+//   neither, never with STATS (infer_score_rows).
 // Optional inputs: ATTN_SCALE (one element), BIAS (broadcastable to [b, hq, sq, skv]),
 // SEQ_LEN_Q / SEQ_LEN_KV ([b,1,1,1] integers, iff padding_mask), and dropout in one of two
 // forms: by probability (dropout_probability + SEED / OFFSET integer scalars; the engine draws
@@ -340,6 +342,43 @@ Status check_options(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
   return Status::ok();
 }
 
+// A per-row output (STATS, SCORE_MAX, SCORE_SUM_EXP): packed [b, h_q, s_q, 1] whatever Q's
+// layout, as the cuDNN frontend fills it (users allocate that shape), FLOAT unless set;
+// strides the user set are kept, and every engine honours them.
+Status infer_row_output(const Node& n, Role role, const Tensor& t, const InferContext& ctx) {
+  const auto& q = n.input(Role::Q)->dim;
+  DNNGRAPH_TRY(infer_output(n, role, t, {q[0], q[1], q[2], 1}, nullptr, ctx, DataType::Float,
+                            DataType::Float));
+  return check_floating(n, role, t);
+}
+
+// SCORE_MAX / SCORE_SUM_EXP (the frontend's score_max / score_sum_exp). cuDNN's composite
+// softmax (the frontend's form before cuDNN 9.21, the one dnngraph lowers) outputs STATS alone,
+// the row max with the sum of exponentials, or none of them: the same rule for every engine, so
+// that a graph the reference engine runs also builds on the GPU.
+Status infer_score_rows(const Node& n, const InferContext& ctx) {
+  Tensor stats = n.output(Role::STATS);
+  Tensor mx = n.output(Role::SCORE_MAX), se = n.output(Role::SCORE_SUM_EXP);
+  if (!mx && !se) return Status::ok();
+  if (stats || !mx || !se) {
+    std::string given;
+    for (auto [role, t] : {std::pair<Role, const Tensor&>{Role::STATS, stats},
+                           {Role::SCORE_MAX, mx},
+                           {Role::SCORE_SUM_EXP, se}})
+      if (t) given += (given.empty() ? "" : " and ") + port_label(role, t);
+    return make_error(
+        ErrorCode::NotSupported, op_label(n), ": outputs ", given,
+        stats ? " are given together" : " is given alone",
+        "; cuDNN's softmax (composite, before 9.21) outputs STATS alone, SCORE_MAX with "
+        "SCORE_SUM_EXP, or none of them: ",
+        stats ? "set is_inference (generate_stats=False) to get SCORE_MAX and SCORE_SUM_EXP "
+                "(STATS = SCORE_MAX + log(SCORE_SUM_EXP)), or drop them"
+              : "give both score_max and score_sum_exp, or neither");
+  }
+  DNNGRAPH_TRY(infer_row_output(n, Role::SCORE_MAX, mx, ctx));
+  return infer_row_output(n, Role::SCORE_SUM_EXP, se, ctx);
+}
+
 }  // namespace
 
 std::vector<double> sdpa_alibi_slopes(int64_t heads) {
@@ -377,6 +416,7 @@ Status infer_sdpa(Node& n, const InferContext& ctx) {
   DNNGRAPH_TRY(check_options(n, a, *s));
   DNNGRAPH_TRY(infer_output(n, Role::O, o, {s->b, s->hq, s->sq, s->dv}, q, ctx, q->data_type));
   DNNGRAPH_TRY(infer_sdpa_stats(n, a.is_inference, ctx));
+  DNNGRAPH_TRY(infer_score_rows(n, ctx));
   if (Tensor dump = n.output(Role::RNG_DUMP)) {
     if (!a.dropout_probability || *a.dropout_probability <= 0.0)
       return make_error(
@@ -451,11 +491,7 @@ Status infer_sdpa_stats(Node& n, bool is_inference, const InferContext& ctx) {
   if (!stats)
     return make_error(ErrorCode::InvalidGraph, op_label(n),
                       ": training (is_inference false) needs output STATS");
-  // Packed [b, h, s_q, 1] whatever Q's layout, as the cuDNN frontend fills it (users allocate
-  // that shape); strides the user set are kept, and every engine honours them.
-  const auto& q = n.input(Role::Q)->dim;
-  return infer_output(n, Role::STATS, stats, {q[0], q[1], q[2], 1}, nullptr, ctx, DataType::Float,
-                      DataType::Float);
+  return infer_row_output(n, Role::STATS, stats, ctx);
 }
 
 Status check_sdpa_common(const Node& n, const SdpaOptions& a) {

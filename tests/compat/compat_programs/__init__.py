@@ -28,6 +28,7 @@ NAMES = [
     "sdpa_sliding_window",
     "sdpa_alibi",
     "sdpa_sink",
+    "sdpa_score_stats",
     "sdpa_score_mod",
     "sdpa_ragged",
     "sdpa_paged",
