@@ -100,7 +100,9 @@ Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
   }
   if (!state_->lowered) {
     if (reasons.empty())
-      reasons = detail::cat("no engine in this build runs on ", handle->device().to_string());
+      reasons = detail::cat("no engine in this build runs on ", handle->device().to_string(),
+                            ": this build has no cuDNN engine (configured with DNNGRAPH_CUDA=OFF); "
+                            "rebuild with -DDNNGRAPH_CUDA=ON, or use a cpu handle");
     else if (all_invalid)
       return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': ", reasons);
     return make_error(ErrorCode::NotSupported, "graph '", name(), "': ", reasons);
