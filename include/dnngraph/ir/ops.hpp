@@ -655,7 +655,21 @@ struct Port {
   Tensor tensor;
 };
 
-struct Subgraph;
+struct Node;
+
+// A subgraph of pointwise nodes an op runs on one of its own intermediates (the cuDNN
+// frontend's attention score modifiers: the callback's ops on the score tensor). `input` is
+// that intermediate (virtual; its dims are set by the op's inference), `output` the tensor the
+// op goes on with. The nodes read `input`, each other's outputs, the outputs of an earlier
+// subgraph of the same node (score_mod_bprop reads what score_mod saved), and graph tensors
+// that the node also binds to its SCORE_MOD_IN_* ports. Its tensors other than those graph
+// tensors belong to the subgraph (they are not in the graph's tensor list).
+struct Subgraph {
+  std::string name;
+  Tensor input;
+  Tensor output;
+  std::vector<Node> nodes;
+};
 
 struct Node {
   std::string name;
@@ -680,20 +694,6 @@ struct Node {
     return std::get<A>(attrs);
   }
   const Subgraph* subgraph(std::string_view name) const;  // nullptr when absent
-};
-
-// A subgraph of pointwise nodes an op runs on one of its own intermediates (the cuDNN
-// frontend's attention score modifiers: the callback's ops on the score tensor). `input` is
-// that intermediate (virtual; its dims are set by the op's inference), `output` the tensor the
-// op goes on with. The nodes read `input`, each other's outputs, the outputs of an earlier
-// subgraph of the same node (score_mod_bprop reads what score_mod saved), and graph tensors
-// that the node also binds to its SCORE_MOD_IN_* ports. Its tensors other than those graph
-// tensors belong to the subgraph (they are not in the graph's tensor list).
-struct Subgraph {
-  std::string name;
-  Tensor input;
-  Tensor output;
-  std::vector<Node> nodes;
 };
 
 }  // namespace dnngraph::ir
