@@ -136,3 +136,15 @@ def test_valid_graph_still_runs_after_the_checks():
     mu = x64.mean(axis=1, keepdims=True)
     ref = (x64 - mu) / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5) * sv + bv
     np.testing.assert_allclose(yv, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_output_strides_that_make_elements_share_addresses_are_refused():
+    # [2, 2] written with strides [1, 1]: elements (0, 1) and (1, 0) would share an address, so
+    # the op's result could not be right; validate() says so and shows packed strides.
+    g = graph("overlap")
+    a = g.tensor(name="A", dim=[2, 3], data_type=F32)
+    b = g.tensor(name="B", dim=[3, 2], data_type=F32)
+    y = g.matmul(A=a, B=b)
+    y.set_output(True).set_name("Y").set_stride([1, 1])
+    with pytest.raises(ValueError, match=r"tensor 'Y'.*share addresses.*packed strides \[2,1\]"):
+        g.validate()

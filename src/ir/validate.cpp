@@ -238,6 +238,28 @@ Status check_layout(const Tensor& t, const std::string& where) {
   return Status::ok();
 }
 
+// An op writes every element of its outputs: no two elements may share one address. Checked
+// with the dims of extent > 1 sorted by stride: each stride must step past the whole span of
+// the smaller ones (every layout cuDNN and the frontend produce meets this; gaps are allowed, as
+// in a slice written in place).
+Status check_output_layout(const Tensor& t, const std::string& where) {
+  std::vector<std::pair<int64_t, int64_t>> by_stride;  // (stride, dim)
+  for (size_t d = 0; d < t->dim.size(); ++d)
+    if (t->dim[d] > 1) by_stride.emplace_back(t->stride[d], t->dim[d]);
+  std::sort(by_stride.begin(), by_stride.end());
+  int64_t span = 1;  // elements covered by the dims sorted so far (fits: storage was checked)
+  for (const auto& [stride, dim] : by_stride) {
+    if (stride < span)
+      return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where, " has dims ",
+                        dims_str(t->dim), " and strides ", dims_str(t->stride),
+                        ": elements would share addresses, but the op writes each of them; "
+                        "give strides that place every element apart (e.g. packed strides ",
+                        dims_str(packed_strides(t->dim)), ")");
+    span = stride * dim;
+  }
+  return Status::ok();
+}
+
 Status assign_uids(const std::vector<Tensor>& tensors) {
   std::unordered_map<int64_t, const Tensor*> seen;
   int64_t max_uid = 0;
@@ -285,9 +307,11 @@ Status validate_graph(std::vector<Tensor>& tensors, std::vector<Node>& nodes,
   for (Node& n : nodes) {
     if (n.compute_data_type == DataType::NotSet) n.compute_data_type = ctx.compute;
     DNNGRAPH_TRY(infer_node(n, ctx));
-    for (const Port& p : n.outputs)
-      DNNGRAPH_TRY(
-          check_layout(p.tensor, detail::cat(" (output ", p.role, " of ", op_label(n), ")")));
+    for (const Port& p : n.outputs) {
+      const std::string where = detail::cat(" (output ", p.role, " of ", op_label(n), ")");
+      DNNGRAPH_TRY(check_layout(p.tensor, where));
+      DNNGRAPH_TRY(check_output_layout(p.tensor, where));
+    }
   }
   return assign_uids(tensors);
 }

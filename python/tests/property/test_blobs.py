@@ -31,6 +31,10 @@ def run_restored(g):
     a = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
     b = np.arange(6, dtype=np.float32).reshape(3, 2) - 3
     y = np.full((2, 2), np.nan, np.float32)
+    # An edited stride of the virtual intermediate is a valid layout that can ask for a huge
+    # workspace (e.g. 23.5 GiB for a stride of 6e9): such a graph is not run here.
+    if g.get_workspace_size() > 1 << 30:
+        return
     g.execute({1: a, 2: b, 3: y}, ws(g))
     np.testing.assert_allclose(y, np.maximum(a.astype(np.float64) @ b, 0), rtol=1e-6)
 
