@@ -147,12 +147,8 @@ void encode_node(Encoder& e, const Node& n, const detail::TensorIndex& ti,
   e.tag('S', 'g');
   detail::TensorIndex local = ti;
   std::vector<Tensor> own;
-  for (const Tensor& t : subgraph_tensors(n)) {
-    if (local.of(t) >= 0) continue;
-    local.index.emplace(t.get(), static_cast<int64_t>(local.list.size()));
-    local.list.push_back(t);
-    own.push_back(t);
-  }
+  for (const Tensor& t : subgraph_tensors(n))
+    if (local.add(t)) own.push_back(t);
   e.u64(own.size());
   for (const Tensor& t : own) encode_tensor(e, *t, opts);
   e.u64(n.subgraphs.size());

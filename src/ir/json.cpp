@@ -118,12 +118,8 @@ Json node_json(const Node& n, const detail::TensorIndex& ti) {
   if (n.subgraphs.empty()) return j;
   detail::TensorIndex local = ti;
   Json own = Json::array();
-  for (const Tensor& t : subgraph_tensors(n)) {
-    if (local.of(t) >= 0) continue;
-    local.index.emplace(t.get(), static_cast<int64_t>(local.list.size()));
-    local.list.push_back(t);
-    own.push_back(tensor_json(*t));
-  }
+  for (const Tensor& t : subgraph_tensors(n))
+    if (local.add(t)) own.push_back(tensor_json(*t));
   j["subgraph_tensors"] = std::move(own);
   Json subs = Json::array();
   for (const Subgraph& sg : n.subgraphs) {

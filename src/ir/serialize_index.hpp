@@ -19,6 +19,12 @@ struct TensorIndex {
     auto it = index.find(t.get());
     return it == index.end() ? -1 : it->second;
   }
+  // Appends t unless it is null or already listed; true when it was appended.
+  bool add(const Tensor& t) {
+    if (!t || !index.emplace(t.get(), static_cast<int64_t>(list.size())).second) return false;
+    list.push_back(t);
+    return true;
+  }
 };
 
 // g.tensors() in order (nulls and repeats skipped), then tensors that are reachable only
@@ -26,14 +32,10 @@ struct TensorIndex {
 // therefore has an index.
 inline TensorIndex index_tensors(const Graph& g) {
   TensorIndex ti;
-  auto add = [&](const Tensor& t) {
-    if (t && ti.index.emplace(t.get(), static_cast<int64_t>(ti.list.size())).second)
-      ti.list.push_back(t);
-  };
-  for (const Tensor& t : g.tensors()) add(t);
+  for (const Tensor& t : g.tensors()) ti.add(t);
   for (const Node& n : g.nodes()) {
-    for (const Port& p : n.inputs) add(p.tensor);
-    for (const Port& p : n.outputs) add(p.tensor);
+    for (const Port& p : n.inputs) ti.add(p.tensor);
+    for (const Port& p : n.outputs) ti.add(p.tensor);
   }
   return ti;
 }
