@@ -43,6 +43,8 @@ def pack_fp4(values: Any) -> Any:
     ml_dtypes.float4_e2m1fn array): a uint8 array whose last dim is half of `values`' last dim
     (which must be even). Pass it to ``execute`` for a tensor of `values`' dims with packed
     strides, or view it as ``torch.float4_e2m1fn_x2``."""
+    import numpy as np
+
     x = np.asarray(values)
     if x.dtype.kind == "V" or str(x.dtype) == "float4_e2m1fn":
         x = x.astype(np.float32)

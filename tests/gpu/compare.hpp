@@ -90,6 +90,8 @@ inline Tolerance default_tolerance(DataType t) {
       return {0.13, 1e-2};
     case DataType::FP8_E5M2:  // one FP8 step (2 mantissa bits)
       return {0.26, 2e-2};
+    case DataType::FP4_E2M1:  // one FP4 step: 0.5 below 2, a third of the value above
+      return {0.34, 0.5};
     default:
       return {0, 0};
   }
