@@ -128,8 +128,7 @@ struct HostTensor {
   explicit HostTensor(dnngraph::ir::Tensor t) : attrs(std::move(t)) {
     // Whole bytes of the storage elements (FP4_E2M1: two per byte), at least one element.
     elements = std::max<int64_t>(attrs->storage_elements(), 1);
-    const int64_t n =
-        dnngraph::data_type_bytes(attrs->data_type, elements).value_or(elements);
+    const int64_t n = dnngraph::data_type_bytes(attrs->data_type, elements).value_or(elements);
     bytes.assign(static_cast<size_t>(std::max<int64_t>(n, 1)), 0);
   }
   void* data() { return bytes.data(); }

@@ -57,10 +57,10 @@ struct RunReport {
   int64_t compared = 0;   // elements compared
   int64_t mismatches = 0;
   double max_abs_err = 0;
-  std::string first_mismatch;      // readable
+  std::string first_mismatch;              // readable
   std::vector<std::string> mismatch_list;  // the first CompareOptions::report_mismatches
-  int64_t skipped = 0;             // elements CompareOptions::skip left out
-  int64_t skipped_mismatches = 0;  // of those, how many differ from the reference
+  int64_t skipped = 0;                     // elements CompareOptions::skip left out
+  int64_t skipped_mismatches = 0;          // of those, how many differ from the reference
   std::string first_skipped_mismatch;
 };
 
@@ -318,9 +318,8 @@ inline RunReport compare_with_reference(const GpuRun& run, const std::function<v
       const double scale = largest ? std::max(std::fabs(want), largest->at(n)) : std::fabs(want);
       const bool skipped = o.skip && o.skip(t, idx);
       if (!skipped) ++r.compared;
-      const bool ok = std::isfinite(got)
-                          ? std::fabs(got - want) <= tol.abs + tol.rel * scale
-                          : (std::isnan(got) ? std::isnan(want) : got == want);
+      const bool ok = std::isfinite(got) ? std::fabs(got - want) <= tol.abs + tol.rel * scale
+                                         : (std::isnan(got) ? std::isnan(want) : got == want);
       if (skipped) {
         ++r.skipped;
         if (!ok) ++r.skipped_mismatches;

@@ -48,8 +48,10 @@ std::function<void(Graph&)> dequantize_matmul_graph() {
     auto bq = g.tensor(ir::TensorAttrs().set_name("BQ").set_dim({1, K, N}).set_stride(
         {K * N, 1, K}));  // K innermost: FP4 pairs pack along K
     bq->set_data_type(kFp4);
-    auto bs = g.tensor(ir::TensorAttrs().set_name("BS").set_dim({1, K / 32, N}).set_stride(
-        {K / 32 * N, 1, K / 32}));
+    auto bs = g.tensor(ir::TensorAttrs()
+                           .set_name("BS")
+                           .set_dim({1, K / 32, N})
+                           .set_stride({K / 32 * N, 1, K / 32}));
     bs->set_data_type(DataType::FP8_E8M0);
     ir::BlockScaleDequantizeAttrs da, db;
     da.block_size = {1, 32};
@@ -65,13 +67,13 @@ void expect_refused_or_matching(const char* what, const std::function<void(Graph
   const int cc = compute_capability();
   ASSERT_GE(cc, 0) << "cannot read the compute capability of device 0";
   const RunReport r = run_and_compare(make, o);
-  std::printf("FP4_RESULT %s cc %d.%d: %s\n", what, cc / 10, cc % 10,
-              r.status.is_ok() ? ("ran, plan " + r.plan_name).c_str()
-                               : r.status.to_string().c_str());
+  std::printf(
+      "FP4_RESULT %s cc %d.%d: %s\n", what, cc / 10, cc % 10,
+      r.status.is_ok() ? ("ran, plan " + r.plan_name).c_str() : r.status.to_string().c_str());
   if (cc < 100) {
-    ASSERT_FALSE(r.status.is_ok()) << what << " ran on compute capability " << cc / 10 << "."
-                                   << cc % 10 << " (plan " << r.plan_name
-                                   << "); FP4 was expected to need 10.x: update the docs";
+    ASSERT_FALSE(r.status.is_ok())
+        << what << " ran on compute capability " << cc / 10 << "." << cc % 10 << " (plan "
+        << r.plan_name << "); FP4 was expected to need 10.x: update the docs";
     EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
     EXPECT_NE(r.status.message().find("FP4_E2M1 tensor"), std::string::npos)
         << "the refusal does not name the FP4 tensor: " << r.status.to_string();

@@ -195,13 +195,15 @@ TEST(Fp4Validate, RefusesNoUnitStrideAxisAndOddRowStrides) {
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("stride 0 is 5"), std::string::npos) << s.message();
   // The same layouts pass with even extents and strides (gaps allowed).
-  EXPECT_TRUE(validate_add(
-                  TensorAttrs().set_name("x").set_dim({2, 4}).set_stride({6, 1}).set_data_type(kFp4))
-                  .is_ok());
+  EXPECT_TRUE(
+      validate_add(
+          TensorAttrs().set_name("x").set_dim({2, 4}).set_stride({6, 1}).set_data_type(kFp4))
+          .is_ok());
   // A column-major FP4 tensor packs along dim 0.
-  EXPECT_TRUE(validate_add(
-                  TensorAttrs().set_name("x").set_dim({4, 3}).set_stride({1, 4}).set_data_type(kFp4))
-                  .is_ok());
+  EXPECT_TRUE(
+      validate_add(
+          TensorAttrs().set_name("x").set_dim({4, 3}).set_stride({1, 4}).set_data_type(kFp4))
+          .is_ok());
 }
 
 TEST(Fp4Validate, RefusesAnOddFp4OutputAndPassByValue) {
@@ -291,13 +293,13 @@ TEST(RefFp4, NvQuantizeHandWorked) {
   //   {0, 0, 0, 0}:          2^-9 (smallest E4M3);        Y = 0
   //   {3000, 1, 0, 0}:       500 > 448 -> 448;            Y = {6.7->6 (saturated), 0.002->0, 0, 0}
   //   {0.01, 0, 0, 0}:       0.00167 -> 2^-9 (subnormal); Y = {5.12->6, 0, 0, 0}
-  const Quantized q = quantize({1, -3, 0.5, 2, 0.3, 0.1, -0.7, 5, 7, 1.25, -0.25, 0.75, 0, 0, 0, 0,
-                                3000, 1, 0, 0, 0.01, 0, 0, 0},
+  const Quantized q = quantize({1, -3, 0.5, 2, 0.3,  0.1, -0.7, 5, 7,    1.25, -0.25, 0.75,
+                                0, 0,  0,   0, 3000, 1,   0,    0, 0.01, 0,    0,     0},
                                3, 8, 4, DataType::FP8_E4M3);
   EXPECT_EQ(q.s, (std::vector<double>{0.5, 0.875, 1.25, std::ldexp(1.0, -9), 448.0,
                                       std::ldexp(1.0, -9)}));
-  EXPECT_EQ(q.y, (std::vector<double>{2, -6, 1, 4, 0.5, 0, -1, 6, 6, 1, -0.0, 0.5, 0, 0, 0, 0, 6,
-                                      0, 0, 0, 6, 0, 0, 0}));
+  EXPECT_EQ(q.y, (std::vector<double>{2, -6, 1, 4, 0.5, 0, -1, 6, 6, 1, -0.0, 0.5,
+                                      0, 0,  0, 0, 6,   0, 0,  0, 6, 0, 0,    0}));
 }
 
 TEST(RefFp4, QuantizeNaNBlocksGetANaNScale) {
@@ -352,8 +354,8 @@ TEST(RefFp4, QuantizeMatchesIndependentModel) {
 TEST(RefFp4, DequantizeHandWorked) {
   dnngraph::Graph g;
   g.set_io_data_type(DataType::Float);
-  auto x = g.tensor(TensorAttrs().set_name("x").set_dim({2, 4}).set_stride({4, 1}).set_data_type(
-      kFp4));
+  auto x =
+      g.tensor(TensorAttrs().set_name("x").set_dim({2, 4}).set_stride({4, 1}).set_data_type(kFp4));
   auto s = g.tensor(TensorAttrs().set_name("s").set_dim({2, 1}).set_stride({1, 1}).set_data_type(
       DataType::FP8_E8M0));
   BlockScaleDequantizeAttrs a;
@@ -402,9 +404,8 @@ TEST(RefFp4, DequantizeOfQuantizeWithinTheFormatsError) {
           amax = std::max(amax, std::fabs(xv[static_cast<size_t>(r * cols + blk * block + k)]));
         // The scale the format allows: MX 2^(floor(log2 amax) - 2), NV amax/6 rounded up by at
         // most one E4M3 step (1/8 relative).
-        const double sc = scale == DataType::FP8_E8M0
-                              ? std::exp2(std::floor(std::log2(amax)) - 2)
-                              : amax / 6 * (1 + 0.125);
+        const double sc = scale == DataType::FP8_E8M0 ? std::exp2(std::floor(std::log2(amax)) - 2)
+                                                      : amax / 6 * (1 + 0.125);
         for (int64_t k = 0; k < block; ++k) {
           const size_t i = static_cast<size_t>(r * cols + blk * block + k);
           const double qv = std::fabs(xv[i]) / sc;
@@ -426,8 +427,8 @@ TEST(RefFp4, MatmulOfDequantizedOperands) {
   g.set_io_data_type(DataType::Float).set_compute_data_type(DataType::Float);
   auto aq = g.tensor(TensorAttrs().set_name("aq").set_dim({1, M, K}).set_stride({M * K, K, 1}));
   aq->set_data_type(kFp4);
-  auto as = g.tensor(TensorAttrs().set_name("as").set_dim({1, M, K / 32}).set_stride(
-      {M * K / 32, K / 32, 1}));
+  auto as = g.tensor(
+      TensorAttrs().set_name("as").set_dim({1, M, K / 32}).set_stride({M * K / 32, K / 32, 1}));
   as->set_data_type(DataType::FP8_E8M0);
   // B [1, K, N] packed along K (column-major rows: stride 1 on K), scales per 32 along K.
   auto bq = g.tensor(TensorAttrs().set_name("bq").set_dim({1, K, N}).set_stride({K * N, 1, K}));
@@ -540,8 +541,8 @@ TEST(RefFp4, ConcurrentExecutesWriteSeparateOutputs) {
 TEST(RefFp4, PointwiseAndReductionReadFp4) {
   dnngraph::Graph g;
   g.set_io_data_type(DataType::Float).set_compute_data_type(DataType::Float);
-  auto x = g.tensor(TensorAttrs().set_name("x").set_dim({2, 4}).set_stride({4, 1}).set_data_type(
-      kFp4));
+  auto x =
+      g.tensor(TensorAttrs().set_name("x").set_dim({2, 4}).set_stride({4, 1}).set_data_type(kFp4));
   auto two = g.tensor(TensorAttrs().set_name("two").set_dim({1, 1}).set_stride({1, 1}));
   two->set_data_type(DataType::Float);
   auto y = g.mul(x, two);
