@@ -1315,3 +1315,27 @@ Tensor.set_data_type = _set_data_type
 Tensor.set_ragged_offset = _set_ragged_offset
 Tensor.set_reordering_type = _set_reordering_type
 Tensor.get_reordering_type = lambda self: tensor_reordering.NONE
+
+
+# The frontend's Tensor is a dataclass whose fields are read and assigned as attributes
+# (`t.dim`, `t.name = "x"`); here each attribute is its getter and setter.
+def _attribute(getter: str, setter: str, doc: str, convert: Any = None) -> property:
+    def fset(self: Tensor, value: Any) -> None:
+        getattr(self, setter)(convert(value) if convert else value)
+
+    return property(lambda self: getattr(self, getter)(), fset, doc=doc)
+
+
+for _attr, _conv, _doc in (
+        ("dim", list, "The dims (set_dim / get_dim)."),
+        ("stride", list, "The strides in elements (set_stride / get_stride)."),
+        ("data_type", None, "The data type, a cudnn.data_type (torch and numpy dtypes are taken)."),
+        ("name", str, "The name (set_name / get_name)."),
+        ("uid", int, "The uid (set_uid / get_uid; assigned by validate when not set)."),
+        ("is_virtual", bool, "An intermediate no buffer is bound to (set_is_virtual)."),
+        ("is_pass_by_value", bool, "A scalar passed by value at execute (set_is_pass_by_value)."),
+        ("ragged_offset", None, "The ragged (THD) offsets tensor, or None (set_ragged_offset)."),
+        ("ragged_offset_multiplier", int, "Elements per unit of the ragged offsets."),
+        ("reordering_type", None, "The layout reordering (NONE only in dnngraph)."),
+):
+    setattr(Tensor, _attr, _attribute(f"get_{_attr}", f"set_{_attr}", _doc, _conv))

@@ -180,6 +180,33 @@ def test_execute_forms_serialize_and_key(handle, rng):
         g.execute({A: a, Y: y1}, override_uids=[A.get_uid()], override_shapes=[[1, 3, 4]])
 
 
+def test_tensor_attributes_read_and_assign_as_the_frontend_dataclass(handle, rng):
+    a = rng.standard_normal((1, 4, 8)).astype(np.float32)
+    b = rng.standard_normal((1, 8, 3)).astype(np.float32)
+    g = graph(handle, name="attrs")
+    A = g.tensor(name="A", dim=[1, 4, 8], stride=[32, 8, 1], data_type=cudnn.data_type.FLOAT)
+    B = g.tensor_like(b)
+    assert (A.dim, A.stride, A.name, A.data_type) == ([1, 4, 8], [32, 8, 1], "A",
+                                                      cudnn.data_type.FLOAT)
+    assert (A.is_virtual, A.is_pass_by_value, A.ragged_offset) == (False, False, None)
+    assert A.ragged_offset_multiplier == 1 and A.reordering_type == cudnn.tensor_reordering.NONE
+    B.name = "B"
+    B.uid = 77
+    C = g.matmul(A, B)
+    assert C.is_virtual
+    C.is_virtual = False
+    C.name, C.data_type = "C", np.float32
+    assert (C.get_name(), C.get_is_virtual(), C.get_uid()) == ("C", False, C.uid)
+    g.build([cudnn.heur_mode.A])
+    assert C.dim == [1, 4, 3] and C.stride == [12, 3, 1]  # inferred
+    assert B.uid == 77 and isinstance(A.uid, int)
+    c = np.full((1, 4, 3), np.nan, np.float32)
+    g.execute({A.uid: a, B.uid: b, C.uid: c})
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-6)
+    with pytest.raises(cudnn.NotSupportedError, match="reordering"):
+        A.reordering_type = cudnn.tensor_reordering.INT8x32
+
+
 def test_introspection(handle):
     g = graph(handle)
     A = g.tensor(name="A", dim=[1, 4, 4])
