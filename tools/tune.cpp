@@ -53,7 +53,7 @@ double io_bytes(const ir::ValidatedGraph& g) {
   double b = 0;
   for (const ir::Tensor& t : g.io_tensors())
     if (!t->is_pass_by_value)
-      b += product(t->dim) * static_cast<double>(data_type_size(t->data_type));
+      b += product(t->dim) * static_cast<double>(data_type_bits(t->data_type)) / 8.0;
   return b;
 }
 

@@ -21,10 +21,22 @@ enum class DataType : int {
   Int64,
   Boolean,
   FP8_E8M0,  // unsigned exponent-only scale (2^(e-127); 0xFF NaN): MX block scales
+  FP4_E2M1,  // 4-bit float (OCP MX E2M1: +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}), two per byte
 };
 
-// Bytes per element (Boolean is stored as one byte); 0 for NotSet.
+// Bits per element: 4 for FP4_E2M1, 8 * data_type_size otherwise (Boolean takes 8); 0 for
+// NotSet.
+int64_t data_type_bits(DataType t);
+// Bytes per element for the types whose elements are whole bytes (Boolean is stored as one
+// byte); 0 for NotSet and for FP4_E2M1, whose elements are half a byte: size buffers of any
+// type with data_type_bytes().
 int64_t data_type_size(DataType t);
+// Bytes that `elements` consecutive elements of t occupy, rounded up to whole bytes (an FP4
+// tensor of 5 elements takes 3); nullopt when that overflows int64 or elements < 0.
+std::optional<int64_t> data_type_bytes(DataType t, int64_t elements);
+// A sub-byte type: several elements share one byte (FP4_E2M1). Such a tensor must pack its
+// elements in pairs along a unit-stride axis (see ir::TensorAttrs::packing_error).
+bool is_sub_byte(DataType t);
 std::string_view data_type_name(DataType t);  // "FLOAT", "BFLOAT16", ...
 std::optional<DataType> data_type_from_name(std::string_view name);
 bool is_floating(DataType t);

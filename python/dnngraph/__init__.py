@@ -56,6 +56,7 @@ from ._compat import (
     tensor_reordering,
 )
 from . import datatypes, experimental
+from .fp4 import pack_fp4, unpack_fp4
 from .graph_api import graph, graph_cache, jit
 from .wrapper import Graph
 from . import wrapper
@@ -132,6 +133,8 @@ __all__ = [
     "KernelCache",
     "NativeGraph",
     "NotSupportedError",
+    "pack_fp4",
+    "unpack_fp4",
     "Tensor",
     "attention_implementation",
     "backend_version",

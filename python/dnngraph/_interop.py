@@ -28,6 +28,11 @@ _BY_NAME = {
     "float8_e4m3": data_type.FP8_E4M3,
     "float8_e5m2": data_type.FP8_E5M2,
     "float8_e8m0fnu": data_type.FP8_E8M0,
+    # torch (>= 2.8): one element holds two FP4 values, packed along the unit-stride dim.
+    "float4_e2m1fn_x2": data_type.FP4_E2M1,
+    # ml_dtypes: one FP4 value per byte. It names the type (data_type=ml_dtypes.float4_e2m1fn),
+    # but its arrays are not FP4_E2M1 buffers (see describe()).
+    "float4_e2m1fn": data_type.FP4_E2M1,
 }
 
 # Array-interface type strings without the byte-order character.
@@ -88,12 +93,38 @@ def _from_interface(obj: Any, iface: dict) -> Tuple[List[int], List[int], data_t
     return shape, [int(s) // itemsize for s in strides], dt
 
 
+def _unpacked_fp4(dim: List[int], stride: List[int]) -> Tuple[List[int], List[int]]:
+    """The FP4 elements' dims and strides of a float4_e2m1fn_x2 tensor's (two per element):
+    its unit-stride dim (of those with stride 1, the one of largest extent, the last on a tie)
+    doubles, and so do the other strides."""
+    axis = None
+    for d, s in enumerate(stride):
+        if s == 1 and (axis is None or dim[d] >= dim[axis]):
+            axis = d
+    if axis is None:
+        raise ValueError(f"tensor_like: a float4_e2m1fn_x2 tensor of shape {tuple(dim)} and "
+                         f"strides {tuple(stride)} has no dim of stride 1, along which its FP4 "
+                         "pairs pack; pass a contiguous tensor (.contiguous())")
+    return ([d * 2 if i == axis else d for i, d in enumerate(dim)],
+            [1 if i == axis else s * 2 for i, s in enumerate(stride)])
+
+
 def describe(obj: Any) -> Tuple[List[int], List[int], data_type]:
     """(dims, strides in elements, data_type) of an array object."""
+    dtype_name = str(getattr(obj, "dtype", ""))
+    if dtype_name == "float4_e2m1fn":  # ml_dtypes: one FP4 value per byte
+        raise ValueError(
+            "tensor_like: an ml_dtypes.float4_e2m1fn array holds one FP4 value per byte, but "
+            "FP4_E2M1 tensors pack two per byte along their unit-stride dim; pack it with "
+            "dnngraph.pack_fp4(array) and make the tensor with tensor(dim=array.shape, "
+            "data_type=data_type.FP4_E2M1), or pass a torch.float4_e2m1fn_x2 tensor")
     stride = getattr(obj, "stride", None)
     if callable(stride) and hasattr(obj, "data_ptr"):  # torch.Tensor: strides in elements
-        return [int(d) for d in obj.shape], [int(s) for s in stride()], _dtype_from_name(
-            obj, obj.dtype)
+        dim, st = [int(d) for d in obj.shape], [int(s) for s in stride()]
+        dt = _dtype_from_name(obj, obj.dtype)
+        if dtype_name.endswith("float4_e2m1fn_x2"):
+            dim, st = _unpacked_fp4(dim, st)
+        return dim, st, dt
     for attr in ("__cuda_array_interface__", "__array_interface__"):
         iface = getattr(obj, attr, None)
         if iface is not None:

@@ -125,9 +125,24 @@ class Graph:
                        "DOUBLE": "float64", "INT8": "int8", "UINT8": "uint8", "INT32": "int32",
                        "INT64": "int64", "BOOLEAN": "bool", "FP8_E4M3": "float8_e4m3fn",
                        "FP8_E5M2": "float8_e5m2", "FP8_E8M0": "float8_e8m0fnu"}
+        if name == "FP4_E2M1":  # bytes holding two elements along the unit-stride dim
+            return self._empty_fp4(t.get_dim(), t.get_stride())
         if name not in torch_names:
             raise TypeError(f"Graph: cannot allocate an output of data type {name}")
         return self._empty(t.get_dim(), t.get_stride(), torch_names[name])
+
+    def _empty_fp4(self, dim: List[int], stride: List[int]) -> Any:
+        """Memory for an FP4_E2M1 tensor: torch.float4_e2m1fn_x2 where torch has it, else
+        uint8, with the unit-stride dim halved and the other strides halved (validate() made
+        them even)."""
+        axis = max((d for d, s in enumerate(stride) if s == 1), key=lambda d: (dim[d], d))
+        bdim = [d // 2 if i == axis else d for i, d in enumerate(dim)]
+        bstride = [1 if i == axis else s // 2 for i, s in enumerate(stride)]
+        torch = sys.modules.get("torch")
+        if torch is not None and hasattr(torch, "float4_e2m1fn_x2"):
+            return torch.empty_strided(bdim, bstride, dtype=torch.float4_e2m1fn_x2,
+                                       device=self._device())
+        return self._empty(bdim, bstride, "uint8")
 
     def _graph_tensor(self, obj: Any) -> Tensor:
         key = id(obj)

@@ -28,7 +28,8 @@ void bind_enums(nb::module_& m) {
       .value("INT32", DataType::Int32)
       .value("INT64", DataType::Int64)
       .value("BOOLEAN", DataType::Boolean)
-      .value("FP8_E8M0", DataType::FP8_E8M0);
+      .value("FP8_E8M0", DataType::FP8_E8M0)
+      .value("FP4_E2M1", DataType::FP4_E2M1);
 
   nb::enum_<HeurMode>(m, "heur_mode", "Heuristic modes that propose engine configurations")
       .value("A", HeurMode::A)

@@ -544,6 +544,50 @@ void check_layout(const Buffer& b, const ir::TensorAttrs& t, int64_t esize,
        "shape, or a view such as .transpose() that gives those strides)");
 }
 
+// An FP4_E2M1 tensor's memory seen as bytes: the packed (unit-stride) dim halved, the other
+// strides halved (validate() made them even), so that it compares with a uint8 array or a
+// torch.float4_e2m1fn_x2 tensor, whose elements hold two FP4 elements each.
+ir::TensorAttrs packed_bytes_view(const ir::TensorAttrs& t) {
+  ir::TensorAttrs v = t;
+  const std::optional<size_t> axis = t.packed_axis();
+  for (size_t d = 0; d < v.dim.size(); ++d) {
+    if (axis && d == *axis) {
+      v.dim[d] /= 2;
+      v.stride[d] = 1;
+    } else {
+      v.stride[d] /= 2;
+    }
+  }
+  v.data_type = DataType::UInt8;
+  return v;
+}
+
+// The element checks of a sub-byte tensor (FP4_E2M1): the array holds bytes, two elements
+// each, packed along the tensor's unit-stride dim (the frontend's convention: a uint8 array or
+// a torch.float4_e2m1fn_x2 tensor with that dim halved, or a flat array of the bytes).
+void check_packed_buffer(const Buffer& b, const ir::TensorAttrs& t, const std::string& who) {
+  const std::string type(data_type_name(t.data_type));
+  const std::string how =
+      ": pass its packed bytes, two elements per byte along the unit-stride dim (the even one in "
+      "the low nibble): a uint8 array or a torch.float4_e2m1fn_x2 tensor with that dim halved "
+      "(dnngraph.pack_fp4 packs float values)";
+  if ((b.kind == 'V' || b.kind == 'f') && b.itemsize == 1)
+    fail(who + " is " + type + " but the array has 1-byte " + (b.kind == 'V' ? "opaque" : "float") +
+         " elements, one value each (e.g. ml_dtypes.float4_e2m1fn, which does not pack)" + how);
+  if (b.itemsize > 0 && b.itemsize != 1)
+    fail(who + " is " + type + " but the array has " + std::to_string(b.itemsize) +
+         "-byte elements" + how);
+  if (b.kind != '?' && b.kind != 'u')
+    fail(who + " is " + type + " but the array does not hold unsigned bytes" + how);
+  const ir::TensorAttrs bytes = packed_bytes_view(t);
+  if (b.has_layout) check_layout(b, bytes, 1, who + " (" + type + ", two elements per byte)");
+  if (b.bytes == -2) fail(who + ": the array's extent overflows");
+  const int64_t need = t.storage_bytes().value_or(INT64_MAX);
+  if (b.bytes >= 0 && b.bytes < need)
+    fail(who + " needs " + std::to_string(need) + " bytes (" + t.describe() +
+         ", two elements per byte) but the array holds " + std::to_string(b.bytes));
+}
+
 // Checks one value against its tensor (as built): device, element type, layout, memory size.
 void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) {
   const int64_t esize = data_type_size(t.data_type);
@@ -558,6 +602,7 @@ void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) 
   } else if (dev.kind == Device::Kind::CUDA && b.where == Where::Host) {
     fail(who() + ": the array is host memory but the handle runs on " + dev.to_string());
   }
+  if (is_sub_byte(t.data_type)) return check_packed_buffer(b, t, who());
   if (b.itemsize > 0 && esize > 0 && b.itemsize != esize)
     fail(who() + " is " + std::string(data_type_name(t.data_type)) + " (" + std::to_string(esize) +
          "-byte elements) but the array has " + std::to_string(b.itemsize) + "-byte elements");

@@ -23,9 +23,10 @@ void bind_ops_block_scale(nb::class_<PyGraph>& cls) {
       nb::arg("transpose") = false, nb::arg("compute_data_type") = DataType::NotSet,
       nb::arg("name") = "",
       "[Y, scale]: blocks of block_size elements along axis (default the last dim) share one "
-      "power-of-two FP8_E8M0 scale 2^(floor(log2(amax)) - emax); Y = input / scale, saturated. "
-      "Set Y's data type (FP8_E4M3 or FP8_E5M2). transpose=True makes Y and scale packed with "
-      "the axis innermost.");
+      "scale: FP8_E8M0 2^(floor(log2(amax)) - emax) (OCP MX, the default), or, with the scale's "
+      "data type set to FP8_E4M3 and Y FP4_E2M1 (NVFP4), amax / 6 rounded up to E4M3; Y = input "
+      "/ scale, saturated. Set Y's data type (FP8_E4M3, FP8_E5M2 or FP4_E2M1). transpose=True "
+      "makes Y and scale packed with the axis innermost.");
   cls.def(
       "block_scale_dequantize",
       [](PyGraph& g, ir::Tensor input, ir::Tensor descale, std::vector<int64_t> block_size,

@@ -104,7 +104,7 @@ def test_errors_name_the_op(handle, rng):
     Y, S = g.block_scale_quantize(g.tensor_like(x), block_size=2, name="q")
     Y.set_output(True)
     S.set_output(True)
-    with pytest.raises(ValueError, match="FP8_E4M3 or FP8_E5M2"):
+    with pytest.raises(ValueError, match=r"FP8_E4M3, FP8_E5M2 \(MXFP8\) or FP4_E2M1"):
         g.validate()
     with pytest.raises(cudnn.NotSupportedError, match="group_offset"):
         g.block_scale_quantize(g.tensor_like(x), block_size=2, group_offset=g.tensor_like(x))

@@ -43,6 +43,56 @@ double decode_e8m0(uint8_t code) {
   return std::ldexp(1.0, static_cast<int>(code) - 127);
 }
 
+// FP4_E2M1 (OCP MX v1.0 E2M1; ml_dtypes.float4_e2m1fn): sign bit 3, exponent bits 2-1 (bias
+// 1), mantissa bit 0; codes 0-7 are 0, 0.5 (the one subnormal), 1, 1.5, 2, 3, 4, 6 and 8-15
+// their negatives. The format has no infinity and no NaN.
+constexpr double kE2M1Values[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+
+// Rounds to the nearest value, ties to the even code (0.25 -> 0, 0.75 -> 1, 1.25 -> 1,
+// 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4); magnitudes beyond 6, infinities included, saturate
+// to +-6 (OCP MX v1.0: no inf to overflow to). NaN has no code: it is stored as +0. Libraries
+// differ here (ml_dtypes 0.7 gives a zero, ONNX's float4 cast gives +6); a zero keeps a NaN
+// from turning into a plausible large value. The block-scaled formats keep a NaN visible
+// through the block's scale (FP8_E8M0 and FP8_E4M3 both have a NaN code; see
+// block_scale_quantize).
+uint8_t encode_e2m1(double x) {
+  if (std::isnan(x)) return 0;
+  const uint8_t sign = std::signbit(x) ? 0x8 : 0x0;
+  const double a = std::fabs(x);
+  uint8_t code = 7;  // saturated
+  for (uint8_t c = 0; c < 7; ++c) {
+    const double mid = 0.5 * (kE2M1Values[c] + kE2M1Values[c + 1]);
+    if (a < mid || (a == mid && c % 2 == 0)) {
+      code = c;
+      break;
+    }
+  }
+  return sign | code;
+}
+double decode_e2m1(uint8_t code) {
+  const double v = kE2M1Values[code & 0x7];
+  return (code & 0x8) ? -v : v;
+}
+
+// Element i of an FP4 tensor lives in byte i / 2: the even element in the low nibble (bits
+// 3-0), the odd one in the high nibble (bits 7-4). That is torch's float4_e2m1fn_x2 order (the
+// Float4_e2m1fn_x2 docblock of pytorch PR 148791: the second element in the most significant
+// bits, as torchao's maintainers restate in pytorch/ao issue 2939), CUDA's __nv_fp4x2_e2m1 and
+// ONNX's FLOAT4E2M1 (the first element in the least significant bits). Along the unit-stride
+// axis, element 2k is the low nibble of byte k.
+uint8_t read_nibble(const void* base, int64_t i) {
+  const uint8_t byte = static_cast<const uint8_t*>(base)[i / 2];
+  return i % 2 ? static_cast<uint8_t>(byte >> 4) : static_cast<uint8_t>(byte & 0x0F);
+}
+// Read-modify-write of the byte holding element i: the other nibble is kept. Two threads must
+// never write the two elements of one byte at once; the reference engine writes every output
+// through KernelContext::store, serially (src/engines/reference/tensor_io.cpp).
+void write_nibble(void* base, int64_t i, uint8_t code) {
+  uint8_t& byte = static_cast<uint8_t*>(base)[i / 2];
+  byte = i % 2 ? static_cast<uint8_t>((byte & 0x0F) | (code << 4))
+               : static_cast<uint8_t>((byte & 0xF0) | (code & 0x0F));
+}
+
 uint32_t encode(const MiniFloat& f, double x) {
   const uint32_t sign = std::signbit(x) ? (1u << (f.E + f.M)) : 0u;
   if (std::isnan(x)) return f.nan_code();
@@ -122,6 +172,8 @@ double load_element(const void* base, DataType t, int64_t off) {
       return decode(kE5M2, read_as<uint8_t>(base, off));
     case DataType::FP8_E8M0:
       return decode_e8m0(read_as<uint8_t>(base, off));
+    case DataType::FP4_E2M1:
+      return decode_e2m1(read_nibble(base, off));
     case DataType::Int8:
       return read_as<int8_t>(base, off);
     case DataType::UInt8:
@@ -161,6 +213,9 @@ void store_element(void* base, DataType t, int64_t off, double v) {
     case DataType::FP8_E8M0:
       write_as<uint8_t>(base, off, encode_e8m0(v));
       return;
+    case DataType::FP4_E2M1:
+      write_nibble(base, off, encode_e2m1(v));
+      return;
     case DataType::Int8:
       write_as<int8_t>(base, off, saturate_int<int8_t>(v));
       return;
@@ -188,6 +243,8 @@ double round_to(DataType t, double v) {
       return v;
     case DataType::Float:
       return static_cast<double>(static_cast<float>(v));
+    case DataType::FP4_E2M1:
+      return decode_e2m1(encode_e2m1(v));
     default: {
       unsigned char buf[8];
       store_element(buf, t, 0, v);

@@ -25,10 +25,10 @@ std::optional<E> find_name(const std::array<std::string_view, N>& names, std::st
   return std::nullopt;
 }
 
-constexpr std::array<std::string_view, 13> kDataTypeNames = {
+constexpr std::array<std::string_view, 14> kDataTypeNames = {
     "NOT_SET", "FLOAT", "DOUBLE", "HALF",  "BFLOAT16", "FP8_E4M3", "FP8_E5M2",
-    "INT8",    "UINT8", "INT32",  "INT64", "BOOLEAN",  "FP8_E8M0"};
-constexpr std::array<int64_t, 13> kDataTypeSizes = {0, 4, 8, 2, 2, 1, 1, 1, 1, 4, 8, 1, 1};
+    "INT8",    "UINT8", "INT32",  "INT64", "BOOLEAN",  "FP8_E8M0", "FP4_E2M1"};
+constexpr std::array<int64_t, 14> kDataTypeBits = {0, 32, 64, 16, 16, 8, 8, 8, 8, 32, 64, 8, 8, 4};
 
 constexpr std::array<std::string_view, kPointwiseModeCount> kPointwiseNames = {
     "ADD",
@@ -91,7 +91,32 @@ constexpr std::array<std::string_view, 6> kErrorNames = {
 
 }  // namespace
 
-int64_t data_type_size(DataType t) { return kDataTypeSizes[static_cast<size_t>(t)]; }
+int64_t data_type_bits(DataType t) {
+  const int i = static_cast<int>(t);
+  return i >= 0 && static_cast<size_t>(i) < kDataTypeBits.size()
+             ? kDataTypeBits[static_cast<size_t>(i)]
+             : 0;
+}
+int64_t data_type_size(DataType t) {
+  const int64_t bits = data_type_bits(t);
+  return bits % 8 == 0 ? bits / 8 : 0;
+}
+std::optional<int64_t> data_type_bytes(DataType t, int64_t elements) {
+  const int64_t bits = data_type_bits(t);
+  if (elements < 0) return std::nullopt;
+  if (bits % 8 == 0) {
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(elements, bits / 8, &bytes)) return std::nullopt;
+    return bytes;
+  }
+  // Sub-byte: 8 / bits elements per byte (bits divides 8); the last byte may be partly used.
+  const int64_t per_byte = 8 / bits;
+  return elements / per_byte + (elements % per_byte != 0 ? 1 : 0);
+}
+bool is_sub_byte(DataType t) {
+  const int64_t bits = data_type_bits(t);
+  return bits > 0 && bits < 8;
+}
 std::string_view data_type_name(DataType t) { return name_of(kDataTypeNames, t); }
 std::optional<DataType> data_type_from_name(std::string_view s) {
   return find_name<DataType>(kDataTypeNames, s);
@@ -105,6 +130,7 @@ bool is_floating(DataType t) {
     case DataType::FP8_E4M3:
     case DataType::FP8_E5M2:
     case DataType::FP8_E8M0:
+    case DataType::FP4_E2M1:
       return true;
     default:
       return false;

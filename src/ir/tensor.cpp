@@ -38,10 +38,45 @@ int64_t TensorAttrs::storage_elements() const {
 
 std::optional<int64_t> TensorAttrs::storage_bytes() const {
   const std::optional<int64_t> span = checked_span(dim, stride);
-  int64_t bytes = 0;
-  if (!span || __builtin_mul_overflow(*span, data_type_size(data_type), &bytes))
-    return std::nullopt;
-  return bytes;
+  if (!span) return std::nullopt;
+  return data_type_bytes(data_type, *span);
+}
+
+std::optional<size_t> TensorAttrs::packed_axis() const {
+  std::optional<size_t> axis;
+  for (size_t d = 0; d < dim.size() && d < stride.size(); ++d)
+    if (stride[d] == 1 && (!axis || dim[d] >= dim[*axis])) axis = d;
+  return axis;
+}
+
+std::string TensorAttrs::packing_problem() const {
+  if (!is_sub_byte(data_type)) return "";
+  const std::string type(data_type_name(data_type));
+  const std::optional<size_t> axis = packed_axis();
+  std::ostringstream os;
+  if (!axis) {
+    os << "is " << describe() << ": no dim has stride 1, but " << type
+       << " packs two elements per byte along a unit-stride dim; give one dim stride 1 (e.g. "
+          "packed strides)";
+    return os.str();
+  }
+  const int64_t extent = dim[*axis];
+  if (extent % 2 != 0) {
+    os << "is " << describe() << ": its unit-stride dim " << *axis << " has extent " << extent
+       << ", but " << type
+       << " packs two elements per byte along that dim, so it must be even; pad that dim to "
+       << extent + 1 << " or use a wider data type";
+    return os.str();
+  }
+  for (size_t d = 0; d < dim.size(); ++d)
+    if (d != *axis && dim[d] > 1 && stride[d] % 2 != 0) {
+      os << "is " << describe() << ": stride " << d << " is " << stride[d] << ", but " << type
+         << " packs two elements per byte, so every row must start on a byte: give dims other "
+            "than the unit-stride dim "
+         << *axis << " even strides (e.g. packed strides)";
+      return os.str();
+    }
+  return "";
 }
 
 bool TensorAttrs::is_packed() const {

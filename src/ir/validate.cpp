@@ -235,6 +235,15 @@ Status check_layout(const Tensor& t, const std::string& where) {
                       dims_str(t->dim), " and strides ", dims_str(t->stride), ": its extent of ",
                       data_type_name(t->data_type), " elements overflows int64 bytes (more than ",
                       std::numeric_limits<int64_t>::max(), "); use smaller dims or strides");
+  if (is_sub_byte(t->data_type)) {
+    if (t->is_pass_by_value)
+      return make_error(ErrorCode::InvalidGraph, "pass-by-value tensor '", t->name, "'", where,
+                        " has data type ", data_type_name(t->data_type),
+                        ", whose elements are half a byte: a host scalar must be whole bytes; "
+                        "give the scalar as FLOAT (or pass a tensor in memory)");
+    if (const std::string p = t->packing_problem(); !p.empty())
+      return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where, " ", p);
+  }
   return Status::ok();
 }
 

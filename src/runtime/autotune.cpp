@@ -28,14 +28,14 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Bytes a tensor's elements span (dims and strides in elements), 0 for an empty tensor.
-int64_t span_bytes(const ir::TensorAttrs& t) {
+// Elements a tensor's storage spans (dims and strides in elements), 0 for an empty tensor.
+int64_t span_elements(const ir::TensorAttrs& t) {
   int64_t last = 0;
   for (size_t i = 0; i < t.dim.size(); ++i) {
     if (t.dim[i] == 0) return 0;
     last += (t.dim[i] - 1) * (i < t.stride.size() ? t.stride[i] : 1);
   }
-  return (last + 1) * std::max<int64_t>(1, data_type_size(t.data_type));
+  return last + 1;
 }
 
 }  // namespace
@@ -143,7 +143,7 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
     int64_t per_copy = 0;
     for (const ir::Tensor& t : st.required)
       if (!t->is_pass_by_value && !written.count(t->uid)) {
-        inputs.emplace_back(t->uid, span_bytes(*t));
+        inputs.emplace_back(t->uid, data_type_bytes(t->data_type, span_elements(*t)).value_or(0));
         per_copy += inputs.back().second;
       }
     int n =
@@ -276,12 +276,12 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const AutotuneOptions& o)
       pack[t.uid] = scalars[i].data();
       continue;
     }
-    const int64_t bytes = span_bytes(t);
+    // validate() checked the extent against int64 (a sub-byte type rounds up to whole bytes).
+    const int64_t elements = span_elements(t);
+    const int64_t bytes = data_type_bytes(t.data_type, elements).value_or(0);
     std::vector<unsigned char> host(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
-    const int64_t size = data_type_size(t.data_type);
-    if (size >= 1)
-      for (int64_t e = 0; e < bytes / size; ++e)
-        store_element(host.data(), t.data_type, e, dist(gen));
+    if (t.data_type != DataType::NotSet)
+      for (int64_t e = 0; e < elements; ++e) store_element(host.data(), t.data_type, e, dist(gen));
     DNNGRAPH_ASSIGN_OR_RETURN(auto dev, timer->copy(host.data(), bytes));
     pack[t.uid] = dev.get();
     owned.push_back(std::move(dev));

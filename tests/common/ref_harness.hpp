@@ -126,14 +126,14 @@ struct HostTensor {
   std::vector<unsigned char> bytes;
 
   explicit HostTensor(dnngraph::ir::Tensor t) : attrs(std::move(t)) {
-    const int64_t n = std::max<int64_t>(attrs->storage_elements(), 1);
-    bytes.assign(static_cast<size_t>(n * elem_size()), 0);
-  }
-  int64_t elem_size() const {
-    return std::max<int64_t>(dnngraph::data_type_size(attrs->data_type), 1);
+    // Whole bytes of the storage elements (FP4_E2M1: two per byte), at least one element.
+    elements = std::max<int64_t>(attrs->storage_elements(), 1);
+    const int64_t n = dnngraph::data_type_bytes(attrs->data_type, elements).value_or(elements);
+    bytes.assign(static_cast<size_t>(std::max<int64_t>(n, 1)), 0);
   }
   void* data() { return bytes.data(); }
-  int64_t storage_elements() const { return static_cast<int64_t>(bytes.size()) / elem_size(); }
+  int64_t storage_elements() const { return elements; }
+  int64_t elements = 0;
   // Fills every storage element, gaps included, with NaN (floats) or a junk value (ints).
   void poison() {
     const double junk =

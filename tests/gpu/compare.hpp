@@ -57,10 +57,10 @@ struct RunReport {
   int64_t compared = 0;   // elements compared
   int64_t mismatches = 0;
   double max_abs_err = 0;
-  std::string first_mismatch;      // readable
+  std::string first_mismatch;              // readable
   std::vector<std::string> mismatch_list;  // the first CompareOptions::report_mismatches
-  int64_t skipped = 0;             // elements CompareOptions::skip left out
-  int64_t skipped_mismatches = 0;  // of those, how many differ from the reference
+  int64_t skipped = 0;                     // elements CompareOptions::skip left out
+  int64_t skipped_mismatches = 0;          // of those, how many differ from the reference
   std::string first_skipped_mismatch;
 };
 
@@ -90,6 +90,8 @@ inline Tolerance default_tolerance(DataType t) {
       return {0.13, 1e-2};
     case DataType::FP8_E5M2:  // one FP8 step (2 mantissa bits)
       return {0.26, 2e-2};
+    case DataType::FP4_E2M1:  // one FP4 step: 0.5 below 2, a third of the value above
+      return {0.34, 0.5};
     default:
       return {0, 0};
   }
@@ -124,10 +126,16 @@ inline void finish(const ir::Tensor& y, const char* name, const std::vector<int6
 namespace detail_ {
 
 inline double load(const unsigned char* p, DataType t) { return load_element(p, t, 0); }
+// Element e of a buffer (FP4_E2M1: a nibble, so element offsets, not byte pointers).
+inline double load_at(const unsigned char* base, DataType t, int64_t e) {
+  return load_element(base, t, e);
+}
 
 // Test inputs: Boolean from the sign (about half true), UInt8 from |v|, integers rounded half
 // away from zero, half/bf16 through float; then stored as every value is (storage.hpp).
-inline void store(unsigned char* p, DataType t, double v) {
+inline void store_at(unsigned char* base, DataType t, int64_t e, double v);
+inline void store(unsigned char* p, DataType t, double v) { store_at(p, t, 0, v); }
+inline void store_at(unsigned char* base, DataType t, int64_t e, double v) {
   if (t == DataType::Boolean) {
     v = v > 0 ? 1 : 0;
   } else if (t == DataType::UInt8) {
@@ -137,7 +145,7 @@ inline void store(unsigned char* p, DataType t, double v) {
   } else if (t == DataType::Half || t == DataType::BFloat16) {
     v = static_cast<float>(v);
   }
-  store_element(p, t, 0, v);
+  store_element(base, t, e, v);
 }
 
 struct Buffer {
@@ -148,8 +156,8 @@ struct Buffer {
 };
 
 inline size_t storage_bytes(const ir::TensorAttrs& t) {
-  return static_cast<size_t>(std::max<int64_t>(t.storage_elements(), 1) *
-                             data_type_size(t.data_type));
+  // Whole bytes (FP4_E2M1: two elements per byte); at least one.
+  return static_cast<size_t>(std::max<int64_t>(t.storage_bytes().value_or(0), 1));
 }
 
 // Non-virtual tensors of a built graph: inputs (no producer) get data, outputs get poison.
@@ -214,11 +222,10 @@ struct GpuRun {
     for (auto& b : bufs) {
       b.host.assign(b.bytes, 0xff);  // poison (NaN) for outputs, overwritten for inputs
       if (!b.is_output) {
-        const size_t es = static_cast<size_t>(data_type_size(b.t->data_type));
-        for (size_t off = 0; off + es <= b.bytes; off += es) {
+        for (int64_t e = 0; e < b.t->storage_elements(); ++e) {
           double v = dist(gen);
           if (is_integral(b.t->data_type)) v = std::round(v * 4);
-          detail_::store(b.host.data() + off, b.t->data_type, v);
+          detail_::store_at(b.host.data(), b.t->data_type, e, v);
         }
         if (o.adjust_input) o.adjust_input(*b.t, b.host);
       }
@@ -302,19 +309,17 @@ inline RunReport compare_with_reference(const GpuRun& run, const std::function<v
     Tolerance tol = default_tolerance(t.data_type);
     tol.rel *= o.tol_scale;
     tol.abs = tol.abs * o.tol_scale + o.min_abs;
-    const int64_t es = data_type_size(t.data_type);
     std::vector<int64_t> idx(t.dim.size(), 0);
     for (int64_t n = 0; n < t.volume(); ++n) {
       int64_t off = 0;
       for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * t.stride[d];
-      const double got = detail_::load(run.bufs[i].host.data() + off * es, t.data_type);
-      const double want = detail_::load(cb[i].host.data() + off * es, t.data_type);
+      const double got = detail_::load_at(run.bufs[i].host.data(), t.data_type, off);
+      const double want = detail_::load_at(cb[i].host.data(), t.data_type, off);
       const double scale = largest ? std::max(std::fabs(want), largest->at(n)) : std::fabs(want);
       const bool skipped = o.skip && o.skip(t, idx);
       if (!skipped) ++r.compared;
-      const bool ok = std::isfinite(got)
-                          ? std::fabs(got - want) <= tol.abs + tol.rel * scale
-                          : (std::isnan(got) ? std::isnan(want) : got == want);
+      const bool ok = std::isfinite(got) ? std::fabs(got - want) <= tol.abs + tol.rel * scale
+                                         : (std::isnan(got) ? std::isnan(want) : got == want);
       if (skipped) {
         ++r.skipped;
         if (!ok) ++r.skipped_mismatches;

@@ -98,7 +98,7 @@ TEST(RefBlockScale, RulesNameTheOpAndTheTensor) {
   const std::vector<Case> cases = {
       {quant(3), DataType::FP8_E4M3, "block_size 3 must be 1 or more and divide dim 1 (4)"},
       {quant(2, 2), DataType::FP8_E4M3, "axis 2 is not a dim"},
-      {quant(2), DataType::Half, "FP8_E4M3 or FP8_E5M2"},
+      {quant(2), DataType::Half, "FP8_E4M3, FP8_E5M2 (MXFP8) or FP4_E2M1 (MXFP4, NVFP4)"},
   };
   for (const Case& c : cases) {
     dnngraph::Graph g;

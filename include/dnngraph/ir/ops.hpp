@@ -504,14 +504,15 @@ struct ConcatAttrs {
 };
 inline constexpr size_t kConcatMaxInputs = 8;
 
-// Block-scaled quantization (the cuDNN frontend's block_scale_quantize; the OCP MX scheme):
-// X is cut into blocks of block_size consecutive elements along `axis` (default: the last
-// dim); each block gets one power-of-two scale 2^(floor(log2(amax)) - emax), emax being the
-// largest exponent of Y's type (E4M3: 8, E5M2: 15), stored in SCALE (FP8_E8M0; 2^-127 for a
-// block of zeros) and Y = X / scale, saturated to Y's largest finite value. Y has X's dims
-// and the data type you set (FP8_E4M3 or FP8_E5M2); SCALE has X's dims with the axis divided
-// by block_size. `transpose` only changes the default strides: Y and SCALE become packed
-// with the axis innermost.
+// Block-scaled quantization (the cuDNN frontend's block_scale_quantize; the OCP MX scheme and
+// NVFP4): X is cut into blocks of block_size consecutive elements along `axis` (default: the
+// last dim). MX (SCALE FP8_E8M0, the default): each block gets one power-of-two scale
+// 2^(floor(log2(amax)) - emax), emax being the largest exponent of Y's type (E4M3: 8, E5M2:
+// 15, E2M1: 2; 2^-127 for a block of zeros). NVFP4 (SCALE set to FP8_E4M3, Y FP4_E2M1): amax
+// / 6 rounded up to an E4M3 value. Y = X / scale, saturated to Y's largest finite value. Y has
+// X's dims and the data type you set (FP8_E4M3, FP8_E5M2 or FP4_E2M1); SCALE has X's dims with
+// the axis divided by block_size. `transpose` only changes the default strides: Y and SCALE become
+// packed with the axis innermost.
 struct BlockScaleQuantizeAttrs {
   int64_t block_size = 0;
   std::optional<int64_t> axis;

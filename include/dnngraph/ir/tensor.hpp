@@ -93,8 +93,19 @@ class TensorAttrs {
   // 1 + sum((dim-1)*stride): span in elements; INT64_MAX when it does not fit in int64 or a
   // dim or stride is negative.
   int64_t storage_elements() const;
-  // storage_elements() * the data type's size, or nullopt when that leaves int64.
+  // The bytes storage_elements() elements of the data type occupy (FP4_E2M1: two elements per
+  // byte, rounded up), or nullopt when that leaves int64.
   std::optional<int64_t> storage_bytes() const;
+  // For a sub-byte data type (FP4_E2M1), the axis along which elements pack in pairs: the
+  // unit-stride axis (of those with stride 1, the one of largest extent, the last on a tie);
+  // nullopt when no axis has stride 1.
+  std::optional<size_t> packed_axis() const;
+  // Empty when the layout suits the data type; otherwise what is wrong, for a message that
+  // starts with the tensor's name: a sub-byte tensor needs a unit-stride axis of even extent
+  // and even strides elsewhere, so that each byte holds two elements of one row (element 2k
+  // of the row in the low nibble of its byte k), as torch's float4_e2m1fn_x2 and cuDNN lay
+  // FP4 out.
+  std::string packing_problem() const;
   bool is_packed() const;        // strides describe a dense, non-overlapping layout
   std::string describe() const;  // "'X' [32,128,56,56]:[401408,1,7168,128] BFLOAT16"
 

@@ -193,15 +193,29 @@ Result<std::vector<Descriptor>> enumerated_configs(LoweredState& st, int64_t& co
   return cfgs;
 }
 
+// A note for a refusal of a graph with FP4_E2M1 tensors (empty without one): cuDNN runs FP4
+// only in block-scaled engines that need FP4 tensor cores, so on other GPUs every FP4 graph is
+// refused, and the generic reason would not say so.
+std::string fp4_note(const ir::ValidatedGraph& g) {
+  for (const auto& t : g.tensors())
+    if (t->data_type == DataType::FP4_E2M1)
+      return detail::cat(
+          "; the graph has FP4_E2M1 tensor '", t->name,
+          "': cuDNN runs FP4 only in its block-scaled engines, on GPUs with FP4 tensor cores "
+          "(docs/cudnn-engine.md says which); on other GPUs run the graph on the reference engine "
+          "(a cpu handle)");
+  return "";
+}
+
 // Why nothing can run the graph: neither heuristics nor any of the `count` engines of the
 // library took it.
 Status no_engine(const LoweredState& st, HeurMode mode, int64_t count) {
   const ir::ValidatedGraph& g = st.cx->graph();
-  std::string hint;
+  std::string hint = fp4_note(g);
   if (has(g, {ir::OpKind::Reduction, ir::OpKind::Softmax}) &&
       !has(g, {ir::OpKind::Matmul, ir::OpKind::ConvFprop, ir::OpKind::ConvDgrad,
                ir::OpKind::ConvWgrad, ir::OpKind::SdpaFwd, ir::OpKind::SdpaBwd}))
-    hint =
+    hint +=
         ": cuDNN fuses reductions (and so softmax) only into the epilogue of a matmul or "
         "convolution, so a graph of reductions and pointwise ops alone has no engine; run it "
         "on the reference engine (a cpu handle) or after a matmul or convolution "
@@ -351,8 +365,13 @@ class CudnnCandidate final : public Candidate {
 
   Result<std::unique_ptr<Plan>> build() override {
     if (!plan_) {
-      DNNGRAPH_ASSIGN_OR_RETURN(auto p, finalize_plan(*st_, cfg_.get(), info_.name));
-      plan_ = std::move(p);
+      auto p = finalize_plan(*st_, cfg_.get(), info_.name);
+      if (!p && p.status().code() == ErrorCode::NotSupported) {
+        if (const std::string note = fp4_note(st_->cx->graph()); !note.empty())
+          return make_error(ErrorCode::NotSupported, p.status().message(), note);
+      }
+      DNNGRAPH_TRY(p.status());
+      plan_ = std::move(p).value();
     }
     return make_plan(st_, std::move(plan_), info_.name);
   }
@@ -478,6 +497,7 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
       for (const auto& p : *ports) {
         const ir::Tensor& t = p.tensor;
         if (!t || t->is_virtual || !seen.insert(t->uid).second) continue;
+        // elem_size is read for pass-by-value tensors only (never FP4: validate() refuses it).
         st->io.push_back({t->uid, t->name, t->is_pass_by_value, -1, data_type_size(t->data_type)});
       }
   for (const auto& c : st->cx->constants()) {
@@ -560,7 +580,12 @@ class CudnnEngine final : public Engine {
     // for.
     const std::span<const LoweringVariant> variants = lowering_variants(g);
     for (const LoweringVariant& v : variants) {
-      DNNGRAPH_ASSIGN_OR_RETURN(auto st, lower_once(gp, views, *hs, v));
+      auto lowered = lower_once(gp, views, *hs, v);
+      if (!lowered && lowered.status().code() == ErrorCode::NotSupported) {
+        if (const std::string note = fp4_note(g); !note.empty())
+          return make_error(ErrorCode::NotSupported, lowered.status().message(), note);
+      }
+      DNNGRAPH_ASSIGN_OR_RETURN(auto st, std::move(lowered));
       if (&v == &variants.back()) return st;
       auto cfgs = engine_configs(*st, HeurMode::A);
       if (cfgs && !cfgs->empty()) {

@@ -21,6 +21,8 @@ cudnnDataType_t to_cudnn(DataType t) {
       return CUDNN_DATA_FP8_E5M2;
     case DataType::FP8_E8M0:
       return CUDNN_DATA_FP8_E8M0;
+    case DataType::FP4_E2M1:  // dims and strides in elements, two elements per byte
+      return CUDNN_DATA_FP4_E2M1;
     case DataType::Int8:
       return CUDNN_DATA_INT8;
     case DataType::UInt8:

@@ -1,8 +1,9 @@
 // Shape rules of block_scale_quantize and block_scale_dequantize (the cuDNN frontend's; the
-// OCP MX block scaling). Quantize: blocks of block_size elements along the axis (default the
-// last dim), which must divide it; Y has X's dims and an FP8 type the caller sets; SCALE has
-// the axis divided by block_size and type FP8_E8M0. Dequantize: block_size holds one entry
-// per trailing dim, and SCALE's dims times the blocks are X's.
+// OCP MX and NVIDIA NVFP4 block scaling). Quantize: blocks of block_size elements along the
+// axis (default the last dim), which must divide it; Y has X's dims and the quantized type the
+// caller sets (FP8_E4M3, FP8_E5M2 or FP4_E2M1); SCALE has the axis divided by block_size and
+// type FP8_E8M0 (MX, the default) or FP8_E4M3 (NVFP4: Y FP4_E2M1). Dequantize: block_size
+// holds one entry per trailing dim, and SCALE's dims times the blocks are X's.
 #include <algorithm>
 
 #include "ir/ops/common.hpp"
@@ -48,17 +49,21 @@ Status infer_block_scale_quantize(Node& n, const InferContext&) {
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(Role::X, x),
                       " has data type ", data_type_name(x->data_type),
                       "; block_scale_quantize reads a floating-point tensor");
-  if (y->data_type != DataType::FP8_E4M3 && y->data_type != DataType::FP8_E5M2)
+  if (y->data_type != DataType::FP8_E4M3 && y->data_type != DataType::FP8_E5M2 &&
+      y->data_type != DataType::FP4_E2M1)
     return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::Y, y),
                       " has data type ", data_type_name(y->data_type),
-                      "; set it to the quantized type: FP8_E4M3 or FP8_E5M2 (FP4_E2M1 is not "
-                      "a dnngraph data type yet)");
+                      "; set it to the quantized type: FP8_E4M3, FP8_E5M2 (MXFP8) or FP4_E2M1 "
+                      "(MXFP4, NVFP4)");
   if (scale->data_type == DataType::NotSet) scale->data_type = DataType::FP8_E8M0;
-  if (scale->data_type != DataType::FP8_E8M0)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ",
-                      port_label(Role::SCALE, scale), " has data type ",
-                      data_type_name(scale->data_type),
-                      "; the block scales of the MX formats are FP8_E8M0 (leave it unset)");
+  const bool nvfp4 = scale->data_type == DataType::FP8_E4M3 && y->data_type == DataType::FP4_E2M1;
+  if (scale->data_type != DataType::FP8_E8M0 && !nvfp4)
+    return make_error(
+        ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(Role::SCALE, scale),
+        " has data type ", data_type_name(scale->data_type), " (Y is ",
+        data_type_name(y->data_type),
+        "); block scales are FP8_E8M0 for the MX formats (leave it unset), or FP8_E4M3 for "
+        "NVFP4, whose Y is FP4_E2M1");
   std::vector<int64_t> order = order_like(x, x->dim.size());
   if (a.transpose) {  // the axis innermost, the other dims in X's order around it
     std::vector<int64_t> inner_first(order.rbegin(), order.rend());

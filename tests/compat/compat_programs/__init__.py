@@ -20,6 +20,7 @@ NAMES = [
     "reshape_matmul",
     "matmul_mixed_precision",
     "block_scale_quantize_mx",
+    "block_scale_quantize_nvfp4",
     "reduction_sum",
     "sdpa_fwd",
     "sdpa_bwd",
