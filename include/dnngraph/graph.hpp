@@ -48,6 +48,11 @@ class Graph : public ir::Graph {
   Graph& set_kernel_cache(KernelCachePtr cache);
   const KernelCachePtr& kernel_cache() const;
 
+  using ir::Graph::validate;
+  // validate(), then the refusals of the engine that would lower the graph on the handle's
+  // device which need no backend call (Engine::precheck: e.g. the cuDNN frontend's SDPA mask
+  // rules), so that such a graph is refused at validation as the frontend refuses it.
+  Status validate(const HandlePtr& handle);
   // validate() then lower onto the first engine that runs on the handle's device.
   Status build_operation_graph(const HandlePtr& handle);
   // Deviceless (ahead-of-time) build: lowers for the GPU `target` describes, with no GPU and no

@@ -209,9 +209,12 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
       [](PyGraph& self) {
         auto lock = lock_alone(self);
         self.graph.invalidate();  // tensors may have been edited since the last validate
-        throw_if_error(self.graph.validate());
+        // With a handle, also the refusals of its engine that need no backend call (the
+        // frontend's validate() refuses those graphs: NotSupportedError).
+        throw_if_error(self.graph.validate(self.handle));
       },
-      "Infers missing dims/strides/types, assigns uids and checks the graph (ValueError).");
+      "Infers missing dims/strides/types, assigns uids and checks the graph (ValueError); with "
+      "a handle also the engine's rules known without a backend call (NotSupportedError).");
   cls.def(
       "build_operation_graph",
       [](PyGraph& self) {

@@ -47,6 +47,18 @@ const KernelCachePtr& Graph::kernel_cache() const { return state_->kernel_cache;
 using Exclusive = std::unique_lock<std::shared_mutex>;
 using Shared = std::shared_lock<std::shared_mutex>;
 
+Status Graph::validate(const HandlePtr& handle) {
+  DNNGRAPH_TRY(validate());
+  if (!handle) return Status::ok();
+  for (Engine* e : registered_engines())
+    if (e->runs_on(handle->device())) {
+      if (Status s = e->precheck(*validated()); !s)
+        return Status(s.code(), detail::cat("graph '", name(), "': ", e->name(), ": ", s.message()));
+      break;
+    }
+  return Status::ok();
+}
+
 Status Graph::build_operation_graph(const HandlePtr& handle) {
   Exclusive lock(state_->mu);
   return build_operation_graph_unlocked(handle);

@@ -68,6 +68,8 @@ struct SdpaCase {
   const char* name;
   DataType t = DataType::BFloat16;
   int64_t b = 2, hq = 4, hk = 4, sq = 128, skv = 128, d = 64;
+  int64_t dv = 0;          // V's head dim when it differs from d (forward only)
+  bool inference = false;  // forward without STATS
   bool causal = false;
   DiagonalAlignment align = DiagonalAlignment::TopLeft;
   std::optional<int64_t> left, right;
@@ -90,7 +92,8 @@ inline std::function<void(Graph&)> make_graph(const SdpaCase& c) {
     g.set_io_data_type(t);
     auto q = input(g, "Q", {c.b, c.hq, c.sq, c.d}, t);
     auto k = input(g, "K", {c.b, c.hk, c.skv, c.d}, t);
-    auto v = input(g, "V", {c.b, c.hk, c.skv, c.d}, t);
+    const int64_t dv = c.dv ? c.dv : c.d;
+    auto v = input(g, "V", {c.b, c.hk, c.skv, dv}, t);
     ir::SdpaOptions a;
     a.causal = c.causal;
     a.diagonal_alignment = c.align;
@@ -112,8 +115,8 @@ inline std::function<void(Graph&)> make_graph(const SdpaCase& c) {
     }
     if (c.more_inputs) c.more_inputs(g, extra);
     if (!c.backward) {
-      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, c.score_rows, {}}, extra);
-      finish(out[0], "O", {c.b, c.hq, c.sq, c.d}, t);
+      auto out = g.sdpa(q, k, v, ir::SdpaAttrs{a, c.score_rows || c.inference, {}}, extra);
+      finish(out[0], "O", {c.b, c.hq, c.sq, dv}, t);
       finish(out[1], "STATS", {c.b, c.hq, c.sq, 1}, DataType::Float);
       finish(extra.score_max, "SCORE_MAX", {c.b, c.hq, c.sq, 1}, DataType::Float);
       finish(extra.score_sum_exp, "SCORE_SUM_EXP", {c.b, c.hq, c.sq, 1}, DataType::Float);

@@ -177,6 +177,24 @@ TEST(GpuSdpaForward, PaddingCausalBottomRight) {
   c.len_kv = {100, 128};
   check(c);
 }
+// From the cuDNN frontend's own test suite (test_mhas.py, run through dnngraph on the H200,
+// 2026-12-02): inference with a padding mask, a bottom-right causal mask, s_q far above s_kv and
+// d_qk != d_v. Lowered without the softmax stats (20 operations), cuDNN 9.19's engine 2
+// (KERNEL_CFG 7) hit an illegal memory access; the frontend's graph keeps the stats in a
+// virtual tensor (22 operations) and runs on the same config. dnngraph now lowers that form first.
+TEST(GpuSdpaForward, InferencePaddingCausalBottomRightSqFarAboveSkv) {
+  DNNGRAPH_REQUIRE_GPU();
+  Case c;
+  c.name = "fwd inference padding causal bottom-right b2 h6 sq1024 skv24 d56 dv64 fp16";
+  c.t = DataType::Half;
+  c.hq = c.hk = 6;
+  c.sq = 1024, c.skv = 24, c.d = 56, c.dv = 64;
+  c.inference = c.causal = true;
+  c.align = DiagonalAlignment::BottomRight;
+  c.len_q = {1000, 1024};
+  c.len_kv = {17, 24};
+  check(c);
+}
 TEST(GpuSdpaForward, LeftBoundCausal) {
   DNNGRAPH_REQUIRE_GPU();
   Case c;

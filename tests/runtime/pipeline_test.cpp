@@ -125,6 +125,51 @@ TEST(Pipeline, DeserializeRejectsGarbage) {
   EXPECT_NE(s.message().find("99"), std::string::npos) << s.message();
 }
 
+// validate(handle) applies the rules the engine of that handle knows without a backend call:
+// the cuDNN engine refuses what the frontend refuses at validate() (a bottom-right causal mask
+// with s_q > s_kv and no padding mask); the CPU engine runs it.
+TEST(Pipeline, ValidateWithAHandleAppliesThatEnginesRules) {
+  auto make = [](bool padding) {
+    auto g = std::make_unique<Graph>();
+    g->set_io_data_type(DataType::Half);
+    auto in = [&](const char* name, std::vector<int64_t> dim, DataType t) {
+      const auto stride = ir::packed_strides(dim);
+      return g->tensor(
+          ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(stride).set_data_type(
+              t));
+    };
+    auto q = in("q", {1, 2, 24, 8}, DataType::Half), k = in("k", {1, 2, 16, 8}, DataType::Half);
+    auto v = in("v", {1, 2, 16, 8}, DataType::Half);
+    ir::SdpaAttrs a;
+    a.causal = true;
+    a.diagonal_alignment = DiagonalAlignment::BottomRight;
+    ir::SdpaInputs extra;
+    if (padding) {
+      a.padding_mask = true;
+      extra.seq_len_q = in("len_q", {1, 1, 1, 1}, DataType::Int32);
+      extra.seq_len_kv = in("len_kv", {1, 1, 1, 1}, DataType::Int32);
+    }
+    auto out = g->sdpa(q, k, v, a, extra, {"attn"});
+    out[0]->set_output(true);
+    return g;
+  };
+  auto g = make(false);
+  EXPECT_TRUE(g->validate(cpu()).is_ok());
+  EXPECT_TRUE(g->validate(nullptr).is_ok());
+  auto gpu_like = std::make_shared<Handle>(Device::cuda(0));  // no GPU needed: no backend call
+  Status s = g->validate(gpu_like);
+  if (!cudnn_info().built) {
+    EXPECT_TRUE(s.is_ok()) << "no engine of this build runs on cuda: " << s.to_string();
+    return;
+  }
+  EXPECT_EQ(s.code(), ErrorCode::NotSupported) << s.to_string();
+  EXPECT_NE(s.message().find("sdpa 'attn'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("bottom-right right bound (causal) with s_q > s_kv"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(make(true)->validate(gpu_like).is_ok());
+}
+
 TEST(Pipeline, CudaHandleWithoutGpuFailsPolitely) {
   auto info = system_info();
   if (!info.gpus.empty()) GTEST_SKIP() << "a GPU is present";

@@ -161,6 +161,13 @@ class Engine {
   // when the engine cannot run the graph.
   virtual Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& graph,
                                                       Handle& handle) = 0;
+  // Refusals known from the graph alone, before lowering and without the backend (the rules
+  // the cuDNN frontend applies at validate()); Graph::validate(handle) runs them for the engine
+  // that would lower the graph. NotSupported naming the op and the reason; ok by default.
+  virtual Status precheck(const ir::ValidatedGraph& graph) const {
+    (void)graph;
+    return Status::ok();
+  }
   // Whether deserialize_plan restores plans (then the plan cache keeps them).
   virtual bool loads_plans() const { return false; }
   // The autotuner's timer for plans of this engine run with `handle`.

@@ -437,9 +437,13 @@ class CudnnLoweredGraph final : public LoweredGraph {
 std::span<const LoweringVariant> lowering_variants(const ir::ValidatedGraph& g) {
   static constexpr LoweringVariant kDefault[] = {{"default"}};
   // SDPA forward, in the order tried.
+  // The stats are always computed (into a virtual tensor in inference), as the frontend's
+  // graph does: without them cuDNN 9.19's engine 2 hit an illegal memory access on the H200
+  // (padding + bottom-right causal mask, s_q 1024 > s_kv 24, fp16;
+  // GpuSdpaForward.InferencePaddingCausalBottomRightSqFarAboveSkv).
   static constexpr LoweringVariant kSdpa[] = {
-      {"sdpa: P in V's type", false, false},
       {"sdpa: P in V's type, softmax stats always kept", true, false},
+      {"sdpa: P in V's type", false, false},
       {"sdpa: P in float", false, true},
   };
   if (has(g, {ir::OpKind::SdpaFwd})) return kSdpa;
@@ -539,6 +543,11 @@ class CudnnEngine final : public Engine {
   BackendInfo backend_info() const override {
     const CudnnLoadInfo& l = load_info();
     return {l.loaded, l.version, l.path, l.error};
+  }
+
+  Status precheck(const ir::ValidatedGraph& g) const override {
+    for (const auto& n : g.nodes()) DNNGRAPH_TRY(sdpa_precheck(n));
+    return Status::ok();
   }
 
   Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& g,

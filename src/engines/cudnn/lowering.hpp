@@ -122,6 +122,9 @@ Status lower_reduction(LowerContext& cx, const ir::Node& n);
 Status lower_softmax(LowerContext& cx, const ir::Node& n);
 Status lower_norm(LowerContext& cx, const ir::Node& n);
 Status lower_sdpa(LowerContext& cx, const ir::Node& n);
+// The frontend's SDPA mask rules checked on an SDPA-family node without cuDNN (the engine's
+// precheck, sdpa.cpp); ok for other nodes.
+Status sdpa_precheck(const ir::Node& n);
 Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n);
 Status lower_sdpa_fp8(LowerContext& cx, const ir::Node& n);           // sdpa_fp8.cpp
 Status lower_sdpa_fp8_backward(LowerContext& cx, const ir::Node& n);  // sdpa_fp8.cpp

@@ -7,8 +7,9 @@
 // (docs/cudnn-engine.md).
 // GQA/MQA: K and V keep their fewer heads; the engines broadcast them over the query heads.
 // Lowering variants (lowering_variants in engine.cpp, tried in order until cuDNN proposes an
-// engine): P in V's data type (what the fused kernels read); the same with the stats computed
-// into a virtual tensor in inference; P in float.
+// engine): P in V's data type (what the fused kernels read) with the stats computed, into a
+// virtual tensor in inference, as the frontend's graph (without them cuDNN 9.19 hit an illegal
+// memory access in one measured case); the same without the stats; P in float.
 // Dropout: P * MASK * SCALE after the softmax (sdpa_dropout; the RNG is cuDNN's Philox, so its
 // keep mask differs from the reference engine's: tests compare through RNG_DUMP and the mask
 // form). Left window bound: the frontend's form, the shift on the column side (not yet checked
@@ -41,6 +42,47 @@ namespace dnngraph::cudnn {
 Status sdpa_unsupported(const std::string& what, const std::string& feature) {
   return make_error(ErrorCode::NotSupported, what, ": ", feature,
                     " is not lowered to cuDNN (the reference engine runs it)");
+}
+
+Status sdpa_mask_rules(const std::string& what, const ir::SdpaOptions& a, int64_t sq, int64_t skv,
+                       bool padding) {
+  // As the cuDNN frontend (which refuses these at validate()): no left bound, and no right
+  // bound on the bottom-right diagonal, when s_q > s_kv without sequence lengths (whole rows
+  // would be masked).
+  const bool right = a.causal || a.right_bound.has_value();
+  const bool br = a.diagonal_alignment == DiagonalAlignment::BottomRight;
+  if (a.left_bound && !padding && sq > skv)
+    return sdpa_unsupported(what, "a left window bound with s_q > s_kv and no padding mask");
+  if (right && br && !padding && sq > skv)
+    return sdpa_unsupported(what,
+                            "a bottom-right right bound (causal) with s_q > s_kv and no padding "
+                            "mask");
+  return Status::ok();
+}
+
+Status sdpa_precheck(const ir::Node& n) {
+  const ir::SdpaOptions* a = nullptr;
+  switch (n.kind()) {
+    case ir::OpKind::SdpaFwd:
+      a = &n.as<ir::SdpaAttrs>();
+      break;
+    case ir::OpKind::SdpaBwd:
+      a = &n.as<ir::SdpaBwdAttrs>();
+      break;
+    case ir::OpKind::SdpaFp8Fwd:
+      a = &n.as<ir::SdpaFp8Attrs>();
+      break;
+    case ir::OpKind::SdpaFp8Bwd:
+      a = &n.as<ir::SdpaFp8BwdAttrs>();
+      break;
+    default:
+      return Status::ok();
+  }
+  const ir::Tensor q = n.input(Role::Q);
+  if (!q || q->dim.size() != 4) return Status::ok();  // lowering says what is wrong
+  const bool padding = n.input(Role::SEQ_LEN_Q) || n.input(Role::SEQ_LEN_KV);
+  return sdpa_mask_rules(detail::cat(op_kind_name(n.kind()), " '", n.name, "'"), *a, q->dim[2],
+                         ir::sdpa_kv_length(n), padding);
 }
 
 Status sdpa_check_stats_layout(LowerContext& cx, const std::string& what, const ir::Tensor& stats) {
@@ -376,14 +418,7 @@ Result<cudnnBackendDescriptor_t> sdpa_masked_scores(
   if (!right && !left) return last;
   MaskBuilder m{cx, what, sdim};
   const bool br = a.diagonal_alignment == DiagonalAlignment::BottomRight;
-  // As the cuDNN frontend: no left bound, and no right bound on the bottom-right diagonal, when
-  // s_q > s_kv without sequence lengths (whole rows would be masked).
-  if (left && !lens.any() && s.sq > s.skv)
-    return sdpa_unsupported(what, "a left window bound with s_q > s_kv and no padding mask");
-  if (right && br && !lens.any() && s.sq > s.skv)
-    return sdpa_unsupported(what,
-                            "a bottom-right right bound (causal) with s_q > s_kv and no padding "
-                            "mask");
+  DNNGRAPH_TRY(sdpa_mask_rules(what, a, s.sq, s.skv, lens.any()));
   // The diagonal of each row; `fold` is a constant added on top (no tensor needed).
   auto diagonal = [&](const std::string& tag, int64_t fold) -> Result<cudnnBackendDescriptor_t> {
     DNNGRAPH_ASSIGN_OR_RETURN(cudnnBackendDescriptor_t d, m.index(last, tag + "_row", 2));

@@ -17,6 +17,10 @@ struct SdpaShape {
   std::vector<int64_t> sdim() const { return {b, hq, sq, skv}; }
 };
 
+// The frontend's mask rules (NotSupported naming the op): a left bound, or a bottom-right right
+// bound, with s_q > s_kv and no padding mask.
+Status sdpa_mask_rules(const std::string& what, const ir::SdpaOptions& a, int64_t sq, int64_t skv,
+                       bool padding);
 // The backwards' STATS input: NotSupported unless packed [b,h,s_q,1] before cuDNN 9.26.
 Status sdpa_check_stats_layout(LowerContext& cx, const std::string& what, const ir::Tensor& stats);
 
