@@ -38,6 +38,11 @@ class Graph : public ir::Graph {
   Graph(Graph&&) noexcept;
   Graph& operator=(Graph&&) noexcept;
 
+  // The graph context is ir::Graph's (include/dnngraph/ir/graph.hpp): set_name, the data
+  // types, set_dynamic_shape_enabled, and set_sm_count(n), the most SMs the graph's GPU plans
+  // may use (cuDNN SM carveout; docs/cudnn-engine.md, "SM count target"), read at the next
+  // build_operation_graph.
+
   // A kernel cache shared with other graphs: graphs with dynamic shapes
   // (set_dynamic_shape_enabled) reuse the kernels it holds (see kernel_cache.hpp).
   Graph& set_kernel_cache(KernelCachePtr cache);

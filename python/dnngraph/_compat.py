@@ -499,6 +499,18 @@ def _conv_kwargs(op: str, kw: Dict[str, Any]) -> Dict[str, Any]:
     return kw
 
 
+def _sm_count(value: Any) -> int:
+    """pygraph(sm_count=...) as the native int32 (-1: every SM, as in the frontend)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError("pygraph(sm_count=...): expected an int (the most SMs the graph's GPU "
+                        f"plans may use) or None, got {type(value).__name__}")
+    n = value.__index__()
+    if not -2**31 <= n < 2**31:
+        raise ValueError(f"pygraph(sm_count={n}): expected a number of SMs (a 32-bit int) or "
+                         "None for every SM")
+    return n
+
+
 class SelectedEngine:
     """pygraph.selected_engine for a plan cuDNN's backend does not serve: its ``name``."""
 
@@ -538,6 +550,8 @@ class pygraph(_native):
             handle = create_deviceless_handle(device_property)
         native_kw: Dict[str, Any] = {"name": name or "",
                                      "is_dynamic_shape_enabled": is_dynamic_shape_enabled}
+        if sm_count is not None:
+            native_kw["sm_count"] = _sm_count(sm_count)
         for k, v in (("io_data_type", io_data_type),
                      ("intermediate_data_type", intermediate_data_type),
                      ("compute_data_type", compute_data_type)):
@@ -549,7 +563,11 @@ class pygraph(_native):
             native_kw["kernel_cache"] = kernel_cache
         super().__init__(**native_kw)
         self.allow_unused_tensors = True  # the frontend ignores tensors no op uses
-        self.sm_count, self.sm_version = sm_count, sm_version
+        # The frontend reads sm_version only in its own support checks (the compute capability
+        # its SDPA lowering assumes, else the device's); dnngraph plans for the handle's GPU (or
+        # a deviceless handle's target), so it is kept for the caller and used for nothing
+        # (docs/compatibility.md). sm_count is the native property (the SM count target).
+        self.sm_version = sm_version
         self._override_shape_enabled = bool(is_override_shape_enabled)
         self._bindings: Dict[int, Any] = {}  # uid-less: keyed by id(tensor) -> (tensor, data)
 

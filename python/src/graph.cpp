@@ -98,6 +98,7 @@ nb::list candidate_list(const Graph& g) {
     d["built"] = c.built;
     d["workspace_size"] = c.workspace_size;
     d["engine_id"] = c.info.engine_id;
+    d["sm_count_target"] = c.info.sm_count_target;
     nb::dict knobs;
     for (const auto& [k, v] : c.info.knobs) knobs[k.c_str()] = v;
     d["knobs"] = knobs;
@@ -112,7 +113,8 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
   cls.def(
       "__init__",
       [](PyGraph* self, const PyHandle* handle, std::string name, DataType io,
-         DataType intermediate, DataType compute, KernelCachePtr kernel_cache, bool dynamic) {
+         DataType intermediate, DataType compute, KernelCachePtr kernel_cache, bool dynamic,
+         std::optional<int32_t> sm_count) {
         new (self) PyGraph();
         if (handle) self->handle = handle->get();
         self->graph.set_kernel_cache(std::move(kernel_cache));
@@ -120,13 +122,32 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
             .set_io_data_type(io)
             .set_intermediate_data_type(intermediate)
             .set_compute_data_type(compute)
-            .set_dynamic_shape_enabled(dynamic);
+            .set_dynamic_shape_enabled(dynamic)
+            .set_sm_count(sm_count.value_or(ir::Graph::kAllSms));
       },
       nb::arg("handle").none() = nb::none(), nb::arg("name") = "",
       nb::arg("io_data_type") = DataType::NotSet,
       nb::arg("intermediate_data_type") = DataType::Float,
       nb::arg("compute_data_type") = DataType::Float, nb::arg("kernel_cache").none() = nb::none(),
-      nb::arg("is_dynamic_shape_enabled") = false);
+      nb::arg("is_dynamic_shape_enabled") = false, nb::arg("sm_count").none() = nb::none());
+
+  cls.def_prop_rw(
+      "sm_count",
+      [](const PyGraph& self) -> std::optional<int32_t> {
+        const int32_t n = self.graph.sm_count();
+        if (n == ir::Graph::kAllSms) return std::nullopt;
+        return n;
+      },
+      [](PyGraph& self, std::optional<int32_t> n) {
+        self.graph.set_sm_count(n.value_or(ir::Graph::kAllSms));
+        self.graph.invalidate();
+      },
+      nb::for_setter(nb::arg("sm_count").none()),
+      "The most SMs the graph's GPU plans may use (the cuDNN frontend's sm_count), leaving the\n"
+      "others to work on other streams; None (or -1): every SM. Read at the next build: the\n"
+      "cuDNN engine asks its heuristics and engines for plans on that many SMs (ValueError at\n"
+      "build when the GPU has fewer; 0 and other negative values are a ValueError at\n"
+      "validate). Part of key() and of the plan cache key; the CPU reference engine ignores it.");
 
   cls.def_prop_rw(
       "allow_unused_tensors", [](const PyGraph& self) { return self.graph.allow_unused_tensors(); },

@@ -24,7 +24,8 @@
 namespace dnngraph::ir {
 namespace {
 
-constexpr uint32_t kEncodingVersion = 2;  // 2: sdpa_backward without is_inference
+// 2: sdpa_backward without is_inference; 3: the graph's SM count target
+constexpr uint32_t kEncodingVersion = 3;
 
 class Encoder {
  public:
@@ -187,6 +188,7 @@ Fingerprint fingerprint(const Graph& g, FingerprintOptions opts) {
   e.enumeration(g.intermediate_data_type());
   e.enumeration(g.compute_data_type());
   e.boolean(g.dynamic_shape_enabled());
+  e.i64(g.sm_count());  // plans for another SM count target are other plans
 
   e.u64(ti.list.size());
   for (const Tensor& t : ti.list) encode_tensor(e, *t, opts);

@@ -601,7 +601,7 @@ Status load(std::string_view text, Graph& out) {
 
   Graph g;
   DNNGRAPH_TRY(top.only({"dnngraph_version", "name", "io_data_type", "intermediate_data_type",
-                         "compute_data_type", "dynamic_shape", "tensors", "nodes"}));
+                         "compute_data_type", "dynamic_shape", "sm_count", "tensors", "nodes"}));
   std::string name;
   DataType io = g.io_data_type(), inter = g.intermediate_data_type(), comp = g.compute_data_type();
   bool dynamic = g.dynamic_shape_enabled();
@@ -610,11 +610,20 @@ Status load(std::string_view text, Graph& out) {
   DNNGRAPH_TRY(top.dtype("intermediate_data_type", inter));
   DNNGRAPH_TRY(top.dtype("compute_data_type", comp));
   DNNGRAPH_TRY(top.boolean("dynamic_shape", dynamic));
+  // Optional (files written before it, and graphs without a target, have none); validate()
+  // checks the value, here only that it is an int32.
+  int64_t sm_count = g.sm_count();
+  DNNGRAPH_TRY(top.int64("sm_count", sm_count));
+  if (sm_count < std::numeric_limits<int32_t>::min() ||
+      sm_count > std::numeric_limits<int32_t>::max())
+    return make_error(ErrorCode::InvalidGraph, top.where(), ": field 'sm_count': expected a ",
+                      "32-bit integer (a number of SMs, or -1 for every SM), found ", sm_count);
   g.set_name(std::move(name))
       .set_io_data_type(io)
       .set_intermediate_data_type(inter)
       .set_compute_data_type(comp)
-      .set_dynamic_shape_enabled(dynamic);
+      .set_dynamic_shape_enabled(dynamic)
+      .set_sm_count(static_cast<int32_t>(sm_count));
 
   const Json* tensors = top.get("tensors");
   if (!tensors) return top.missing("tensors");
@@ -661,6 +670,7 @@ std::string to_json(const Graph& g, int indent) {
   doc["intermediate_data_type"] = dtype_json(g.intermediate_data_type());
   doc["compute_data_type"] = dtype_json(g.compute_data_type());
   doc["dynamic_shape"] = g.dynamic_shape_enabled();
+  if (g.sm_count() != Graph::kAllSms) doc["sm_count"] = g.sm_count();  // only when set
   Json tensors = Json::array();
   for (const Tensor& t : ti.list) tensors.push_back(tensor_json(*t));
   doc["tensors"] = std::move(tensors);

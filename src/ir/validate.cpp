@@ -388,6 +388,13 @@ Status bind_ragged_offsets(std::vector<Node>& nodes) {
 }  // namespace
 
 Status Graph::validate() {
+  if (sm_count_ < 1 && sm_count_ != kAllSms) {
+    validated_ = false;
+    return make_error(ErrorCode::InvalidGraph, "graph '", name_, "': sm_count ", sm_count_,
+                      " is not a number of SMs: expected at least 1 (the most SMs its GPU plans "
+                      "may use) or -1 (unset: every SM); call set_sm_count(n) with n >= 1, or "
+                      "leave it unset");
+  }
   std::vector<Node> unbound_nodes = nodes_;
   if (Status s = bind_ragged_offsets(nodes_); !s.is_ok()) {
     nodes_ = std::move(unbound_nodes);
@@ -466,6 +473,7 @@ ValidatedGraphPtr Graph::take_snapshot() const {
   v->intermediate_ = intermediate_;
   v->compute_ = compute_;
   v->dynamic_shape_ = dynamic_shape_;
+  v->sm_count_ = sm_count_;
   std::unordered_map<TensorKey, Tensor> copy;
   for (const Tensor& t : tensors_) {
     auto c = std::make_shared<TensorAttrs>(*t);

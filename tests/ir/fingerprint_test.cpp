@@ -50,7 +50,7 @@ TEST(Fingerprint, HexIs32LowercaseDigitsOfHiThenLo) {
 // Cross-machine stability: this value only changes when the canonical encoding changes
 // (then bump kEncodingVersion in src/ir/fingerprint.cpp and update it here).
 TEST(Fingerprint, FixedValueForFixedGraph) {
-  EXPECT_EQ(fingerprint(small_graph()).hex(), "1aaf4171a94f8298727eaf72529533f4");
+  EXPECT_EQ(fingerprint(small_graph()).hex(), "fc2259b4542b1cbe120e7ffb63cf3516");
 }
 
 TEST(Fingerprint, SameForIndependentlyBuiltGraphs) {
@@ -80,6 +80,8 @@ TEST(Fingerprint, EveryAttributeChangesTheHash) {
       {"graph intermediate type", [](Graph& g) { g.set_intermediate_data_type(DataType::Half); }},
       {"graph compute type", [](Graph& g) { g.set_compute_data_type(DataType::Double); }},
       {"graph dynamic shapes", [](Graph& g) { g.set_dynamic_shape_enabled(true); }},
+      {"graph sm count 8", [](Graph& g) { g.set_sm_count(8); }},
+      {"graph sm count 132", [](Graph& g) { g.set_sm_count(132); }},
       {"tensor dim", [&](Graph& g) { x(g)->dim[2] = 16; }},
       {"tensor stride",
        [&](Graph& g) {

@@ -147,6 +147,7 @@ TEST(PlanStore, EightProcessesAtOnce) {
 struct Calls {
   int builds = 0, loads = 0;
   bool refuse_loads = false;
+  int32_t lowered_sm_count = 0;  // the SM count target of the last graph lowered or restored
 };
 
 class SerialPlan final : public Plan {
@@ -198,12 +199,14 @@ class SerialEngine final : public Engine {
   std::string_view name() const override { return "serial"; }
   bool runs_on(const Device& d) const override { return d.kind == Device::Kind::CPU; }
   bool loads_plans() const override { return true; }
-  Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr&, Handle&) override {
+  Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& g, Handle&) override {
+    c.lowered_sm_count = g->sm_count();
     return std::unique_ptr<LoweredGraph>(std::make_unique<SerialLowered>(c));
   }
-  Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr&, Handle&,
+  Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& g, Handle&,
                                                  std::string_view bytes) override {
     ++c.loads;
+    c.lowered_sm_count = g->sm_count();
     if (c.refuse_loads || bytes.substr(0, 5) != "plan-")
       return make_error(ErrorCode::NotSupported, "refused");
     return std::unique_ptr<Plan>(std::make_unique<SerialPlan>(std::atoi(bytes.data() + 5)));
@@ -250,6 +253,32 @@ TEST_F(CachedBuild, ASecondBuildRestoresThePlan) {
   make(other, 3);
   ASSERT_TRUE(other.build(h).is_ok());
   EXPECT_EQ(engine.c.builds, 2);
+}
+
+// The key ends with the graph's fingerprint, which holds the SM count target: a plan built for
+// one target is never restored for another (or for none), and the engine sees the target.
+TEST_F(CachedBuild, AnotherSmCountTargetIsAnotherPlan) {
+  auto build = [&](int32_t sm_count) {
+    Graph g;
+    make(g, 9);
+    g.set_sm_count(sm_count);
+    Status s = g.build(h);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_EQ(engine.c.lowered_sm_count, sm_count);
+  };
+  build(Graph::kAllSms);
+  EXPECT_EQ(engine.c.builds, 1);
+  build(8);
+  EXPECT_EQ(engine.c.builds, 2);  // not the unset graph's plan
+  build(32);
+  EXPECT_EQ(engine.c.builds, 3);  // not the plan for 8
+  EXPECT_EQ(engine.c.loads, 0);
+  build(8);
+  EXPECT_EQ(engine.c.builds, 3);  // the plan for 8, restored
+  EXPECT_EQ(engine.c.loads, 1);
+  build(Graph::kAllSms);
+  EXPECT_EQ(engine.c.builds, 3);
+  EXPECT_EQ(engine.c.loads, 2);
 }
 
 TEST_F(CachedBuild, ANewProcessReadsTheDisk) {

@@ -49,6 +49,10 @@ struct CandidateInfo {
   std::vector<std::string> numerical_notes;  // e.g. "TENSOR_CORE", "REDUCED_PRECISION_REDUCTION"
   std::vector<std::string> behavior_notes;   // e.g. "RUNTIME_COMPILATION"
   int64_t workspace_size = -1;  // bytes, when the engine knows it before building (else -1)
+  // The SM count the engine targets as the backend reports it (cuDNN:
+  // CUDNN_ATTR_ENGINE_SM_COUNT_TARGET of the config's engine; see ir::Graph::set_sm_count);
+  // -1 when it reports none (the reference engine, a restored plan).
+  int32_t sm_count_target = -1;
 };
 
 class Plan {

@@ -112,11 +112,24 @@ class Graph {
     dynamic_shape_ = v;
     return *this;
   }
+  // The most SMs a GPU plan of this graph may use (the cuDNN frontend's set_sm_count), to leave
+  // the others free for work on other streams (communication, another kernel). The cuDNN engine
+  // asks its heuristics, and every engine it sets up itself, for plans that target this many
+  // SMs; on a GPU with fewer SMs the build is refused (docs/cudnn-engine.md, "SM count
+  // target"). kAllSms (-1, the default) leaves it unset: plans use the whole GPU. validate()
+  // refuses 0 and other negative values. A scheduling hint only: it is part of the fingerprint
+  // (so of the plan cache key) and of the JSON form, and the reference engine ignores it.
+  static constexpr int32_t kAllSms = -1;
+  Graph& set_sm_count(int32_t v) {
+    sm_count_ = v;
+    return *this;
+  }
   const std::string& name() const { return name_; }
   DataType io_data_type() const { return io_; }
   DataType intermediate_data_type() const { return intermediate_; }
   DataType compute_data_type() const { return compute_; }
   bool dynamic_shape_enabled() const { return dynamic_shape_; }
+  int32_t sm_count() const { return sm_count_; }  // kAllSms when unset
   // A non-virtual tensor that no op reads or writes is an error in validate() unless this is
   // set; then validate() sets it aside (the cuDNN frontend ignores such tensors) and execute
   // ignores buffers bound to it.
@@ -289,6 +302,7 @@ class Graph {
   DataType intermediate_ = DataType::Float;
   DataType compute_ = DataType::Float;
   bool dynamic_shape_ = false;
+  int32_t sm_count_ = kAllSms;
   bool allow_unused_ = false;
   std::vector<Tensor> tensors_;
   std::vector<Tensor> unused_;  // set aside by validate() when allow_unused_

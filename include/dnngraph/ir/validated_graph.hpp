@@ -27,6 +27,8 @@ class ValidatedGraph {
   DataType intermediate_data_type() const { return intermediate_; }
   DataType compute_data_type() const { return compute_; }
   bool dynamic_shape_enabled() const { return dynamic_shape_; }
+  // The SM count target (Graph::set_sm_count): >= 1, or -1 (Graph::kAllSms) when unset.
+  int32_t sm_count() const { return sm_count_; }
 
   // Nodes in topological order; their ports point at tensors(), private copies whose dims,
   // strides, data types and uids are all set and checked.
@@ -46,6 +48,7 @@ class ValidatedGraph {
   DataType intermediate_ = DataType::Float;
   DataType compute_ = DataType::Float;
   bool dynamic_shape_ = false;
+  int32_t sm_count_ = -1;
   std::vector<Tensor> tensors_;
   std::vector<Node> nodes_;
 };

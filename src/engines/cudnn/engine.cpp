@@ -137,6 +137,7 @@ Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode 
   DNNGRAPH_TRY(hd.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, st.op_graph));
   DNNGRAPH_TRY(hd.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, m));
   DNNGRAPH_TRY(set_device_properties(hd, DevicePropUse::Heuristics, st.device_properties));
+  DNNGRAPH_TRY(set_sm_count_target(hd, SmCountUse::Heuristics, st.sm_count_target));
   DNNGRAPH_TRY(hd.finalize(ErrorCode::NotSupported));
   int64_t count = 0;
   DNNGRAPH_TRY(
@@ -219,6 +220,11 @@ Status no_engine(const LoweredState& st, HeurMode mode, int64_t count) {
         "convolution, so a graph of reductions and pointwise ops alone has no engine; run it "
         "on the reference engine (a cpu handle) or after a matmul or convolution "
         "(docs/cudnn-engine.md)";
+  if (st.sm_count_target != ir::Graph::kAllSms)
+    hint += detail::cat(
+        hint.empty() ? ": " : "; ", "the graph asks for plans on at most ", st.sm_count_target,
+        " SMs (sm_count), which only some engines can target: leave sm_count unset to use "
+        "every SM");
   return make_error(ErrorCode::NotSupported, st.what, ": cuDNN ", backend_version_string(),
                     " has no engine for this graph (heuristics ", heur_mode_name(mode),
                     " proposed none and none of its ", count, " engines accepts it)", hint);
@@ -238,6 +244,7 @@ Result<CandidateInfo> describe_config(const Descriptor& cfg, HeurMode mode) {
   DNNGRAPH_TRY(ed.get(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &id));
   info.name = "eng" + std::to_string(id);
   info.engine_id = id;
+  info.sm_count_target = reported_sm_count_target(ed);
   std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
   if (ed.get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
              static_cast<int64_t>(notes.size()), &n, notes.data()))
@@ -463,6 +470,7 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
   st->device_properties = hs.device_properties.get();
   st->device_name = hs.target ? hs.target->describe() : detail::cat("cuda:", hs.device);
   if (hs.target) st->target_smem_optin = hs.target->max_shared_memory_per_block_optin();
+  st->sm_count_target = g.sm_count();
   st->cx = std::make_unique<LowerContext>(gp, views);
   st->cx->variant = variant;
   for (const auto& n : g.nodes()) DNNGRAPH_TRY(lower_node(*st->cx, n));
@@ -574,6 +582,7 @@ class CudnnEngine final : public Engine {
       return make_error(ErrorCode::NotSupported,
                         "the cuDNN engine is unavailable: ", load_info().error);
     const ir::ValidatedGraph& g = *gp;
+    DNNGRAPH_TRY(check_sm_count_target(g, handle));
     DNNGRAPH_ASSIGN_OR_RETURN(auto hs, handle_state(handle));
     DNNGRAPH_ASSIGN_OR_RETURN(auto views, canonicalize(g));
     // Some graphs have several equivalent lowerings; keep the first cuDNN proposes an engine

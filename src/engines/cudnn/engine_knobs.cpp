@@ -29,6 +29,8 @@ Result<Descriptor> finalized_engine(const LoweredState& st, int64_t engine) {
   DNNGRAPH_TRY(ed.set(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, st.op_graph));
   DNNGRAPH_TRY(ed.set(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, engine));
   DNNGRAPH_TRY(set_device_properties(ed, DevicePropUse::Engine, st.device_properties));
+  // Before finalize, as cuDNN requires; an engine that cannot target that many SMs refuses.
+  DNNGRAPH_TRY(set_sm_count_target(ed, SmCountUse::Engine, st.sm_count_target));
   DNNGRAPH_TRY(ed.finalize(ErrorCode::NotSupported));
   return ed;
 }

@@ -57,6 +57,9 @@ struct LoweredState {
   // The deviceless target (HandleState::device_properties), else null.
   cudnnBackendDescriptor_t device_properties = nullptr;
   int64_t target_smem_optin = -1;
+  // The graph's SM count target (ir::Graph::set_sm_count), -1 when unset: given to the
+  // heuristics and to every engine finalized for this graph (sm_count.cpp).
+  int32_t sm_count_target = -1;
   std::string device_name;  // "cuda:0", or the target's describe() when deviceless  // the target's
                             // opt-in shared memory per block, when known
   std::vector<Descriptor> engines;  // engines behind enumerated configs (engine.cpp)
@@ -79,6 +82,15 @@ enum class DevicePropUse { Heuristics, Engine, Plan };
 Status set_device_properties(Descriptor& d, DevicePropUse use, cudnnBackendDescriptor_t props);
 // NotSupported, saying why, when the CUDA driver library cuDNN needs to build plans is absent.
 Status check_driver_library(const DeviceProperties& target);
+
+// The graph's SM count target (ir::Graph::set_sm_count; sm_count.cpp): InvalidArgument when it
+// exceeds the SM count of the handle's GPU (or of a deviceless handle's target); the one setter
+// that gives it to a heuristics or engine descriptor (nothing when unset); and what cuDNN
+// reports as an engine's target (-1 when it reports none).
+Status check_sm_count_target(const ir::ValidatedGraph& g, const Handle& handle);
+enum class SmCountUse { Heuristics, Engine };
+Status set_sm_count_target(Descriptor& d, SmCountUse use, int32_t target);
+int32_t reported_sm_count_target(const Descriptor& engine);
 
 // The engine `engine` of the library for `st`'s operation graph, finalized (engine_knobs.cpp):
 // InvalidArgument when out of range, NotSupported when that engine cannot run the graph.
