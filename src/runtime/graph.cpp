@@ -53,7 +53,8 @@ Status Graph::validate(const HandlePtr& handle) {
   for (Engine* e : registered_engines())
     if (e->runs_on(handle->device())) {
       if (Status s = e->precheck(*validated()); !s)
-        return Status(s.code(), detail::cat("graph '", name(), "': ", e->name(), ": ", s.message()));
+        return Status(s.code(),
+                      detail::cat("graph '", name(), "': ", e->name(), ": ", s.message()));
       break;
     }
   return Status::ok();

@@ -196,7 +196,8 @@ void check(const Case& c) {
               c.name, r.status.is_ok() ? "ok" : r.status.to_string().c_str(), r.plan_name.c_str(),
               static_cast<long long>(r.compared), static_cast<long long>(r.mismatches),
               r.max_abs_err);
-  for (const auto& m : r.mismatch_list) std::printf("SDPA_FP8_MISMATCH %s: %s\n", c.name, m.c_str());
+  for (const auto& m : r.mismatch_list)
+    std::printf("SDPA_FP8_MISMATCH %s: %s\n", c.name, m.c_str());
   ASSERT_TRUE(r.status.is_ok()) << r.status.to_string();
   EXPECT_GT(r.compared, 0);
   EXPECT_EQ(r.mismatches, 0) << r.mismatches << " of " << r.compared

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/test_data.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/engines/device_properties.hpp"
@@ -17,17 +18,7 @@
 namespace dnngraph {
 namespace {
 
-std::string fixture() {
-  const char* env = std::getenv("DNNGRAPH_TEST_DATA");
-  std::filesystem::path dir = env ? env : DNNGRAPH_TEST_DATA_DIR;
-  std::ifstream in(dir / "devprop_h200.json", std::ios::binary);
-  EXPECT_TRUE(in.good()) << "missing tests/data/devprop_h200.json";
-  std::ostringstream os;
-  os << in.rdbuf();
-  std::string s = os.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
-}
+std::string fixture() { return test::read_test_data("devprop_h200.json"); }
 
 // `text` with the first `"key":value` replaced by `"key":replacement`.
 std::string with_field(std::string text, const std::string& key, const std::string& replacement) {

@@ -134,9 +134,11 @@ TEST(Pipeline, ValidateWithAHandleAppliesThatEnginesRules) {
     g->set_io_data_type(DataType::Half);
     auto in = [&](const char* name, std::vector<int64_t> dim, DataType t) {
       const auto stride = ir::packed_strides(dim);
-      return g->tensor(
-          ir::TensorAttrs().set_name(name).set_dim(std::move(dim)).set_stride(stride).set_data_type(
-              t));
+      return g->tensor(ir::TensorAttrs()
+                           .set_name(name)
+                           .set_dim(std::move(dim))
+                           .set_stride(stride)
+                           .set_data_type(t));
     };
     auto q = in("q", {1, 2, 24, 8}, DataType::Half), k = in("k", {1, 2, 16, 8}, DataType::Half);
     auto v = in("v", {1, 2, 16, 8}, DataType::Half);

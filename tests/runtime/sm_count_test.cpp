@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_data.hpp"
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/engines/device_properties.hpp"
@@ -101,17 +102,7 @@ TEST(SmCountReference, AnInvalidTargetIsRefusedAtBuild) {
   EXPECT_NE(s.message().find("graph 'mm_relu': sm_count 0"), std::string::npos) << s.message();
 }
 
-std::string h200_properties() {
-  const char* env = std::getenv("DNNGRAPH_TEST_DATA");
-  std::filesystem::path dir = env ? env : DNNGRAPH_TEST_DATA_DIR;
-  std::ifstream in(dir / "devprop_h200.json", std::ios::binary);
-  EXPECT_TRUE(in.good()) << "missing tests/data/devprop_h200.json";
-  std::ostringstream os;
-  os << in.rdbuf();
-  std::string s = os.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
-}
+std::string h200_properties() { return test::read_test_data("devprop_h200.json"); }
 
 // The H200 has 132 SMs (tests/data/devprop_h200.json). A larger target is refused before cuDNN
 // is asked; 132 and fewer are not refused for their SM count (the build then goes as far as

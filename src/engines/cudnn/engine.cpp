@@ -304,19 +304,28 @@ Result<Descriptor> finalize_plan(const LoweredState& st, cudnnBackendDescriptor_
 }
 
 // ---------------------------------------------------------------- candidates
-// The most shared memory one block may opt into on `device` (cached per device).
-int64_t max_shared_memory(int device) {
+}  // namespace
+
+int64_t device_attribute(int device, cudaDeviceAttr attr) {
   static std::mutex mu;
-  static std::map<int, int64_t> known;
+  static std::map<std::pair<int, int>, int64_t> known;
   std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find(device);
+  const std::pair<int, int> key{device, static_cast<int>(attr)};
+  auto it = known.find(key);
   if (it != known.end()) return it->second;
   int v = 0;
-  if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+  if (cudaDeviceGetAttribute(&v, attr, device) != cudaSuccess) {
     (void)cudaGetLastError();
-    v = -1;  // unknown: the check is left to the plan's finalization
+    v = -1;  // unknown: the check is left to cuDNN
   }
-  return known[device] = v;
+  return known[key] = v;
+}
+
+namespace {
+
+// The most shared memory one block may opt into on `device`.
+int64_t max_shared_memory(int device) {
+  return device_attribute(device, cudaDevAttrMaxSharedMemoryPerBlockOptin);
 }
 
 // Whether the loaded cuDNN (and the headers dnngraph was built with) answer an engine config's

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "dnngraph/engines/handle.hpp"
 #include "dnngraph/engines/interface.hpp"
 #include "dnngraph/engines/kernel_cache.hpp"
@@ -31,6 +33,10 @@ struct HandleState final : EngineState {
   ~HandleState() override;
 };
 Result<HandleState*> handle_state(Handle& handle);
+
+// An attribute of CUDA device `device` (cached per device and attribute); -1 when the runtime
+// cannot say.
+int64_t device_attribute(int device, cudaDeviceAttr attr);
 
 // A non-virtual tensor the variant pack must bind.
 struct IoSlot {

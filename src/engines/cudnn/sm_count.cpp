@@ -25,19 +25,9 @@
 namespace dnngraph::cudnn {
 namespace {
 
-// The SM count of `device` (cached per device); -1 when the runtime cannot say.
+// The SM count of `device`; -1 when the runtime cannot say (cuDNN is left to judge the target).
 int64_t device_sm_count(int device) {
-  static std::mutex mu;
-  static std::map<int, int64_t> known;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find(device);
-  if (it != known.end()) return it->second;
-  int v = 0;
-  if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    v = -1;  // unknown: cuDNN is left to judge the target
-  }
-  return known[device] = v;
+  return device_attribute(device, cudaDevAttrMultiProcessorCount);
 }
 
 }  // namespace
