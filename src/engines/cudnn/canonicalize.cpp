@@ -5,19 +5,27 @@
 #include <numeric>
 #include <string>
 
+#include "engines/cudnn/slice_view.hpp"
+
 namespace dnngraph::cudnn {
 namespace {
 
+// Slices lowered as views emit no cuDNN operation (slice_view.hpp): the shape rules below look
+// at the other nodes only.
 bool only_pointwise_and_reduction(const ir::ValidatedGraph& g) {
-  for (const auto& n : g.nodes())
+  bool any = false;
+  for (const auto& n : g.nodes()) {
+    if (is_view_slice(g, n)) continue;
     if (n.kind() != ir::OpKind::Pointwise && n.kind() != ir::OpKind::Reduction) return false;
-  return !g.nodes().empty();
+    any = true;
+  }
+  return any;
 }
 
 bool only_matmul_pointwise_reduction(const ir::ValidatedGraph& g) {
   for (const auto& n : g.nodes())
     if (n.kind() != ir::OpKind::Pointwise && n.kind() != ir::OpKind::Reduction &&
-        n.kind() != ir::OpKind::Matmul)
+        n.kind() != ir::OpKind::Matmul && !is_view_slice(g, n))
       return false;
   return true;
 }
@@ -126,6 +134,9 @@ Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool p
   return Status::ok();
 }
 
+// The rules of canonicalize() after the first views are made (every view of rank `rank`).
+Status canonicalize_shapes(const ir::ValidatedGraph& graph, ViewMap& views, size_t rank);
+
 }  // namespace
 
 Result<ViewMap> canonicalize(const ir::ValidatedGraph& graph) {
@@ -134,16 +145,47 @@ Result<ViewMap> canonicalize(const ir::ValidatedGraph& graph) {
   for (const auto& t : graph.tensors()) rank = std::max(rank, t->dim.size());
   rank = std::max<size_t>(rank, 3);
   for (const auto& t : graph.tensors()) views[t.get()] = pad_leading({t->dim, t->stride}, rank);
+  // A slice lowered as a view is its input's memory: its dims with the input's strides times
+  // the steps (the graph gives it packed strides of its own, which describe no memory here).
+  // The input itself goes to cuDNN only when another op reads it; otherwise it is left out of
+  // the folding below (its larger dims are no part of the iteration space) and keeps its
+  // padded view.
+  ViewMap unread_sources;
+  for (const auto& n : graph.nodes()) {
+    if (!is_view_slice(graph, n)) continue;
+    const ir::Tensor x = n.input(ir::Role::X), y = n.output(ir::Role::Y);
+    DNNGRAPH_ASSIGN_OR_RETURN(auto v, slice_view(x->stride, n.as<ir::SliceAttrs>(), x->data_type));
+    views[y.get()] = pad_leading({y->dim, v.stride}, rank);
+    const bool read = std::any_of(graph.nodes().begin(), graph.nodes().end(), [&](const auto& m) {
+      if (m.kind() == ir::OpKind::Slice) return false;
+      return std::any_of(m.inputs.begin(), m.inputs.end(),
+                         [&](const auto& p) { return p.tensor.get() == x.get(); });
+    });
+    if (!read && views.count(x.get())) {
+      unread_sources[x.get()] = views.at(x.get());
+      views.erase(x.get());
+    }
+  }
+  DNNGRAPH_TRY(canonicalize_shapes(graph, views, rank));
+  views.merge(unread_sources);
+  return views;
+}
 
+namespace {
+
+Status canonicalize_shapes(const ir::ValidatedGraph& graph, ViewMap& views, size_t rank) {
   if (only_pointwise_and_reduction(graph)) {
     ir::Tensor layout_of;
     for (const auto& n : graph.nodes())
       for (const auto& p : n.outputs)
         if (!layout_of && p.tensor && !p.tensor->is_virtual) layout_of = p.tensor;
-    if (!layout_of && !graph.nodes().empty()) layout_of = graph.nodes().front().outputs[0].tensor;
+    for (const auto& n : graph.nodes())
+      if (!layout_of && !is_view_slice(graph, n)) layout_of = n.outputs[0].tensor;
+    // The views of slices are inputs for cuDNN: no operation writes them.
     std::vector<const ir::TensorAttrs*> consumed, produced;
     for (const auto& n : graph.nodes())
-      for (const auto& p : n.outputs) produced.push_back(p.tensor.get());
+      if (!is_view_slice(graph, n))
+        for (const auto& p : n.outputs) produced.push_back(p.tensor.get());
     for (const auto& n : graph.nodes())
       if (n.kind() == ir::OpKind::Pointwise)
         for (const auto& p : n.inputs)
@@ -165,7 +207,8 @@ Result<ViewMap> canonicalize(const ir::ValidatedGraph& graph) {
   } else if (has_kind(graph, ir::OpKind::NormFwd) || has_kind(graph, ir::OpKind::NormBwd)) {
     for (auto& [t, v] : views) v = pad_trailing(std::move(v), 4);
   }
-  return views;
+  return Status::ok();
 }
 
+}  // namespace
 }  // namespace dnngraph::cudnn

@@ -503,9 +503,14 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
   DNNGRAPH_TRY(od.finalize(ErrorCode::NotSupported));
   st->op_graph = std::move(od);
 
-  // Variant pack template: every non-virtual tensor of the graph plus internal constants.
+  // Variant pack template: every non-virtual tensor a cuDNN operation reads or writes, plus
+  // internal constants and the views of slices. A slice emits no operation (slice.cpp): its
+  // input is bound only when another op reads it too (cuDNN refuses a variant pack that
+  // carries a uid no operation uses), and its output's view is bound to the input's pointer
+  // plus the offset.
   std::set<int64_t> seen;
-  for (const auto& n : g.nodes())
+  for (const auto& n : g.nodes()) {
+    if (n.kind() == ir::OpKind::Slice) continue;  // lowered as a view: no operation
     for (const auto* ports : {&n.inputs, &n.outputs})
       for (const auto& p : *ports) {
         const ir::Tensor& t = p.tensor;
@@ -513,6 +518,15 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
         // elem_size is read for pass-by-value tensors only (never FP4: validate() refuses it).
         st->io.push_back({t->uid, t->name, t->is_pass_by_value, -1, data_type_size(t->data_type)});
       }
+  }
+  for (const auto& d : st->cx->derived()) {
+    IoSlot slot{d.uid, d.name, false, -1, 0};
+    slot.source_uid = d.source_uid;
+    slot.source_name = d.source_name;
+    slot.byte_offset = d.byte_offset;
+    slot.alignment = d.alignment;
+    st->io.push_back(std::move(slot));
+  }
   for (const auto& c : st->cx->constants()) {
     DataType type = c.value.type;
     std::string name = "constant uid " + std::to_string(c.uid);
@@ -555,7 +569,10 @@ class CudnnEngine final : public Engine {
   }
 
   Status precheck(const ir::ValidatedGraph& g) const override {
-    for (const auto& n : g.nodes()) DNNGRAPH_TRY(sdpa_precheck(n));
+    for (const auto& n : g.nodes()) {
+      DNNGRAPH_TRY(sdpa_precheck(n));
+      if (n.kind() == ir::OpKind::Slice) DNNGRAPH_TRY(slice_view_check(g, n));
+    }
     return Status::ok();
   }
 

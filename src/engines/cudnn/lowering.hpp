@@ -14,6 +14,7 @@
 #include "dnngraph/ir/graph.hpp"
 #include "engines/cudnn/canonicalize.hpp"
 #include "engines/cudnn/descriptor.hpp"
+#include "engines/cudnn/slice_view.hpp"
 
 namespace dnngraph::cudnn {
 
@@ -24,6 +25,17 @@ using ir::Role;
 struct ByValueConstant {
   int64_t uid;
   ir::Scalar value;
+};
+
+// A non-virtual tensor the lowering adds whose pointer the plan derives at execute from a graph
+// input's: the input's pointer plus `byte_offset` (a slice lowered as a view, slice.cpp).
+struct DerivedBinding {
+  int64_t uid;         // fresh, not a graph uid
+  std::string name;    // the slice's output
+  int64_t source_uid;  // the graph input it is a view of
+  std::string source_name;
+  int64_t byte_offset;
+  int64_t alignment;  // CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT it was described with
 };
 
 // A float tensor in device memory whose values the plan uploads once and owns (e.g. the ALiBi
@@ -64,6 +76,13 @@ class LowerContext {
   // Describe graph tensor `t` as ragged (CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC = the descriptor
   // of graph tensor `offset`) when its descriptor is created; call before tensor()/tensor_as().
   void set_ragged(const ir::Tensor& t, const ir::Tensor& offset) { ragged_[t.get()] = offset; }
+  // Describe graph tensor `t` (a slice's virtual output) as a view of graph input `source` at
+  // `byte_offset`: when tensor()/tensor_as() first describe it, it becomes a non-virtual tensor
+  // with a fresh uid and that alignment, recorded in derived() for the plan to bind.
+  void set_view_of(const ir::Tensor& t, const ir::Tensor& source, int64_t byte_offset,
+                   int64_t alignment) {
+    views_of_[t.get()] = {source, byte_offset, alignment};
+  }
   // The canonical view of a graph tensor (dims/strides given to cuDNN).
   const TensorView& view(const ir::Tensor& t) const { return views_.at(t.get()); }
   // A new virtual tensor for a composite lowering's intermediate (packed strides).
@@ -94,12 +113,16 @@ class LowerContext {
   std::vector<Descriptor>& ops() { return ops_; }
   const std::vector<ByValueConstant>& constants() const { return constants_; }
   const std::vector<DeviceConstant>& device_constants() const { return device_constants_; }
+  const std::vector<DerivedBinding>& derived() const { return derived_; }
 
  private:
   Result<cudnnBackendDescriptor_t> make_tensor(const std::string& name, const TensorView& v,
                                                DataType type, int64_t uid, bool is_virtual,
                                                bool by_value,
-                                               cudnnBackendDescriptor_t ragged = nullptr);
+                                               cudnnBackendDescriptor_t ragged = nullptr,
+                                               int64_t alignment = kTensorAlignment);
+  // The descriptor of graph tensor `t` described with view `v` (tensor() and tensor_as()).
+  Result<cudnnBackendDescriptor_t> graph_tensor(const ir::Tensor& t, const TensorView& v);
   // The descriptor of `t`'s ragged offset tensor (null when it has none).
   Result<cudnnBackendDescriptor_t> ragged_of(const ir::Tensor& t);
 
@@ -111,6 +134,13 @@ class LowerContext {
   std::vector<Descriptor> ops_;
   std::vector<ByValueConstant> constants_;
   std::vector<DeviceConstant> device_constants_;
+  struct ViewOf {
+    ir::Tensor source;
+    int64_t byte_offset;
+    int64_t alignment;
+  };
+  std::unordered_map<const ir::TensorAttrs*, ViewOf> views_of_;  // slice outputs lowered as views
+  std::vector<DerivedBinding> derived_;
   int64_t next_uid_ = 1;
 };
 

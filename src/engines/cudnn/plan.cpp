@@ -197,12 +197,19 @@ class CudnnPlan final : public Plan {
         ptrs[i] = st_->device_buffers[static_cast<size_t>(s.device_constant)];
         continue;
       }
-      auto it = pack.find(s.uid);
-      if (it == pack.end() || it->second == nullptr)
+      // A slice's view is bound to its source's pointer plus the offset (0 for the others):
+      // one lookup and one add, as for any tensor.
+      auto it = pack.find(s.source_uid >= 0 ? s.source_uid : s.uid);
+      if (it == pack.end() || it->second == nullptr) {
+        const char* what = it == pack.end() ? "no entry in the variant pack" : "a null pointer";
+        if (s.source_uid >= 0)
+          return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '",
+                            s.source_name, "' (uid ", s.source_uid, "), which slice output '",
+                            s.name, "' is a view of, has ", what);
         return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
-                          "' (uid ", s.uid, ") has ",
-                          it == pack.end() ? "no entry in the variant pack" : "a null pointer");
-      ptrs[i] = it->second;
+                          "' (uid ", s.uid, ") has ", what);
+      }
+      ptrs[i] = static_cast<char*>(it->second) + s.byte_offset;
     }
     if (workspace_ > 0 && workspace == nullptr)
       return make_error(ErrorCode::InvalidArgument, "plan '", name_, "' needs ", workspace_,
@@ -235,10 +242,18 @@ class CudnnPlan final : public Plan {
       const IoSlot& s = st_->io[i];
       if (s.by_value) continue;
       const auto addr = reinterpret_cast<uintptr_t>(ptrs[i]);
-      if (addr % 16 != 0)
+      if (addr % static_cast<uintptr_t>(s.alignment) != 0) {
+        if (s.source_uid >= 0)  // the offset is a multiple of the alignment: the source is not
+          return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': slice output '",
+                            s.name, "' is a view of tensor '", s.source_name, "' (uid ",
+                            s.source_uid, ") at byte offset ", s.byte_offset, ", at ", ptrs[i],
+                            ", aligned to less than the ", s.alignment,
+                            " bytes its descriptor declares; bind '", s.source_name,
+                            "' at an address aligned to ", kTensorAlignment, " bytes");
         return make_error(ErrorCode::InvalidArgument, "plan '", name_, "': tensor '", s.name,
-                          "' (uid ", s.uid, ") is at ", ptrs[i],
-                          ", aligned to less than the 16 bytes its descriptor declares");
+                          "' (uid ", s.uid, ") is at ", ptrs[i], ", aligned to less than the ",
+                          s.alignment, " bytes its descriptor declares");
+      }
       DNNGRAPH_TRY(on_plan_device(
           ptrs[i], [&] { return detail::cat("tensor '", s.name, "' (uid ", s.uid, ")"); }));
     }

@@ -46,6 +46,12 @@ struct IoSlot {
   int constant = -1;  // index into LoweredState::constant_bytes when the plan supplies it
   int64_t elem_size = 0;
   int device_constant = -1;  // index into LoweredState::device_buffers when the plan owns it
+  // A slice lowered as a view (LowerContext::derived): bound to the pointer the variant pack
+  // gives graph input `source_uid`, plus `byte_offset`; -1 otherwise.
+  int64_t source_uid = -1;
+  std::string source_name{};
+  int64_t byte_offset = 0;
+  int64_t alignment = kTensorAlignment;  // what its descriptor declares (execute checks it)
 };
 
 // Everything one lowered graph owns; shared by its candidates and plans.

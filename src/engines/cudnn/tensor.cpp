@@ -50,15 +50,14 @@ DataType LowerContext::compute_type(const ir::Node& n) const {
   return DataType::Float;
 }
 
-Result<cudnnBackendDescriptor_t> LowerContext::make_tensor(const std::string& name,
-                                                           const TensorView& v, DataType type,
-                                                           int64_t uid, bool is_virtual,
-                                                           bool by_value,
-                                                           cudnnBackendDescriptor_t ragged) {
+Result<cudnnBackendDescriptor_t> LowerContext::make_tensor(
+    const std::string& name, const TensorView& v, DataType type, int64_t uid, bool is_virtual,
+    bool by_value, cudnnBackendDescriptor_t ragged, int64_t alignment) {
+  // execute() rejects pointers aligned to less than `alignment`: kTensorAlignment (16) for
+  // every tensor but the views of slices (set_view_of), which declare what their offset keeps.
   DNNGRAPH_ASSIGN_OR_RETURN(
       Descriptor t, Descriptor::create(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor '" + name + "'"));
   const cudnnDataType_t dt = to_cudnn(type);
-  const int64_t alignment = 16;  // execute() rejects pointers aligned to less
   DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, dt));
   DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, v.dim));
   DNNGRAPH_TRY(t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, v.stride));
@@ -92,22 +91,33 @@ Result<cudnnBackendDescriptor_t> LowerContext::tensor(const ir::Tensor& t) {
   auto vit = views_.find(t.get());
   if (vit == views_.end())
     return make_error(ErrorCode::Internal, "tensor ", t->describe(), " is not in the graph");
-  DNNGRAPH_ASSIGN_OR_RETURN(auto ragged, ragged_of(t));
-  auto d = make_tensor(t->name, vit->second, t->data_type, t->uid, t->is_virtual,
-                       t->is_pass_by_value, ragged);
-  if (!d) return d.status();
-  if (t->is_pass_by_value && t->value) constants_.push_back({t->uid, *t->value});
-  by_tensor_[t.get()] = d.value();
-  return d.value();
+  return graph_tensor(t, vit->second);
 }
 
 Result<cudnnBackendDescriptor_t> LowerContext::tensor_as(const ir::Tensor& t, const TensorView& v) {
   if (by_tensor_.count(t.get()))
     return make_error(ErrorCode::Internal, "tensor ", t->describe(), " was lowered twice");
+  return graph_tensor(t, v);
+}
+
+Result<cudnnBackendDescriptor_t> LowerContext::graph_tensor(const ir::Tensor& t,
+                                                            const TensorView& v) {
   DNNGRAPH_ASSIGN_OR_RETURN(auto ragged, ragged_of(t));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto d, make_tensor(t->name, v, t->data_type, t->uid, t->is_virtual,
-                                                t->is_pass_by_value, ragged));
-  if (t->is_pass_by_value && t->value) constants_.push_back({t->uid, *t->value});
+  cudnnBackendDescriptor_t d = nullptr;
+  if (auto vo = views_of_.find(t.get()); vo != views_of_.end()) {
+    // A slice lowered as a view: a non-virtual tensor of its own, bound by the plan to the
+    // source's pointer plus the offset. Its uid is fresh (the graph's uid of `t` names a
+    // virtual tensor, which a variant pack may not carry).
+    const int64_t uid = next_uid_++;
+    DNNGRAPH_ASSIGN_OR_RETURN(
+        d, make_tensor(t->name, v, t->data_type, uid, false, false, ragged, vo->second.alignment));
+    derived_.push_back({uid, t->name, vo->second.source->uid, vo->second.source->name,
+                        vo->second.byte_offset, vo->second.alignment});
+  } else {
+    DNNGRAPH_ASSIGN_OR_RETURN(d, make_tensor(t->name, v, t->data_type, t->uid, t->is_virtual,
+                                             t->is_pass_by_value, ragged));
+    if (t->is_pass_by_value && t->value) constants_.push_back({t->uid, *t->value});
+  }
   by_tensor_[t.get()] = d;
   return d;
 }

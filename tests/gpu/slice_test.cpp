@@ -1,0 +1,348 @@
+// Slice on the cuDNN engine as a strided view of a graph input (src/engines/cudnn/slice.cpp).
+// CudnnSliceView.* run without a GPU (the offset, strides and alignment, and the canonical
+// views); GpuSlice.* compare with the reference engine on the GPU (poisoned outputs), and check
+// the refusals, the alignment check at execute, serialize/deserialize, the plan cache, CUDA
+// graphs and the autotuner on graphs with such slices.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "dnngraph/plan_cache.hpp"
+#include "engines/cudnn/canonicalize.hpp"
+#include "engines/cudnn/slice_view.hpp"
+#include "harness.hpp"
+
+namespace dnngraph::gpu_test {
+namespace {
+
+ir::SliceAttrs window(std::vector<int64_t> start, std::vector<int64_t> end,
+                      std::vector<int64_t> step = {}) {
+  ir::SliceAttrs a;
+  a.start = std::move(start);
+  a.end = std::move(end);
+  a.stride = std::move(step);
+  return a;
+}
+
+// ---------------------------------------------------------------- without a GPU
+
+TEST(CudnnSliceView, OffsetStridesAndAlignment) {
+  // A [4,64,96] packed: strides [6144, 96, 1].
+  const std::vector<int64_t> s{6144, 96, 1};
+  auto v = cudnn::slice_view(s, window({0, 8, 16}, {4, 40, 80}), DataType::BFloat16);
+  ASSERT_TRUE(v.is_ok()) << v.status().to_string();
+  EXPECT_EQ(v->stride, s);
+  EXPECT_EQ(v->element_offset, 8 * 96 + 16);
+  EXPECT_EQ(v->byte_offset, (8 * 96 + 16) * 2);  // 1568 = 98 * 16
+  EXPECT_EQ(v->alignment, 16);
+
+  // Steps multiply the strides; the offset counts the starts only.
+  v = cudnn::slice_view(s, window({1, 3, 5}, {4, 64, 96}, {1, 2, 3}), DataType::BFloat16);
+  ASSERT_TRUE(v.is_ok());
+  EXPECT_EQ(v->stride, (std::vector<int64_t>{6144, 192, 3}));
+  EXPECT_EQ(v->element_offset, 6144 + 3 * 96 + 5);
+  EXPECT_EQ(v->byte_offset, (6144 + 3 * 96 + 5) * 2);  // 12874: 2 * odd
+  EXPECT_EQ(v->alignment, 2);
+
+  // Non-packed input strides are kept (a channels-last input).
+  v = cudnn::slice_view({512, 1, 64}, window({0, 4, 2}, {2, 8, 8}), DataType::Float);
+  ASSERT_TRUE(v.is_ok());
+  EXPECT_EQ(v->stride, (std::vector<int64_t>{512, 1, 64}));
+  EXPECT_EQ(v->byte_offset, (4 + 2 * 64) * 4);  // 528 = 33 * 16
+  EXPECT_EQ(v->alignment, 16);
+
+  // int8 at an odd element: 1 byte; float at 2 elements: 8 bytes; offset 0: 16.
+  EXPECT_EQ(cudnn::slice_view({128, 1}, window({0, 3}, {4, 128}), DataType::Int8)->alignment, 1);
+  EXPECT_EQ(cudnn::slice_view({128, 1}, window({0, 2}, {4, 128}), DataType::Float)->alignment, 8);
+  EXPECT_EQ(cudnn::slice_view({128, 1}, window({0, 0}, {4, 8}), DataType::Half)->alignment, 16);
+}
+
+TEST(CudnnSliceView, RefusesFp4AndMismatchedAttributes) {
+  auto fp4 = cudnn::slice_view({128, 1}, window({0, 2}, {4, 128}), DataType::FP4_E2M1);
+  EXPECT_EQ(fp4.status().code(), ErrorCode::NotSupported);
+  EXPECT_NE(fp4.status().message().find("FP4_E2M1"), std::string::npos);
+  auto bad = cudnn::slice_view({128, 1}, window({0}, {4}), DataType::Float);
+  EXPECT_EQ(bad.status().code(), ErrorCode::InvalidArgument);
+}
+
+// Batched matmul of slices of two graph inputs: A[:, 8:40, 16:80] x B[:, 16:80, 8:40].
+std::function<void(Graph&)> matmul_of_slices(std::vector<int64_t> a_dim, ir::SliceAttrs as,
+                                             std::vector<int64_t> b_dim, ir::SliceAttrs bs) {
+  return [=](Graph& g) {
+    g.set_io_data_type(DataType::BFloat16);
+    g.set_compute_data_type(DataType::Float);
+    auto a = g.slice(input(g, "A", a_dim, DataType::BFloat16), as, {"A_slice"});
+    auto b = g.slice(input(g, "B", b_dim, DataType::BFloat16), bs, {"B_slice"});
+    auto c = g.matmul(a, b, {}, {"matmul", DataType::Float});
+    c->set_output(true).set_name("C").set_data_type(DataType::BFloat16);
+  };
+}
+
+const ir::TensorAttrs* in_snapshot(const ir::ValidatedGraph& vg, const ir::Tensor& t) {
+  return vg.find_tensor_by_uid(t->uid).get();
+}
+
+TEST(CudnnSliceView, CanonicalViewIsTheInputsMemoryWithBatchDimsFolded) {
+  // Rank 4: a matmul graph folds its batch dims; the slice's view has A's strides (not the
+  // packed ones the graph gives the slice) and folds where A's memory is contiguous.
+  Graph g;
+  g.set_io_data_type(DataType::BFloat16);
+  auto a = g.slice(input(g, "A", {2, 3, 64, 96}, DataType::BFloat16),
+                   window({0, 0, 8, 16}, {2, 3, 40, 80}), {"A_slice"});
+  auto b = input(g, "B", {2, 3, 64, 32}, DataType::BFloat16);
+  g.matmul(a, b, {}, {"mm"})->set_output(true).set_name("C");
+  ASSERT_TRUE(g.validate().is_ok());
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
+  ASSERT_TRUE(views.is_ok()) << views.status().to_string();
+  const auto& va = views->at(in_snapshot(*vg, a));
+  EXPECT_EQ(va.dim, (std::vector<int64_t>{6, 32, 64}));
+  EXPECT_EQ(va.stride, (std::vector<int64_t>{6144, 96, 1}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, b)).dim, (std::vector<int64_t>{6, 64, 32}));
+}
+
+TEST(CudnnSliceView, CanonicalViewOfASliceFeedingPointwise) {
+  // Rank 3 without broadcast: as it is (pointwise-only once the slice is a view).
+  Graph g;
+  g.set_io_data_type(DataType::Float);
+  auto x = input(g, "X", {4, 64, 96}, DataType::Float);
+  auto s = g.slice(x, window({0, 8, 16}, {4, 40, 80}), {"cut"});
+  auto z = input(g, "Z", {4, 32, 64}, DataType::Float);
+  g.add(s, z, {"add"})->set_output(true).set_name("Y");
+  ASSERT_TRUE(g.validate().is_ok());
+  const ir::ValidatedGraphPtr vg = g.validated();
+  auto views = cudnn::canonicalize(*vg);
+  ASSERT_TRUE(views.is_ok()) << views.status().to_string();
+  EXPECT_EQ(views->at(in_snapshot(*vg, s)).dim, (std::vector<int64_t>{4, 32, 64}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, s)).stride, (std::vector<int64_t>{6144, 96, 1}));
+  EXPECT_EQ(views->at(in_snapshot(*vg, z)).stride, (std::vector<int64_t>{2048, 64, 1}));
+}
+
+// ---------------------------------------------------------------- on the GPU
+
+TEST(GpuSlice, MatmulOfTwoInputSlicesBf16) {
+  DNNGRAPH_REQUIRE_GPU();
+  expect_matches_reference(matmul_of_slices({4, 64, 96}, window({0, 8, 16}, {4, 40, 80}),
+                                            {4, 96, 48}, window({0, 16, 8}, {4, 80, 40})));
+}
+
+TEST(GpuSlice, FrontendTestSlicesBf16) {
+  // The cuDNN frontend's test_slice.py (test_int8_bf16_matmul_slice): Batch 16, M 32, N 64,
+  // K 128; A[8:, 16:, :], B[8:, :, 32:] (both bf16 there, despite the test's name).
+  DNNGRAPH_REQUIRE_GPU();
+  expect_matches_reference(matmul_of_slices({16, 32, 128}, window({8, 16, 0}, {16, 32, 128}),
+                                            {16, 128, 64}, window({8, 0, 32}, {16, 128, 64})));
+}
+
+TEST(GpuSlice, Int8SliceCastToBf16ThenMatmul) {
+  // An int8 A sliced, cast to bf16 by an identity (the frontend's int8 x bf16 matmul form:
+  // test_matmul_bias_relu.py's test_int8_bf16_matmul), times a slice of a bf16 B.
+  DNNGRAPH_REQUIRE_GPU();
+  expect_matches_reference([](Graph& g) {
+    g.set_io_data_type(DataType::BFloat16);
+    g.set_compute_data_type(DataType::Float);
+    auto a = g.slice(input(g, "A", {16, 32, 128}, DataType::Int8),
+                     window({8, 16, 0}, {16, 32, 128}), {"A_slice"});
+    auto a16 = g.unary(PointwiseMode::Identity, a, {"cast", DataType::Float});
+    a16->set_data_type(DataType::BFloat16);
+    auto b = g.slice(input(g, "B", {16, 128, 64}, DataType::BFloat16),
+                     window({8, 0, 32}, {16, 128, 64}), {"B_slice"});
+    auto c = g.matmul(a16, b, {}, {"matmul", DataType::Float});
+    c->set_output(true).set_name("C").set_data_type(DataType::BFloat16);
+  });
+}
+
+TEST(GpuSlice, SliceFeedsPointwise) {
+  DNNGRAPH_REQUIRE_GPU();
+  expect_matches_reference([](Graph& g) {
+    g.set_io_data_type(DataType::Float);
+    auto s = g.slice(input(g, "X", {4, 64, 96}, DataType::Float), window({0, 8, 16}, {4, 40, 80}),
+                     {"cut"});
+    auto z = input(g, "Z", {4, 32, 64}, DataType::Float);
+    g.relu(g.add(s, z, {"add"}), {"relu"})->set_output(true).set_name("Y");
+  });
+}
+
+TEST(GpuSlice, StepsOnOuterDims) {
+  // Steps 2 on the batch and M dims of A: strides [2 * 6144, 2 * 96, 1].
+  DNNGRAPH_REQUIRE_GPU();
+  expect_matches_reference(matmul_of_slices({4, 64, 96}, window({0, 1, 16}, {4, 64, 80}, {2, 2, 1}),
+                                            {2, 96, 48}, window({0, 16, 8}, {2, 80, 40})));
+}
+
+TEST(GpuSlice, InputAlsoReadDirectly) {
+  // A[:, 16:48, :] x A: A is read by the matmul itself (bound) and through the view.
+  DNNGRAPH_REQUIRE_GPU();
+  expect_matches_reference([](Graph& g) {
+    g.set_io_data_type(DataType::BFloat16);
+    g.set_compute_data_type(DataType::Float);
+    auto a = input(g, "A", {4, 64, 64}, DataType::BFloat16);
+    auto rows = g.slice(a, window({0, 16, 0}, {4, 48, 64}), {"rows"});
+    auto c = g.matmul(rows, a, {}, {"matmul", DataType::Float});
+    c->set_output(true).set_name("C").set_data_type(DataType::BFloat16);
+  });
+}
+
+TEST(GpuSlice, RefusedSlicesSayWhy) {
+  DNNGRAPH_REQUIRE_GPU();
+  auto h = Handle::create(Device::cuda(0)).value();
+  {
+    Graph g;  // a slice of a matmul's output
+    g.set_io_data_type(DataType::BFloat16);
+    auto c = g.matmul(input(g, "A", {4, 64, 96}, DataType::BFloat16),
+                      input(g, "B", {4, 96, 48}, DataType::BFloat16), {}, {"mm"});
+    auto s = g.slice(c, window({0, 0, 0}, {4, 32, 48}), {"cut"});
+    g.relu(s, {"relu"})->set_output(true).set_name("Y");
+    Status st = g.build(h, {HeurMode::A});
+    EXPECT_EQ(st.code(), ErrorCode::NotSupported) << st.to_string();
+    EXPECT_NE(st.message().find("slice 'cut'"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("is written by matmul 'mm'"), std::string::npos) << st.message();
+  }
+  {
+    Graph g;  // a slice into a graph output
+    g.set_io_data_type(DataType::Float);
+    auto s = g.slice(input(g, "X", {4, 64, 96}, DataType::Float), window({0, 8, 16}, {4, 40, 80}),
+                     {"cut"});
+    s->set_output(true).set_name("Y");
+    Status st = g.build(h, {HeurMode::A});
+    EXPECT_EQ(st.code(), ErrorCode::NotSupported) << st.to_string();
+    EXPECT_NE(st.message().find("is a graph output"), std::string::npos) << st.message();
+  }
+}
+
+TEST(GpuSlice, SourceAlignedToLessThanTheViewDeclaresIsRefusedAtExecute) {
+  // The view's offset (1568 bytes) is a multiple of 16, so its descriptor declares 16; A bound
+  // 2 bytes past an allocation puts the view at 2 mod 16: refused, nothing launched.
+  DNNGRAPH_REQUIRE_GPU();
+  const auto make = matmul_of_slices({4, 64, 96}, window({0, 8, 16}, {4, 40, 80}), {4, 96, 48},
+                                     window({0, 16, 8}, {4, 80, 40}));
+  GpuRun run;
+  ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
+  void* big = nullptr;
+  ASSERT_EQ(cudaMalloc(&big, 4 * 64 * 96 * 2 + 16), cudaSuccess);
+  auto a = run.g.find_tensor_by_name("A");
+  ASSERT_TRUE(a);
+  VariantPack pack = run.pack;
+  pack[a->uid] = static_cast<char*>(big) + 2;
+  Status s = run.g.execute(*run.handle, pack, run.dev.ws, run.ws);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("slice output 'A_slice' is a view of tensor 'A'"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("aligned to less than the 16 bytes"), std::string::npos)
+      << s.message();
+  cudaFree(big);
+  // The same graph with A where it belongs still runs.
+  EXPECT_TRUE(run.g.execute(*run.handle, run.pack, run.dev.ws, run.ws).is_ok());
+}
+
+TEST(GpuSlice, UnalignedOffsetRunsOrIsRefusedByCudnn) {
+  // A[:, 8:40, 1:65]: offset (8 * 96 + 1) * 2 bytes, so the view declares 2-byte alignment.
+  // cuDNN may have no engine for it (NotSupported); what it runs must match the reference.
+  DNNGRAPH_REQUIRE_GPU();
+  auto r = run_and_compare(matmul_of_slices({4, 64, 96}, window({0, 8, 1}, {4, 40, 65}),
+                                            {4, 96, 48}, window({0, 16, 8}, {4, 80, 40})));
+  if (r.status.code() == ErrorCode::NotSupported) {
+    std::printf("[ slice ] 2-byte aligned view: %s\n", r.status.message().c_str());
+    return;
+  }
+  expect_report_ok(r);
+}
+
+// Outputs of `run` after one execute (poisoned first).
+std::vector<std::vector<unsigned char>> outputs_after(GpuRun& run, Graph& g, const VariantPack& p) {
+  for (size_t i = 0; i < run.bufs.size(); ++i)
+    if (run.bufs[i].is_output) cudaMemset(run.dev.ptrs[i], 0xff, run.bufs[i].bytes);
+  Status s = g.execute(*run.handle, p, run.dev.ws, run.ws);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<std::vector<unsigned char>> out;
+  for (size_t i = 0; i < run.bufs.size(); ++i)
+    if (run.bufs[i].is_output) {
+      out.emplace_back(run.bufs[i].bytes);
+      cudaMemcpy(out.back().data(), run.dev.ptrs[i], run.bufs[i].bytes, cudaMemcpyDeviceToHost);
+    }
+  return out;
+}
+
+TEST(GpuSlice, SerializeDeserializeAndPlanCacheRestoreTheView) {
+  DNNGRAPH_REQUIRE_GPU();
+  setenv("DNNGRAPH_CACHE", "memory", 1);
+  PlanCache::reset_global();
+  const auto make = matmul_of_slices({4, 64, 96}, window({0, 8, 16}, {4, 40, 80}), {4, 96, 48},
+                                     window({0, 16, 8}, {4, 80, 40}));
+  GpuRun run;
+  ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
+  const auto want = outputs_after(run, run.g, run.pack);
+  auto r = compare_with_reference(run, make, CompareOptions{});
+  EXPECT_EQ(r.mismatches, 0) << r.first_mismatch;
+
+  auto bytes = run.g.serialize();
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  Graph restored;
+  make(restored);
+  Status s = restored.deserialize(run.handle, bytes.value());
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(outputs_after(run, restored, run.pack), want);
+
+  // A second build of the same graph: from the plan cache (one candidate, the cached plan).
+  Graph again;
+  make(again);
+  ASSERT_TRUE(again.build(run.handle, {HeurMode::A}).is_ok());
+  EXPECT_EQ(again.candidates().size(), 1u);
+  EXPECT_EQ(outputs_after(run, again, run.pack), want);
+  unsetenv("DNNGRAPH_CACHE");
+  PlanCache::reset_global();
+}
+
+TEST(GpuSlice, CudaGraphAndAutotuneBindTheView) {
+  DNNGRAPH_REQUIRE_GPU();
+  setenv("DNNGRAPH_CACHE", "memory", 1);
+  PlanCache::reset_global();
+  const auto make = matmul_of_slices({4, 64, 96}, window({0, 8, 16}, {4, 40, 80}), {4, 96, 48},
+                                     window({0, 16, 8}, {4, 80, 40}));
+  GpuRun run;
+  ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
+  const auto want = outputs_after(run, run.g, run.pack);
+
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+  Status s = run.g.populate_cuda_graph(*run.handle, run.pack, run.dev.ws, graph);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (size_t i = 0; i < run.bufs.size(); ++i)
+    if (run.bufs[i].is_output) cudaMemset(run.dev.ptrs[i], 0xff, run.bufs[i].bytes);
+  ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (size_t i = 0, k = 0; i < run.bufs.size(); ++i)
+    if (run.bufs[i].is_output) {
+      std::vector<unsigned char> got(run.bufs[i].bytes);
+      cudaMemcpy(got.data(), run.dev.ptrs[i], got.size(), cudaMemcpyDeviceToHost);
+      EXPECT_EQ(got, want.at(k++));
+    }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+
+  // The autotuner's own buffers (one per graph tensor the caller binds: none for the view).
+  AutotuneOptions opts;
+  opts.iterations = 5;
+  opts.rotate_inputs = 2;
+  const int64_t ws = run.g.get_autotune_workspace_size().value();
+  void* w = nullptr;
+  if (ws > 0) {
+    ASSERT_EQ(cudaMalloc(&w, static_cast<size_t>(ws)), cudaSuccess);
+  }
+  auto tuned = run.g.autotune(*run.handle, run.pack, w, ws, opts);
+  ASSERT_TRUE(tuned.is_ok()) << tuned.status().to_string();
+  EXPECT_FALSE(tuned->selected_name.empty());
+  if (w) cudaFree(w);
+  ASSERT_TRUE(run.run_once().is_ok());
+  auto r = compare_with_reference(run, make, CompareOptions{});
+  EXPECT_EQ(r.mismatches, 0) << r.first_mismatch;
+  unsetenv("DNNGRAPH_CACHE");
+  PlanCache::reset_global();
+}
+
+}  // namespace
+}  // namespace dnngraph::gpu_test
