@@ -227,8 +227,8 @@ TEST(GpuSlice, SourceAlignedToLessThanTheViewDeclaresIsRefusedAtExecute) {
   pack[a->uid] = static_cast<char*>(big) + 2;
   Status s = run.g.execute(*run.handle, pack, run.dev.ws, run.ws);
   EXPECT_EQ(s.code(), ErrorCode::InvalidArgument) << s.to_string();
-  EXPECT_NE(s.message().find("slice output 'A_slice' is a view of tensor 'A'"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("slice output 'A_slice"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("is a view of tensor 'A'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("aligned to less than the 16 bytes"), std::string::npos)
       << s.message();
   cudaFree(big);
@@ -236,17 +236,16 @@ TEST(GpuSlice, SourceAlignedToLessThanTheViewDeclaresIsRefusedAtExecute) {
   EXPECT_TRUE(run.g.execute(*run.handle, run.pack, run.dev.ws, run.ws).is_ok());
 }
 
-TEST(GpuSlice, UnalignedOffsetRunsOrIsRefusedByCudnn) {
-  // A[:, 8:40, 1:65]: offset (8 * 96 + 1) * 2 bytes, so the view declares 2-byte alignment.
-  // cuDNN may have no engine for it (NotSupported); what it runs must match the reference.
+TEST(GpuSlice, UnalignedOffsetIsRefused) {
+  // A[:, 8:40, 1:65]: the window starts (8 * 96 + 1) * 2 bytes in, not a multiple of 16. Built
+  // with a 2-byte alignment, cuDNN 9.19 on the H200 took the plan and then failed inside
+  // cuBLASLt at execute; such views are refused when the graph is validated with a GPU handle.
   DNNGRAPH_REQUIRE_GPU();
   auto r = run_and_compare(matmul_of_slices({4, 64, 96}, window({0, 8, 1}, {4, 40, 65}),
                                             {4, 96, 48}, window({0, 16, 8}, {4, 80, 40})));
-  if (r.status.code() == ErrorCode::NotSupported) {
-    std::printf("[ slice ] 2-byte aligned view: %s\n", r.status.message().c_str());
-    return;
-  }
-  expect_report_ok(r);
+  EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
+  EXPECT_NE(r.status.message().find("not a multiple of 16 bytes"), std::string::npos)
+      << r.status.message();
 }
 
 // Outputs of `run` after one execute (poisoned first).
@@ -273,9 +272,10 @@ TEST(GpuSlice, SerializeDeserializeAndPlanCacheRestoreTheView) {
                                      window({0, 16, 8}, {4, 80, 40}));
   GpuRun run;
   ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
-  const auto want = outputs_after(run, run.g, run.pack);
+  ASSERT_TRUE(run.run_once().is_ok());
   auto r = compare_with_reference(run, make, CompareOptions{});
   EXPECT_EQ(r.mismatches, 0) << r.first_mismatch;
+  const auto want = outputs_after(run, run.g, run.pack);
 
   auto bytes = run.g.serialize();
   ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();

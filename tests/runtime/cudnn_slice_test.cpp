@@ -80,6 +80,24 @@ TEST(CudnnSlice, SliceIntoAGraphOutputIsRefusedSayingWhatToDo) {
     EXPECT_NE(s.message().find(part), std::string::npos) << part << " not in: " << s.message();
 }
 
+TEST(CudnnSlice, AWindowNotStartingOnA16ByteBoundaryIsRefused) {
+  Graph g;
+  g.set_io_data_type(DataType::BFloat16);
+  // A[:, 8:40, 1:65] of bf16 [4, 64, 96]: starts (8 * 96 + 1) * 2 = 1538 bytes in.
+  auto a = g.slice(input(g, "A", {4, 64, 96}), window({0, 8, 1}, {4, 40, 65}), {"a_slice"});
+  auto b = g.slice(input(g, "B", {4, 96, 48}), window({0, 16, 8}, {4, 80, 40}), {"b_slice"});
+  g.matmul(a, b, {}, {"mm", DataType::Float})->set_output(true).set_name("C");
+  bool built = false;
+  Status s = on_cuda(g, built);
+  if (!built) {
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    return;
+  }
+  EXPECT_EQ(s.code(), ErrorCode::NotSupported) << s.to_string();
+  for (const char* part : {"slice 'a_slice'", "starts 1538 bytes into", "not a multiple of 16"})
+    EXPECT_NE(s.message().find(part), std::string::npos) << part << " not in: " << s.message();
+}
+
 TEST(CudnnSlice, TheReferenceEngineStillRunsTheRefusedForms) {
   // The refusals are the cuDNN engine's alone: a CPU handle runs a slice into a graph output.
   Graph g;

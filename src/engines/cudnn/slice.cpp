@@ -79,6 +79,19 @@ Status slice_view_check(const ir::ValidatedGraph& g, const ir::Node& n) {
                       " is FP4_E2M1: ", kLowered,
                       ", and FP4 views are not lowered (half-byte elements; cuDNN runs FP4 "
                       "only in block-scaled engines); run the graph on the CPU reference engine");
+  // A window must start on a kTensorAlignment boundary of the input: cuDNN's kernels read
+  // tensors at that alignment (a less aligned view built, then failed at execute: docs).
+  auto v = slice_view(x->stride, n.as<ir::SliceAttrs>(), x->data_type);
+  if (!v) return Status(v.status().code(), detail::cat(what, ": ", v.status().message()));
+  if (v->byte_offset % kTensorAlignment != 0)
+    return make_error(ErrorCode::NotSupported, what, ": its window starts ", v->byte_offset,
+                      " bytes into ", x->describe(), ", not a multiple of ", kTensorAlignment,
+                      " bytes; ", kLowered, ", starting on a ", kTensorAlignment,
+                      "-byte boundary (cuDNN reads tensors at that alignment); choose starts "
+                      "whose offset is a multiple of ",
+                      kTensorAlignment,
+                      " bytes, pass the window as its own input, or run the graph on the CPU "
+                      "reference engine");
   return Status::ok();
 }
 
