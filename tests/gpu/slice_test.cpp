@@ -248,20 +248,9 @@ TEST(GpuSlice, UnalignedOffsetIsRefused) {
       << r.status.message();
 }
 
-// Outputs of `run` after one execute (poisoned first).
+// Outputs of `run`'s buffers after one execute of `g` with `p` (poisoned first).
 std::vector<std::vector<unsigned char>> outputs_after(GpuRun& run, Graph& g, const VariantPack& p) {
-  for (size_t i = 0; i < run.bufs.size(); ++i)
-    if (run.bufs[i].is_output) cudaMemset(run.dev.ptrs[i], 0xff, run.bufs[i].bytes);
-  Status s = g.execute(*run.handle, p, run.dev.ws, run.ws);
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<std::vector<unsigned char>> out;
-  for (size_t i = 0; i < run.bufs.size(); ++i)
-    if (run.bufs[i].is_output) {
-      out.emplace_back(run.bufs[i].bytes);
-      cudaMemcpy(out.back().data(), run.dev.ptrs[i], run.bufs[i].bytes, cudaMemcpyDeviceToHost);
-    }
-  return out;
+  return outputs_after(run, [&] { return g.execute(*run.handle, p, run.dev.ws, run.ws); });
 }
 
 TEST(GpuSlice, SerializeDeserializeAndPlanCacheRestoreTheView) {
