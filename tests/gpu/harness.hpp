@@ -21,4 +21,21 @@ void expect_report_ok(const RunReport& r);
 void expect_matches_reference(const std::function<void(Graph&)>& make,
                               const CompareOptions& o = {});
 
+// Output bytes of `run` after `launch` (outputs poisoned first), EXPECTing it to succeed.
+inline std::vector<std::vector<unsigned char>> outputs_after(
+    GpuRun& run, const std::function<Status()>& launch) {
+  for (size_t i = 0; i < run.bufs.size(); ++i)
+    if (run.bufs[i].is_output) cudaMemset(run.dev.ptrs[i], 0xff, run.bufs[i].bytes);
+  std::vector<std::vector<unsigned char>> out;
+  Status s = launch();
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (size_t i = 0; i < run.bufs.size(); ++i)
+    if (run.bufs[i].is_output) {
+      out.emplace_back(run.bufs[i].bytes);
+      cudaMemcpy(out.back().data(), run.dev.ptrs[i], run.bufs[i].bytes, cudaMemcpyDeviceToHost);
+    }
+  return out;
+}
+
 }  // namespace dnngraph::gpu_test
