@@ -3,8 +3,9 @@
 // each graph must be refused with NotSupported, and the message must say that the graph has an
 // FP4_E2M1 tensor; from 10.x on, each must match the reference engine (outputs poisoned first,
 // inputs uniform in [-1, 1]): block scales exactly, FP4 elements within one FP4 step.
-// g++ 13 reports false -Warray-bounds / -Wstringop-overflow errors inside std::vector's copy (stl_algobase.h memmove,
-// "offset 4 is out of the bounds [0, 4]") for this file's small initializer lists at -O3.
+// g++ 13 reports false -Warray-bounds / -Wstringop-overflow errors inside std::vector's copy
+// (stl_algobase.h memmove, "offset 4 is out of the bounds [0, 4]") for this file's small
+// initializer lists at -O3.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
