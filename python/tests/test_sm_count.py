@@ -107,7 +107,9 @@ def test_cpu_results_do_not_depend_on_the_target(handle):
 
 # ---- GPU (skips without one) ----------------------------------------------------------------
 
-def test_gpu_bf16_matmul_with_eight_sms_matches_torch():
+def test_gpu_eight_sms_conv_matches_torch_and_matmul_is_refused_or_matches():
+    """On the H200 with cuDNN 9.19 (measured 2026-12-02) a convolution takes an SM target and no
+    matmul engine does: the matmul must then be refused saying so, never run wrong."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device visible to torch")
@@ -115,28 +117,54 @@ def test_gpu_bf16_matmul_with_eight_sms_matches_torch():
         gpu = cudnn.create_handle(device="cuda")
     except Exception as e:  # noqa: BLE001 - the reason is shown in the skip
         pytest.skip(f"no CUDA handle: {e}")
-    a = torch.randn(4, 256, 512, dtype=torch.bfloat16, device="cuda")
-    b = torch.randn(4, 512, 384, dtype=torch.bfloat16, device="cuda")
-    g = cudnn.pygraph(handle=gpu, io_data_type=cudnn.data_type.BFLOAT16,
-                      intermediate_data_type=cudnn.data_type.FLOAT,
-                      compute_data_type=cudnn.data_type.FLOAT, sm_count=8)
-    A, B = g.tensor_like(a), g.tensor_like(b)
-    Y = g.matmul(A=A, B=B, compute_data_type=cudnn.data_type.FLOAT).set_output(True)
-    Y.set_data_type(cudnn.data_type.BFLOAT16)
+
+    def graph(sm_count):
+        return cudnn.pygraph(handle=gpu, io_data_type=cudnn.data_type.BFLOAT16,
+                             intermediate_data_type=cudnn.data_type.FLOAT,
+                             compute_data_type=cudnn.data_type.FLOAT, sm_count=sm_count)
+
+    x = torch.randn(4, 32, 16, 16, device="cuda").to(torch.bfloat16)
+    x = x.to(memory_format=torch.channels_last)
+    w = torch.randn(64, 32, 3, 3, device="cuda").to(torch.bfloat16)
+    w = w.to(memory_format=torch.channels_last)
+    g = graph(8)
+    X, W = g.tensor_like(x), g.tensor_like(w)
+    Y = g.conv_fprop(image=X, weight=W, padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    Y.set_output(True).set_data_type(cudnn.data_type.BFLOAT16)
     g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    y = torch.full((4, 256, 384), float("nan"), dtype=torch.bfloat16, device="cuda")
+    y = torch.full((4, 64, 16, 16), float("nan"), device="cuda").to(torch.bfloat16)
+    y = y.to(memory_format=torch.channels_last)
     ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
-    g.execute({A: a, B: b, Y: y}, ws)
+    g.execute({X: x, W: w, Y: y}, ws)
     torch.cuda.synchronize()
-    ref = (a.float() @ b.float())
+    ref = torch.nn.functional.conv2d(x.float(), w.float(), padding=1)
     torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2 * ref.abs().max().item())
     reported = [c["sm_count_target"] for c in g.candidates() if c["built"]]
-    # -1: this cuDNN does not report an engine's target (the C++ GPU test and the benchmark
-    # show it in effect); anything else must be the target given.
+    # -1: this cuDNN does not report an engine's target; anything else must be the target given.
     assert reported and reported[0] in (-1, 8), reported
+
+    a = torch.randn(4, 256, 512, device="cuda").to(torch.bfloat16)
+    b = torch.randn(4, 512, 384, device="cuda").to(torch.bfloat16)
+    g = graph(8)
+    A, B = g.tensor_like(a), g.tensor_like(b)
+    C = g.matmul(A=A, B=B, compute_data_type=cudnn.data_type.FLOAT).set_output(True)
+    C.set_data_type(cudnn.data_type.BFLOAT16)
+    try:
+        g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    except cudnn.NotSupportedError as e:
+        assert "at most 8 SMs (sm_count)" in str(e) and "leave sm_count unset" in str(e), str(e)
+    else:
+        c = torch.full((4, 256, 384), float("nan"), device="cuda").to(torch.bfloat16)
+        ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
+        g.execute({A: a, B: b, C: c}, ws)
+        torch.cuda.synchronize()
+        ref = a.float() @ b.float()
+        torch.testing.assert_close(c.float(), ref, rtol=2e-2, atol=2e-2 * ref.abs().max().item())
+
     too_many = torch.cuda.get_device_properties(0).multi_processor_count + 1
-    g2 = cudnn.pygraph(handle=gpu, io_data_type=cudnn.data_type.BFLOAT16, sm_count=too_many)
-    A2, B2 = g2.tensor_like(a), g2.tensor_like(b)
-    g2.matmul(A=A2, B=B2, compute_data_type=cudnn.data_type.FLOAT).set_output(True)
+    g2 = graph(too_many)
+    X2, W2 = g2.tensor_like(x), g2.tensor_like(w)
+    g2.conv_fprop(image=X2, weight=W2, padding=[1, 1], stride=[1, 1],
+                  dilation=[1, 1]).set_output(True)
     with pytest.raises(ValueError, match=f"sm_count {too_many}"):
         g2.build([cudnn.heur_mode.A])
