@@ -69,6 +69,10 @@ def _worker(rank, world, kind, backend, port, steps, result_path, lr):
         if rank == 0:
             with open(result_path, "w") as f:
                 json.dump(losses, f)
+        # Every rank done before any tears the group down: with gloo, a rank that destroys its
+        # group while a peer still talks to it can make the peer abort (seen in CI: SIGABRT,
+        # "terminate called without an active exception" in the other process).
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
