@@ -68,12 +68,11 @@ struct LoweredState {
   cudnnHandle_t build_handle = nullptr;  // null when built deviceless
   // The deviceless target (HandleState::device_properties), else null.
   cudnnBackendDescriptor_t device_properties = nullptr;
-  int64_t target_smem_optin = -1;
+  int64_t target_smem_optin = -1;  // the target's opt-in shared memory per block, when known
   // The graph's SM count target (ir::Graph::set_sm_count), -1 when unset: given to the
   // heuristics and to every engine finalized for this graph (sm_count.cpp).
   int32_t sm_count_target = -1;
-  std::string device_name;  // "cuda:0", or the target's describe() when deviceless  // the target's
-                            // opt-in shared memory per block, when known
+  std::string device_name;          // "cuda:0", or the target's describe() when deviceless
   std::vector<Descriptor> engines;  // engines behind enumerated configs (engine.cpp)
   // Heuristics mode A's configs when lowering already asked for them (the SDPA variants).
   std::vector<Descriptor> configs_a;

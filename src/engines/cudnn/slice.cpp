@@ -3,7 +3,7 @@
 // window into the user's buffer (slice_view.hpp). lower_slice emits no operation; it marks the
 // output as a view of the input, so that the ops reading it get a non-virtual descriptor with a
 // fresh uid (LowerContext::tensor), and the plan binds it at execute to the input's pointer plus
-// the byte offset (plan.cpp). Other slices are refused with the reason (slice_view_check).
+// the byte offset (plan.cpp). Other slices are refused with the reason (lowered_slice_view).
 
 #include "engines/cudnn/lowering.hpp"
 #include "engines/cudnn/slice_view.hpp"
@@ -49,7 +49,7 @@ Result<SliceView> slice_view(const std::vector<int64_t>& x_stride, const ir::Sli
   return v;
 }
 
-Status slice_view_check(const ir::ValidatedGraph& g, const ir::Node& n) {
+Result<SliceView> lowered_slice_view(const ir::ValidatedGraph& g, const ir::Node& n) {
   const std::string what = detail::cat("slice '", n.name, "'");
   const ir::Tensor x = n.input(Role::X), y = n.output(Role::Y);
   if (x->is_virtual || producer_of(g, x)) {
@@ -92,7 +92,11 @@ Status slice_view_check(const ir::ValidatedGraph& g, const ir::Node& n) {
                       kTensorAlignment,
                       " bytes, pass the window as its own input, or run the graph on the CPU "
                       "reference engine");
-  return Status::ok();
+  return v;
+}
+
+Status slice_view_check(const ir::ValidatedGraph& g, const ir::Node& n) {
+  return lowered_slice_view(g, n).status();
 }
 
 bool is_view_slice(const ir::ValidatedGraph& g, const ir::Node& n) {
@@ -100,15 +104,10 @@ bool is_view_slice(const ir::ValidatedGraph& g, const ir::Node& n) {
 }
 
 Status lower_slice(LowerContext& cx, const ir::Node& n) {
-  DNNGRAPH_TRY(slice_view_check(cx.graph(), n));
-  const ir::Tensor x = n.input(Role::X), y = n.output(Role::Y);
-  auto v = slice_view(x->stride, n.as<ir::SliceAttrs>(), x->data_type);
-  if (!v)
-    return make_error(v.status().code(), "slice '", n.name, "' of ", x->describe(), ": ",
-                      v.status().message());
+  DNNGRAPH_ASSIGN_OR_RETURN(const SliceView v, lowered_slice_view(cx.graph(), n));
   // The canonical view of y (canonicalize) already carries these strides, possibly with dims
   // folded; the offset and alignment do not depend on how the dims are described.
-  cx.set_view_of(y, x, v->byte_offset, v->alignment);
+  cx.set_view_of(n.output(Role::Y), n.input(Role::X), v.byte_offset, v.alignment);
   return Status::ok();
 }
 

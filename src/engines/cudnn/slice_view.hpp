@@ -36,9 +36,12 @@ struct SliceView {
 Result<SliceView> slice_view(const std::vector<int64_t>& x_stride, const ir::SliceAttrs& a,
                              DataType type);
 
-// Ok when slice node `n` of `g` is lowered as a view: its input is a graph input (non-virtual,
-// not pass-by-value, written by no node of `g`) and its output is virtual (read by other ops).
-// Otherwise NotSupported naming the slice, the tensor and what to do instead.
+// The view of slice node `n` of `g` when it is lowered as one: its input is a graph input
+// (non-virtual, not pass-by-value, not FP4, written by no node of `g`), its output is virtual
+// (read by other ops) and its window starts on a kTensorAlignment boundary. Otherwise
+// NotSupported naming the slice, the tensor and what to do instead.
+Result<SliceView> lowered_slice_view(const ir::ValidatedGraph& g, const ir::Node& n);
+// Its status alone (the engine's precheck).
 Status slice_view_check(const ir::ValidatedGraph& g, const ir::Node& n);
 
 // Whether `n` is a slice that slice_view_check accepts.
