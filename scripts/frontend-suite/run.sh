@@ -34,7 +34,8 @@
 #                          NOT a GPU measurement). There DNNGRAPH_PYTHONPATH defaults to
 #                          build/release/python, FE_SUITE_TIMEOUT to 7200, CUDNN_TEST_TIMEOUT to 60
 #                          (a test cut by it is reported as a skip "CPU dry run timeout"; needs
-#                          pytest-xdist, else the first timeout ends the run)
+#                          pytest-xdist, else the first timeout ends the run) and
+#                          DNNGRAPH_REFERENCE_MAX_BYTES to 8 GiB (the CPU engine's fp64 memory)
 set -u
 DEVICE="${FE_SUITE_DEVICE:-gpu}"
 CPU_LABEL="CPU dry run: torch CUDA calls redirected to the CPU, not a GPU measurement"
@@ -49,6 +50,9 @@ mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)"
 if [ "$DEVICE" = cpu ]; then
     SUITE_TIMEOUT="${FE_SUITE_TIMEOUT:-7200}"
     export CUDNN_TEST_TIMEOUT="${CUDNN_TEST_TIMEOUT:-60}"
+    # The reference engine's fp64 working memory, 4 GiB by default: test_rmsnorm.py's LLM-sized
+    # backward needs about 4.6 GiB (and passes in ~20 s with 8).
+    export DNNGRAPH_REFERENCE_MAX_BYTES="${DNNGRAPH_REFERENCE_MAX_BYTES:-8589934592}"
     DNNGRAPH_PY="${DNNGRAPH_PYTHONPATH:-$REPO/build/release/python}"
 else
     SUITE_TIMEOUT="${FE_SUITE_TIMEOUT:-240}"
