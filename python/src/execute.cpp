@@ -69,6 +69,8 @@ struct Names {
   PyObject* typestr;
   PyTypeObject* tensor_type;
   PyObject* bindings;
+  PyObject* untyped_storage;
+  PyObject* storage_offset;
 };
 Names g_names;
 
@@ -295,14 +297,34 @@ int64_t int_slot(PyObject* descr, PyObject* obj, PyObject* name) {
   return descr ? take_int(read_slot(descr, obj)) : int_attr(obj, name);
 }
 
+// The memory reachable from a torch tensor's data_ptr(): its storage's bytes past the tensor's
+// storage offset. -1 when the object has no torch storage (the extent is then not checked).
+int64_t torch_extent(PyObject* obj, int64_t itemsize) {
+  const int64_t offset = take_int(PyObject_CallMethodNoArgs(obj, g_names.storage_offset));
+  PyObject* storage = PyObject_CallMethodNoArgs(obj, g_names.untyped_storage);
+  if (!storage) {
+    PyErr_Clear();
+    return -1;
+  }
+  const int64_t total = take_int(PyObject_CallMethodNoArgs(storage, g_names.nbytes));
+  Py_DECREF(storage);
+  if (offset < 0 || total < 0 || itemsize <= 0) return -1;
+  int64_t skipped = 0;
+  if (__builtin_mul_overflow(offset, itemsize, &skipped) || skipped > total) return 0;
+  return total - skipped;
+}
+
 // Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
 // `want_bytes`: also ask data_ptr() objects for their byte size (torch's nbytes), which is the
 // reachable memory only for contiguous tensors: used for the workspace.
 // `want_where`: data_ptr() objects are also asked is_cuda. Not needed on a CUDA handle for
 // device buffers: the cuDNN plan checks every new pointer's device itself (plan.cpp), and one
 // attribute read less per tensor is measurable on the GPU's host path.
+// `want_extent`: host data_ptr() objects (torch CPU tensors) are also asked for the memory
+// their storage holds past data_ptr(), so that check_buffer refuses one too small for the
+// tensor instead of the CPU reference engine reading or writing past its end.
 Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
-                  bool want_bytes = false, bool want_where = true) {
+                  bool want_bytes = false, bool want_where = true, bool want_extent = false) {
   Buffer b;
   // 1. Buffer protocol: numpy arrays, memoryview, bytearray, array.array.
   // Arrays whose dtype the buffer protocol cannot describe (ml_dtypes' bfloat16, float8) fall
@@ -359,6 +381,8 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
     }
     b.itemsize = int_slot(ts ? ts->itemsize : nullptr, obj, g_names.itemsize);  // torch >= 2.1
     if (want_bytes) b.bytes = int_slot(ts ? ts->nbytes : nullptr, obj, g_names.nbytes);
+    if (want_extent && !want_bytes && b.where == Where::Host)
+      b.bytes = torch_extent(obj, b.itemsize);
     return b;
   }
   if (ts || !PyErr_ExceptionMatches(PyExc_AttributeError)) throw nb::python_error();  // raised
@@ -623,7 +647,11 @@ void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) 
     const int64_t need = t.is_pass_by_value ? esize : t.storage_bytes().value_or(INT64_MAX);
     if (b.bytes < need)
       fail(who() + " needs " + std::to_string(need) + " bytes (" + t.describe() +
-           ") but the array holds " + std::to_string(b.bytes));
+           ") but the array holds " + std::to_string(b.bytes) +
+           (t.data_type == DataType::Boolean && dev.kind == Device::Kind::CPU
+                ? ": the CPU reference engine keeps BOOLEAN one byte per element (cuDNN packs "
+                  "eight per byte): pass a bool or uint8 array of the tensor's full shape"
+                : ": pass an array that holds the whole tensor"));
   }
 }
 
@@ -718,7 +746,9 @@ Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const De
       ptr = slot;
     } else {
       const bool want_where = dev.kind != Device::Kind::CUDA || t->is_pass_by_value;
-      Buffer b = get_buffer(value, t->is_output, sc, Who{t, uid}, false, want_where);
+      // On the CPU the reference engine walks the tensor's extent itself: check it fits.
+      const bool want_extent = dev.kind == Device::Kind::CPU && !t->is_pass_by_value;
+      Buffer b = get_buffer(value, t->is_output, sc, Who{t, uid}, false, want_where, want_extent);
       check_buffer(b, *t, dev);
       ptr = b.ptr;
     }
@@ -869,7 +899,9 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
                   intern("strides"),
                   intern("typestr"),
                   reinterpret_cast<PyTypeObject*>(m.attr("Tensor").ptr()),
-                  intern("_bindings")};
+                  intern("_bindings"),
+                  intern("untyped_storage"),
+                  intern("storage_offset")};
 
   // Layout of a DLPack object for dnngraph._interop.describe (tensor_like).
   m.def("_dlpack_layout", [](nb::handle obj) {

@@ -358,3 +358,42 @@ def test_execute_is_the_native_method_and_slow_forms_still_work():
     np.testing.assert_allclose(y, a @ b, rtol=1e-5, atol=1e-6)
     with pytest.raises(TypeError):
         g.execute([a, b, y], ws)
+
+
+def test_cpu_execute_refuses_torch_tensors_too_small_for_the_tensor(handle):
+    # On a CPU handle the reference engine walks each tensor's extent itself: a torch tensor
+    # whose storage is smaller is refused by name instead of read or written past its end.
+    # BOOLEAN is one byte per element there (cuDNN packs eight per byte, e.g. a (N, C/8, H, W)
+    # uint8 buffer for a channels-last (N, C, H, W) mask).
+    torch = pytest.importorskip("torch")
+    base = torch.tensor([-1.0, 2.0, 0.0, 3.0, 4.0, -5.0, 6.0, -7.0])
+    x = torch.cat([base, -base, 2 * base, -2 * base]).reshape(2, 16, 1, 1)  # 32 elements
+    g = graph(handle)
+    X = g.tensor_like(x)
+    zero = g.tensor_like(torch.zeros(1, 1, 1, 1))
+    mask = g.cmp_gt(name="mask", input=X, comparison=zero)
+    mask.set_output(True).set_data_type(cudnn.data_type.BOOLEAN)
+    y = g.relu(name="relu", input=X)
+    y.set_output(True)
+    g.build([cudnn.heur_mode.A])
+    ws = torch.empty(g.get_workspace_size(), dtype=torch.uint8)
+    z = torch.zeros(1, 1, 1, 1)
+
+    packed = torch.empty(2, 2, 1, 1, dtype=torch.uint8)  # cuDNN's bit-packed size
+    with pytest.raises(ValueError, match=r"tensor 'mask.*needs 32 bytes.*holds 4.*one byte per element"):
+        g.execute({X: x, zero: z, mask: packed, y: torch.empty_like(x)}, ws, handle=handle)
+    short = torch.empty(31)
+    with pytest.raises(ValueError, match=r"tensor 'relu.*needs 128 bytes.*holds 124"):
+        g.execute({X: x, zero: z, mask: torch.empty(2, 16, 1, 1, dtype=torch.bool), y: short}, ws,
+                  handle=handle)
+    # A view into a larger storage: what lies past data_ptr() counts, the offset is subtracted.
+    big = torch.full((40,), 7.0)
+    with pytest.raises(ValueError, match=r"holds 120"):
+        g.execute({X: x, zero: z, mask: torch.empty(2, 16, 1, 1, dtype=torch.bool),
+                   y: big[10:]}, ws, handle=handle)
+    out = big[8:40].view(2, 16, 1, 1)
+    m = torch.empty(2, 16, 1, 1, dtype=torch.bool)
+    g.execute({X: x, zero: z, mask: m, y: out}, ws, handle=handle)
+    assert torch.equal(m, x > 0)
+    assert torch.equal(out, torch.relu(x))
+    assert torch.equal(big[:8], torch.full((8,), 7.0))  # nothing written before the view

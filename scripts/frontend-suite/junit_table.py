@@ -36,6 +36,11 @@ def _module_key(path):
     return path.strip("/").replace("/", ".")
 
 
+# --timeout-marker: skips whose message holds it count as a fifth outcome, "timeout" (the CPU dry
+# run reports a test its per-test watchdog cut as such a skip).
+TIMEOUT_MARKER = None
+
+
 def _classify(case):
     tags = {child.tag for child in case}
     if "failure" in tags:
@@ -43,6 +48,10 @@ def _classify(case):
     if "error" in tags:
         return "error"
     if "skipped" in tags:
+        if TIMEOUT_MARKER:
+            for child in case:
+                if child.tag == "skipped" and TIMEOUT_MARKER in (child.get("message") or "") + (child.text or ""):
+                    return "timeout"
         return "skipped"
     return "passed"
 
@@ -152,7 +161,13 @@ def main(argv=None):
     parser.add_argument("--list", type=int, default=25, help="list up to N tests whose outcome differs (default 25; 0: none)")
     parser.add_argument("--live-frontend", help="live log (JSON lines) of the frontend run, used when its junit XML is missing")
     parser.add_argument("--live-dnngraph", help="live log (JSON lines) of the dnngraph run, used when its junit XML is missing")
+    parser.add_argument("--title", help="a line printed above the table (the CPU dry run labels itself)")
+    parser.add_argument("--timeout-marker", help="count skips whose message holds this text as a fifth column, timeout")
     args = parser.parse_args(argv)
+    global OUTCOMES, TIMEOUT_MARKER
+    if args.timeout_marker:
+        TIMEOUT_MARKER = args.timeout_marker
+        OUTCOMES = OUTCOMES + ("timeout",)
 
     fe, fe_err = load(args.frontend, args.live_frontend)
     dg, dg_err = load(args.dnngraph, args.live_dnngraph)
@@ -173,15 +188,16 @@ def main(argv=None):
     def shown(key):
         return key if key == "other" else key.replace(".", "/") + ".py"
 
-    lines = []
+    lines = [f"*** {args.title} ***"] if args.title else []
     width = max([len(shown(r)) for r in rows] + [len("file")])
-    head = f"{'file':<{width}}  {'frontend p/f/s/e':>18}  {'dnngraph p/f/s/e':>18}"
+    cols = "p/f/s/e/t" if TIMEOUT_MARKER else "p/f/s/e"
+    head = f"{'file':<{width}}  {'frontend ' + cols:>20}  {'dnngraph ' + cols:>20}"
     lines.append(head)
     lines.append("-" * len(head))
     for key in rows:
         fe_row = fe_t.get(key, dict.fromkeys(OUTCOMES, 0)) if fe is not None else None
         dg_row = dg_t.get(key, dict.fromkeys(OUTCOMES, 0)) if dg is not None else None
-        lines.append(f"{shown(key):<{width}}  {fmt_row(fe_row):>18}  {fmt_row(dg_row):>18}")
+        lines.append(f"{shown(key):<{width}}  {fmt_row(fe_row):>20}  {fmt_row(dg_row):>20}")
     lines.append("-" * len(head))
 
     def total(results_t, results):
@@ -194,7 +210,7 @@ def main(argv=None):
         return row
 
     fe_total, dg_total = total(fe_t, fe), total(dg_t, dg)
-    lines.append(f"{'TOTAL':<{width}}  {fmt_row(fe_total):>18}  {fmt_row(dg_total):>18}")
+    lines.append(f"{'TOTAL':<{width}}  {fmt_row(fe_total):>20}  {fmt_row(dg_total):>20}")
     if fe_err:
         lines.append(f"frontend: {fe_err}")
     if dg_err:
@@ -221,7 +237,9 @@ def main(argv=None):
                     lines.append(f"-- {title} (first {min(len(items), args.list)} of {len(items)}):")
                     for t in items[: args.list]:
                         lines.append(f"   {t}  [{src[t]}]")
-    lines.append("columns: passed/failed/skipped/error")
+    lines.append("columns: " + "/".join(OUTCOMES))
+    if args.title:
+        lines.append(f"*** {args.title} ***")
 
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)

@@ -28,7 +28,17 @@
 #   FE_SUITE_ISOLATION     1 (default): the conftest runs the tests in a pytest-xdist worker that
 #                          is replaced after a crash (when pytest-xdist is installed); 0: in-process
 #   FE_SUITE_EXTRA_PYTHONPATH, FE_SUITE_EXTRA_PYTEST_ARGS: for local debugging only
+#   FE_SUITE_DEVICE        gpu (default), or cpu: the CPU dry run on a machine without a GPU
+#                          (dnngraph run only, plugins/fe_cpu_dryrun.py redirects the tests' torch
+#                          CUDA calls to the CPU and cudnn.create_handle() to dnngraph's CPU handle;
+#                          NOT a GPU measurement). There DNNGRAPH_PYTHONPATH defaults to
+#                          build/release/python, FE_SUITE_TIMEOUT to 7200, CUDNN_TEST_TIMEOUT to 60
+#                          (a test cut by it is reported as a skip "CPU dry run timeout"; needs
+#                          pytest-xdist, else the first timeout ends the run) and
+#                          DNNGRAPH_REFERENCE_MAX_BYTES to 8 GiB (the CPU engine's fp64 memory)
 set -u
+DEVICE="${FE_SUITE_DEVICE:-gpu}"
+CPU_LABEL="CPU dry run: torch CUDA calls redirected to the CPU, not a GPU measurement"
 
 PY="${PYTHON:-python3}"
 REPO="$PWD"
@@ -37,11 +47,29 @@ TESTS_ROOT="${FE_TESTS_ROOT:-$REPO/.fetests/test/python}"
 WHEELS="${FE_SUITE_WHEELS:-$REPO/.fetests/wheels}"
 OUT="${OUT:-./fe-suite-out}"
 mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)"
-SUITE_TIMEOUT="${FE_SUITE_TIMEOUT:-240}"
-export CUDNN_TEST_TIMEOUT="${CUDNN_TEST_TIMEOUT:-90}"
-DNNGRAPH_PY="${DNNGRAPH_PYTHONPATH:-$REPO/build/gpu/python}"
+if [ "$DEVICE" = cpu ]; then
+    SUITE_TIMEOUT="${FE_SUITE_TIMEOUT:-7200}"
+    export CUDNN_TEST_TIMEOUT="${CUDNN_TEST_TIMEOUT:-60}"
+    # The reference engine's fp64 working memory, 4 GiB by default: test_rmsnorm.py's LLM-sized
+    # backward needs about 4.6 GiB (and passes in ~20 s with 8).
+    export DNNGRAPH_REFERENCE_MAX_BYTES="${DNNGRAPH_REFERENCE_MAX_BYTES:-8589934592}"
+    DNNGRAPH_PY="${DNNGRAPH_PYTHONPATH:-$REPO/build/release/python}"
+else
+    SUITE_TIMEOUT="${FE_SUITE_TIMEOUT:-240}"
+    export CUDNN_TEST_TIMEOUT="${CUDNN_TEST_TIMEOUT:-90}"
+    DNNGRAPH_PY="${DNNGRAPH_PYTHONPATH:-$REPO/build/gpu/python}"
+fi
 case "$DNNGRAPH_PY" in /*) ;; *) DNNGRAPH_PY="$REPO/$DNNGRAPH_PY" ;; esac
 RUNS="${FE_SUITE_RUNS:-frontend dnngraph}"
+DRY_ARGS=()
+TABLE_ARGS=()
+if [ "$DEVICE" = cpu ]; then
+    RUNS=dnngraph  # the real frontend needs a GPU
+    DRY_ARGS=(-p fe_cpu_dryrun)
+    TABLE_ARGS=(--title "$CPU_LABEL" --timeout-marker "CPU dry run timeout")
+elif [ "$DEVICE" != gpu ]; then
+    echo "[fe-suite] FE_SUITE_DEVICE must be gpu or cpu, not '$DEVICE'" >&2; exit 2
+fi
 FILES="${FE_SUITE_FILES:-conv/graph/test_conv_bias.py conv/graph/test_wgrads.py conv/graph/test_conv_genstats.py conv/graph/test_conv_reduction.py test_matmul_bias_relu.py core/graph/test_kernel_cache.py norm/graph/test_layernorm.py norm/graph/test_rmsnorm.py norm/graph/test_batchnorm.py norm/graph/test_instancenorm.py test_apply_rope.py test_silu_and_mul.py test_slice.py test_mhas.py}"
 K_EXPR="${FE_SUITE_K:-not test_mhas or (not bfloat16 and bshd_bshd_bshd and multi_head and bias0 and alibi0 and dropout0 and ragged0 and left_bound0 and (paged0 or test_sdpa_backward))}"
 EXTRA_PP="${FE_SUITE_EXTRA_PYTHONPATH:-}"
@@ -59,6 +87,13 @@ mkdir -p "$DEPS_SITE"
 PREFLIGHT="$OUT/preflight.txt"
 : > "$PREFLIGHT"
 RUNINFO=""
+if [ "$DEVICE" = cpu ]; then
+    echo "*** $CPU_LABEL ***" | tee "$PREFLIGHT"
+    RUNINFO="*** $CPU_LABEL ***
+"
+    "$PY" -c "import xdist" 2>/dev/null \
+        || echo "[fe-suite] WARNING: pytest-xdist missing: the first per-test timeout ends the whole run"
+fi
 
 say() { echo "[fe-suite] $*"; }
 
@@ -84,9 +119,12 @@ preflight() {
     local name="$1" pp="$2"
     {
         echo "== $name  PYTHONPATH=$pp"
-        PYTHONPATH="$pp" FE_SUITE_RUN="$name" FE_SITE="$FE_SITE" "$PY" - <<'PYEOF' 2>&1
+        PYTHONPATH="$pp" FE_SUITE_RUN="$name" FE_SITE="$FE_SITE" FE_SUITE_DEVICE="$DEVICE" "$PY" - <<'PYEOF' 2>&1
 import os, sys
 run = os.environ["FE_SUITE_RUN"]
+if os.environ.get("FE_SUITE_DEVICE") == "cpu":
+    import fe_cpu_dryrun
+    print(fe_cpu_dryrun.LABEL)
 try:
     import cudnn
 except Exception as exc:  # reported, and the run still goes on (collection errors are data)
@@ -119,13 +157,18 @@ run_suite() {
     local name="$1" pp="$2" rc start end
     preflight "$name" "$pp"
     say "run '$name': pytest over ${#FILE_ARGS[@]} files, bounded to ${SUITE_TIMEOUT}s"
+    local suite_name="$name"
+    if [ "$DEVICE" = cpu ]; then
+        say "$CPU_LABEL"
+        suite_name="$name-cpu-dry-run"
+    fi
     rm -f "$OUT/junit-$name.xml" "$OUT/live-$name.jsonl"
     start=$(date +%s)
     (
         cd "$TESTS_ROOT" || exit 99
         PYTHONPATH="$pp" FE_SUITE_LIVE_LOG="$OUT/live-$name.jsonl" timeout -s INT -k 30 "$SUITE_TIMEOUT" \
-            "$PY" -m pytest -q -p no:cacheprovider -rs -p fe_suite_plugin --continue-on-collection-errors \
-            --junitxml="$OUT/junit-$name.xml" -o junit_suite_name="$name" \
+            "$PY" -m pytest -q -p no:cacheprovider -rs -p fe_suite_plugin ${DRY_ARGS[@]+"${DRY_ARGS[@]}"} \
+            --continue-on-collection-errors --junitxml="$OUT/junit-$name.xml" -o junit_suite_name="$suite_name" \
             -k "$K_EXPR" ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"} "${FILE_ARGS[@]}"
     ) > "$OUT/log-$name.txt" 2>&1
     rc=$?
@@ -155,6 +198,7 @@ cat "$PREFLIGHT"
 echo
 "$PY" "$HERE/junit_table.py" "$OUT/junit-frontend.xml" "$OUT/junit-dnngraph.xml" \
     --files "${FILE_ARGS[@]}" --out "$OUT/table.txt" \
-    --live-frontend "$OUT/live-frontend.jsonl" --live-dnngraph "$OUT/live-dnngraph.jsonl"
+    --live-frontend "$OUT/live-frontend.jsonl" --live-dnngraph "$OUT/live-dnngraph.jsonl" \
+    ${TABLE_ARGS[@]+"${TABLE_ARGS[@]}"}
 printf '%s' "$RUNINFO" | tee -a "$OUT/table.txt"
 rm -rf "$WORK"
