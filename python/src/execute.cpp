@@ -649,8 +649,8 @@ void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) 
       fail(who() + " needs " + std::to_string(need) + " bytes (" + t.describe() +
            ") but the array holds " + std::to_string(b.bytes) +
            (t.data_type == DataType::Boolean && dev.kind == Device::Kind::CPU
-                ? ": the CPU reference engine keeps BOOLEAN one byte per element (cuDNN packs "
-                  "eight per byte): pass a bool or uint8 array of the tensor's full shape"
+                ? ": the CPU reference engine keeps BOOLEAN one byte per element, not "
+                  "bit-packed: pass a bool or uint8 array of the tensor's full shape"
                 : ": pass an array that holds the whole tensor"));
   }
 }

@@ -363,8 +363,8 @@ def test_execute_is_the_native_method_and_slow_forms_still_work():
 def test_cpu_execute_refuses_torch_tensors_too_small_for_the_tensor(handle):
     # On a CPU handle the reference engine walks each tensor's extent itself: a torch tensor
     # whose storage is smaller is refused by name instead of read or written past its end.
-    # BOOLEAN is one byte per element there (cuDNN packs eight per byte, e.g. a (N, C/8, H, W)
-    # uint8 buffer for a channels-last (N, C, H, W) mask).
+    # BOOLEAN is one byte per element there (the frontend's batchnorm fusion test hands cuDNN a
+    # bit-packed (N, C/8, H, W) uint8 buffer for a channels-last (N, C, H, W) mask).
     torch = pytest.importorskip("torch")
     base = torch.tensor([-1.0, 2.0, 0.0, 3.0, 4.0, -5.0, 6.0, -7.0])
     x = torch.cat([base, -base, 2 * base, -2 * base]).reshape(2, 16, 1, 1)  # 32 elements
