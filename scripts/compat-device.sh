@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The frontend-compatibility checks on the GPU machine (device tool), in two parts that each fit
+# one device call (10 minutes). Run from the repository root with .devdeps, .whl and .fetests
+# carried (scripts/prepare-device-deps.sh, docs/compatibility.md):
+#
+#   bash scripts/compat-device.sh 1   # build, the GPU tests, the Python suite on the GPU,
+#                                     # scripts/compat-compare.py on every program  (~7 min)
+#   bash scripts/compat-device.sh 2   # the frontend's own tests, both libraries: the default
+#                                     # selection, then the wider SDPA one            (~8 min)
+#
+# Part 2 reuses part 1's build/gpu when the machine is still warm and builds it otherwise.
+# Writes a few files to $OUT (the device tool returns at most 8): part 1 gpu_tests.log,
+# pytest.log, compat.md, summary.txt; part 2 table-default.txt, table-sdpa.txt, logs.tgz.
+set -uo pipefail
+part=${1:?usage: bash scripts/compat-device.sh 1|2}
+root=$(pwd)
+out=${OUT:-$root/compat-device-out}
+mkdir -p "$out"
+work=$(mktemp -d /tmp/compat-device.XXXXXX)
+
+gpu_check() {  # $1: PYTHON_CHECKS
+  OUT="$work/gc" BENCHES=0 TORCH_CHECKS=0 TUTORIAL=0 PYTHON_CHECKS="$1" \
+    bash scripts/gpu-check.sh build/gpu
+}
+
+case "$part" in
+1)
+  gpu_check 1 | tee "$out/summary.txt"
+  for f in gpu_tests.log pytest.log; do [ -f "$work/gc/$f" ] && cp "$work/gc/$f" "$out/"; done
+  python3 scripts/compat-compare.py --build build/gpu --markdown "$out/compat.md" 2>&1 |
+    tail -n 70 | tee -a "$out/summary.txt"
+  ;;
+2)
+  [ -f build/gpu/python/dnngraph/__init__.py ] || gpu_check 0 >"$work/build.txt" 2>&1
+  OUT="$work/fs-default" FE_SUITE_TIMEOUT=${FE_SUITE_TIMEOUT:-150} \
+    DNNGRAPH_PYTHONPATH=build/gpu/python bash scripts/frontend-suite/run.sh
+  cp "$work/fs-default/table.txt" "$out/table-default.txt" 2>/dev/null
+  # The wider SDPA selection of scripts/frontend-suite/README.md.
+  OUT="$work/fs-sdpa" FE_SUITE_TIMEOUT=${FE_SUITE_TIMEOUT:-150} FE_SUITE_FILES=test_mhas.py \
+    FE_SUITE_K='(bfloat16 and bshd_bshd_bshd and group_query and paged0 and dropout0 and ragged0 and bias0 and alibi0 and left_bound0) or (bfloat16 and bshd_bshd_bshd and multi_head and paged0 and ragged0 and padding0 and (bias1 or alibi1 or dropout1 or left_bound1) and TOP_LEFT and (infer0 or test_sdpa_backward)) or (paged1 and bfloat16 and multi_head and bias0 and alibi0 and dropout0 and left_bound0 and TOP_LEFT) or (ragged1 and bfloat16 and multi_head and bias0 and alibi0 and dropout0 and left_bound0 and TOP_LEFT)' \
+    DNNGRAPH_PYTHONPATH=build/gpu/python bash scripts/frontend-suite/run.sh
+  cp "$work/fs-sdpa/table.txt" "$out/table-sdpa.txt" 2>/dev/null
+  (cd "$work" && tar czf "$out/logs.tgz" fs-default fs-sdpa 2>/dev/null)
+  cat "$out"/table-*.txt
+  ;;
+*)
+  echo "usage: bash scripts/compat-device.sh 1|2" >&2
+  exit 2
+  ;;
+esac
