@@ -6,6 +6,7 @@ apart, the first-run time (graph build + first execute) and the steady execute t
 
     python3 scripts/compat-compare.py [--build build/release] [--wheel PATH] [--iters 50]
                                       [--programs a,b,...] [--markdown out.md]
+                                      [--timeout 180]
 
 The frontend comes from an importable `cudnn`, else from its wheel (--wheel, or .whl/*.whl,
 or /work/fe/*.whl) installed with `pip install --no-deps --target build/fe-wheel`; dnngraph from
@@ -91,10 +92,14 @@ def frontend_path(wheel: str | None) -> str | None:
     return target
 
 
-def run_one(impl: str, name: str, env: dict, iters: int, tmp: str) -> dict:
+def run_one(impl: str, name: str, env: dict, iters: int, tmp: str, timeout: float) -> dict:
     out = os.path.join(tmp, f"{impl}-{name}")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", impl, name, out, str(iters)]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "message": f"no result within {timeout:.0f} s",
+                "outputs": None}
     try:
         with open(out + ".json") as f:
             facts = json.load(f)
@@ -119,7 +124,8 @@ def main() -> None:
     ap.add_argument("--wheel")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--programs")
-    ap.add_argument("--markdown")
+    ap.add_argument("--markdown", help="write the table here (rewritten after each program)")
+    ap.add_argument("--timeout", type=float, default=180, help="seconds per program and library")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -142,8 +148,8 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            f = run_one("frontend", name, env_fe, a.iters, tmp)
-            d = run_one("dnngraph", name, env_dg, a.iters, tmp)
+            f = run_one("frontend", name, env_fe, a.iters, tmp, a.timeout)
+            d = run_one("dnngraph", name, env_dg, a.iters, tmp, a.timeout)
             diff = "-"
             same = "-"
             if f.get("outputs") and d.get("outputs"):
@@ -170,19 +176,25 @@ def main() -> None:
                          t(d, "first_run_ms", "ms"), t(f, "execute_us", "us"),
                          t(d, "execute_us", "us")])
             print(f"{name}: frontend {fmt(f)} | dnngraph {fmt(d)} | diff {diff}", flush=True)
+            text = table(rows, len(names))
+            if a.markdown:  # after each program: a run cut short still leaves its rows
+                with open(a.markdown, "w") as out:
+                    out.write(text + "\n")
+    print()
+    print(text)
+
+
+def table(rows: list, planned: int) -> str:
     head = ["program", "frontend", "dnngraph", "max rel diff", "same result",
             "frontend first run", "dnngraph first run", "frontend execute", "dnngraph execute"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     agree = sum(r[4] == "yes" for r in rows)
     lines.append("")
-    lines.append(f"{agree} of {len(rows)} programs give the same result with both.")
-    text = "\n".join(lines)
-    print()
-    print(text)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(text + "\n")
+    lines.append(f"{agree} of {len(rows)} programs give the same result with both"
+                 + (f" ({planned - len(rows)} of {planned} not run)." if len(rows) < planned
+                    else "."))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 try:
     import dnngraph.torch as dt  # noqa: F401
+    from dnngraph.torch import functional  # noqa: F401  (a bare folder imports as a namespace)
 except ImportError as e:  # built without torch
     pytest.skip(f"dnngraph.torch not built: {e}", allow_module_level=True)
 

@@ -92,9 +92,9 @@ TEST(GpuKernelCache, DeserializedInPlaceIsUsedByTheGraphsHoldingIt) {
       "bytes deserialized, %zu after n=2 and n=4 (%s)\n",
       cold_ms, loaded_ms, bytes->size(), after->size(),
       *after == *bytes ? "same bytes" : "other bytes");
-  if (cold_ms > 50) {  // a compilation to save; below that the times say nothing
-    EXPECT_LT(loaded_ms, cold_ms / 2) << "the deserialized kernels were compiled again";
-  }
+  // No timing verdict here (bench/ times builds): the graphs built from the deserialized cache
+  // added no kernel to it, so they used the kernels it held.
+  EXPECT_EQ(*after, *bytes) << "building from the deserialized cache added kernels to it";
   Status s = kc->deserialize(bytes.value());
   EXPECT_EQ(s.code(), ErrorCode::InvalidArgument) << s.to_string();
   EXPECT_NE(s.message().find("engine 'cudnn' already uses"), std::string::npos) << s.message();
