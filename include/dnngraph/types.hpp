@@ -19,23 +19,24 @@ enum class DataType : int {
   UInt8,
   Int32,
   Int64,
-  Boolean,
+  Boolean,   // one bit per element, eight per byte (element i: bit i % 8 of byte i / 8)
   FP8_E8M0,  // unsigned exponent-only scale (2^(e-127); 0xFF NaN): MX block scales
   FP4_E2M1,  // 4-bit float (OCP MX E2M1: +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}), two per byte
 };
 
-// Bits per element: 4 for FP4_E2M1, 8 * data_type_size otherwise (Boolean takes 8); 0 for
-// NotSet.
+// Bits per element: 1 for Boolean (bit-packed, as cuDNN stores it), 4 for FP4_E2M1,
+// 8 * data_type_size otherwise; 0 for NotSet.
 int64_t data_type_bits(DataType t);
-// Bytes per element for the types whose elements are whole bytes (Boolean is stored as one
-// byte); 0 for NotSet and for FP4_E2M1, whose elements are half a byte: size buffers of any
-// type with data_type_bytes().
+// Bytes per element for the types whose elements are whole bytes; 0 for NotSet and for the
+// sub-byte types Boolean (a bit) and FP4_E2M1 (half a byte): size buffers of any type with
+// data_type_bytes().
 int64_t data_type_size(DataType t);
 // Bytes that `elements` consecutive elements of t occupy, rounded up to whole bytes (an FP4
 // tensor of 5 elements takes 3); nullopt when that overflows int64 or elements < 0.
 std::optional<int64_t> data_type_bytes(DataType t, int64_t elements);
-// A sub-byte type: several elements share one byte (FP4_E2M1). Such a tensor must pack its
-// elements in pairs along a unit-stride axis (see ir::TensorAttrs::packing_error).
+// A sub-byte type: several elements share one byte (Boolean: eight, FP4_E2M1: two). An FP4
+// tensor must pack its elements in pairs along a unit-stride axis (see
+// ir::TensorAttrs::packing_problem); a Boolean tensor's bits follow its element offsets.
 bool is_sub_byte(DataType t);
 std::string_view data_type_name(DataType t);  // "FLOAT", "BFLOAT16", ...
 std::optional<DataType> data_type_from_name(std::string_view name);

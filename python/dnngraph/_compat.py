@@ -252,6 +252,8 @@ class _Ptr:
         span = 1 + sum((d - 1) * s for d, s in zip(t.get_dim(), t.get_stride()) if d > 0)
         if t.get_data_type() == data_type.FP4_E2M1:  # two elements per byte
             span = (span + 1) // 2
+        elif t.get_data_type() == data_type.BOOLEAN:  # eight elements (bits) per byte
+            span = (span + 7) // 8
         itemsize = _ITEMSIZE.get(t.get_data_type(), 1)
         iface = {"shape": (span,), "typestr": _TYPESTR.get(t.get_data_type(), f"<u{itemsize}"),
                  "data": (int(ptr), False),
@@ -265,13 +267,13 @@ class _Ptr:
 _TYPESTR = {
     data_type.HALF: "<f2", data_type.FLOAT: "<f4", data_type.DOUBLE: "<f8", data_type.INT8: "|i1",
     data_type.UINT8: "|u1", data_type.INT32: "<i4", data_type.INT64: "<i8",
-    data_type.BOOLEAN: "|b1",
+    data_type.BOOLEAN: "|u1",  # bit-packed: the bytes
 }
 _ITEMSIZE = {
     data_type.HALF: 2, data_type.BFLOAT16: 2, data_type.FLOAT: 4, data_type.DOUBLE: 8,
     data_type.INT8: 1, data_type.UINT8: 1, data_type.INT32: 4, data_type.INT64: 8,
     data_type.BOOLEAN: 1, data_type.FP8_E4M3: 1, data_type.FP8_E5M2: 1, data_type.FP8_E8M0: 1,
-    data_type.FP4_E2M1: 1,  # a byte holds two elements: _Ptr counts bytes for it
+    data_type.FP4_E2M1: 1,  # a byte holds two elements (BOOLEAN: eight): _Ptr counts bytes
 }
 
 # ---- method tables ----------------------------------------------------------------------------

@@ -612,9 +612,45 @@ void check_packed_buffer(const Buffer& b, const ir::TensorAttrs& t, const std::s
          ", two elements per byte) but the array holds " + std::to_string(b.bytes));
 }
 
+// The checks of a BOOLEAN tensor in memory: it holds bits, element i in bit i % 8 of byte i / 8
+// (least significant first), as cuDNN stores it, so the array holds bytes: a contiguous uint8
+// array (np.packbits(mask, bitorder="little")) of at least ceil(span / 8) bytes. A numpy bool
+// array holds one element per byte: both engines would read its bytes as bits, so it is
+// refused. (A torch tensor is seen through data_ptr(), without its dtype: a torch.bool tensor
+// is taken as bytes, as cuDNN's frontend takes it.)
+void check_bit_buffer(const Buffer& b, const ir::TensorAttrs& t, const std::string& who) {
+  const std::string how =
+      ": BOOLEAN tensors are bit-packed, eight elements per byte (element i in bit i % 8 of byte "
+      "i // 8): pass np.packbits(mask, axis=None, bitorder=\"little\") (a uint8 array; torch: a "
+      "uint8 tensor of those bytes) and read an output with np.unpackbits(out, count=n, "
+      "bitorder=\"little\")";
+  if (b.kind == 'b')
+    fail(who + " is BOOLEAN but the array holds bools, one element per byte" + how);
+  if (b.itemsize > 0 && b.itemsize != 1)
+    fail(who + " is BOOLEAN but the array has " + std::to_string(b.itemsize) + "-byte elements" +
+         how);
+  if (b.kind != '?' && b.kind != 'u' && b.kind != 'i')
+    fail(who + " is BOOLEAN but the array does not hold bytes" + how);
+  if (b.has_layout) {  // the bytes in order: contiguous
+    int64_t expect = 1;
+    for (size_t i = b.shape.size(); i-- > 0;) {
+      if (b.shape[i] != 1 && b.strides[i] != expect)
+        fail(who + " is BOOLEAN: its bytes must be contiguous, but the array has strides " +
+             join(b.strides) + " bytes; pass a contiguous copy (np.ascontiguousarray)");
+      expect *= b.shape[i];
+    }
+  }
+  if (b.bytes == -2) fail(who + ": the array's extent overflows");
+  const int64_t need = t.storage_bytes().value_or(INT64_MAX);
+  if (b.bytes >= 0 && b.bytes < need)
+    fail(who + " needs " + std::to_string(need) + " bytes (" + t.describe() +
+         ", eight elements per byte) but the array holds " + std::to_string(b.bytes) + how);
+}
+
 // Checks one value against its tensor (as built): device, element type, layout, memory size.
 void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) {
-  const int64_t esize = data_type_size(t.data_type);
+  // (a BOOLEAN scalar by value is one byte, 0 or 1; BOOLEAN in memory is bits)
+  const int64_t esize = t.data_type == DataType::Boolean ? 1 : data_type_size(t.data_type);
   auto who = [&] { return "execute: tensor '" + t.name + "' (uid " + std::to_string(t.uid) + ")"; };
   if (t.is_pass_by_value) {
     if (b.where == Where::Cuda)
@@ -626,7 +662,8 @@ void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) 
   } else if (dev.kind == Device::Kind::CUDA && b.where == Where::Host) {
     fail(who() + ": the array is host memory but the handle runs on " + dev.to_string());
   }
-  if (is_sub_byte(t.data_type)) return check_packed_buffer(b, t, who());
+  if (t.data_type == DataType::Boolean && !t.is_pass_by_value) return check_bit_buffer(b, t, who());
+  if (t.data_type == DataType::FP4_E2M1) return check_packed_buffer(b, t, who());
   if (b.itemsize > 0 && esize > 0 && b.itemsize != esize)
     fail(who() + " is " + std::string(data_type_name(t.data_type)) + " (" + std::to_string(esize) +
          "-byte elements) but the array has " + std::to_string(b.itemsize) + "-byte elements");
@@ -648,10 +685,7 @@ void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) 
     if (b.bytes < need)
       fail(who() + " needs " + std::to_string(need) + " bytes (" + t.describe() +
            ") but the array holds " + std::to_string(b.bytes) +
-           (t.data_type == DataType::Boolean && dev.kind == Device::Kind::CPU
-                ? ": the CPU reference engine keeps BOOLEAN one byte per element, not "
-                  "bit-packed: pass a bool or uint8 array of the tensor's full shape"
-                : ": pass an array that holds the whole tensor"));
+           ": pass an array that holds the whole tensor");
   }
 }
 

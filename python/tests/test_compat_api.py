@@ -363,8 +363,7 @@ def test_execute_is_the_native_method_and_slow_forms_still_work():
 def test_cpu_execute_refuses_torch_tensors_too_small_for_the_tensor(handle):
     # On a CPU handle the reference engine walks each tensor's extent itself: a torch tensor
     # whose storage is smaller is refused by name instead of read or written past its end.
-    # BOOLEAN is one byte per element there (the frontend's batchnorm fusion test hands cuDNN a
-    # bit-packed (N, C/8, H, W) uint8 buffer for a channels-last (N, C, H, W) mask).
+    # BOOLEAN is bit-packed (eight elements per byte), on both engines.
     torch = pytest.importorskip("torch")
     base = torch.tensor([-1.0, 2.0, 0.0, 3.0, 4.0, -5.0, 6.0, -7.0])
     x = torch.cat([base, -base, 2 * base, -2 * base]).reshape(2, 16, 1, 1)  # 32 elements
@@ -379,21 +378,22 @@ def test_cpu_execute_refuses_torch_tensors_too_small_for_the_tensor(handle):
     ws = torch.empty(g.get_workspace_size(), dtype=torch.uint8)
     z = torch.zeros(1, 1, 1, 1)
 
-    packed = torch.empty(2, 2, 1, 1, dtype=torch.uint8)  # cuDNN's bit-packed size
-    with pytest.raises(ValueError, match=r"tensor 'mask.*needs 32 bytes.*holds 4.*one byte per element"):
+    packed = torch.empty(3, dtype=torch.uint8)  # 32 bits need 4 bytes
+    with pytest.raises(ValueError, match=r"tensor 'mask.*needs 4 bytes.*holds 3.*eight elements per byte"):
         g.execute({X: x, zero: z, mask: packed, y: torch.empty_like(x)}, ws, handle=handle)
     short = torch.empty(31)
     with pytest.raises(ValueError, match=r"tensor 'relu.*needs 128 bytes.*holds 124"):
-        g.execute({X: x, zero: z, mask: torch.empty(2, 16, 1, 1, dtype=torch.bool), y: short}, ws,
+        g.execute({X: x, zero: z, mask: torch.empty(4, dtype=torch.uint8), y: short}, ws,
                   handle=handle)
     # A view into a larger storage: what lies past data_ptr() counts, the offset is subtracted.
     big = torch.full((40,), 7.0)
     with pytest.raises(ValueError, match=r"holds 120"):
-        g.execute({X: x, zero: z, mask: torch.empty(2, 16, 1, 1, dtype=torch.bool),
+        g.execute({X: x, zero: z, mask: torch.empty(4, dtype=torch.uint8),
                    y: big[10:]}, ws, handle=handle)
     out = big[8:40].view(2, 16, 1, 1)
-    m = torch.empty(2, 16, 1, 1, dtype=torch.bool)
+    m = torch.full((4,), 0xA5, dtype=torch.uint8)
     g.execute({X: x, zero: z, mask: m, y: out}, ws, handle=handle)
-    assert torch.equal(m, x > 0)
+    unpacked = np.unpackbits(m.numpy(), count=32, bitorder="little").reshape(2, 16, 1, 1)
+    assert np.array_equal(unpacked == 1, (x > 0).numpy())
     assert torch.equal(out, torch.relu(x))
     assert torch.equal(big[:8], torch.full((8,), 7.0))  # nothing written before the view

@@ -98,17 +98,27 @@ def sample(rng, domain, dtype=np.float32):
     return x.astype(dtype)
 
 
+def bits(mask):
+    """A bool array as BOOLEAN memory: bit-packed, element i in bit i % 8 of byte i // 8."""
+    return np.packbits(mask, axis=None, bitorder="little")
+
+
 def run(handle, make, inputs, out_dtype=np.float32, out_type=cudnn.data_type.FLOAT):
-    """Builds graph `make(g, *tensors)` on `inputs`, runs it, returns the output array."""
+    """Builds graph `make(g, *tensors)` on `inputs`, runs it, returns the output array (bool
+    arrays go in and come out bit-packed, as BOOLEAN tensors are stored)."""
     g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT)
     ts = [tensor_of(g, a, f"in{i}") for i, a in enumerate(inputs)]
     y = make(g, *ts)
     y.set_output(True).set_data_type(out_type)
     build(g)
-    out = poisoned(tuple(y.get_dim()), out_dtype)
-    pack = dict(zip(ts, inputs))
+    shape = tuple(y.get_dim())
+    boolean = out_type == cudnn.data_type.BOOLEAN
+    out = np.full((math.prod(shape) + 7) // 8, 0xA5, np.uint8) if boolean else poisoned(shape, out_dtype)
+    pack = {t: bits(a) if a.dtype == np.bool_ else a for t, a in zip(ts, inputs)}
     pack[y] = out
     g.execute(pack, workspace_for(g))
+    if boolean:
+        return np.unpackbits(out, count=math.prod(shape), bitorder="little").reshape(shape) == 1
     return out
 
 
@@ -155,6 +165,37 @@ def test_mod_keeps_the_sign_of_the_dividend(handle, rng):
     out = run(handle, lambda g, x, y: g.mod(a=x, b=y), [a, b])
     assert out[0, 0, 0] == -1.5
     assert_close(out, np.fmod(a.astype(np.float64), b), rtol=1e-5, atol=1e-6)
+
+
+def test_boolean_output_bits_worked_by_hand(handle):
+    # x > 0 for x = [1, -1, 1, 1, -1, -1, -1, 1 | 1, -1, -1]: bits (LSB first) 1,0,1,1,0,0,0,1
+    # = 0b10001101 = 0x8D, then 1,0,0 = 0x01; the unused high bits of the last byte are kept.
+    x = np.array([1, -1, 1, 1, -1, -1, -1, 1, 1, -1, -1], np.float32).reshape(1, 1, 11)
+    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT)
+    z = np.zeros((1, 1, 1), np.float32)
+    X, Z = tensor_of(g, x, "X"), tensor_of(g, z, "Z")
+    m = g.cmp_gt(input=X, comparison=Z)
+    m.set_output(True).set_data_type(cudnn.data_type.BOOLEAN)
+    build(g)
+    out = np.array([0x00, 0xF0], np.uint8)
+    g.execute({X: x, Z: z, m: out}, workspace_for(g))
+    assert out.tolist() == [0x8D, 0xF1]
+
+
+def test_boolean_memory_refuses_bool_arrays(handle):
+    p = np.array([[True, False, True]])
+    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT)
+    P = tensor_of(g, p, "P")
+    y = g.logical_not(input=P)
+    y.set_output(True).set_data_type(cudnn.data_type.BOOLEAN)
+    build(g)
+    with pytest.raises(ValueError, match=r"tensor 'P'.*BOOLEAN but the array holds bools.*np\.packbits"):
+        g.execute({P: p, y: np.zeros(1, np.uint8)}, workspace_for(g))
+    with pytest.raises(ValueError, match=r"needs 1 bytes.*holds 0"):
+        g.execute({P: bits(p), y: np.zeros(0, np.uint8)}, workspace_for(g))
+    out = np.zeros(1, np.uint8)
+    g.execute({P: bits(p), y: out}, workspace_for(g))
+    assert out[0] == 0b010
 
 
 def test_logical_and_select(handle, rng):

@@ -93,6 +93,19 @@ void write_nibble(void* base, int64_t i, uint8_t code) {
                : static_cast<uint8_t>((byte & 0xF0) | (code & 0x0F));
 }
 
+// Element i of a BOOLEAN tensor is bit i % 8 of byte i / 8, least significant bit first: the
+// layout cuDNN reads and writes (measured on an H200 with cuDNN 9.19: GpuBoolean.* in
+// tests/gpu/boolean_test.cpp), numpy.packbits(..., bitorder="little")'s. Writes are a
+// read-modify-write of the byte, like FP4's (one writer per byte at a time).
+bool read_bit(const void* base, int64_t i) {
+  return (static_cast<const uint8_t*>(base)[i / 8] >> (i % 8)) & 1;
+}
+void write_bit(void* base, int64_t i, bool v) {
+  uint8_t& byte = static_cast<uint8_t*>(base)[i / 8];
+  const auto mask = static_cast<uint8_t>(1u << (i % 8));
+  byte = static_cast<uint8_t>(v ? (byte | mask) : (byte & ~mask));
+}
+
 uint32_t encode(const MiniFloat& f, double x) {
   const uint32_t sign = std::signbit(x) ? (1u << (f.E + f.M)) : 0u;
   if (std::isnan(x)) return f.nan_code();
@@ -183,7 +196,7 @@ double load_element(const void* base, DataType t, int64_t off) {
     case DataType::Int64:
       return static_cast<double>(read_as<int64_t>(base, off));
     case DataType::Boolean:
-      return read_as<uint8_t>(base, off) ? 1.0 : 0.0;
+      return read_bit(base, off) ? 1.0 : 0.0;
     case DataType::NotSet:
       break;
   }
@@ -229,7 +242,7 @@ void store_element(void* base, DataType t, int64_t off, double v) {
       write_as<int64_t>(base, off, saturate_int<int64_t>(v));
       return;
     case DataType::Boolean:
-      write_as<uint8_t>(base, off, v != 0.0 ? 1 : 0);
+      write_bit(base, off, v != 0.0);
       return;
     case DataType::NotSet:
       return;
@@ -246,7 +259,7 @@ double round_to(DataType t, double v) {
     case DataType::FP4_E2M1:
       return decode_e2m1(encode_e2m1(v));
     default: {
-      unsigned char buf[8];
+      unsigned char buf[8] = {};
       store_element(buf, t, 0, v);
       return load_element(buf, t, 0);
     }

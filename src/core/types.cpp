@@ -28,7 +28,7 @@ std::optional<E> find_name(const std::array<std::string_view, N>& names, std::st
 constexpr std::array<std::string_view, 14> kDataTypeNames = {
     "NOT_SET", "FLOAT", "DOUBLE", "HALF",  "BFLOAT16", "FP8_E4M3", "FP8_E5M2",
     "INT8",    "UINT8", "INT32",  "INT64", "BOOLEAN",  "FP8_E8M0", "FP4_E2M1"};
-constexpr std::array<int64_t, 14> kDataTypeBits = {0, 32, 64, 16, 16, 8, 8, 8, 8, 32, 64, 8, 8, 4};
+constexpr std::array<int64_t, 14> kDataTypeBits = {0, 32, 64, 16, 16, 8, 8, 8, 8, 32, 64, 1, 8, 4};
 
 constexpr std::array<std::string_view, kPointwiseModeCount> kPointwiseNames = {
     "ADD",

@@ -50,7 +50,7 @@ std::optional<size_t> TensorAttrs::packed_axis() const {
 }
 
 std::string TensorAttrs::packing_problem() const {
-  if (!is_sub_byte(data_type)) return "";
+  if (data_type != DataType::FP4_E2M1) return "";  // Boolean bits follow element offsets
   const std::string type(data_type_name(data_type));
   const std::optional<size_t> axis = packed_axis();
   std::ostringstream os;

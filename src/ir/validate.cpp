@@ -235,7 +235,7 @@ Status check_layout(const Tensor& t, const std::string& where) {
                       dims_str(t->dim), " and strides ", dims_str(t->stride), ": its extent of ",
                       data_type_name(t->data_type), " elements overflows int64 bytes (more than ",
                       std::numeric_limits<int64_t>::max(), "); use smaller dims or strides");
-  if (is_sub_byte(t->data_type)) {
+  if (t->data_type == DataType::FP4_E2M1) {  // (a Boolean scalar is one byte: 0 or 1)
     if (t->is_pass_by_value)
       return make_error(ErrorCode::InvalidGraph, "pass-by-value tensor '", t->name, "'", where,
                         " has data type ", data_type_name(t->data_type),

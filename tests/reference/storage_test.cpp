@@ -223,6 +223,30 @@ TEST(Storage, IntegersRoundToEvenAndSaturate) {
   EXPECT_EQ(round_to(DataType::Boolean, 0.0), 0.0);
 }
 
+// BOOLEAN is bit-packed as cuDNN stores it: element i is bit i % 8 of byte i / 8, least
+// significant first; a write keeps the other bits of its byte.
+TEST(Storage, BooleanIsOneBitPerElementLsbFirst) {
+  EXPECT_EQ(dnngraph::data_type_bits(DataType::Boolean), 1);
+  EXPECT_TRUE(dnngraph::is_sub_byte(DataType::Boolean));
+  EXPECT_EQ(dnngraph::data_type_bytes(DataType::Boolean, 9), 2);  // 9 bits take 2 bytes
+  EXPECT_EQ(dnngraph::data_type_bytes(DataType::Boolean, 16), 2);
+  unsigned char b[2] = {0xF0, 0x0F};
+  const int truth[11] = {1, 0, 1, 1, 0, 0, 0, 1, 1, 0, 0};
+  for (int i = 0; i < 11; ++i) store_element(b, DataType::Boolean, i, truth[i] ? 2.5 : 0.0);
+  EXPECT_EQ(b[0], 0x8D);  // 1,0,1,1,0,0,0,1 from bit 0 up: 0b10001101
+  EXPECT_EQ(b[1], 0x09);  // bits 0-2 written (1,0,0), bits 3-7 of 0x0F kept
+  for (int i = 0; i < 11; ++i) EXPECT_EQ(load_element(b, DataType::Boolean, i), truth[i]) << i;
+  const unsigned char c[1] = {0x40};
+  EXPECT_EQ(load_element(c, DataType::Boolean, 6), 1.0);
+  EXPECT_EQ(load_element(c, DataType::Boolean, 1), 0.0);
+  // A [2,16] mask in either layout takes 4 bytes; no unit-stride or even-extent rule (FP4's).
+  auto t = dnngraph::ir::TensorAttrs().set_dim({2, 16, 1, 3}).set_stride({48, 1, 48, 16});
+  t.set_data_type(DataType::Boolean);
+  EXPECT_EQ(t.storage_bytes(), 12);
+  EXPECT_EQ(t.packing_problem(), "");
+  EXPECT_EQ(t.set_dim({3, 5}).set_stride({5, 1}).packing_problem(), "");
+}
+
 // Gather/scatter through KernelContext: strided storage with gaps, broadcast loads and
 // pass-by-value scalars.
 TEST(Storage, StridedLoadStoreAndBroadcast) {

@@ -31,10 +31,10 @@ Result<SliceView> slice_view(const std::vector<int64_t>& x_stride, const ir::Sli
   if (a.start.size() != rank || (!a.stride.empty() && a.stride.size() != rank))
     return make_error(ErrorCode::InvalidArgument, "slice view: ", a.start.size(), " starts and ",
                       a.stride.size(), " steps for an input of rank ", rank);
-  if (type == DataType::FP4_E2M1)
-    return make_error(ErrorCode::NotSupported,
-                      "a slice of an FP4_E2M1 tensor is not lowered as a view (its elements are "
-                      "half a byte, so a view may start inside a byte)");
+  if (is_sub_byte(type))
+    return make_error(ErrorCode::NotSupported, "a slice of a ", data_type_name(type),
+                      " tensor is not lowered as a view (its elements are smaller than a byte, "
+                      "so a view may start inside a byte)");
   SliceView v;
   v.stride.resize(rank);
   for (size_t d = 0; d < rank; ++d) {
