@@ -565,6 +565,7 @@ class pygraph(_native):
             native_kw["kernel_cache"] = kernel_cache
         super().__init__(**native_kw)
         self.allow_unused_tensors = True  # the frontend ignores tensors no op uses
+        self._frontend_forms = True  # int addresses and None entries in execute, natively
         # The frontend reads sm_version only in its own support checks (the compute capability
         # its SDPA lowering assumes, else the device's); dnngraph plans for the handle's GPU (or
         # a deviceless handle's target), so it is kept for the caller and used for nothing
@@ -1009,33 +1010,8 @@ class pygraph(_native):
                 if k not in names:
                     raise KeyError(f"execute: the graph has no tensor named {k!r}")
                 k = names[k]
-            if type(v) is int:
-                v = self._address(k, v)
-            pack[k] = v
+            pack[k] = v  # (an int: a value or a raw address, told apart by the native execute)
         return pack
-
-    def _address(self, key: Any, value: int) -> Any:
-        """A Python int bound to a tensor: the value of a pass-by-value tensor, otherwise a raw
-        device (or, on a CPU handle, host) address of a buffer laid out as the tensor says (the
-        frontend's data_ptr() form)."""
-        if isinstance(key, Tensor):
-            if key.get_is_pass_by_value():
-                return value
-            uid = key.get_uid()
-        else:
-            uid = int(key)
-        desc = next((t for t in self._json()["tensors"] if t["uid"] == uid), None)
-        if desc is None or desc.get("pass_by_value", desc.get("is_pass_by_value", False)):
-            return value  # not ours to reinterpret: the native execute reports it
-        return _Ptr(value, _Shape(desc), self._device() != "cpu")
-
-    def _raw_workspace(self, workspace: Any, size: int) -> Any:
-        if type(workspace) is not int:
-            return workspace
-        if size <= 0:
-            return None
-        return _Ptr(workspace, _Shape({"dim": [size], "stride": [1], "data_type": "UINT8"}),
-                    self._device() != "cpu")
 
     # execute() is the native method: it runs a plain call (a dict of tensors/uids -> arrays on
     # a built graph) itself and hands everything else to _execute_slow (python/src/execute.cpp).
@@ -1054,7 +1030,6 @@ class pygraph(_native):
                 self.build()
             if workspace is None:
                 workspace = self._own_workspace(_native.get_workspace_size(self))
-            workspace = self._raw_workspace(workspace, _native.get_workspace_size(self))
             _native._execute_direct(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
         except Exception as e:
             _remember(e)

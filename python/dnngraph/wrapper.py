@@ -123,10 +123,13 @@ class Graph:
         name = str(t.get_data_type()).split(".")[-1]
         torch_names = {"HALF": "float16", "BFLOAT16": "bfloat16", "FLOAT": "float32",
                        "DOUBLE": "float64", "INT8": "int8", "UINT8": "uint8", "INT32": "int32",
-                       "INT64": "int64", "BOOLEAN": "bool", "FP8_E4M3": "float8_e4m3fn",
+                       "INT64": "int64", "FP8_E4M3": "float8_e4m3fn",
                        "FP8_E5M2": "float8_e5m2", "FP8_E8M0": "float8_e8m0fnu"}
         if name == "FP4_E2M1":  # bytes holding two elements along the unit-stride dim
             return self._empty_fp4(t.get_dim(), t.get_stride())
+        if name == "BOOLEAN":  # bit-packed: element i in bit i % 8 of byte i // 8
+            span = 1 + sum((d - 1) * s for d, s in zip(t.get_dim(), t.get_stride()))
+            return self._empty([(span + 7) // 8], [1], "uint8")
         if name not in torch_names:
             raise TypeError(f"Graph: cannot allocate an output of data type {name}")
         return self._empty(t.get_dim(), t.get_stride(), torch_names[name])
@@ -211,7 +214,9 @@ class Graph:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._graph is None:
             raise RuntimeError("Graph not created")
-        if not self._graph.get_execution_plan_count():
+        # (selected_plan_index, not get_execution_plan_count: that checks every remaining
+        # candidate, which on cuDNN can compile kernels, on every call)
+        if self._graph.selected_plan_index() < 0:
             raise RuntimeError("You should not invoke the graph before the context exits")
         if len(args) == 1 and isinstance(args[0], dict):
             return self._call_dict(args[0], **kwargs)

@@ -63,6 +63,10 @@ struct PyGraph {
   // pipeline steps and deserialize, so a build from another thread never overlaps an execute.
   std::shared_mutex mu;
   HandlePtr handle;  // from pygraph(handle=...), deserialize(handle, ...) or the default GPU one
+  // The frontend's variant-pack forms in execute (set by the frontend-compatible subclass): a
+  // Python int bound to a tensor in memory (or given as the workspace) is a raw address laid
+  // out as the tensor says, and entries whose key or value is None are skipped.
+  bool frontend_forms = false;
 
   // uid -> tensor, for variant packs keyed by int. Rebuilt when a lookup misses; cleared when
   // the graph is replaced (deserialize).

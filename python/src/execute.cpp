@@ -701,6 +701,19 @@ struct ScratchGuard {
   }
 };
 
+// A Python int given as a buffer (the frontend's data_ptr() form): its address, which must be
+// neither 0 nor negative. Nothing about the memory behind it can be checked.
+void* raw_address(PyObject* value, const std::string& who) {
+  const unsigned long long a = PyLong_AsUnsignedLongLong(value);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    fail(who + ": the address " + nb::cast<std::string>(nb::str(nb::handle(value))) +
+         " is not a non-negative 64-bit integer");
+  }
+  if (a == 0) fail(who + " is the address 0: pass the buffer's data_ptr() (or the array)");
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(a));
+}
+
 // The variant pack and workspace of one call, converted from Python.
 struct Converted {
   void* ws = nullptr;
@@ -739,6 +752,7 @@ Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const De
       throw nb::type_error("execute: the variant pack's items() must be (key, value) pairs");
     PyObject* key = PyTuple_GET_ITEM(item, 0);
     PyObject* value = PyTuple_GET_ITEM(item, 1);
+    if (self.frontend_forms && (key == Py_None || value == Py_None)) continue;
     const ir::TensorAttrs* t = nullptr;
     int64_t uid;
     if (Py_TYPE(key) == g_names.tensor_type) {
@@ -771,7 +785,9 @@ Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const De
            self.graph.name() + "' as built (was it built?)");
     if (value == Py_None) fail("execute: " + describe_key(t, uid) + " is None");
     void* ptr;
-    if (PyFloat_Check(value) || PyLong_Check(value)) {
+    if (self.frontend_forms && !t->is_pass_by_value && PyLong_CheckExact(value)) {
+      ptr = raw_address(value, "execute: " + describe_key(t, uid));
+    } else if (PyFloat_Check(value) || PyLong_Check(value)) {
       if (!t->is_pass_by_value)
         fail("execute: " + describe_key(t, uid) +
              " is not pass-by-value: give an array, not a Python number");
@@ -803,7 +819,13 @@ Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const De
   }
 
   Converted c;
-  if (!workspace.is_none()) {
+  if (self.frontend_forms && PyLong_CheckExact(workspace.ptr())) {
+    // 0: no workspace (the frontend's form for a plan that needs none); checked as 0 bytes.
+    const bool none = PyLong_AsLongLong(workspace.ptr()) == 0 && !PyErr_Occurred();
+    PyErr_Clear();
+    c.ws = none ? nullptr : raw_address(workspace.ptr(), "execute: the workspace");
+    c.ws_bytes = none ? 0 : -1;  // an address: its size is not known, not checked
+  } else if (!workspace.is_none()) {
     Buffer b = get_buffer(workspace.ptr(), true, sc, Who{}, /*want_bytes=*/true,
                           /*want_where=*/dev.kind != Device::Kind::CUDA);
     if ((dev.kind == Device::Kind::CPU && b.where == Where::Cuda) ||
@@ -910,12 +932,16 @@ static bool is_plain_call(PyGraph& g, nb::handle self, nb::handle pack, nb::hand
   }
   // A raw address (an int) as the workspace or as a buffer is the frontend's data_ptr() form,
   // which the subclass turns into a buffer of the tensor's layout.
-  if (PyLong_CheckExact(workspace.ptr())) return false;
+  // The frontend's forms (raw int addresses, None entries) run here when the graph takes them;
+  // names as keys go to the subclass.
+  if (!g.frontend_forms && PyLong_CheckExact(workspace.ptr())) return false;
   PyObject *key = nullptr, *value = nullptr;
   Py_ssize_t pos = 0;
-  while (PyDict_Next(pack.ptr(), &pos, &key, &value))
-    if (value == Py_None || key == Py_None || PyUnicode_Check(key) || PyLong_CheckExact(value))
+  while (PyDict_Next(pack.ptr(), &pos, &key, &value)) {
+    if (PyUnicode_Check(key)) return false;
+    if (!g.frontend_forms && (value == Py_None || key == Py_None || PyLong_CheckExact(value)))
       return false;
+  }
   return true;
 }
 

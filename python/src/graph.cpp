@@ -150,6 +150,14 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
       "validate). Part of key() and of the plan cache key; the CPU reference engine ignores it.");
 
   cls.def_prop_rw(
+      "_frontend_forms", [](const PyGraph& self) { return self.frontend_forms; },
+      [](PyGraph& self, bool v) { self.frontend_forms = v; },
+      "execute takes the cuDNN frontend's forms: a Python int bound to a tensor in memory (or\n"
+      "as the workspace) is a raw address of a buffer laid out as the tensor says (its size\n"
+      "cannot be checked), and entries whose key or value is None are skipped. Set by the\n"
+      "frontend-compatible pygraph.");
+
+  cls.def_prop_rw(
       "allow_unused_tensors", [](const PyGraph& self) { return self.graph.allow_unused_tensors(); },
       [](PyGraph& self, bool v) {
         self.graph.set_allow_unused_tensors(v);

@@ -272,6 +272,20 @@ def test_wrapper_graph_numpy(handle, rng):
         g.set_io_tuples(["nope"], [y])
 
 
+def test_wrapper_graph_boolean_output_is_bit_packed(handle):
+    # 11 comparisons: the wrapper allocates 2 bytes (bits, LSB first), not 11 bools.
+    x = np.array([1, -1, 1, 1, -1, -1, -1, 1, 1, -1, -1], np.float32).reshape(1, 1, 11)
+    z = np.zeros((1, 1, 1), np.float32)
+    with cudnn.Graph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
+                     compute_data_type=cudnn.data_type.FLOAT) as g:
+        m = g.cmp_gt(input=x, comparison=z, name="gt")
+        m.set_output(True).set_data_type(cudnn.data_type.BOOLEAN)
+    g.set_io_tuples([x, z], [m])
+    out = np.asarray(g(x, z))
+    assert out.dtype == np.uint8 and out.shape == (2,)
+    assert out[0] == 0x8D and out[1] & 0x07 == 0x01
+
+
 def test_experimental_norm_ops_cpu():
     torch = pytest.importorskip("torch")
     ops = cudnn.experimental.ops

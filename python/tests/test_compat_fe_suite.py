@@ -76,6 +76,24 @@ def test_execute_takes_raw_addresses(handle, rng):
     np.testing.assert_allclose(c, a + b, rtol=1e-6)
 
 
+def test_execute_refuses_bad_raw_addresses(handle, rng):
+    a = f32(rng, 3, 4)
+    g = fgraph(handle)
+    A = g.tensor_like(a)
+    C = g.relu(input=A)
+    C.set_output(True)
+    g.build()
+    c = np.full_like(a, np.nan)
+    with pytest.raises(ValueError, match=r"tensor '.*' .*is the address 0"):
+        g.execute({A: 0, C: c}, ws(g))
+    with pytest.raises(ValueError, match=r"address -8 is not a non-negative 64-bit integer"):
+        g.execute({A: a, C: -8}, ws(g))
+    with pytest.raises(ValueError, match=r"address 18446744073709551616 is not"):
+        g.execute({A: a, C: 1 << 64}, ws(g))
+    g.execute({A: a.ctypes.data, C: c, None: a, A.get_uid() + 1000: None}, 0)  # None skipped
+    np.testing.assert_allclose(c, np.maximum(a, 0), rtol=1e-6)
+
+
 def test_execute_pass_by_value_int_stays_a_value(handle, rng):
     a = f32(rng, 2, 3)
     g = fgraph(handle)
