@@ -323,6 +323,26 @@ int64_t torch_extent(PyObject* obj, int64_t itemsize) {
 // `want_extent`: host data_ptr() objects (torch CPU tensors) are also asked for the memory
 // their storage holds past data_ptr(), so that check_buffer refuses one too small for the
 // tensor instead of the CPU reference engine reading or writing past its end.
+// Whether `obj` (a data_ptr() object) has dtype torch.bool.
+bool torch_bool(PyObject* obj) {
+  PyObject* dt = PyObject_GetAttrString(obj, "dtype");
+  if (!dt) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject* name = PyObject_Str(dt);
+  Py_DECREF(dt);
+  if (!name) {
+    PyErr_Clear();
+    return false;
+  }
+  const char* c = PyUnicode_AsUTF8(name);
+  const bool is_bool = c && std::string_view(c) == "torch.bool";
+  Py_DECREF(name);
+  PyErr_Clear();
+  return is_bool;
+}
+
 Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
                   bool want_bytes = false, bool want_where = true, bool want_extent = false) {
   Buffer b;
@@ -380,6 +400,9 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
       }
     }
     b.itemsize = int_slot(ts ? ts->itemsize : nullptr, obj, g_names.itemsize);  // torch >= 2.1
+    // BOOLEAN memory is bits: a torch.bool tensor (a byte per element) is told apart from a
+    // uint8 one by its dtype, read for BOOLEAN tensors only (the hot path pays nothing).
+    if (who.t && who.t->data_type == DataType::Boolean) b.kind = torch_bool(obj) ? 'b' : '?';
     if (want_bytes) b.bytes = int_slot(ts ? ts->nbytes : nullptr, obj, g_names.nbytes);
     if (want_extent && !want_bytes && b.where == Where::Host)
       b.bytes = torch_extent(obj, b.itemsize);
@@ -616,8 +639,7 @@ void check_packed_buffer(const Buffer& b, const ir::TensorAttrs& t, const std::s
 // (least significant first), as cuDNN stores it, so the array holds bytes: a contiguous uint8
 // array (np.packbits(mask, bitorder="little")) of at least ceil(span / 8) bytes. A numpy bool
 // array holds one element per byte: both engines would read its bytes as bits, so it is
-// refused. (A torch tensor is seen through data_ptr(), without its dtype: a torch.bool tensor
-// is taken as bytes, as cuDNN's frontend takes it.)
+// refused, and so is a torch.bool tensor (its dtype is read for BOOLEAN tensors).
 void check_bit_buffer(const Buffer& b, const ir::TensorAttrs& t, const std::string& who) {
   const std::string how =
       ": BOOLEAN tensors are bit-packed, eight elements per byte (element i in bit i % 8 of byte "
