@@ -402,7 +402,7 @@ Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
     b.itemsize = int_slot(ts ? ts->itemsize : nullptr, obj, g_names.itemsize);  // torch >= 2.1
     // BOOLEAN memory is bits: a torch.bool tensor (a byte per element) is told apart from a
     // uint8 one by its dtype, read for BOOLEAN tensors only (the hot path pays nothing).
-    if (who.t && who.t->data_type == DataType::Boolean) b.kind = torch_bool(obj) ? 'b' : '?';
+    if (who.t && who.t->data_type == DataType::Boolean) b.kind = torch_bool(obj) ? 't' : '?';
     if (want_bytes) b.bytes = int_slot(ts ? ts->nbytes : nullptr, obj, g_names.nbytes);
     if (want_extent && !want_bytes && b.where == Where::Host)
       b.bytes = torch_extent(obj, b.itemsize);
@@ -639,7 +639,9 @@ void check_packed_buffer(const Buffer& b, const ir::TensorAttrs& t, const std::s
 // (least significant first), as cuDNN stores it, so the array holds bytes: a contiguous uint8
 // array (np.packbits(mask, bitorder="little")) of at least ceil(span / 8) bytes. A numpy bool
 // array holds one element per byte: both engines would read its bytes as bits, so it is
-// refused, and so is a torch.bool tensor (its dtype is read for BOOLEAN tensors).
+// refused. A torch.bool tensor (its dtype is read for BOOLEAN tensors only) is the frontend's
+// own form (its tests bind full-size torch.bool masks, whose values they do not check): it is
+// taken as bytes, as the frontend takes it, with a UserWarning that its bytes are read as bits.
 void check_bit_buffer(const Buffer& b, const ir::TensorAttrs& t, const std::string& who) {
   const std::string how =
       ": BOOLEAN tensors are bit-packed, eight elements per byte (element i in bit i % 8 of byte "
@@ -648,10 +650,17 @@ void check_bit_buffer(const Buffer& b, const ir::TensorAttrs& t, const std::stri
       "bitorder=\"little\")";
   if (b.kind == 'b')
     fail(who + " is BOOLEAN but the array holds bools, one element per byte" + how);
+  if (b.kind == 't') {
+    const std::string w = who +
+                          " is BOOLEAN but is given a torch.bool tensor, one element per "
+                          "byte: its bytes are read as bits, as cuDNN reads them" +
+                          how;
+    if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) < 0) throw nb::python_error();
+  }
   if (b.itemsize > 0 && b.itemsize != 1)
     fail(who + " is BOOLEAN but the array has " + std::to_string(b.itemsize) + "-byte elements" +
          how);
-  if (b.kind != '?' && b.kind != 'u' && b.kind != 'i')
+  if (b.kind != '?' && b.kind != 't' && b.kind != 'u' && b.kind != 'i')
     fail(who + " is BOOLEAN but the array does not hold bytes" + how);
   if (b.has_layout) {  // the bytes in order: contiguous
     int64_t expect = 1;
