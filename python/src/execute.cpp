@@ -314,15 +314,6 @@ int64_t torch_extent(PyObject* obj, int64_t itemsize) {
   return total - skipped;
 }
 
-// Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
-// `want_bytes`: also ask data_ptr() objects for their byte size (torch's nbytes), which is the
-// reachable memory only for contiguous tensors: used for the workspace.
-// `want_where`: data_ptr() objects are also asked is_cuda. Not needed on a CUDA handle for
-// device buffers: the cuDNN plan checks every new pointer's device itself (plan.cpp), and one
-// attribute read less per tensor is measurable on the GPU's host path.
-// `want_extent`: host data_ptr() objects (torch CPU tensors) are also asked for the memory
-// their storage holds past data_ptr(), so that check_buffer refuses one too small for the
-// tensor instead of the CPU reference engine reading or writing past its end.
 // Whether `obj` (a data_ptr() object) has dtype torch.bool.
 bool torch_bool(PyObject* obj) {
   PyObject* dt = PyObject_GetAttrString(obj, "dtype");
@@ -343,6 +334,15 @@ bool torch_bool(PyObject* obj) {
   return is_bool;
 }
 
+// Any supported object -> Buffer. `writable`: the engine writes it (graph outputs).
+// `want_bytes`: also ask data_ptr() objects for their byte size (torch's nbytes), which is the
+// reachable memory only for contiguous tensors: used for the workspace.
+// `want_where`: data_ptr() objects are also asked is_cuda. Not needed on a CUDA handle for
+// device buffers: the cuDNN plan checks every new pointer's device itself (plan.cpp), and one
+// attribute read less per tensor is measurable on the GPU's host path.
+// `want_extent`: host data_ptr() objects (torch CPU tensors) are also asked for the memory
+// their storage holds past data_ptr(), so that check_buffer refuses one too small for the
+// tensor instead of the CPU reference engine reading or writing past its end.
 Buffer get_buffer(PyObject* obj, bool writable, Scratch& sc, const Who& who,
                   bool want_bytes = false, bool want_where = true, bool want_extent = false) {
   Buffer b;
