@@ -146,6 +146,7 @@ def main() -> None:
     env_dg = dict(base, PYTHONPATH=os.pathsep.join(filter(None, [
         os.path.join(a.build, "python"), COMPAT, base.get("PYTHONPATH")])))
     rows = []
+    text = table(rows, len(names))
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             f = run_one("frontend", name, env_fe, a.iters, tmp, a.timeout)

@@ -37,8 +37,7 @@ case "$part" in
     DNNGRAPH_PYTHONPATH=build/gpu/python bash scripts/frontend-suite/run.sh
   cp "$work/fs-default/table.txt" "$out/table-default.txt" 2>/dev/null
   # The wider SDPA selection of scripts/frontend-suite/README.md.
-  OUT="$work/fs-sdpa" FE_SUITE_TIMEOUT=${FE_SUITE_TIMEOUT:-150} FE_SUITE_FILES=test_mhas.py \
-    FE_SUITE_K='(bfloat16 and bshd_bshd_bshd and group_query and paged0 and dropout0 and ragged0 and bias0 and alibi0 and left_bound0) or (bfloat16 and bshd_bshd_bshd and multi_head and paged0 and ragged0 and padding0 and (bias1 or alibi1 or dropout1 or left_bound1) and TOP_LEFT and (infer0 or test_sdpa_backward)) or (paged1 and bfloat16 and multi_head and bias0 and alibi0 and dropout0 and left_bound0 and TOP_LEFT) or (ragged1 and bfloat16 and multi_head and bias0 and alibi0 and dropout0 and left_bound0 and TOP_LEFT)' \
+  OUT="$work/fs-sdpa" FE_SUITE_TIMEOUT=${FE_SUITE_TIMEOUT:-150} FE_SUITE_SELECTION=sdpa-wide \
     DNNGRAPH_PYTHONPATH=build/gpu/python bash scripts/frontend-suite/run.sh
   cp "$work/fs-sdpa/table.txt" "$out/table-sdpa.txt" 2>/dev/null
   (cd "$work" && tar czf "$out/logs.tgz" fs-default fs-sdpa 2>/dev/null)

@@ -71,6 +71,7 @@ struct Names {
   PyObject* bindings;
   PyObject* untyped_storage;
   PyObject* storage_offset;
+  PyObject* dtype;
 };
 Names g_names;
 
@@ -316,7 +317,7 @@ int64_t torch_extent(PyObject* obj, int64_t itemsize) {
 
 // Whether `obj` (a data_ptr() object) has dtype torch.bool.
 bool torch_bool(PyObject* obj) {
-  PyObject* dt = PyObject_GetAttrString(obj, "dtype");
+  PyObject* dt = PyObject_GetAttr(obj, g_names.dtype);
   if (!dt) {
     PyErr_Clear();
     return false;
@@ -680,8 +681,9 @@ void check_bit_buffer(const Buffer& b, const ir::TensorAttrs& t, const std::stri
 
 // Checks one value against its tensor (as built): device, element type, layout, memory size.
 void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) {
-  // (a BOOLEAN scalar by value is one byte, 0 or 1; BOOLEAN in memory is bits)
-  const int64_t esize = t.data_type == DataType::Boolean ? 1 : data_type_size(t.data_type);
+  // One element in whole bytes (a BOOLEAN scalar by value: one byte, 0 or 1; the sub-byte types
+  // in memory are checked by check_bit_buffer / check_packed_buffer below).
+  const int64_t esize = data_type_bytes(t.data_type, 1).value_or(0);
   auto who = [&] { return "execute: tensor '" + t.name + "' (uid " + std::to_string(t.uid) + ")"; };
   if (t.is_pass_by_value) {
     if (b.where == Where::Cuda)
@@ -992,7 +994,8 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
                   reinterpret_cast<PyTypeObject*>(m.attr("Tensor").ptr()),
                   intern("_bindings"),
                   intern("untyped_storage"),
-                  intern("storage_offset")};
+                  intern("storage_offset"),
+                  intern("dtype")};
 
   // Layout of a DLPack object for dnngraph._interop.describe (tensor_like).
   m.def("_dlpack_layout", [](nb::handle obj) {

@@ -22,6 +22,7 @@
 #   FE_SUITE_WHEELS        folder of extra wheels the tests import (default .fetests/wheels:
 #                          looseversion, from PyPI)
 #   FE_SUITE_FILES         test files relative to FE_TESTS_ROOT (default: the 14 below)
+#   FE_SUITE_SELECTION     default, or sdpa-wide (the wider SDPA selection of README.md)
 #   FE_SUITE_K             pytest -k expression (default: all of every file except test_mhas.py,
 #                          which is cut to 24 fp16/bshd/MHA fwd+bwd cases out of ~32k)
 #   FE_SUITE_RUNS          "frontend dnngraph" (default), or just one of them
@@ -70,6 +71,15 @@ if [ "$DEVICE" = cpu ]; then
 elif [ "$DEVICE" != gpu ]; then
     echo "[fe-suite] FE_SUITE_DEVICE must be gpu or cpu, not '$DEVICE'" >&2; exit 2
 fi
+# FE_SUITE_SELECTION=sdpa-wide: the wider SDPA selection of README.md (test_mhas.py only; GQA,
+# bias / ALiBi / dropout / left bound, paged, ragged: 154 ids). FE_SUITE_FILES / FE_SUITE_K win.
+case "${FE_SUITE_SELECTION:-default}" in
+    default) ;;
+    sdpa-wide)
+        FE_SUITE_FILES="${FE_SUITE_FILES:-test_mhas.py}"
+        FE_SUITE_K="${FE_SUITE_K:-(bfloat16 and bshd_bshd_bshd and group_query and paged0 and dropout0 and ragged0 and bias0 and alibi0 and left_bound0) or (bfloat16 and bshd_bshd_bshd and multi_head and paged0 and ragged0 and padding0 and (bias1 or alibi1 or dropout1 or left_bound1) and TOP_LEFT and (infer0 or test_sdpa_backward)) or (paged1 and bfloat16 and multi_head and bias0 and alibi0 and dropout0 and left_bound0 and TOP_LEFT) or (ragged1 and bfloat16 and multi_head and bias0 and alibi0 and dropout0 and left_bound0 and TOP_LEFT)}" ;;
+    *) echo "[fe-suite] FE_SUITE_SELECTION must be default or sdpa-wide" >&2; exit 2 ;;
+esac
 FILES="${FE_SUITE_FILES:-conv/graph/test_conv_bias.py conv/graph/test_wgrads.py conv/graph/test_conv_genstats.py conv/graph/test_conv_reduction.py test_matmul_bias_relu.py core/graph/test_kernel_cache.py norm/graph/test_layernorm.py norm/graph/test_rmsnorm.py norm/graph/test_batchnorm.py norm/graph/test_instancenorm.py test_apply_rope.py test_silu_and_mul.py test_slice.py test_mhas.py}"
 K_EXPR="${FE_SUITE_K:-not test_mhas or (not bfloat16 and bshd_bshd_bshd and multi_head and bias0 and alibi0 and dropout0 and ragged0 and left_bound0 and (paged0 or test_sdpa_backward))}"
 EXTRA_PP="${FE_SUITE_EXTRA_PYTHONPATH:-}"

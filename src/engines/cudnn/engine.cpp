@@ -19,10 +19,6 @@ namespace dnngraph::cudnn {
 namespace {
 
 // ---------------------------------------------------------------- constants
-// Bytes of one host scalar of `type` (a Boolean scalar is a byte, 0 or 1; 0 for FP4, which
-// validate() refuses by value).
-int64_t scalar_size(DataType type) { return type == DataType::Boolean ? 1 : data_type_size(type); }
-
 // Host bytes of a pass-by-value scalar in `type`.
 Result<std::array<unsigned char, 16>> scalar_bytes(const ir::Scalar& s, DataType type,
                                                    const std::string& name) {
@@ -520,8 +516,9 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
         const ir::Tensor& t = p.tensor;
         if (!t || t->is_virtual || !seen.insert(t->uid).second) continue;
         // elem_size is read for pass-by-value tensors only (never FP4: validate() refuses it; a
-        // Boolean scalar takes a byte).
-        st->io.push_back({t->uid, t->name, t->is_pass_by_value, -1, scalar_size(t->data_type)});
+        // Boolean scalar takes a byte: one element rounded up to whole bytes).
+        st->io.push_back({t->uid, t->name, t->is_pass_by_value, -1,
+                          data_type_bytes(t->data_type, 1).value_or(0)});
       }
   }
   for (const auto& d : st->cx->derived()) {
@@ -545,7 +542,7 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
     if (it != st->io.end())
       it->constant = idx;
     else
-      st->io.push_back({c.uid, name, true, idx, scalar_size(type)});
+      st->io.push_back({c.uid, name, true, idx, data_type_bytes(type, 1).value_or(0)});
   }
   if (hs.target && !st->cx->device_constants().empty())
     return make_error(ErrorCode::NotSupported, st->what, ": its cuDNN form keeps constant '",
