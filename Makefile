@@ -100,7 +100,8 @@ test-asan-python: setup $(ASAN)/CMakeCache.txt
 	  DNNGRAPH_PROPERTY_SCALE=0.05 PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
 	  $(PY) -m pytest -q -p no:cacheprovider --ignore-glob='*/test_torch_*' python/tests
 
-# find_package(dnngraph) from an install tree, building the README's example against it.
+# find_package(dnngraph) from an install tree: the README's example and examples/cpp built
+# against it, then the README's snippets.
 test-install: build
 	rm -rf build/install
 	cmake --install $(BUILD) --prefix $(CURDIR)/build/install >/dev/null
@@ -108,6 +109,9 @@ test-install: build
 	cmake -S tests/install_consumer -B build/consumer -DCMAKE_PREFIX_PATH=$(CURDIR)/build/install >/dev/null
 	cmake --build build/consumer -j $(JOBS)
 	build/consumer/consumer >/dev/null
+	cmake -S examples/cpp -B build/example-cpp -DCMAKE_PREFIX_PATH=$(CURDIR)/build/install >/dev/null
+	cmake --build build/example-cpp -j $(JOBS)
+	build/example-cpp/matmul_gelu
 	$(MAKE) --no-print-directory test-readme DNNGRAPH_PREFIX=$(CURDIR)/build/install
 
 # README.md's snippets as a reader runs them: Python in the activated venv (the one PY belongs

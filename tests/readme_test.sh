@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs README.md's snippets the way a reader would, after `make demo` or `make build`:
 #   - the C++ example must be samples/readme_example.cpp verbatim (the build line compiles that);
-#   - each ```sh block runs in bash from the repository root, unless the line before its fence
-#     is `<!-- readme_test: skip (why) -->`;
+#   - each ```sh block runs in bash from the repository root in the activated venv, unless the
+#     line before its fence is `<!-- readme_test: skip (why) -->`;
 #   - each ```python block runs from the repository root in the activated venv ($VENV, default
 #     .venv) with PYTHONPATH unset: the venv must import the build by itself (make link-venv);
 #     a block importing dnngraph.torch is skipped when the torch ops were not built;
@@ -40,9 +40,10 @@ for f in "$TMP"/*; do
   case "$n" in
     *.skip) echo "readme: snippet $n skipped (marked in README.md)" ;;
     *.sh)
-      (cd "$ROOT" && env -u PYTHONPATH bash -euo pipefail "$f") >"$TMP/log" 2>&1 ||
+      (cd "$ROOT" && env -u PYTHONPATH bash -c ". '$VENV/bin/activate' && bash -euo pipefail '$f'") \
+        >"$TMP/log" 2>&1 ||
         { cat "$TMP/log"; fail "$n" "$f"; }
-      echo "readme: snippet $n (sh) ran" ;;
+      echo "readme: snippet $n (sh, activated venv) ran" ;;
     *.python)
       if grep -q "dnngraph.torch" "$f" && [ ! -e "$BUILD/python/dnngraph/torch/libdnngraph_torch.so" ]; then
         echo "readme: snippet $n skipped: the torch ops were not built ($BUILD has no libdnngraph_torch.so)"
