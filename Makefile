@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 
 .PHONY: all setup build build-asan build-tsan demo test test-cpp test-asan test-tsan test-python \
         test-install test-property test-asan-python format format-check clean \
-        link-venv build-demo test-readme
+        link-venv build-demo test-readme docs
 
 all: build
 
@@ -122,6 +122,17 @@ test-readme:
 	  DNNGRAPH_PREFIX=$(DNNGRAPH_PREFIX) bash tests/readme_test.sh
 
 test: format-check test-cpp test-python test-asan test-install
+
+# The C++ API reference from include/dnngraph: build/docs/html/index.html. Doxygen's warnings are
+# errors. Installs Debian's doxygen first when it is missing. (The Python API's reference is its
+# docstrings and type stubs: help(dnngraph), build/release/python/dnngraph/_dnngraph.pyi.)
+docs:
+	@command -v doxygen >/dev/null || { echo "docs: installing doxygen with apt-get"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get install -y -qq doxygen >/dev/null; }
+	@mkdir -p build/docs
+	DNNGRAPH_DOCS_OUT=$(CURDIR)/build/docs doxygen docs/api/Doxyfile
+	@echo "docs: build/docs/html/index.html"
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
