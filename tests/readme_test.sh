@@ -15,6 +15,11 @@ ROOT=$PWD
 VENV=${VENV:-$ROOT/.venv}
 BUILD=${BUILD:-build/release}
 PY=${PY:-$VENV/bin/python}
+if [ ! -f "$VENV/bin/activate" ]; then
+  echo "readme: $VENV is not a virtual environment (no bin/activate): the README's Python runs in"
+  echo "the activated .venv; run make demo first, or give VENV=<a venv> / make PY=<venv>/bin/python"
+  exit 1
+fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
