@@ -123,16 +123,21 @@ test-readme:
 
 test: format-check test-cpp test-python test-asan test-install
 
-# The C++ API reference from include/dnngraph: build/docs/html/index.html. Doxygen's warnings are
-# errors. Installs Debian's doxygen first when it is missing. (The Python API's reference is its
-# docstrings and type stubs: help(dnngraph), build/release/python/dnngraph/_dnngraph.pyi.)
+# The API reference: C++ from include/dnngraph with Doxygen (build/docs/html/index.html; its
+# warnings are errors; Debian's doxygen is installed first when missing), and the Python
+# package's docstrings and signatures with pydoc (build/docs/python/dnngraph.html) once the
+# module is built (make demo).
 docs:
 	@command -v doxygen >/dev/null || { echo "docs: installing doxygen with apt-get"; \
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get install -y -qq doxygen >/dev/null; }
-	@mkdir -p build/docs
+	@mkdir -p build/docs/python
 	DNNGRAPH_DOCS_OUT=$(CURDIR)/build/docs doxygen docs/api/Doxyfile
 	@echo "docs: build/docs/html/index.html"
+	@if ls $(BUILD)/python/dnngraph/_dnngraph*.so >/dev/null 2>&1; then \
+	  cd build/docs/python && PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/$(BUILD)/python \
+	    $(PY) -m pydoc -w dnngraph >/dev/null && echo "docs: build/docs/python/dnngraph.html"; \
+	else echo "docs: the Python module is not built (make demo): no Python reference"; fi
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
