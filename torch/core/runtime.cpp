@@ -458,8 +458,7 @@ void warn_fallback(const char* op, const Status& why) {
   fallbacks_taken().fetch_add(1);
   if (static_cast<FallbackPolicy>(fallback_policy_slot().load()) == FallbackPolicy::Error)
     TORCH_CHECK(false, "dnngraph::", op, ": the engine has no plan for these inputs and the ",
-                "fallback policy is 'error', so the op does not run on ATen. Why: ",
-                why.message(),
+                "fallback policy is 'error', so the op does not run on ATen. Why: ", why.message(),
                 ". Allow the ATen fallback with dnngraph.torch.set_fallback_policy('warn') or ",
                 "DNNGRAPH_TORCH_FALLBACK=warn");
   static std::mutex mu;
