@@ -236,3 +236,13 @@ def test_paths_agree_exactly(monkeypatch):
     monkeypatch.setattr(F, "_fast", None)
     for i, (c, y) in enumerate(zip(calls, fast)):
         torch.testing.assert_close(c(), y, rtol=0, atol=0, msg=f"call {i}")
+
+
+@pytest.mark.parametrize("bad", [dict(stride=(0, 1)), dict(stride=-1), dict(padding=(1, -1)),
+                                 dict(dilation=(2, 0))])
+def test_conv2d_bias_act_refuses_non_positive_stride_dilation_and_negative_padding(path, bad):
+    x, w = rand(1, 2, 6, 6), rand(3, 2, 3, 3)
+    with pytest.raises(ValueError, match="expected stride >= 1, padding >= 0 and dilation >= 1"):
+        F.conv2d_bias_act(x, w, **bad)
+    with pytest.raises(ValueError, match="expected stride >= 1, padding >= 0 and dilation >= 1"):
+        F.conv2d_bias_act(x.to("meta"), w.to("meta"), **bad)
