@@ -340,9 +340,9 @@ def test_plan_filters(handle, rng):
 def test_last_error_string_and_query_by_uid(handle):
     g = graph(handle)
     X = g.tensor(name="X", dim=[2, 2])
-    with pytest.raises(cudnn.NotSupportedError):
+    with pytest.raises(cudnn.NotSupportedError, match="the rope operation .* is not supported"):
         g.rope(X)  # a refusing stub: not recorded (no native call)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="relu\\(\\): incompatible function arguments"):
         g.relu(X, nonsense=1)
     assert "nonsense" in cudnn.get_last_error_string()
     Y = g.relu(input=X)
@@ -373,7 +373,7 @@ def test_execute_is_the_native_method_and_slow_forms_still_work():
     ws = np.empty(max(g.get_workspace_size(), 1), np.uint8)
     g.execute({A.get_uid(): a, B: b, Y: y}, ws)  # the plain call
     np.testing.assert_allclose(y, a @ b, rtol=1e-5, atol=1e-6)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="tensor_dict must be a mapping .*tensor_uids="):
         g.execute([a, b, y], ws)
 
 
