@@ -250,6 +250,43 @@ def test_fallback_policy_from_the_environment():
     assert "DNNGRAPH_TORCH_FALLBACK is 'loud'; expected 'warn'" in r.stderr, r.stderr
 
 
+_CAUGHT_FALLBACK_TESTS = r"""
+import pytest
+import torch
+from dnngraph.torch import functional as F
+
+def test_catches_the_fallback_error():
+    with pytest.raises(RuntimeError, match="fallback policy is 'error'"):
+        F.layer_norm(torch.ones(2, 4), [4])
+
+@pytest.mark.aten_fallback
+def test_falls_back_on_purpose():
+    torch.testing.assert_close(F.layer_norm(torch.ones(2, 4), [4]), torch.zeros(2, 4))
+"""
+
+
+def test_conftest_fails_a_test_that_caught_the_fallback(tmp_path):
+    """The guard itself: with every op forced onto ATen, a test that swallows the policy's error
+    still fails, and a test marked aten_fallback runs on ATen and passes."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_inner.py").write_text(_CAUGHT_FALLBACK_TESTS)
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, DNNGRAPH_TORCH_FORCE_FALLBACK="1",
+               PYTHONPATH=os.pathsep.join([here] + sys.path))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                        "conftest", "-rA", "--rootdir", str(tmp_path), "-c", os.devnull,
+                        str(tmp_path / "test_inner.py")],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "FAILED test_inner.py::test_catches_the_fallback_error" in out, out
+    assert "fell back to ATen 1 time(s) in this test" in out, out
+    assert "PASSED test_inner.py::test_falls_back_on_purpose" in out, out
+
+
 # ---------------------------------------------------------------- the direct entries (_fast)
 
 
