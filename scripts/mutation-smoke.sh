@@ -84,6 +84,8 @@ PY_MUTATIONS=(
   "layer_norm default eps 1e-5 -> 1e-6|dnngraph/torch/functional.py|    bias: Optional[torch.Tensor] = None,
     eps: float = 1e-5,|    bias: Optional[torch.Tensor] = None,
     eps: float = 1e-6,|python/tests/test_torch_paths.py"
+  "experimental layer_norm default eps -> 1e-6|dnngraph/_experimental_ops.py|               bias: Optional[Any] = None, eps: float = 1e-5) -> Any:|               bias: Optional[Any] = None, eps: float = 1e-6) -> Any:|python/tests/test_frontend_defaults.py"
+  "experimental rms_norm default eps -> 1e-6|dnngraph/_experimental_ops.py|def rms_norm(input: Any, weight: Any, bias: Optional[Any] = None, eps: float = 1e-5)|def rms_norm(input: Any, weight: Any, bias: Optional[Any] = None, eps: float = 1e-6)|python/tests/test_frontend_defaults.py"
   "rms_norm default eps None -> 1e-6|dnngraph/torch/functional.py|    eps: Optional[float] = None,|    eps: Optional[float] = 1e-6,|python/tests/test_torch_paths.py"
 )
 

@@ -98,3 +98,18 @@ def test_matmul_padding_defaults_to_zero(handle, rng):
     y = poisoned((1, 3, 5))
     g.execute({A: a, Bt: b, Y: y}, workspace_for(g))
     assert_close(y, a.astype(np.float64) @ b)
+
+
+def test_experimental_norm_ops_default_eps():
+    """dnngraph.experimental.ops layer_norm / rms_norm: eps 1e-5 when not given. Rows of variance
+    ~1e-6, where any other default changes the result by far more than the tolerance."""
+    torch = pytest.importorskip("torch")
+    ops = cudnn.experimental.ops
+    gen = torch.Generator().manual_seed(21)
+    x = torch.randn(3, 5, 32, generator=gen) * 1e-3
+    w, b = torch.randn(32, generator=gen), torch.randn(32, generator=gen)
+    tf = torch.nn.functional
+    want = tf.layer_norm(x.double(), (32,), w.double(), b.double(), 1e-5)
+    assert_close(ops.layer_norm(x, (32,), w, b).double().numpy(), want.numpy(), rtol=1e-4)
+    want = tf.rms_norm(x.double(), (32,), w.double(), 1e-5) + b.double()
+    assert_close(ops.rms_norm(x, w, b).double().numpy(), want.numpy(), rtol=1e-4)
