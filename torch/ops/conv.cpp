@@ -4,6 +4,7 @@
 //   backward: dZ = act'(Z) * dY (ATen; Z recomputed by the forward graph with act none),
 //             dX = conv_dgrad(dZ, W), dW = conv_wgrad(dZ, X) (one graph each), dbias = sum(dZ).
 #include "core/op_support.hpp"
+#include "core/shape_rules.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
@@ -96,6 +97,7 @@ Tensor conv2d_bias_act(const Tensor& x, const Tensor& w, const OptTensor& bias,
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
                        int64_t groups, c10::string_view act) {
   const char* op = "conv2d_bias_act";
+  rules::conv2d(op, x, w, bias, stride, padding, dilation, groups);
   check_inputs(op, x, w, bias);
   const ConvParams p = conv_params(op, x, w, stride, padding, dilation, groups);
   return conv_forward(op, x, w, bias, p, parse_act(op, act));
@@ -140,11 +142,22 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward(
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
     c10::string_view act_name, std::array<bool, 3> mask) {
   const char* op = "conv2d_bias_act_backward";
+  rules::conv2d(op, x_in, w_in, bias, stride, padding, dilation, groups);
   check_inputs(op, x_in, w_in, bias);
   check_device(op, x_in, "x", {{&dy, "dy"}});
   check_same_dtype(op, x_in, "x", dy, "dy");
   const ConvParams p = conv_params(op, x_in, w_in, stride, padding, dilation, groups);
   const Act act = parse_act(op, act_name);
+  if (x_in.numel() == 0 || dy.numel() == 0) {  // an empty batch (or no channels): zero grads
+    TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(out_shape(x_in, w_in, p)), "dnngraph::", op,
+                      ": 'dy' has shape ", dy.sizes(), "; the forward's output is ",
+                      at::IntArrayRef(out_shape(x_in, w_in, p)));
+    auto zeros = [&](const Tensor& t, at::MemoryFormat f) {
+      return at::zeros(t.sizes(), t.options().memory_format(f));
+    };
+    return {mask[0] ? zeros(x_in, p.format) : Tensor(), mask[1] ? zeros(w_in, p.format) : Tensor(),
+            mask[2] && has(bias) ? zeros(*bias, at::MemoryFormat::Contiguous) : Tensor()};
+  }
   const Tensor x = x_in.contiguous(p.format), w = w_in.contiguous(p.format);
   TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(out_shape(x, w, p)), "dnngraph::", op,
                     ": 'dy' has shape ", dy.sizes(), "; the forward's output is ",
@@ -161,18 +174,11 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward(
 
 // ---------------------------------------------------------------- Meta
 
-Tensor conv2d_bias_act_meta(const Tensor& x, const Tensor& w, const OptTensor&,
+Tensor conv2d_bias_act_meta(const Tensor& x, const Tensor& w, const OptTensor& bias,
                             at::IntArrayRef stride, at::IntArrayRef padding,
                             at::IntArrayRef dilation, int64_t groups, c10::string_view) {
-  TORCH_CHECK_VALUE(x.dim() == 4 && w.dim() == 4 && stride.size() == 2 && padding.size() == 2 &&
-                        dilation.size() == 2,
-                    "dnngraph::conv2d_bias_act: expected 4-D x and weight and 2 values each of "
-                    "stride, padding and dilation");
-  std::vector<c10::SymInt> s{x.sym_size(0), w.sym_size(0), 0, 0};
-  for (int i = 0; i < 2; ++i)
-    s[2 + i] = (x.sym_size(2 + i) + 2 * padding[i] - dilation[i] * (w.sym_size(2 + i) - 1) - 1) /
-                   stride[i] +
-               1;
+  const rules::SymShape s =
+      rules::conv2d("conv2d_bias_act", x, w, bias, stride, padding, dilation, groups);
   auto format = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
                     ? at::MemoryFormat::ChannelsLast
                     : at::MemoryFormat::Contiguous;
@@ -180,8 +186,11 @@ Tensor conv2d_bias_act_meta(const Tensor& x, const Tensor& w, const OptTensor&,
 }
 
 std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward_meta(
-    const Tensor&, const Tensor& x, const Tensor& w, const OptTensor& bias, at::IntArrayRef,
-    at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view, std::array<bool, 3> mask) {
+    const Tensor& dy, const Tensor& x, const Tensor& w, const OptTensor& bias,
+    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+    c10::string_view, std::array<bool, 3> mask) {
+  rules::conv2d("conv2d_bias_act_backward", x, w, bias, stride, padding, dilation, groups);
+  rules::check_same_device("conv2d_bias_act_backward", x, "x", {{&dy, "dy"}});
   auto format = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
                     ? at::MemoryFormat::ChannelsLast
                     : at::MemoryFormat::Contiguous;

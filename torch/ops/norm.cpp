@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/op_support.hpp"
+#include "core/shape_rules.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
@@ -313,7 +314,8 @@ std::vector<c10::SymInt> sym_stat_shape(const Tensor& x, size_t n) {
 }
 
 std::tuple<Tensor, Tensor, Tensor> layer_norm_meta(const Tensor& x, c10::SymIntArrayRef shape,
-                                                   const OptTensor&, const OptTensor&, double) {
+                                                   const OptTensor& w, const OptTensor& b, double) {
+  rules::norm("layer_norm", x, shape, w, b);
   TORCH_CHECK_VALUE(shape.size() >= 1 && x.dim() >= static_cast<int64_t>(shape.size()),
                     "dnngraph::layer_norm: normalized_shape ", shape, " does not fit x ",
                     x.sym_sizes());
@@ -328,13 +330,16 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_meta(const Tensor& dy, co
                                                             const Tensor&, const Tensor&,
                                                             const OptTensor& w, const OptTensor& b,
                                                             std::array<bool, 3> mask) {
+  rules::norm("layer_norm_backward", x, shape, w, b);
+  rules::check_same_device("layer_norm_backward", x, "x", {{&dy, "dy"}});
   return {mask[0] ? at::empty_symint(x.sym_sizes(), x.options()) : Tensor(),
           mask[1] && has(w) ? at::empty_symint(shape, w->options()) : Tensor(),
           mask[2] && has(b) ? at::empty_symint(shape, b->options()) : Tensor()};
 }
 
 std::tuple<Tensor, Tensor> rms_norm_meta(const Tensor& x, c10::SymIntArrayRef shape,
-                                         const OptTensor&, std::optional<double>) {
+                                         const OptTensor& w, std::optional<double>) {
+  rules::norm("rms_norm", x, shape, w, std::nullopt);
   TORCH_CHECK_VALUE(shape.size() >= 1 && x.dim() >= static_cast<int64_t>(shape.size()),
                     "dnngraph::rms_norm: normalized_shape ", shape, " does not fit x ",
                     x.sym_sizes());
@@ -346,6 +351,8 @@ std::tuple<Tensor, Tensor> rms_norm_meta(const Tensor& x, c10::SymIntArrayRef sh
 std::tuple<Tensor, Tensor> rms_norm_backward_meta(const Tensor& dy, const Tensor& x,
                                                   c10::SymIntArrayRef shape, const Tensor&,
                                                   const OptTensor& w, std::array<bool, 2> mask) {
+  rules::norm("rms_norm_backward", x, shape, w, std::nullopt);
+  rules::check_same_device("rms_norm_backward", x, "x", {{&dy, "dy"}});
   return {mask[0] ? at::empty_symint(x.sym_sizes(), x.options()) : Tensor(),
           mask[1] && has(w) ? at::empty_symint(shape, w->options()) : Tensor()};
 }
