@@ -146,6 +146,14 @@ def test_meta_kernels_refuse_what_eager_refuses():
         ops.conv2d_bias_act(torch.empty(1, 3, 5, 5, device=m), torch.empty(2, 2, 3, 3, device=m))
     with pytest.raises(ValueError, match=r"layer_norm: 'weight' has shape \[5\]"):
         ops.layer_norm(torch.empty(2, 4, device=m), [4], torch.empty(5, device=m))
+    # Backward ops: the incoming gradient must have the forward output's shape, on meta too.
+    for dev in ("cpu", m):
+        x, w = torch.randn(3, 4).to(dev), torch.randn(2, 4).to(dev)
+        with pytest.raises(ValueError, match=r"linear_act_backward: 'dy' has shape \[3, 5\]"):
+            ops.linear_act_backward(torch.zeros(3, 5).to(dev), x, w, None, "none", [True] * 3)
+        a, b = torch.randn(2, 3, 4).to(dev), torch.randn(2, 4, 5).to(dev)
+        with pytest.raises(ValueError, match=r"matmul_epilogue_backward: 'dy' has shape \[3, 3, 5\]"):
+            ops.matmul_epilogue_backward(torch.zeros(3, 3, 5).to(dev), a, b, None, 1.0, "none", [True] * 3)
     # Shapes that agree still trace.
     y, _ = ops.matmul_epilogue(torch.empty(0, 3, 4, device=m), torch.empty(1, 4, 5, device=m))
     assert y.shape == (0, 3, 5) and y.device.type == "meta"

@@ -171,6 +171,14 @@ SymShape sdpa(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
   return {q.sym_size(0), hq, q.sym_size(2), v.sym_size(3)};
 }
 
+void check_grad(const char* op, const Tensor& t, const char* name, const SymShape& want) {
+  bool same = t.dim() == static_cast<int64_t>(want.size());
+  for (size_t i = 0; same && i < want.size(); ++i)
+    same = t.sym_size(static_cast<int64_t>(i)) == want[i];
+  TORCH_CHECK_VALUE(same, "dnngraph::", op, ": '", name, "' has shape ", t.sym_sizes(),
+                    "; the forward's output is ", c10::SymIntArrayRef(want));
+}
+
 void norm(const char* op, const Tensor& x, c10::SymIntArrayRef shape, const OptTensor& w,
           const OptTensor& b) {
   check_same_device(op, x, "x",

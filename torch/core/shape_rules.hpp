@@ -47,6 +47,9 @@ SymShape conv2d(const char* op, const at::Tensor& x, const at::Tensor& w, const 
 SymShape sdpa(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
               const OptTensor& bias, bool causal, bool gqa);
 
+// A backward op's incoming gradient `t` (named `name`) has the forward output's shape `want`.
+void check_grad(const char* op, const at::Tensor& t, const char* name, const SymShape& want);
+
 // layer_norm / rms_norm: x [..., normalized_shape], weight and bias (when given) of
 // normalized_shape, all on x's device.
 void norm(const char* op, const at::Tensor& x, c10::SymIntArrayRef normalized_shape,

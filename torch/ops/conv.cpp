@@ -142,16 +142,14 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward(
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
     c10::string_view act_name, std::array<bool, 3> mask) {
   const char* op = "conv2d_bias_act_backward";
-  rules::conv2d(op, x_in, w_in, bias, stride, padding, dilation, groups);
+  rules::check_grad(op, dy, "dy",
+                    rules::conv2d(op, x_in, w_in, bias, stride, padding, dilation, groups));
   check_inputs(op, x_in, w_in, bias);
   check_device(op, x_in, "x", {{&dy, "dy"}});
   check_same_dtype(op, x_in, "x", dy, "dy");
   const ConvParams p = conv_params(op, x_in, w_in, stride, padding, dilation, groups);
   const Act act = parse_act(op, act_name);
   if (x_in.numel() == 0 || dy.numel() == 0) {  // an empty batch (or no channels): zero grads
-    TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(out_shape(x_in, w_in, p)), "dnngraph::", op,
-                      ": 'dy' has shape ", dy.sizes(), "; the forward's output is ",
-                      at::IntArrayRef(out_shape(x_in, w_in, p)));
     auto zeros = [&](const Tensor& t, at::MemoryFormat f) {
       return at::zeros(t.sizes(), t.options().memory_format(f));
     };
@@ -189,7 +187,9 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward_meta(
     const Tensor& dy, const Tensor& x, const Tensor& w, const OptTensor& bias,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
     c10::string_view, std::array<bool, 3> mask) {
-  rules::conv2d("conv2d_bias_act_backward", x, w, bias, stride, padding, dilation, groups);
+  rules::check_grad(
+      "conv2d_bias_act_backward", dy, "dy",
+      rules::conv2d("conv2d_bias_act_backward", x, w, bias, stride, padding, dilation, groups));
   rules::check_same_device("conv2d_bias_act_backward", x, "x", {{&dy, "dy"}});
   auto format = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
                     ? at::MemoryFormat::ChannelsLast

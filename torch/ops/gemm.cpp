@@ -149,7 +149,7 @@ std::tuple<Tensor, Tensor, Tensor> linear_act_backward(const Tensor& dy, const T
                                                        c10::string_view act,
                                                        std::array<bool, 3> mask) {
   const char* op = "linear_act_backward";
-  rules::linear(op, x, w, bias);
+  rules::check_grad(op, dy, "dy", rules::linear(op, x, w, bias));
   const LinearView v = linear_view(op, x, w, bias);
   check_pair(op, x, "x", dy, "dy", std::nullopt);
   TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(v.out_shape), "dnngraph::", op,
@@ -202,7 +202,7 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward(const Tensor& dy, co
                                                             double alpha, c10::string_view act,
                                                             std::array<bool, 3> mask) {
   const char* op = "matmul_epilogue_backward";
-  rules::matmul_epilogue(op, a, b, bias);
+  rules::check_grad(op, dy, "dy", rules::matmul_epilogue(op, a, b, bias));
   const EpilogueView v = epilogue_view(op, a, b, bias);
   check_pair(op, a, "a", dy, "dy", std::nullopt);
   const Tensor dy3 = v.two_d ? dy.unsqueeze(0) : dy;
@@ -227,7 +227,8 @@ std::tuple<Tensor, Tensor, Tensor> linear_act_backward_meta(const Tensor& dy, co
                                                             const Tensor& w, const OptTensor& bias,
                                                             c10::string_view,
                                                             std::array<bool, 3> mask) {
-  rules::linear("linear_act_backward", x, w, bias);
+  rules::check_grad("linear_act_backward", dy, "dy",
+                    rules::linear("linear_act_backward", x, w, bias));
   rules::check_same_device("linear_act_backward", x, "x", {{&dy, "dy"}});
   return {mask[0] ? at::empty_symint(x.sym_sizes(), x.options()) : Tensor(),
           mask[1] ? at::empty_symint(w.sym_sizes(), w.options()) : Tensor(),
@@ -246,7 +247,8 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward_meta(const Tensor& d
                                                                  const OptTensor& bias, double,
                                                                  c10::string_view,
                                                                  std::array<bool, 3> mask) {
-  rules::matmul_epilogue("matmul_epilogue_backward", a, b, bias);
+  rules::check_grad("matmul_epilogue_backward", dy, "dy",
+                    rules::matmul_epilogue("matmul_epilogue_backward", a, b, bias));
   rules::check_same_device("matmul_epilogue_backward", a, "a", {{&dy, "dy"}});
   return {mask[0] ? at::empty_symint(a.sym_sizes(), a.options()) : Tensor(),
           mask[1] ? at::empty_symint(b.sym_sizes(), b.options()) : Tensor(),

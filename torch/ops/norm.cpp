@@ -118,6 +118,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_aten(const Tensor& x, at::IntArray
 std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& x_in, at::IntArrayRef shape,
                                               const OptTensor& w, const OptTensor& b, double eps) {
   const char* op = "layer_norm";
+  rules::norm(op, x_in, c10::fromIntArrayRefSlow(shape), w, b);
   check_inputs(op, x_in, w, b);
   const Rows r = rows_of(op, x_in, shape, w, b);
   const at::ScalarType st = stat_dtype(x_in.scalar_type());
@@ -155,6 +156,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& dy_in, cons
                                                        const OptTensor& b,
                                                        std::array<bool, 3> mask) {
   const char* op = "layer_norm_backward";
+  rules::norm(op, x_in, c10::fromIntArrayRefSlow(shape), w, b);
   check_inputs(op, x_in, w, b);
   check_device(op, x_in, "x", {{&dy_in, "dy"}, {&mean, "mean"}, {&rstd, "rstd"}});
   check_same_dtype(op, x_in, "x", dy_in, "dy");
@@ -225,6 +227,7 @@ std::tuple<Tensor, Tensor> rms_norm_aten(const Tensor& x, const Rows& r, const O
 std::tuple<Tensor, Tensor> rms_norm(const Tensor& x_in, at::IntArrayRef shape, const OptTensor& w,
                                     std::optional<double> eps_in) {
   const char* op = "rms_norm";
+  rules::norm(op, x_in, c10::fromIntArrayRefSlow(shape), w, std::nullopt);
   check_inputs(op, x_in, w, std::nullopt);
   const Rows r = rows_of(op, x_in, shape, w, std::nullopt);
   const double eps = eps_in ? *eps_in : default_rms_eps(x_in.scalar_type());
@@ -257,6 +260,7 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& dy_in, const Tensor& 
                                              at::IntArrayRef shape, const Tensor& rstd,
                                              const OptTensor& w, std::array<bool, 2> mask) {
   const char* op = "rms_norm_backward";
+  rules::norm(op, x_in, c10::fromIntArrayRefSlow(shape), w, std::nullopt);
   check_inputs(op, x_in, w, std::nullopt);
   check_device(op, x_in, "x", {{&dy_in, "dy"}, {&rstd, "rstd"}});
   check_same_dtype(op, x_in, "x", dy_in, "dy");

@@ -174,9 +174,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout_in, 
                                                          bool causal, std::optional<double> scale,
                                                          bool gqa) {
   const char* op = "sdpa_backward";
-  rules::sdpa(op, q_in, k_in, v_in, bias, causal, gqa);
+  const rules::SymShape shape = rules::sdpa(op, q_in, k_in, v_in, bias, causal, gqa);
   rules::check_same_device(op, q_in, "q",
                            {{&dout_in, "dout"}, {&out_in, "out"}, {&lse_in, "logsumexp"}});
+  rules::check_grad(op, dout_in, "dout", shape);
+  rules::check_grad(op, out_in, "out", shape);
   const Tensor q = rules::engine_operand(q_in), k = rules::engine_operand(k_in),
                v = rules::engine_operand(v_in), out = rules::engine_operand(out_in),
                dout = rules::engine_operand(dout_in);
@@ -262,9 +264,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_meta(const Tensor& dout
                                                               const OptTensor& bias, double,
                                                               bool causal, std::optional<double>,
                                                               bool gqa) {
-  rules::sdpa("sdpa_backward", q, k, v, bias, causal, gqa);
+  const rules::SymShape shape = rules::sdpa("sdpa_backward", q, k, v, bias, causal, gqa);
   rules::check_same_device("sdpa_backward", q, "q",
                            {{&dout, "dout"}, {&out, "out"}, {&lse, "logsumexp"}});
+  rules::check_grad("sdpa_backward", dout, "dout", shape);
+  rules::check_grad("sdpa_backward", out, "out", shape);
   return {at::empty_symint(q.sym_sizes(), q.options()),
           at::empty_symint(k.sym_sizes(), k.options()),
           at::empty_symint(v.sym_sizes(), v.options()),
