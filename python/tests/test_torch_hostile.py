@@ -52,6 +52,17 @@ def test_conv_bad_dilation_padding_groups_are_value_errors(what):
             )
 
 
+def test_conv_padding_or_dilation_beyond_int64_is_a_value_error():
+    x, w = rand(1, 1, 4, 4), rand(1, 1, 2, 2)
+    for dev in ("cpu", "meta"):
+        for pad, dil in (([2**62, 0], [1, 1]), ([0, 0], [1, 2**63 - 1])):
+            with pytest.raises(ValueError, match=r"conv2d_bias_act: padding .* beyond int64"):
+                ops.conv2d_bias_act(x.to(dev), w.to(dev), None, [1, 1], pad, dil, 1, "none")
+    # Huge but representable: a 3x3 output of padding, read at 9 positions.
+    y = F.conv2d_bias_act(x, w[..., :1, :1], stride=2**40, padding=2**40)
+    torch.testing.assert_close(y, TF.conv2d(x, w[..., :1, :1], stride=2**40, padding=2**40))
+
+
 def test_sdpa_gqa_with_zero_kv_heads_is_a_value_error():
     q, k, v = rand(1, 4, 5, 8), rand(1, 0, 5, 8), rand(1, 0, 5, 8)
     for dev in ("cpu", "meta"):

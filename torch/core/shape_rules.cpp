@@ -118,7 +118,20 @@ SymShape conv2d(const char* op, const Tensor& x, const Tensor& w, const OptTenso
                       ": 'bias' must be [", w.sym_size(0), "]; got shape ", bias->sym_sizes());
   SymShape out{x.sym_size(0), w.sym_size(0), 0, 0};
   for (int i = 0; i < 2; ++i) {
-    // The padded extent minus the dilated filter's: the output is this / stride + 1.
+    // The padded extent minus the dilated filter's: the output is this / stride + 1. With
+    // concrete sizes, computed without wrapping int64.
+    const auto in = x.sym_size(2 + i).maybe_as_int(), ker = w.sym_size(2 + i).maybe_as_int();
+    if (in && ker) {
+      int64_t padded = 0, reach = 0, concrete = 0;
+      const bool wraps = __builtin_mul_overflow(padding[i], 2, &padded) ||
+                         __builtin_add_overflow(padded, *in, &padded) ||
+                         __builtin_mul_overflow(dilation[i], *ker - 1, &reach) ||
+                         __builtin_sub_overflow(padded, reach + 1, &concrete);
+      TORCH_CHECK_VALUE(!wraps, "dnngraph::", op, ": padding ", padding, " and dilation ", dilation,
+                        " with 'x' ", x.sym_sizes(), " and 'weight' ", w.sym_sizes(),
+                        " give sizes beyond int64 along spatial dim ", i,
+                        "; use smaller padding or dilation");
+    }
     const SymInt span =
         x.sym_size(2 + i) + 2 * padding[i] - dilation[i] * (w.sym_size(2 + i) - 1) - 1;
     TORCH_CHECK_VALUE(span >= 0, "dnngraph::", op, ": the output would be empty: 'x' ",
