@@ -291,6 +291,22 @@ def test_stride_zero_inputs_to_sdpa():
         assert_close(g, gr, torch.float32, scale=10)
 
 
+def test_stride_zero_on_unit_dims_and_expanded_params_to_conv():
+    # Stride 0 on a dim of extent 1 (never stepped over), and an expanded bias and weight.
+    x = rand(3, 5, 5).as_strided((1, 3, 5, 5), (0, 25, 5, 1)).requires_grad_()
+    w = rand(1, 3, 3, 3).expand(2, 3, 3, 3).requires_grad_()
+    b = rand(1).expand(2).requires_grad_()
+    y = F.conv2d_bias_act(x, w, b, padding=1, activation="relu")
+    xr, wr, br = (t.detach().clone().requires_grad_() for t in (x, w, b))
+    want = TF.relu(TF.conv2d(xr, wr, br, padding=1))
+    assert_close(y, want, torch.float32)
+    dy = rand(*y.shape)
+    y.backward(dy)
+    want.backward(dy)
+    for g, gr in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
+        assert_close(g, gr, torch.float32)
+
+
 def test_refusals_name_the_users_tensors():
     with pytest.raises(ValueError) as e:
         F.linear(rand(3, 4), rand(5, 6))

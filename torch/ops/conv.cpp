@@ -62,13 +62,14 @@ void check_inputs(const char* op, const Tensor& x, const Tensor& w, const OptTen
 
 Tensor conv_forward(const char* op, const Tensor& x_in, const Tensor& w_in, const OptTensor& bias,
                     const ConvParams& p, Act act) {
-  const Tensor x = x_in.contiguous(p.format), w = w_in.contiguous(p.format);
+  const Tensor x = rules::engine_operand(x_in.contiguous(p.format)),
+               w = rules::engine_operand(w_in.contiguous(p.format));
   const std::vector<int64_t> shape = out_shape(x, w, p);
   TORCH_CHECK_VALUE(shape[2] > 0 && shape[3] > 0, "dnngraph::", op, ": output of size ",
                     at::IntArrayRef(shape), " is empty; 'x' ", x.sizes(), " is too small for ",
                     "'weight' ", w.sizes(), " with this padding, stride and dilation");
   Tensor y = at::empty(shape, x.options().memory_format(p.format));
-  const Tensor b = has(bias) ? bias->reshape({1, -1, 1, 1}) : Tensor();
+  const Tensor b = has(bias) ? rules::engine_operand(bias->reshape({1, -1, 1, 1})) : Tensor();
   auto aten = [&] {
     y.copy_(aten_act(act, at::conv2d(x, w, value_or_undefined(bias), p.stride, p.padding,
                                      p.dilation, p.groups)));
@@ -156,13 +157,14 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward(
     return {mask[0] ? zeros(x_in, p.format) : Tensor(), mask[1] ? zeros(w_in, p.format) : Tensor(),
             mask[2] && has(bias) ? zeros(*bias, at::MemoryFormat::Contiguous) : Tensor()};
   }
-  const Tensor x = x_in.contiguous(p.format), w = w_in.contiguous(p.format);
+  const Tensor x = rules::engine_operand(x_in.contiguous(p.format)),
+               w = rules::engine_operand(w_in.contiguous(p.format));
   TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(out_shape(x, w, p)), "dnngraph::", op,
                     ": 'dy' has shape ", dy.sizes(), "; the forward's output is ",
                     at::IntArrayRef(out_shape(x, w, p)));
   Tensor dz = dy;
   if (act != Act::None) dz = aten_act_backward(act, dy, conv_forward(op, x, w, bias, p, Act::None));
-  dz = dz.contiguous(p.format);
+  dz = rules::engine_operand(dz.contiguous(p.format));
   Tensor dx, dw, db;
   if (mask[0]) dx = conv_grad(op, true, dz, w, x.sizes().vec(), p);
   if (mask[1]) dw = conv_grad(op, false, dz, x, w.sizes().vec(), p);

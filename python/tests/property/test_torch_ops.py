@@ -1,6 +1,6 @@
 """Random calls of the dnngraph.torch ops against the matching ATen op: random shapes (empty
 dims included), dtypes, activations, and layouts (contiguous, permuted, sliced, stride-0
-expanded, overlapping views). Each valid call must give ATen's answer (forward and
+expanded, overlapping views, stride 0 on dims of extent 1). Each valid call must give ATen's answer (forward and
 gradients); each call with perturbed shapes must give ATen's answer or raise a clean error
 (ValueError, TypeError, NotImplementedError or RuntimeError naming the op), never crash.
 Devices: cpu, and cuda where a GPU and dnngraph's cuDNN engine are present (meta for the
@@ -49,7 +49,7 @@ def _cuda_usable():
 
 DEVICES = ["cpu"] + (["cuda"] if _cuda_usable() else [])
 TOL = {torch.float64: 1e-9, torch.float32: 2e-5, torch.bfloat16: 3e-2}
-LAYOUTS = ["contiguous", "permuted", "sliced", "expanded", "overlapping"]
+LAYOUTS = ["contiguous", "permuted", "sliced", "expanded", "overlapping", "unit_stride0"]
 ERRORS = (ValueError, TypeError, NotImplementedError, RuntimeError)
 
 
@@ -73,6 +73,10 @@ def make(shape, layout, dtype, gen, device="cpu"):
             strides[i] = strides[i + 1] * (shape[i + 1] + 1)
         size = 1 + sum((s - 1) * st_ for s, st_ in zip(shape, strides))
         return rnd([size]).as_strided(shape, strides)
+    if layout == "unit_stride0" and 1 in shape:
+        # Stride 0 on the dims of extent 1 (never stepped over).
+        t = rnd(shape)
+        return t.as_strided(shape, [0 if n == 1 else st_ for n, st_ in zip(shape, t.stride())])
     return rnd(shape)
 
 
@@ -198,7 +202,7 @@ def conv_cases(draw):
         dilation=[draw(st.integers(1, 2)), draw(st.integers(1, 3))],
         bias=draw(st.booleans()), act=draw(st.sampled_from(sorted(ACTS))),
         dtype=draw(st.sampled_from(DTYPES)), channels_last=draw(st.booleans()),
-        lx=draw(st.sampled_from(["contiguous", "sliced", "expanded"])),
+        lx=draw(st.sampled_from(["contiguous", "sliced", "expanded", "unit_stride0"])),
         seed=draw(st.integers(0, 2**31 - 1)), device=draw(st.sampled_from(DEVICES)),
     )
 
@@ -240,8 +244,8 @@ def sdpa_cases(draw):
         skv=draw(st.integers(1, 6)), d=draw(st.sampled_from([4, 8])), dv=draw(st.sampled_from([4, 8])),
         causal=draw(st.booleans()), bias=draw(st.booleans()), scale=draw(st.sampled_from([None, 0.3])),
         dtype=draw(st.sampled_from([torch.float32, torch.float64])),
-        lq=draw(st.sampled_from(["contiguous", "permuted", "sliced", "expanded"])),
-        lk=draw(st.sampled_from(["contiguous", "permuted", "expanded"])),
+        lq=draw(st.sampled_from(["contiguous", "permuted", "sliced", "expanded", "unit_stride0"])),
+        lk=draw(st.sampled_from(["contiguous", "permuted", "expanded", "unit_stride0"])),
         seed=draw(st.integers(0, 2**31 - 1)), device=draw(st.sampled_from(DEVICES)),
     )
 
