@@ -1,8 +1,9 @@
 """Random calls of the dnngraph.torch ops against the matching ATen op: random shapes (empty
 dims included), dtypes, activations, and layouts (contiguous, permuted, sliced, stride-0
-expanded, overlapping views, stride 0 on dims of extent 1). Each valid call must give ATen's answer (forward and
-gradients); each call with perturbed shapes must give ATen's answer or raise a clean error
-(ValueError, TypeError, NotImplementedError or RuntimeError naming the op), never crash.
+expanded, overlapping views, stride 0 on dims of extent 1). Each valid call must give ATen's
+answer (forward and gradients); each call with perturbed shapes must give ATen's answer or
+raise a clean error (ValueError, TypeError, NotImplementedError or RuntimeError naming the
+op), never crash.
 Devices: cpu, and cuda where a GPU and dnngraph's cuDNN engine are present (meta for the
 hostile shapes).
 
