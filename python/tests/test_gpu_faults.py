@@ -124,7 +124,7 @@ class Hold:
                 continue
             try:
                 self.blocks.append(torch.empty(chunk, dtype=torch.uint8, device="cuda"))
-            except torch.OutOfMemoryError:
+            except torch.cuda.OutOfMemoryError:
                 chunk //= 2
         return self
 
