@@ -48,4 +48,52 @@ bool wants_grad(const T&... t) {
   return at::GradMode::is_enabled() && (needs_grad_of(t) || ...);
 }
 
+// t itself, or a dense copy when some stride is 0 (an expanded gradient, e.g. of a sum):
+// graphs take any strides but 0.
+inline at::Tensor without_zero_strides(const at::Tensor& t) {
+  for (int64_t s : t.strides())
+    if (s == 0) return t.clone(at::MemoryFormat::Contiguous);
+  return t;
+}
+
+// ---------------------------------------------------------------- training: saved tensors
+// What the backward of act(z) needs from the forward: nothing (none), the output itself (relu:
+// relu'(z) = [y > 0]), or the pre-activation z, which the forward graph then emits as a
+// second output of the same graph.
+inline bool saves_preactivation(Act act) { return act != Act::None && act != Act::Relu; }
+
+// The pointwise mode of act's derivative: out = act'(in1) * in0 (in0 = dY, in1 = z; for relu
+// the output y works as in1 too).
+inline PointwiseMode act_backward_mode(Act act) {
+  switch (act) {
+    case Act::Relu:
+      return PointwiseMode::ReluBwd;
+    case Act::Gelu:
+      return PointwiseMode::GeluBwd;
+    case Act::GeluTanh:
+      return PointwiseMode::GeluApproxTanhBwd;
+    case Act::Silu:
+      return PointwiseMode::SiluBwd;
+    case Act::Tanh:
+      return PointwiseMode::TanhBwd;
+    case Act::Sigmoid:
+      return PointwiseMode::SigmoidBwd;
+    case Act::None:
+      break;
+  }
+  return PointwiseMode::Identity;
+}
+
+// dZ = act'(saved) * dY as a (virtual) graph tensor; dY itself for no activation.
+inline ir::Tensor act_backward(Graph& g, Act act, ir::Tensor dy, ir::Tensor saved) {
+  if (act == Act::None) return dy;
+  return g.binary(act_backward_mode(act), std::move(dy), std::move(saved));
+}
+
+// Backward graphs fuse the activation's derivative into the products that read dZ; when the
+// engine has no plan for such a graph, the op runs the unfused dnngraph graphs instead (dZ
+// materialized once). set_unfused_backward(true) takes that path always (tests, comparisons).
+bool unfused_backward();
+void set_unfused_backward(bool v);
+
 }  // namespace dnngraph::torch_ops

@@ -1,15 +1,40 @@
 // dnngraph::linear_act and matmul_epilogue (+ backward): one graph
 //   Y = act(alpha * (A @ B) + bias)  [and AMAX = max|Y|]
 // over 3-D A [Ba, M, K], B [Bb, K, N] (batch dims 1 broadcast). linear_act is the same graph
-// with A = x as [1, M, K] and B = W^T as a strided view [1, K, N]. The backward recomputes the
-// pre-activation with the same graph (act none), applies the activation's derivative with
-// ATen, and runs both matmuls (dA = alpha dZ B^T, dB = alpha A^T dZ) as dnngraph graphs.
+// with A = x as [1, M, K] and B = W^T as a strided view [1, K, N].
+// Training: when autograd will need it, the forward graph also emits the pre-activation Z (for
+// relu the output Y is enough), which the backward takes back: it never runs the forward again.
+// The backward is two graphs, each with dZ = act'(Z) * dY fused in front of its product:
+//   data  : dA = alpha * dZ @ B^T   (summed over the batch where A was broadcast)
+//   weight: dB = alpha * A^T @ dZ,  dbias = sum(dZ) over the dims bias was broadcast along.
+#include <atomic>
+
 #include "core/op_support.hpp"
 
 namespace dnngraph::torch_ops {
+
+namespace {
+std::atomic<bool> g_unfused_backward{false};
+}  // namespace
+bool unfused_backward() { return g_unfused_backward.load(std::memory_order_relaxed); }
+void set_unfused_backward(bool v) { g_unfused_backward.store(v); }
+
 namespace {
 
-enum Uid : int64_t { A = 1, B = 2, BIAS = 3, Y = 100, AMAX = 101 };
+enum Uid : int64_t {
+  A = 1,
+  B = 2,
+  BIAS = 3,
+  DY = 4,
+  SAVED = 5,
+  Y = 100,
+  AMAX = 101,
+  Z = 102,
+  DA = 103,
+  DB = 104,
+  DBIAS = 105,
+  DZ = 106
+};
 
 // A matmul operand the engines take: one of the last two dims has stride 1.
 Tensor matmul_operand(const Tensor& t) {
@@ -30,24 +55,31 @@ Tensor bias3(const char* op, const Tensor& bias, int64_t batch, int64_t m, int64
   return bias.reshape(shape);
 }
 
-// The fused graph on 3-D operands; y is [max(Ba, Bb), M, N] contiguous.
-std::pair<Tensor, Tensor> epilogue(const char* op, const Tensor& a_in, const Tensor& b_in,
-                                   const Tensor& bias, double alpha, Act act, bool want_amax) {
+struct Epilogue {
+  Tensor y, amax, z;  // z: the pre-activation, when asked for (else undefined)
+};
+
+// The fused graph on 3-D operands; y is [max(Ba, Bb), M, N] contiguous. want_z: also write
+// the pre-activation (an extra output of the same graph).
+Epilogue epilogue(const char* op, const Tensor& a_in, const Tensor& b_in, const Tensor& bias,
+                  double alpha, Act act, bool want_amax, bool want_z = false) {
   const Tensor a = matmul_operand(a_in), b = matmul_operand(b_in);
   const int64_t batch = std::max(a.size(0), b.size(0));
   const at::ScalarType st = stat_dtype(a.scalar_type());
-  Tensor y = at::empty({batch, a.size(1), b.size(2)}, a.options());
-  Tensor amax =
-      want_amax ? at::empty({}, a.options().dtype(st)) : at::empty({0}, a.options().dtype(st));
+  Epilogue r;
+  r.y = at::empty({batch, a.size(1), b.size(2)}, a.options());
+  r.amax = want_amax ? at::empty({}, a.options().dtype(st)) : at::empty({0}, a.options().dtype(st));
+  if (want_z) r.z = at::empty_like(r.y);
   auto aten = [&] {
     Tensor z = at::matmul(a, b);
     if (alpha != 1.0) z = z * alpha;
     if (bias.defined()) z = z + bias;
-    y.copy_(aten_act(act, z));
-    if (want_amax) amax.copy_(y.abs().max());
-    return std::pair{y, amax};
+    r.y.copy_(aten_act(act, z));
+    if (want_z) r.z.copy_(z);
+    if (want_amax) r.amax.copy_(r.y.abs().max());
+    return r;
   };
-  if (y.numel() == 0 || a.size(2) == 0) return aten();
+  if (r.y.numel() == 0 || a.size(2) == 0) return aten();
   Key key(op);
   key.add(a)
       .add(b)
@@ -55,6 +87,7 @@ std::pair<Tensor, Tensor> epilogue(const char* op, const Tensor& a_in, const Ten
       .add(alpha)
       .add(static_cast<int64_t>(act))
       .add(want_amax)
+      .add(want_z)
       .add_device(a.device());
   auto g = cached_graph(key, a.device(), op, [&](Graph& gr) {
     set_numerics(gr, a);
@@ -62,7 +95,8 @@ std::pair<Tensor, Tensor> epilogue(const char* op, const Tensor& a_in, const Ten
     if (alpha != 1.0) z = gr.scale(z, gr.scalar(ir::Scalar::of_float(alpha), "alpha"));
     if (bias.defined()) z = gr.bias(z, tensor_like(gr, BIAS, "bias", bias));
     ir::Tensor out = apply_act(gr, act, z);
-    output_like(out, Y, "y", y);
+    output_like(out, Y, "y", r.y);
+    if (want_z) output_like(z, Z, "preactivation", r.z);
     if (want_amax) {
       ir::Tensor m = gr.reduction(out, {ReductionMode::Amax});
       m->set_output(true).set_name("amax").set_uid(AMAX).set_dim({1, 1, 1}).set_stride({1, 1, 1});
@@ -73,29 +107,148 @@ std::pair<Tensor, Tensor> epilogue(const char* op, const Tensor& a_in, const Ten
     warn_fallback(op, g->unsupported);
     return aten();
   }
-  execute(*g, a.device(), op, {{A, &a}, {B, &b}, {BIAS, &bias}, {Y, &y}, {AMAX, &amax}});
-  return {y, amax};
+  execute(*g, a.device(), op,
+          {{A, &a}, {B, &b}, {BIAS, &bias}, {Y, &r.y}, {AMAX, &r.amax}, {Z, &r.z}});
+  return r;
 }
 
-// d/dA, d/dB, d/dbias of y = act(alpha * A @ B + bias) on 3-D operands.
-std::tuple<Tensor, Tensor, Tensor> epilogue_backward(const char* op, const Tensor& dy,
-                                                     const Tensor& a, const Tensor& b,
-                                                     const Tensor& bias, double alpha, Act act,
-                                                     std::array<bool, 3> mask) {
-  Tensor dz = dy;
-  if (act != Act::None)
-    dz = aten_act_backward(act, dy, epilogue(op, a, b, bias, alpha, Act::None, false).first);
-  Tensor da, db, dbias;
-  if (mask[0]) {
-    da = epilogue(op, dz, b.transpose(1, 2), Tensor(), alpha, Act::None, false).first;
-    if (a.size(0) == 1 && da.size(0) != 1) da = da.sum(0, true);
+// ---------------------------------------------------------------- backward graphs
+
+// One backward problem on 3-D operands: y = act(alpha * A @ B + bias), y [batch, M, N].
+struct BackwardProblem {
+  Tensor dy, saved, a, b, bias;  // saved: Z (relu: Y), undefined for no activation
+  double alpha = 1.0;
+  Act act = Act::None;
+  int64_t batch = 1;
+};
+
+// Sums a [batch, R, C] graph tensor over the batch when the operand it is the gradient of
+// was broadcast (batch 1).
+ir::Tensor sum_batch_to(Graph& g, ir::Tensor t, const Tensor& like, int64_t batch) {
+  if (like.size(0) != 1 || batch == 1) return t;
+  ir::Tensor s = g.reduction(t, {ReductionMode::Add});
+  s->set_dim({1, like.size(1), like.size(2)});
+  return s;
+}
+
+ir::Tensor scaled(Graph& g, ir::Tensor t, double alpha) {
+  if (alpha == 1.0) return t;
+  return g.scale(t, g.scalar(ir::Scalar::of_float(alpha), "alpha"));
+}
+
+// dZ (virtual) from the graph's DY and SAVED inputs.
+ir::Tensor dz_in(Graph& g, const BackwardProblem& p) {
+  ir::Tensor dy = tensor_like(g, DY, "dy", p.dy);
+  if (p.act == Act::None) return dy;
+  return act_backward(g, p.act, dy, tensor_like(g, SAVED, "saved", p.saved));
+}
+
+// Runs one backward graph (data: dA; else dB and/or dbias). Returns false when the engine has
+// no plan for it (the caller then takes the unfused path).
+bool run_fused(const char* op, const BackwardProblem& p, bool data, const Tensor& da_out,
+               const Tensor& db_out, const Tensor& dbias_out) {
+  Key key(data ? "matmul_dgrad_fused" : "matmul_wgrad_fused");
+  key.add(p.dy).add(p.saved).add(data ? p.b : p.a).add(p.alpha).add(static_cast<int64_t>(p.act));
+  key.add(data ? da_out : db_out).add(data ? Tensor() : dbias_out).add(p.batch);
+  key.add_device(p.dy.device());
+  auto g = cached_graph(key, p.dy.device(), op, [&](Graph& gr) {
+    set_numerics(gr, p.dy);
+    ir::Tensor dz = dz_in(gr, p);
+    if (data) {
+      ir::Tensor bt = tensor_like(gr, B, "b", p.b.transpose(1, 2));
+      ir::Tensor da = scaled(gr, gr.matmul(dz, bt), p.alpha);
+      output_like(sum_batch_to(gr, da, p.a, p.batch), DA, "da", da_out);
+      return;
+    }
+    if (db_out.defined()) {
+      ir::Tensor at_ = tensor_like(gr, A, "a", p.a.transpose(1, 2));
+      ir::Tensor db = scaled(gr, gr.matmul(at_, dz), p.alpha);
+      output_like(sum_batch_to(gr, db, p.b, p.batch), DB, "db", db_out);
+    }
+    if (dbias_out.defined()) {
+      ir::Tensor s = gr.reduction(dz, {ReductionMode::Add});
+      output_like(s, DBIAS, "dbias", dbias_out);
+    }
+  });
+  if (!g->graph) return false;
+  execute(*g, p.dy.device(), op,
+          {{DY, &p.dy},
+           {SAVED, &p.saved},
+           {A, &p.a},
+           {B, &p.b},
+           {DA, &da_out},
+           {DB, &db_out},
+           {DBIAS, &dbias_out}});
+  return true;
+}
+
+// dZ (and dbias) materialized by one graph, for the unfused path.
+Tensor dz_graph(const char* op, const BackwardProblem& p, const Tensor& dbias_out) {
+  Tensor dz = at::empty(p.dy.sizes(), p.dy.options());
+  auto aten = [&] {
+    dz.copy_(aten_act_backward(p.act, p.dy, p.saved));
+    if (dbias_out.defined()) dbias_out.copy_(dz.sum_to_size(dbias_out.sizes()));
+    return dz;
+  };
+  Key key("matmul_dz");
+  key.add(p.dy).add(p.saved).add(static_cast<int64_t>(p.act)).add(dbias_out);
+  key.add_device(p.dy.device());
+  auto g = cached_graph(key, p.dy.device(), op, [&](Graph& gr) {
+    set_numerics(gr, p.dy);
+    ir::Tensor d = dz_in(gr, p);
+    if (p.act == Act::None) d = gr.unary(PointwiseMode::Identity, d);
+    output_like(d, DZ, "dz", dz);
+    if (dbias_out.defined())
+      output_like(gr.reduction(d, {ReductionMode::Add}), DBIAS, "dbias", dbias_out);
+  });
+  if (!g->graph) {
+    warn_fallback(op, g->unsupported);
+    return aten();
   }
-  if (mask[1]) {
-    db = epilogue(op, a.transpose(1, 2), dz, Tensor(), alpha, Act::None, false).first;
-    if (b.size(0) == 1 && db.size(0) != 1) db = db.sum(0, true);
+  execute(*g, p.dy.device(), op, {{DY, &p.dy}, {SAVED, &p.saved}, {DZ, &dz}, {DBIAS, &dbias_out}});
+  return dz;
+}
+
+// The unfused path: dZ once, then the plain matmul graphs.
+void run_unfused(const char* op, const BackwardProblem& p, const Tensor& da_out,
+                 const Tensor& db_out, const Tensor& dbias_out) {
+  const Tensor dz = dz_graph(op, p, dbias_out);
+  if (da_out.defined()) {
+    Tensor da = epilogue(op, dz, p.b.transpose(1, 2), Tensor(), p.alpha, Act::None, false).y;
+    da_out.copy_(p.a.size(0) == 1 && da.size(0) != 1 ? da.sum(0, true) : da);
   }
-  if (mask[2] && bias.defined()) dbias = dz.sum_to_size(bias.sizes());
-  return {da, db, dbias};
+  if (db_out.defined()) {
+    Tensor db = epilogue(op, p.a.transpose(1, 2), dz, Tensor(), p.alpha, Act::None, false).y;
+    db_out.copy_(p.b.size(0) == 1 && db.size(0) != 1 ? db.sum(0, true) : db);
+  }
+}
+
+// d/dA, d/dB, d/dbias of y = act(alpha * A @ B + bias) on 3-D operands, written into the
+// given outputs (undefined: not wanted). da_out / db_out may be strided views (e.g. W^T).
+void epilogue_backward(const char* op, BackwardProblem p, const Tensor& da_out,
+                       const Tensor& db_out, const Tensor& dbias_out) {
+  p.a = matmul_operand(p.a);
+  p.b = matmul_operand(p.b);
+  p.batch = std::max(p.a.size(0), p.b.size(0));
+  if (p.act != Act::None && !p.saved.defined())  // a direct call without the saved tensor
+    p.saved = epilogue(op, p.a, p.b, p.bias, p.alpha, Act::None, false).y;
+  if (p.dy.numel() == 0 || p.a.size(2) == 0) {
+    for (const Tensor* t : {&da_out, &db_out, &dbias_out})
+      if (t->defined()) t->zero_();
+    if (p.dy.numel() > 0 && dbias_out.defined())
+      dbias_out.copy_(aten_act_backward(p.act, p.dy, p.saved).sum_to_size(dbias_out.sizes()));
+    return;
+  }
+  if (!unfused_backward()) {
+    const bool data_ok = !da_out.defined() || run_fused(op, p, true, da_out, {}, {});
+    const bool weight_ok = (!db_out.defined() && !dbias_out.defined()) ||
+                           run_fused(op, p, false, {}, db_out, dbias_out);
+    if (data_ok && weight_ok) return;
+    run_unfused(op, p, data_ok ? Tensor() : da_out, weight_ok ? Tensor() : db_out,
+                weight_ok ? Tensor() : dbias_out);
+    return;
+  }
+  run_unfused(op, p, da_out, db_out, dbias_out);
 }
 
 void check_pair(const char* op, const Tensor& a, const char* an, const Tensor& b, const char* bn,
@@ -137,23 +290,60 @@ LinearView linear_view(const char* op, const Tensor& x, const Tensor& w, const O
 Tensor linear_act(const Tensor& x, const Tensor& w, const OptTensor& bias, c10::string_view act) {
   const char* op = "linear_act";
   const LinearView v = linear_view(op, x, w, bias);
-  return epilogue(op, v.a, v.b, v.bias, 1.0, parse_act(op, act), false).first.view(v.out_shape);
+  return epilogue(op, v.a, v.b, v.bias, 1.0, parse_act(op, act), false).y.view(v.out_shape);
 }
 
-std::tuple<Tensor, Tensor, Tensor> linear_act_backward(const Tensor& dy, const Tensor& x,
-                                                       const Tensor& w, const OptTensor& bias,
-                                                       c10::string_view act,
-                                                       std::array<bool, 3> mask) {
+// The forward for training: (y, z) with z the pre-activation where the backward needs it (an
+// output of the same graph), else an empty tensor.
+std::tuple<Tensor, Tensor> linear_act_train(const Tensor& x, const Tensor& w, const OptTensor& bias,
+                                            c10::string_view act_name) {
+  const char* op = "linear_act";
+  const LinearView v = linear_view(op, x, w, bias);
+  const Act act = parse_act(op, act_name);
+  const bool want_z = saves_preactivation(act);
+  Epilogue r = epilogue(op, v.a, v.b, v.bias, 1.0, act, false, want_z);
+  return {r.y.view(v.out_shape), want_z ? r.z.view(v.out_shape) : at::empty({0}, x.options())};
+}
+
+// The tensor the backward reads act' from: Z, or Y for relu; undefined when none was given.
+Tensor saved_for(Act act, const OptTensor& saved, at::IntArrayRef shape3) {
+  if (act == Act::None || !has(saved) || saved->numel() == 0) return Tensor();
+  return saved->reshape(shape3);
+}
+
+std::tuple<Tensor, Tensor, Tensor> linear_act_train_backward(const Tensor& dy, const Tensor& x,
+                                                             const Tensor& w, const OptTensor& bias,
+                                                             c10::string_view act_name,
+                                                             const OptTensor& saved,
+                                                             std::array<bool, 3> mask) {
   const char* op = "linear_act_backward";
   const LinearView v = linear_view(op, x, w, bias);
   check_pair(op, x, "x", dy, "dy", std::nullopt);
   TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(v.out_shape), "dnngraph::", op,
                     ": 'dy' has shape ", dy.sizes(), "; expected ", at::IntArrayRef(v.out_shape));
-  auto [da, db, dbias] = epilogue_backward(op, dy.reshape({1, -1, w.size(0)}), v.a, v.b, v.bias,
-                                           1.0, parse_act(op, act), mask);
-  return {mask[0] ? da.view(x.sizes()) : Tensor(),
-          mask[1] ? db.squeeze(0).t().contiguous() : Tensor(),
-          mask[2] && dbias.defined() ? dbias.view({w.size(0)}) : Tensor()};
+  const Act act = parse_act(op, act_name);
+  if (has(saved) && saved->numel() > 0)
+    TORCH_CHECK_VALUE(saved->sizes() == dy.sizes(), "dnngraph::", op, ": 'saved' has shape ",
+                      saved->sizes(), "; expected the output's ", dy.sizes());
+  const int64_t n = w.size(0);
+  BackwardProblem p;
+  p.dy = without_zero_strides(dy.reshape({1, -1, n}));
+  p.saved = saved_for(act, saved, p.dy.sizes());
+  p.a = v.a, p.b = v.b, p.bias = v.bias, p.act = act;
+  Tensor dx = mask[0] ? at::empty(x.sizes(), x.options()) : Tensor();
+  Tensor dw = mask[1] ? at::empty(w.sizes(), w.options()) : Tensor();
+  Tensor db = mask[2] && has(bias) ? at::empty({n}, bias->options()) : Tensor();
+  epilogue_backward(op, p, dx.defined() ? dx.view(v.a.sizes()) : Tensor(),
+                    dw.defined() ? dw.t().unsqueeze(0) : Tensor(),
+                    db.defined() ? db.view({1, 1, n}) : Tensor());
+  return {dx, dw, db};
+}
+// Without the saved tensor: the pre-activation is recomputed by the forward graph first.
+std::tuple<Tensor, Tensor, Tensor> linear_act_backward(const Tensor& dy, const Tensor& x,
+                                                       const Tensor& w, const OptTensor& bias,
+                                                       c10::string_view act,
+                                                       std::array<bool, 3> mask) {
+  return linear_act_train_backward(dy, x, w, bias, act, std::nullopt, mask);
 }
 
 // ---------------------------------------------------------------- matmul_epilogue
@@ -187,22 +377,46 @@ std::tuple<Tensor, Tensor> matmul_epilogue(const Tensor& a, const Tensor& b, con
                                            double alpha, c10::string_view act, bool want_amax) {
   const char* op = "matmul_epilogue";
   const EpilogueView v = epilogue_view(op, a, b, bias);
-  auto [y, amax] = epilogue(op, v.a, v.b, v.bias, alpha, parse_act(op, act), want_amax);
-  return {v.two_d ? y.squeeze(0) : y, amax};
+  Epilogue r = epilogue(op, v.a, v.b, v.bias, alpha, parse_act(op, act), want_amax);
+  return {v.two_d ? r.y.squeeze(0) : r.y, r.amax};
 }
 
-std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward(const Tensor& dy, const Tensor& a,
-                                                            const Tensor& b, const OptTensor& bias,
-                                                            double alpha, c10::string_view act,
-                                                            std::array<bool, 3> mask) {
+// The forward for training: (y, amax, z), z as in linear_act_train.
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train(const Tensor& a, const Tensor& b,
+                                                         const OptTensor& bias, double alpha,
+                                                         c10::string_view act_name,
+                                                         bool want_amax) {
+  const char* op = "matmul_epilogue";
+  const EpilogueView v = epilogue_view(op, a, b, bias);
+  const Act act = parse_act(op, act_name);
+  const bool want_z = saves_preactivation(act);
+  Epilogue r = epilogue(op, v.a, v.b, v.bias, alpha, act, want_amax, want_z);
+  Tensor z = want_z ? (v.two_d ? r.z.squeeze(0) : r.z) : at::empty({0}, a.options());
+  return {v.two_d ? r.y.squeeze(0) : r.y, r.amax, z};
+}
+
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train_backward(
+    const Tensor& dy, const Tensor& a, const Tensor& b, const OptTensor& bias, double alpha,
+    c10::string_view act_name, const OptTensor& saved, std::array<bool, 3> mask) {
   const char* op = "matmul_epilogue_backward";
   const EpilogueView v = epilogue_view(op, a, b, bias);
   check_pair(op, a, "a", dy, "dy", std::nullopt);
   const Tensor dy3 = v.two_d ? dy.unsqueeze(0) : dy;
-  TORCH_CHECK_VALUE(dy3.dim() == 3 && dy3.size(1) == v.a.size(1) && dy3.size(2) == v.b.size(2),
+  TORCH_CHECK_VALUE(dy3.dim() == 3 && dy3.size(1) == v.a.size(1) && dy3.size(2) == v.b.size(2) &&
+                        dy3.size(0) == std::max(v.a.size(0), v.b.size(0)),
                     "dnngraph::", op, ": 'dy' has shape ", dy.sizes(), ", not the output's");
-  auto [da, db, dbias] =
-      epilogue_backward(op, dy3, v.a, v.b, v.bias, alpha, parse_act(op, act), mask);
+  if (has(saved) && saved->numel() > 0)
+    TORCH_CHECK_VALUE(saved->sizes() == dy.sizes(), "dnngraph::", op, ": 'saved' has shape ",
+                      saved->sizes(), "; expected the output's ", dy.sizes());
+  const Act act = parse_act(op, act_name);
+  BackwardProblem p;
+  p.dy = without_zero_strides(dy3);
+  p.saved = saved_for(act, saved, dy3.sizes());
+  p.a = v.a, p.b = v.b, p.bias = v.bias, p.alpha = alpha, p.act = act;
+  Tensor da = mask[0] ? at::empty(v.a.sizes(), a.options()) : Tensor();
+  Tensor db = mask[1] ? at::empty(v.b.sizes(), b.options()) : Tensor();
+  Tensor dbias = mask[2] && has(bias) ? at::empty(v.bias.sizes(), bias->options()) : Tensor();
+  epilogue_backward(op, p, da, db, dbias);
   if (v.two_d) {
     if (da.defined()) da = da.squeeze(0);
     if (db.defined()) db = db.squeeze(0);
@@ -210,13 +424,30 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward(const Tensor& dy, co
   if (dbias.defined()) dbias = dbias.view(bias->sizes());
   return {da, db, dbias};
 }
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward(const Tensor& dy, const Tensor& a,
+                                                            const Tensor& b, const OptTensor& bias,
+                                                            double alpha, c10::string_view act,
+                                                            std::array<bool, 3> mask) {
+  return matmul_epilogue_train_backward(dy, a, b, bias, alpha, act, std::nullopt, mask);
+}
 
 // ---------------------------------------------------------------- Meta
 
-Tensor linear_act_meta(const Tensor& x, const Tensor& w, const OptTensor&, c10::string_view) {
+std::vector<c10::SymInt> linear_out_shape(const Tensor& x, const Tensor& w) {
   std::vector<c10::SymInt> shape(x.sym_sizes().begin(), x.sym_sizes().end() - 1);
   shape.push_back(w.sym_size(0));
-  return at::empty_symint(shape, x.options());
+  return shape;
+}
+Tensor linear_act_meta(const Tensor& x, const Tensor& w, const OptTensor&, c10::string_view) {
+  return at::empty_symint(linear_out_shape(x, w), x.options());
+}
+std::tuple<Tensor, Tensor> linear_act_train_meta(const Tensor& x, const Tensor& w, const OptTensor&,
+                                                 c10::string_view act) {
+  auto shape = linear_out_shape(x, w);
+  Tensor z = saves_preactivation(parse_act("linear_act", act))
+                 ? at::empty_symint(shape, x.options())
+                 : at::empty({0}, x.options());
+  return {at::empty_symint(shape, x.options()), z};
 }
 std::tuple<Tensor, Tensor, Tensor> linear_act_backward_meta(const Tensor&, const Tensor& x,
                                                             const Tensor& w, const OptTensor& bias,
@@ -226,13 +457,28 @@ std::tuple<Tensor, Tensor, Tensor> linear_act_backward_meta(const Tensor&, const
           mask[1] ? at::empty_symint(w.sym_sizes(), w.options()) : Tensor(),
           mask[2] && has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};
 }
+std::vector<c10::SymInt> epilogue_out_shape(const Tensor& a, const Tensor& b) {
+  if (a.dim() == 2) return {a.sym_size(0), b.sym_size(1)};
+  c10::SymInt batch = a.sym_size(0) == 1 ? b.sym_size(0) : a.sym_size(0);
+  return {batch, a.sym_size(1), b.sym_size(2)};
+}
+Tensor amax_meta(const Tensor& a, bool want_amax) {
+  auto st = a.options().dtype(stat_dtype(a.scalar_type()));
+  return want_amax ? at::empty({}, st) : at::empty({0}, st);
+}
 std::tuple<Tensor, Tensor> matmul_epilogue_meta(const Tensor& a, const Tensor& b, const OptTensor&,
                                                 double, c10::string_view, bool want_amax) {
-  auto st = a.options().dtype(stat_dtype(a.scalar_type()));
-  Tensor amax = want_amax ? at::empty({}, st) : at::empty({0}, st);
-  if (a.dim() == 2) return {at::empty_symint({a.sym_size(0), b.sym_size(1)}, a.options()), amax};
-  c10::SymInt batch = a.sym_size(0) == 1 ? b.sym_size(0) : a.sym_size(0);
-  return {at::empty_symint({batch, a.sym_size(1), b.sym_size(2)}, a.options()), amax};
+  return {at::empty_symint(epilogue_out_shape(a, b), a.options()), amax_meta(a, want_amax)};
+}
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train_meta(const Tensor& a, const Tensor& b,
+                                                              const OptTensor&, double,
+                                                              c10::string_view act,
+                                                              bool want_amax) {
+  auto shape = epilogue_out_shape(a, b);
+  Tensor z = saves_preactivation(parse_act("matmul_epilogue", act))
+                 ? at::empty_symint(shape, a.options())
+                 : at::empty({0}, a.options());
+  return {at::empty_symint(shape, a.options()), amax_meta(a, want_amax), z};
 }
 std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward_meta(const Tensor&, const Tensor& a,
                                                                  const Tensor& b,
@@ -243,38 +489,60 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward_meta(const Tensor&, 
           mask[1] ? at::empty_symint(b.sym_sizes(), b.options()) : Tensor(),
           mask[2] && has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};
 }
+std::tuple<Tensor, Tensor, Tensor> linear_act_train_backward_meta(
+    const Tensor& dy, const Tensor& x, const Tensor& w, const OptTensor& bias, c10::string_view act,
+    const OptTensor&, std::array<bool, 3> mask) {
+  return linear_act_backward_meta(dy, x, w, bias, act, mask);
+}
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train_backward_meta(
+    const Tensor& dy, const Tensor& a, const Tensor& b, const OptTensor& bias, double alpha,
+    c10::string_view act, const OptTensor&, std::array<bool, 3> mask) {
+  return matmul_epilogue_backward_meta(dy, a, b, bias, alpha, act, mask);
+}
 
 // ---------------------------------------------------------------- autograd
 
 using LinSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, c10::string_view);
+using LinTrainSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const OptTensor&,
+                                               c10::string_view);
 using LinBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
                                                      const OptTensor&, c10::string_view,
-                                                     std::array<bool, 3>);
+                                                     const OptTensor&, std::array<bool, 3>);
 using EpiSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const OptTensor&, double,
                                           c10::string_view, bool);
+using EpiTrainSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&,
+                                                       const OptTensor&, double, c10::string_view,
+                                                       bool);
 using EpiBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
                                                      const OptTensor&, double, c10::string_view,
-                                                     std::array<bool, 3>);
+                                                     const OptTensor&, std::array<bool, 3>);
+
+// What the backward of act reads: the output y for relu, else z (undefined for none).
+Tensor to_save(Act act, const Tensor& y, const Tensor& z) {
+  if (act == Act::Relu) return y;
+  return saves_preactivation(act) ? z : Tensor();
+}
 
 class LinearActFn : public torch::autograd::Function<LinearActFn> {
  public:
   static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
                                const OptTensor& bias, c10::string_view act) {
-    static auto op = op_handle<LinSig>("dnngraph::linear_act");
+    static auto op = op_handle<LinTrainSig>("dnngraph::linear_act_train");
     at::AutoDispatchBelowADInplaceOrView guard;
-    Tensor y = op.call(x, w, bias, act);
-    ctx->save_for_backward({x, w, value_or_undefined(bias)});
+    auto [y, z] = op.call(x, w, bias, act);
+    ctx->save_for_backward(
+        {x, w, value_or_undefined(bias), to_save(parse_act("linear_act", act), y, z)});
     ctx->saved_data["act"] = std::string(act);
     return {y};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    static auto op = op_handle<LinBwdSig>("dnngraph::linear_act_backward");
+    static auto op = op_handle<LinBwdSig>("dnngraph::linear_act_train_backward");
     auto s = ctx->get_saved_variables();
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor(), Tensor()};
     std::array<bool, 3> mask{ctx->needs_input_grad(0), ctx->needs_input_grad(1),
                              s[2].defined() && ctx->needs_input_grad(2)};
     const std::string act = ctx->saved_data["act"].toStringRef();
-    auto [dx, dw, db] = op.call(grads[0], s[0], s[1], opt(s[2]), act, mask);
+    auto [dx, dw, db] = op.call(grads[0], s[0], s[1], opt(s[2]), act, opt(s[3]), mask);
     return {dx, dw, db, Tensor()};
   }
 };
@@ -284,24 +552,25 @@ class MatmulEpilogueFn : public torch::autograd::Function<MatmulEpilogueFn> {
   static variable_list forward(AutogradContext* ctx, const Tensor& a, const Tensor& b,
                                const OptTensor& bias, double alpha, c10::string_view act,
                                bool want_amax) {
-    static auto op = op_handle<EpiSig>("dnngraph::matmul_epilogue");
+    static auto op = op_handle<EpiTrainSig>("dnngraph::matmul_epilogue_train");
     at::AutoDispatchBelowADInplaceOrView guard;
-    auto [y, amax] = op.call(a, b, bias, alpha, act, want_amax);
-    ctx->save_for_backward({a, b, value_or_undefined(bias)});
+    auto [y, amax, z] = op.call(a, b, bias, alpha, act, want_amax);
+    ctx->save_for_backward(
+        {a, b, value_or_undefined(bias), to_save(parse_act("matmul_epilogue", act), y, z)});
     ctx->saved_data["act"] = std::string(act);
     ctx->saved_data["alpha"] = alpha;
     ctx->mark_non_differentiable({amax});
     return {y, amax};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    static auto op = op_handle<EpiBwdSig>("dnngraph::matmul_epilogue_backward");
+    static auto op = op_handle<EpiBwdSig>("dnngraph::matmul_epilogue_train_backward");
     auto s = ctx->get_saved_variables();
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
     std::array<bool, 3> mask{ctx->needs_input_grad(0), ctx->needs_input_grad(1),
                              s[2].defined() && ctx->needs_input_grad(2)};
     const std::string act = ctx->saved_data["act"].toStringRef();
-    auto [da, db, dbias] =
-        op.call(grads[0], s[0], s[1], opt(s[2]), ctx->saved_data["alpha"].toDouble(), act, mask);
+    auto [da, db, dbias] = op.call(grads[0], s[0], s[1], opt(s[2]),
+                                   ctx->saved_data["alpha"].toDouble(), act, opt(s[3]), mask);
     return {da, db, dbias, Tensor(), Tensor(), Tensor()};
   }
 };
@@ -327,6 +596,8 @@ std::tuple<Tensor, Tensor> matmul_epilogue_autograd(const Tensor& a, const Tenso
   return {r[0], r[1]};
 }
 
+void set_unfused_backward_op(bool v) { set_unfused_backward(v); }
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
@@ -340,6 +611,21 @@ TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
   m.def(
       "matmul_epilogue_backward(Tensor dy, Tensor a, Tensor b, Tensor? bias, float alpha, "
       "str act, bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
+  // The training pair the autograd kernels call: the forward also returns what the backward
+  // reads (the pre-activation; an empty tensor when the output suffices), the backward takes
+  // it as `saved` (Z, or Y for relu) instead of recomputing it.
+  m.def("linear_act_train(Tensor x, Tensor w, Tensor? bias, str act) -> (Tensor, Tensor)");
+  m.def(
+      "linear_act_train_backward(Tensor dy, Tensor x, Tensor w, Tensor? bias, str act, "
+      "Tensor? saved, bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "matmul_epilogue_train(Tensor a, Tensor b, Tensor? bias, float alpha, str act, "
+      "bool want_amax) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "matmul_epilogue_train_backward(Tensor dy, Tensor a, Tensor b, Tensor? bias, float alpha, "
+      "str act, Tensor? saved, bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
+  // Backward graphs: fused (default) or unfused (dZ materialized); for tests and comparisons.
+  m.def("_set_unfused_backward(bool unfused) -> ()", &set_unfused_backward_op);
 }
 
 // The same kernels serve CPU (reference engine) and CUDA (cuDNN): the handle follows the
@@ -347,18 +633,26 @@ TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
 namespace {
 void impl_devices(torch::Library& m) {
   m.impl("linear_act", &linear_act);
+  m.impl("linear_act_train", &linear_act_train);
   m.impl("linear_act_backward", &linear_act_backward);
+  m.impl("linear_act_train_backward", &linear_act_train_backward);
   m.impl("matmul_epilogue", &matmul_epilogue);
+  m.impl("matmul_epilogue_train", &matmul_epilogue_train);
   m.impl("matmul_epilogue_backward", &matmul_epilogue_backward);
+  m.impl("matmul_epilogue_train_backward", &matmul_epilogue_train_backward);
 }
 }  // namespace
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
   m.impl("linear_act", &linear_act_meta);
+  m.impl("linear_act_train", &linear_act_train_meta);
   m.impl("linear_act_backward", &linear_act_backward_meta);
+  m.impl("linear_act_train_backward", &linear_act_train_backward_meta);
   m.impl("matmul_epilogue", &matmul_epilogue_meta);
+  m.impl("matmul_epilogue_train", &matmul_epilogue_train_meta);
   m.impl("matmul_epilogue_backward", &matmul_epilogue_backward_meta);
+  m.impl("matmul_epilogue_train_backward", &matmul_epilogue_train_backward_meta);
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
   m.impl("linear_act", &linear_act_autograd);
