@@ -3,7 +3,11 @@ fuses one). Each is one call of a C++ op (``torch.ops.dnngraph.*``): autograd, M
 for ``torch.compile`` and the graph cache live in C++.
 
 Activations: ``"none"``, ``"relu"``, ``"gelu"``, ``"gelu_tanh"``, ``"silu"``, ``"tanh"``,
-``"sigmoid"``.
+``"sigmoid"``; ``linear`` also takes ``"swiglu"`` (a packed ``[2F, K]`` weight, see there).
+
+The ops of modern decoder blocks: ``add_rms_norm`` (residual add fused with RMSNorm),
+``swiglu`` (the gated unit of SwiGLU MLPs) and ``rope`` (rotary position embedding, with
+``rope_cos_sin`` for its tables).
 """
 
 from typing import List, Optional, Sequence, Tuple, Union
@@ -19,6 +23,10 @@ _linear_act = _ops.linear_act.default
 _matmul_epilogue = _ops.matmul_epilogue.default
 _conv2d_bias_act = _ops.conv2d_bias_act.default
 _sdpa = _ops.sdpa.default
+_add_rms_norm = _ops.add_rms_norm.default
+_swiglu = _ops.swiglu.default
+_swiglu_linear = _ops.swiglu_linear.default
+_rope = _ops.rope.default
 
 # Direct entries of the same ops (torch/python/fast.cpp): the arguments go straight to C++ and
 # the op is called unboxed, as torch's own bindings call ATen, instead of through torch.ops'
@@ -38,6 +46,10 @@ __all__ = [
     "matmul_epilogue",
     "conv2d_bias_act",
     "scaled_dot_product_attention",
+    "add_rms_norm",
+    "swiglu",
+    "rope",
+    "rope_cos_sin",
 ]
 
 
@@ -79,7 +91,13 @@ def linear(
     activation: str = "none",
 ) -> torch.Tensor:
     """``activation(input @ weight.T + bias)``, like ``torch.nn.functional.linear`` then the
-    activation, fused into one graph."""
+    activation, fused into one graph.
+
+    ``activation="swiglu"``: ``weight`` is the packed ``[2F, K]`` = ``[W1; W3]`` (and ``bias``
+    ``[2F]``), the result ``silu(input @ W1.T + b1) * (input @ W3.T + b3)`` of shape ``[..., F]``
+    (the matmul graph, then the gate's pointwise graph)."""
+    if activation == "swiglu":
+        return _swiglu_linear(input, weight, bias)
     if _fast is not None and not _compiling():
         y = _fast.linear_act(input, weight, bias, activation)
         if y is not NotImplemented:
@@ -159,3 +177,45 @@ def scaled_dot_product_attention(
         if out is not NotImplemented:
             return out
     return _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)[0]
+
+
+def add_rms_norm(
+    input: torch.Tensor,
+    residual: torch.Tensor,
+    normalized_shape: Union[int, Sequence[int]],
+    weight: Optional[torch.Tensor] = None,
+    eps: Optional[float] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``s = input + residual`` and ``rms_norm(s, normalized_shape, weight, eps)`` in one graph;
+    returns ``(s, normed)`` (the pre-norm block's residual stream and the next sublayer's
+    input). Both are differentiable."""
+    shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    s, y, _ = _add_rms_norm(input, residual, shape, weight, eps)
+    return s, y
+
+
+def swiglu(input: torch.Tensor) -> torch.Tensor:
+    """``silu(a) * b`` where ``a, b = input.chunk(2, dim=-1)``: the gate of a SwiGLU MLP."""
+    return _swiglu(input)
+
+
+def rope(input: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding (rotate-half form) of ``input`` ``[B, H, S, D]``:
+    ``x * cos + rotate_half(x) * sin`` with ``cos``/``sin`` ``[S, D/2]`` (see
+    ``rope_cos_sin``). ``input`` may be any strided view (e.g. a head split); the result is
+    contiguous."""
+    return _rope(input, cos, sin)
+
+
+def rope_cos_sin(
+    seq_len: int,
+    head_dim: int,
+    base: float = 10000.0,
+    device: Optional[torch.device] = None,
+    dtype: torch.dtype = torch.float32,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The ``cos``/``sin`` tables ``[seq_len, head_dim/2]`` of ``rope`` (angle
+    ``pos * base^(-2i/head_dim)``)."""
+    inv = base ** (-torch.arange(0, head_dim, 2, device=device, dtype=torch.float64) / head_dim)
+    ang = torch.arange(seq_len, device=device, dtype=torch.float64)[:, None] * inv[None, :]
+    return ang.cos().to(dtype), ang.sin().to(dtype)
