@@ -170,7 +170,7 @@ def test_rope_strided_head_split(device, dtype):
     q = qkv[..., : h * d].view(b, s, h, d).transpose(1, 2)  # strided view
     cos, sin = F.rope_cos_sin(s, d, device=device)
     y = F.rope(q, cos, sin)
-    assert y.is_contiguous() and y.dtype == dtype
+    assert y.transpose(1, 2).is_contiguous() and y.dtype == dtype  # [B, S, H, D] storage
     rt = ref_dtype(dtype)
     (qkvr,) = _clones(qkv, dtype=rt)
     qr = qkvr[..., : h * d].view(b, s, h, d).transpose(1, 2)

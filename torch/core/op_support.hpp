@@ -56,6 +56,27 @@ inline at::Tensor without_zero_strides(const at::Tensor& t) {
   return t;
 }
 
+// ---------------------------------------------------------------- attention layouts
+// [B, H, S, D] tensors of attention: whether t's heads are interleaved with its positions (a
+// head split of a [B, S, H*D] projection). Symbolic, so Meta kernels share the rule.
+inline bool heads_inside(const at::Tensor& t) {
+  return t.sym_stride(1) < t.sym_stride(2) && t.sym_size(1) > 1 && t.sym_size(2) > 1;
+}
+// A new [B, H, S, d] tensor in like's layout: stored [B, S, H, d] when like's heads are inside,
+// so that merging the heads back (or a head split's gradient) stays a view.
+inline at::Tensor empty_bhsd(const at::Tensor& like, const c10::SymInt& d,
+                             const at::TensorOptions& o) {
+  if (heads_inside(like))
+    return at::empty_symint({like.sym_size(0), like.sym_size(2), like.sym_size(1), d}, o)
+        .transpose(1, 2);
+  return at::empty_symint({like.sym_size(0), like.sym_size(1), like.sym_size(2), d}, o);
+}
+// The gradient of an attention input: its strides when dense, else empty_bhsd's layout.
+inline at::Tensor empty_grad_bhsd(const at::Tensor& t) {
+  return t.is_non_overlapping_and_dense() ? at::empty_like(t)
+                                          : empty_bhsd(t, t.sym_size(3), t.options());
+}
+
 // ---------------------------------------------------------------- training: saved tensors
 // What the backward of act(z) needs from the forward: nothing (none), the output itself (relu:
 // relu'(z) = [y > 0]), or the pre-activation z, which the forward graph then emits as a

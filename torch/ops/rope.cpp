@@ -3,7 +3,9 @@
 // copy) and cos, sin [S, D/2]:
 //   y1 = x1 * cos - x2 * sin,   y2 = x2 * cos + x1 * sin.
 // The backward is the inverse rotation (sin negated), the same graph with the signs swapped.
-// x is [B, H, S, D] with any strides (e.g. the head split of a projection); y is contiguous.
+// x is [B, H, S, D] with any strides (e.g. the head split of a projection); y is stored
+// [B, S, H, D] when x's heads are interleaved with its positions (op_support.hpp, empty_bhsd),
+// else contiguous: attention then keeps that layout and merging heads stays a view.
 // cos and sin are constants of the positions: they get no gradient.
 #include "core/op_support.hpp"
 
@@ -30,7 +32,7 @@ void check_rope(const char* op, const Tensor& x, const Tensor& cos, const Tensor
 Tensor rotate(const char* op, const Tensor& x, const Tensor& cos_in, const Tensor& sin_in,
               bool inverse) {
   const int64_t half = x.size(3) / 2;
-  Tensor y = at::empty(x.sizes(), x.options());
+  Tensor y = empty_bhsd(x, x.sym_size(3), x.options());
   if (y.numel() == 0) return y;
   const Tensor cos = cos_in.contiguous().view({1, 1, x.size(2), half});
   const Tensor sin = sin_in.contiguous().view({1, 1, x.size(2), half});
@@ -71,8 +73,8 @@ Tensor rope_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin) {
 }
 
 Tensor rope_meta(const Tensor& x, const Tensor&, const Tensor&) {
-  TORCH_CHECK_VALUE(x.dim() == 4, "dnngraph::rope: 'x' must be [B, H, S, D]; got ", x.sizes());
-  return at::empty_symint(x.sym_sizes(), x.options());
+  TORCH_CHECK_VALUE(x.dim() == 4, "dnngraph::rope: 'x' must be [B, H, S, D]; got ", x.sym_sizes());
+  return empty_bhsd(x, x.sym_size(3), x.options());
 }
 
 using RopeSig = Tensor(const Tensor&, const Tensor&, const Tensor&);

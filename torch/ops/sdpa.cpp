@@ -2,9 +2,10 @@
 // strides), optional additive bias [B|1, H|1, S_q, S_kv] (differentiable), causal masking
 // (top-left aligned, as torch's is_causal), grouped-query attention (enable_gqa).
 // The forward returns (out, logsumexp [B, H, S_q] fp32); the backward takes them back.
-// Layouts: out follows q's layout ([B, S, H, D] storage when q is a head split of [B, S, H*D],
-// so merging the heads back is a view), dq/dk/dv follow q/k/v's strides where those are dense,
-// and dout is taken with any strides: no copies around the graphs.
+// Layouts (op_support.hpp, empty_bhsd): out follows q's layout ([B, S, H, D] storage when q is
+// a head split of [B, S, H*D], so merging the heads back is a view), dq/dk/dv follow q/k/v's
+// strides where those are dense (else the same rule), and dout is taken with any strides: no
+// copies around the graphs.
 // Without a cuDNN plan on a GPU the op runs ATen's flash attention (forward, and backward from
 // the saved out and logsumexp, no recompute) where it applies, else ATen's math.
 #include <torch/csrc/autograd/autograd.h>
@@ -149,29 +150,13 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_aten(const Tensor& dout
 
 // ---------------------------------------------------------------- kernels
 
-// [B, H, S, Dv] in q's layout: stored as [B, S, H, Dv] when q's heads are interleaved with its
-// positions (q a head split of [B, S, H*D]), so that merging the heads back is a view.
-bool heads_inside(const Tensor& q) {
-  return q.stride(1) < q.stride(2) && q.size(1) > 1 && q.size(2) > 1;
-}
-Tensor out_like_q(const Tensor& q, int64_t b, int64_t h, int64_t s, int64_t dv,
-                  const at::TensorOptions& o) {
-  if (heads_inside(q)) return at::empty({b, s, h, dv}, o).transpose(1, 2);
-  return at::empty({b, h, s, dv}, o);
-}
-// A gradient with its input's strides when those are dense (no copy when autograd hands it on
-// through the head split), else contiguous.
-Tensor grad_like(const Tensor& t) {
-  return t.is_non_overlapping_and_dense() ? at::empty_like(t) : at::empty(t.sizes(), t.options());
-}
-
 std::tuple<Tensor, Tensor> sdpa(const Tensor& q, const Tensor& k, const Tensor& v,
                                 const OptTensor& bias, double dropout_p, bool causal,
                                 std::optional<double> scale, bool gqa) {
   const char* op = "sdpa";
   const Attn a = check_attn(op, q, k, v, bias, dropout_p, causal, scale, gqa);
   if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return sdpa_math(q, k, v, a, causal);
-  Tensor out = out_like_q(q, a.b, a.hq, a.sq, a.dv, q.options());
+  Tensor out = empty_bhsd(q, a.dv, q.options());
   Tensor lse = at::empty({a.b, a.hq, a.sq}, q.options().dtype(stat_dtype(q.scalar_type())));
   Key key(op);
   key.add(q).add(k).add(v).add(a.bias).add(a.scale).add(causal).add_device(q.device());
@@ -231,7 +216,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout_in, 
     return finish(dq, dk, dv, db);
   };
   if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return math();
-  Tensor dq = grad_like(q), dk = grad_like(k), dv = grad_like(v);
+  Tensor dq = empty_grad_bhsd(q), dk = empty_grad_bhsd(k), dv = empty_grad_bhsd(v);
   Tensor db = a.bias.defined() ? at::empty_like(a.bias) : Tensor();
   Key key(op);
   key.add(dout).add(q).add(k).add(v).add(out).add(lse).add(a.bias).add(a.scale).add(causal);
@@ -292,17 +277,7 @@ std::tuple<Tensor, Tensor> sdpa_meta(const Tensor& q, const Tensor& k, const Ten
                     "dnngraph::sdpa: q, k, v must be 4-D [B, H, S, D]");
   Tensor lse = at::empty_symint({q.sym_size(0), q.sym_size(1), q.sym_size(2)},
                                 q.options().dtype(stat_dtype(q.scalar_type())));
-  // The layout rule of out_like_q.
-  const bool inside =
-      (q.sym_stride(1) < q.sym_stride(2)) && (q.sym_size(1) > 1) && (q.sym_size(2) > 1);
-  if (inside)
-    return {
-        at::empty_symint({q.sym_size(0), q.sym_size(2), q.sym_size(1), v.sym_size(3)}, q.options())
-            .transpose(1, 2),
-        lse};
-  return {
-      at::empty_symint({q.sym_size(0), q.sym_size(1), q.sym_size(2), v.sym_size(3)}, q.options()),
-      lse};
+  return {empty_bhsd(q, v.sym_size(3), q.options()), lse};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_meta(const Tensor&, const Tensor& q,
@@ -310,11 +285,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_meta(const Tensor&, con
                                                               const Tensor&, const Tensor&,
                                                               const OptTensor& bias, double, bool,
                                                               std::optional<double>, bool) {
-  auto like = [](const Tensor& t) {  // grad_like's rule
-    return t.is_non_overlapping_and_dense() ? at::empty_like(t)
-                                            : at::empty_symint(t.sym_sizes(), t.options());
-  };
-  return {like(q), like(k), like(v),
+  return {empty_grad_bhsd(q), empty_grad_bhsd(k), empty_grad_bhsd(v),
           has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};
 }
 
