@@ -202,8 +202,9 @@ def swiglu(input: torch.Tensor) -> torch.Tensor:
 def rope(input: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotary position embedding (rotate-half form) of ``input`` ``[B, H, S, D]``:
     ``x * cos + rotate_half(x) * sin`` with ``cos``/``sin`` ``[S, D/2]`` (see
-    ``rope_cos_sin``). ``input`` may be any strided view (e.g. a head split); the result is
-    contiguous."""
+    ``rope_cos_sin``). ``input`` may be any strided view; the result is stored
+    ``[B, S, H, D]`` when ``input`` is a head split of ``[B, S, H*D]`` (else contiguous), so
+    attention keeps that layout and merging the heads back stays a view."""
     return _rope(input, cos, sin)
 
 
