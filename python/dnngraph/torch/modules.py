@@ -101,14 +101,18 @@ class MultiheadAttention(nn.MultiheadAttention):
             )
         b, s_q, e = query.shape
         h = self.num_heads
-        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
-        b_q, b_k, b_v = self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else (None,) * 3
+        def heads(y):
+            return y.view(b, y.shape[1], h, e // h).transpose(1, 2)
 
-        def heads(x, w, bias):
-            y = F.linear(x, w, bias)
-            return y.view(b, x.shape[1], h, e // h).transpose(1, 2)
-
-        q, k, v = heads(query, w_q, b_q), heads(key, w_k, b_k), heads(value, w_v, b_v)
+        if query is key and key is value:
+            # Self-attention: one projection with the packed weight (one GEMM, as torch's own
+            # module), the head split as strided views of its output.
+            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
+            q, k, v = (heads(t) for t in qkv.chunk(3, -1))
+        else:
+            ws = self.in_proj_weight.chunk(3)
+            bs = self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else (None,) * 3
+            q, k, v = (heads(F.linear(x, w, bias)) for x, w, bias in zip((query, key, value), ws, bs))
         if attn_mask is not None and attn_mask.dim() == 2:
             attn_mask = attn_mask.view(1, 1, *attn_mask.shape)
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
