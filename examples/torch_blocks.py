@@ -94,16 +94,16 @@ class BasicBlock(nn.Module):
         self.ours = ours
         if ours:
             self.conv1 = dt.Conv2dBiasAct(channels, channels, 3, padding=1, activation="relu")
-            self.conv2 = dt.Conv2dBiasAct(channels, channels, 3, padding=1)
+            self.conv2 = dt.Conv2dBiasAct(channels, channels, 3, padding=1, activation="relu")
         else:
             self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
             self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
 
     def forward(self, x):
         h = self.conv1(x)
-        if not self.ours:
-            h = torch.relu(h)
-        return torch.relu(x + self.conv2(h))
+        if self.ours:  # the residual add and relu in conv2's graph
+            return self.conv2(h, residual=x)
+        return torch.relu(x + self.conv2(torch.relu(h)))
 
 
 MAKERS = {"transformer": TransformerBlock, "llama": llama_block, "resnet": BasicBlock}

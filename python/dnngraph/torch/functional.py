@@ -137,14 +137,21 @@ def conv2d_bias_act(
     dilation: Union[int, Sequence[int]] = 1,
     groups: int = 1,
     activation: str = "none",
+    residual: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
-    """``activation(conv2d(input, weight, bias, ...))``, like ``torch.nn.functional.conv2d``
-    (numeric padding only), fused. NCHW and channels_last inputs; the output keeps the input's
-    memory format."""
+    """``activation(conv2d(input, weight, bias, ...) [+ residual])``, like
+    ``torch.nn.functional.conv2d`` (numeric padding only), fused. NCHW and channels_last inputs;
+    the output keeps the input's memory format. ``residual`` (the output's shape) is added
+    before the activation, in the same graph (a ResNet block's ``relu(x + conv2(h))``)."""
     if isinstance(padding, str):
         raise ValueError(
             f"dnngraph conv2d_bias_act: padding='{padding}' is not supported; give the padding "
             "as an int or a pair of ints"
+        )
+    if residual is not None:
+        return _ops.conv2d_bias_add_act.default(
+            input, weight, bias, residual, _pair(stride), _pair(padding), _pair(dilation), groups,
+            activation,
         )
     if _fast is not None and not _compiling():
         y = _fast.conv2d_bias_act(input, weight, bias, stride, padding, dilation, groups, activation)

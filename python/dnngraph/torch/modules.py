@@ -63,10 +63,11 @@ class Conv2dBiasAct(nn.Conv2d):
             )
         self.activation = activation
 
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
+    def forward(self, input: torch.Tensor, residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``activation(conv(input) + bias [+ residual])``, one graph."""
         return F.conv2d_bias_act(
             input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
-            self.activation,
+            self.activation, residual,
         )
 
     def extra_repr(self) -> str:
