@@ -168,10 +168,9 @@ class LlamaAttention(nn.Module):
                 f"dnngraph LlamaAttention: sequence length {s} exceeds max_seq_len "
                 f"{self.rope_cos.shape[0]}; build the module with a larger max_seq_len"
             )
-        qkv = F.linear(x, self.wqkv.weight)
-        q = qkv[..., : h * d].view(b, s, h, d).transpose(1, 2)
-        k = qkv[..., h * d : (h + kv) * d].view(b, s, kv, d).transpose(1, 2)
-        v = qkv[..., (h + kv) * d :].view(b, s, kv, d).transpose(1, 2)
+        # split (not slicing): autograd assembles the three gradients with one concatenation.
+        q, k, v = F.linear(x, self.wqkv.weight).split([h * d, kv * d, kv * d], dim=-1)
+        q, k, v = (t.view(b, s, -1, d).transpose(1, 2) for t in (q, k, v))
         cos, sin = self.rope_cos[:s], self.rope_sin[:s]
         q, k = F.rope(q, cos, sin), F.rope(k, cos, sin)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kv != h)
