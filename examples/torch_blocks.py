@@ -52,13 +52,13 @@ def rotate_half(x, cos, sin):
 class TorchLlamaBlock(nn.Module):
     """dnngraph.torch.LlamaBlock in plain PyTorch, with the same parameter names."""
 
-    def __init__(self, dim, heads, kv_heads, hidden, eps=1e-6, max_seq_len=4096):
+    def __init__(self, dim, heads, kv_heads, hidden, eps=1e-6, max_seq_len=4096, head_dim=None):
         super().__init__()
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim or dim // heads
         self.attn_norm = nn.RMSNorm(dim, eps=eps)
         self.attn = nn.Module()
         self.attn.wqkv = nn.Linear(dim, (heads + 2 * kv_heads) * self.head_dim, bias=False)
-        self.attn.wo = nn.Linear(dim, dim, bias=False)
+        self.attn.wo = nn.Linear(heads * self.head_dim, dim, bias=False)
         cos, sin = dt.functional.rope_cos_sin(max_seq_len, self.head_dim)
         self.attn.register_buffer("rope_cos", cos, persistent=False)
         self.attn.register_buffer("rope_sin", sin, persistent=False)
@@ -68,22 +68,22 @@ class TorchLlamaBlock(nn.Module):
         self.mlp.w2 = nn.Linear(hidden, dim, bias=False)
 
     def forward(self, x):
-        b, s, e = x.shape
+        b, s, _ = x.shape
         h, kv, d = self.heads, self.kv_heads, self.head_dim
         q, k, v = self.attn.wqkv(self.attn_norm(x)).split([h * d, kv * d, kv * d], dim=-1)
         q, k, v = (t.view(b, s, -1, d).transpose(1, 2) for t in (q, k, v))
         cos, sin = self.attn.rope_cos[:s], self.attn.rope_sin[:s]
         q, k = rotate_half(q, cos, sin), rotate_half(k, cos, sin)
         o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kv != h)
-        x = x + self.attn.wo(o.transpose(1, 2).reshape(b, s, e))
+        x = x + self.attn.wo(o.transpose(1, 2).reshape(b, s, h * d))
         g, u = self.mlp.w13(self.mlp_norm(x)).chunk(2, dim=-1)
         return x + self.mlp.w2(torch.nn.functional.silu(g) * u)
 
 
-def llama_block(dim=64, heads=4, kv_heads=2, hidden=128, ours=True, max_seq_len=4096):
+def llama_block(dim=64, heads=4, kv_heads=2, hidden=128, ours=True, max_seq_len=4096, head_dim=None):
     if ours:
-        return dt.LlamaBlock(dim, heads, kv_heads, hidden, max_seq_len=max_seq_len)
-    return TorchLlamaBlock(dim, heads, kv_heads, hidden, max_seq_len=max_seq_len)
+        return dt.LlamaBlock(dim, heads, kv_heads, hidden, max_seq_len=max_seq_len, head_dim=head_dim)
+    return TorchLlamaBlock(dim, heads, kv_heads, hidden, max_seq_len=max_seq_len, head_dim=head_dim)
 
 
 class BasicBlock(nn.Module):

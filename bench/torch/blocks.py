@@ -7,7 +7,7 @@ reported (--strict makes it an error).
   blocks (bf16, CUDA events, median ms of fwd+bwd of mean(block(x)^2)):
     gpt_d1024    GPT block d1024 h16 ff4096, b8 s1024
     gpt_d768     GPT block d768 h12 ff3072, b16 s512
-    llama_d2048  Llama-style block d2048, GQA 32/8 heads (d128), RoPE, SwiGLU ff5632, b4 s2048
+    llama_d2048  Llama-style block d2048, GQA 32/8 heads of 128, RoPE, SwiGLU ff5632, b4 s2048
     resnet_c64   ResNet basic block c64 56x56, b32, channels_last
     resnet_c256  ResNet basic block c256 14x14, b64, channels_last
 
@@ -33,7 +33,7 @@ BLOCKS = {
     "gpt_d768": ("transformer", dict(dim=768, heads=12, hidden=3072), (16, 512, 768)),
     "llama_d2048": (
         "llama",
-        dict(dim=2048, heads=32, kv_heads=8, hidden=5632, max_seq_len=2048),
+        dict(dim=2048, heads=32, kv_heads=8, head_dim=128, hidden=5632, max_seq_len=2048),
         (4, 2048, 2048),
     ),
     "resnet_c64": ("resnet", dict(channels=64), (32, 64, 56, 56)),
@@ -42,7 +42,11 @@ BLOCKS = {
 SMOKE = {
     "gpt_d1024": ("transformer", dict(dim=32, heads=2, hidden=64), (2, 8, 32)),
     "gpt_d768": ("transformer", dict(dim=24, heads=3, hidden=48), (2, 6, 24)),
-    "llama_d2048": ("llama", dict(dim=32, heads=4, kv_heads=2, hidden=48, max_seq_len=16), (2, 8, 32)),
+    "llama_d2048": (
+        "llama",
+        dict(dim=32, heads=4, kv_heads=2, head_dim=16, hidden=48, max_seq_len=16),
+        (2, 8, 32),
+    ),
     "resnet_c64": ("resnet", dict(channels=8), (2, 8, 6, 6)),
     "resnet_c256": ("resnet", dict(channels=16), (2, 16, 4, 4)),
 }

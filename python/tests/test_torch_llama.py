@@ -209,9 +209,9 @@ def test_rope_gradcheck_opcheck_compile_errors():
 # ---------------------------------------------------------------- LlamaBlock
 
 
-@pytest.mark.parametrize("heads,kv_heads", [(4, 2), (4, 4)])
-def test_llama_block_matches_eager(heads, kv_heads):
-    sizes = dict(dim=32, heads=heads, kv_heads=kv_heads, hidden=48, max_seq_len=64)
+@pytest.mark.parametrize("heads,kv_heads,head_dim", [(4, 2, None), (4, 4, None), (4, 1, 16)])
+def test_llama_block_matches_eager(heads, kv_heads, head_dim):
+    sizes = dict(dim=32, heads=heads, kv_heads=kv_heads, hidden=48, max_seq_len=64, head_dim=head_dim)
     ours, ref = torch_blocks.pair("llama", "cpu", **sizes)
     x = rand(2, 9, 32)
     xo, xr = x.clone().requires_grad_(), x.clone().requires_grad_()

@@ -268,3 +268,30 @@ def test_bf16_saved_preactivation_matches_eager():
     assert_close(y, yr, torch.bfloat16)
     for g, gr in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
         assert_close(g, gr, torch.bfloat16, scale=4)
+
+
+def test_without_plans_the_unfused_path_is_logged_and_aten_matches():
+    """With no plan at all (DNNGRAPH_TORCH_FORCE_FALLBACK), the backward goes fused -> unfused
+    -> ATen: the unfused step is logged at info level once per op, the results still match."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import torch, dnngraph.torch as dt\n"
+        "from dnngraph.torch import functional as F\n"
+        "torch.manual_seed(0)\n"
+        "x = torch.randn(4, 6, requires_grad=True); w = torch.randn(5, 6, requires_grad=True)\n"
+        "b = torch.randn(5, requires_grad=True)\n"
+        "F.linear(x, w, b, 'gelu').square().sum().backward()\n"
+        "xr, wr, br = (t.detach().clone().requires_grad_() for t in (x, w, b))\n"
+        "torch.nn.functional.gelu(torch.nn.functional.linear(xr, wr, br)).square().sum().backward()\n"
+        "for g, r in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):\n"
+        "    torch.testing.assert_close(g, r, atol=1e-5, rtol=1e-5)\n"
+        "print('OK')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), DNNGRAPH_TORCH_FORCE_FALLBACK="1",
+               DNNGRAPH_LOG="info")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+    assert r.stderr.count("linear_act_backward: no plan for a fused backward graph") == 1, r.stderr[-3000:]

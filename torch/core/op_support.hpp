@@ -116,5 +116,7 @@ inline ir::Tensor act_backward(Graph& g, Act act, ir::Tensor dy, ir::Tensor save
 // materialized once). set_unfused_backward(true) takes that path always (tests, comparisons).
 bool unfused_backward();
 void set_unfused_backward(bool v);
+// Logs once per op, at info level (DNNGRAPH_LOG=info), that the unfused path runs and why.
+void note_unfused(const char* op, const Status& why);
 
 }  // namespace dnngraph::torch_ops

@@ -203,7 +203,10 @@ bool conv_grad_fused(const char* op, const ConvBackward& b, const ConvParams& p,
                   DW, "dweight", out);
     if (dbias.defined()) output_like(gr.reduction(dz, {ReductionMode::Add}), DBIAS, "dbias", dbias);
   });
-  if (!g->graph) return false;
+  if (!g->graph) {
+    note_unfused(op, g->unsupported);
+    return false;
+  }
   execute(*g, b.dy.device(), op,
           {{DY, &b.dy},
            {SAVED, &b.saved},

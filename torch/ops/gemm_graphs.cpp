@@ -6,6 +6,11 @@
 // or, where the engine has no plan for those, dZ (and dbias) from one graph and then the plain
 // matmul graphs.
 #include <atomic>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "dnngraph/log.hpp"
 
 #include "ops/gemm.hpp"
 
@@ -16,6 +21,16 @@ std::atomic<bool> g_unfused_backward{false};
 }  // namespace
 bool unfused_backward() { return g_unfused_backward.load(std::memory_order_relaxed); }
 void set_unfused_backward(bool v) { g_unfused_backward.store(v); }
+void note_unfused(const char* op, const Status& why) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!log_enabled(LogLevel::Info) || !said.insert(op).second) return;
+  log_message(LogLevel::Info, std::string("dnngraph::") + op +
+                                  ": no plan for a fused backward graph; running the unfused "
+                                  "graphs (dZ written once). Why: " +
+                                  why.message());
+}
 
 namespace gemm {
 namespace {
@@ -145,7 +160,10 @@ bool run_fused(const char* op, const BackwardProblem& p, bool data, const Tensor
       output_like(s, DBIAS, "dbias", dbias_out);
     }
   });
-  if (!g->graph) return false;
+  if (!g->graph) {
+    note_unfused(op, g->unsupported);
+    return false;
+  }
   execute(*g, p.dy.device(), op,
           {{DY, &p.dy},
            {SAVED, &p.saved},

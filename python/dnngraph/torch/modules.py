@@ -141,18 +141,19 @@ class LlamaAttention(nn.Module):
     """Causal grouped-query self-attention with rotary position embedding: ``wqkv`` packs the
     query, key and value projections (``[(heads + 2 * kv_heads) * head_dim, dim]``), the head
     split is a view (``rope`` and attention take strided tensors), ``wo`` projects back.
-    ``max_seq_len`` sizes the rotary tables (non-persistent buffers)."""
+    ``max_seq_len`` sizes the rotary tables (non-persistent buffers); ``head_dim`` defaults to
+    ``dim // heads``."""
 
     def __init__(self, dim, heads, kv_heads=None, max_seq_len=4096, rope_base=10000.0,
-                 device=None, dtype=None):
+                 head_dim=None, device=None, dtype=None):
         super().__init__()
         kv_heads = kv_heads or heads
-        if dim % heads or heads % kv_heads:
+        if (head_dim is None and dim % heads) or heads % kv_heads:
             raise ValueError(
-                f"dnngraph LlamaAttention: dim={dim} must be a multiple of heads={heads}, and "
-                f"heads a multiple of kv_heads={kv_heads}"
+                f"dnngraph LlamaAttention: dim={dim} must be a multiple of heads={heads} (or give "
+                f"head_dim), and heads a multiple of kv_heads={kv_heads}"
             )
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim or dim // heads
         kw = dict(device=device, dtype=dtype)
         self.wqkv = nn.Linear(dim, (heads + 2 * kv_heads) * self.head_dim, bias=False, **kw)
         self.wo = nn.Linear(heads * self.head_dim, dim, bias=False, **kw)
@@ -183,11 +184,11 @@ class LlamaBlock(nn.Module):
     (``add_rms_norm``), GQA attention with RoPE (``LlamaAttention``) and a SwiGLU MLP."""
 
     def __init__(self, dim, heads, kv_heads=None, hidden=None, eps=1e-6, max_seq_len=4096,
-                 rope_base=10000.0, device=None, dtype=None):
+                 rope_base=10000.0, head_dim=None, device=None, dtype=None):
         super().__init__()
         kw = dict(device=device, dtype=dtype)
         self.attn_norm = RMSNorm(dim, eps=eps, **kw)
-        self.attn = LlamaAttention(dim, heads, kv_heads, max_seq_len, rope_base, **kw)
+        self.attn = LlamaAttention(dim, heads, kv_heads, max_seq_len, rope_base, head_dim, **kw)
         self.mlp_norm = RMSNorm(dim, eps=eps, **kw)
         self.mlp = SwiGLU(dim, hidden or 4 * dim, **kw)
 
