@@ -7,6 +7,7 @@
 //             dX = conv_dgrad(dZ, W);  dW = conv_wgrad(dZ, X) and dbias = sum(dZ).
 //             Every gradient keeps the memory format of its tensor (channels_last end to end).
 #include "core/op_support.hpp"
+#include "ops/gemm.hpp"  // gemm::activation_graph
 
 namespace dnngraph::torch_ops {
 namespace {
@@ -106,6 +107,12 @@ std::pair<Tensor, Tensor> conv_forward(const char* op, const Tensor& x_in, const
     output_like(apply_act(gr, act, pre), Y, "y", y);
     if (want_z) output_like(pre, Z, "preactivation", z);
   });
+  if (!g->graph && want_z) {
+    // No plan with Z as a second output: Z from the graph without the activation, then Y from
+    // a pointwise graph; still no ATen.
+    z = conv_forward(op, x, w, bias, p, Act::None).first;
+    if (gemm::activation_graph(op, z, act, y, Tensor())) return {y, z};
+  }
   if (!g->graph) {
     warn_fallback(op, g->unsupported);
     return aten();

@@ -57,6 +57,28 @@ Tensor matmul_operand(const Tensor& t) {
   return t.contiguous();
 }
 
+bool activation_graph(const char* op, const Tensor& z, Act act, const Tensor& y,
+                      const Tensor& amax) {
+  Key key("activation");
+  key.add(z).add(y).add(amax).add(static_cast<int64_t>(act)).add_device(z.device());
+  auto g = cached_graph(key, z.device(), op, [&](Graph& gr) {
+    set_numerics(gr, z);
+    ir::Tensor in = tensor_like(gr, Z, "preactivation", z);
+    ir::Tensor out =
+        act == Act::None ? gr.unary(PointwiseMode::Identity, in) : apply_act(gr, act, in);
+    output_like(out, Y, "y", y);
+    if (amax.defined()) {
+      ir::Tensor m = gr.reduction(out, {ReductionMode::Amax});
+      m->set_output(true).set_name("amax").set_uid(AMAX);
+      m->set_dim(std::vector<int64_t>(z.dim(), 1)).set_stride(std::vector<int64_t>(z.dim(), 1));
+      m->set_data_type(data_type_of(amax, op, "amax"));
+    }
+  });
+  if (!g->graph) return false;
+  execute(*g, z.device(), op, {{Z, &z}, {Y, &y}, {AMAX, &amax}});
+  return true;
+}
+
 Epilogue epilogue(const char* op, const Tensor& a_in, const Tensor& b_in, const Tensor& bias,
                   double alpha, Act act, bool want_amax, bool want_z) {
   const Tensor a = matmul_operand(a_in), b = matmul_operand(b_in);
@@ -99,6 +121,12 @@ Epilogue epilogue(const char* op, const Tensor& a_in, const Tensor& b_in, const 
       m->set_data_type(data_type_of(st, op, "amax"));
     }
   });
+  if (!g->graph && want_z) {
+    // No plan with Z as a second output: Z from the graph without the activation, then Y (and
+    // AMAX) from a pointwise graph; still no ATen.
+    r.z = epilogue(op, a, b, bias, alpha, Act::None, false).y;
+    if (activation_graph(op, r.z, act, r.y, want_amax ? r.amax : Tensor())) return r;
+  }
   if (!g->graph) {
     warn_fallback(op, g->unsupported);
     return aten();
