@@ -248,3 +248,29 @@ def test_llama_block_errors():
     blk = dt.LlamaBlock(16, 2, 1, 32, max_seq_len=4)
     with pytest.raises(ValueError, match="max_seq_len"):
         blk(rand(1, 5, 16))
+
+
+def test_direct_entries_of_the_block_ops():
+    from dnngraph.torch import _fast
+
+    x, r, w = rand(3, 8, grad=True), rand(3, 8, grad=True), rand(8, grad=True)
+    z = rand(3, 12, grad=True)
+    q = rand(1, 2, 5, 6, grad=True)
+    cos, sin = F.rope_cos_sin(5, 6)
+    # Same values and gradients through the direct entries as through torch.ops.
+    for inputs, fast, boxed in (
+        ((x, r, w), lambda: _fast.add_rms_norm(x, r, 8, w, 1e-6)[1], lambda: ops.add_rms_norm.default(x, r, [8], w, 1e-6)[1]),
+        ((z,), lambda: _fast.swiglu(z), lambda: ops.swiglu.default(z)),
+        ((q,), lambda: _fast.rope(q, cos, sin), lambda: ops.rope.default(q, cos, sin)),
+    ):
+        y, yr = fast(), boxed()
+        torch.testing.assert_close(y, yr, rtol=0, atol=0)
+        assert y.grad_fn is not None
+        g = rand(*y.shape)
+        for u, v in zip(torch.autograd.grad(y, inputs, g), torch.autograd.grad(yr, inputs, g)):
+            torch.testing.assert_close(u, v, rtol=0, atol=0)
+
+    class Sub(torch.Tensor):
+        pass
+
+    assert _fast.swiglu(z.detach().as_subclass(Sub)) is NotImplemented

@@ -196,6 +196,10 @@ def add_rms_norm(
     """``s = input + residual`` and ``rms_norm(s, normalized_shape, weight, eps)`` in one graph;
     returns ``(s, normed)`` (the pre-norm block's residual stream and the next sublayer's
     input). Both are differentiable."""
+    if _fast is not None and not _compiling():
+        r = _fast.add_rms_norm(input, residual, normalized_shape, weight, eps)
+        if r is not NotImplemented:
+            return r
     shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
     s, y, _ = _add_rms_norm(input, residual, shape, weight, eps)
     return s, y
@@ -203,6 +207,10 @@ def add_rms_norm(
 
 def swiglu(input: torch.Tensor) -> torch.Tensor:
     """``silu(a) * b`` where ``a, b = input.chunk(2, dim=-1)``: the gate of a SwiGLU MLP."""
+    if _fast is not None and not _compiling():
+        y = _fast.swiglu(input)
+        if y is not NotImplemented:
+            return y
     return _swiglu(input)
 
 
@@ -212,6 +220,10 @@ def rope(input: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Ten
     ``rope_cos_sin``). ``input`` may be any strided view; the result is stored
     ``[B, S, H, D]`` when ``input`` is a head split of ``[B, S, H*D]`` (else contiguous), so
     attention keeps that layout and merging the heads back stays a view."""
+    if _fast is not None and not _compiling():
+        y = _fast.rope(input, cos, sin)
+        if y is not NotImplemented:
+            return y
     return _rope(input, cos, sin)
 
 
