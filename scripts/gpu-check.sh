@@ -59,7 +59,7 @@ if [ "${TORCH_CHECKS:-1}" = 1 ] && [ -f "$build/python/dnngraph/torch/libdnngrap
   run torch_tests 300 env PYTHONPATH="$build/python" python3 -m pytest -q -p no:cacheprovider \
     python/tests/test_torch_norm.py python/tests/test_torch_gemm.py python/tests/test_torch_conv.py \
     python/tests/test_torch_sdpa.py python/tests/test_torch_runtime.py python/tests/test_torch_examples.py \
-    python/tests/test_torch_out.py python/tests/test_torch_distributed.py
+    python/tests/test_torch_out.py python/tests/test_torch_distributed.py python/tests/test_torch_train.py python/tests/test_torch_llama.py python/tests/test_torch_conv_residual.py python/tests/test_torch_blocks_compile.py
   tail -n 15 "$out/torch_tests.log"
   run torch_blocks 240 env PYTHONPATH="$build/python" python3 examples/torch_blocks.py --bench
   cat "$out/torch_blocks.log"
