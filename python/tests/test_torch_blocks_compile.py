@@ -73,3 +73,20 @@ def test_reduce_overhead_captures_the_ops(kind):
         out.square().mean().backward()
     assert not counters["inductor"]["cudagraph_skips"], dict(counters["inductor"])
     assert_close(compiled(x), ref(x), torch.float32, "cuda", scale=4)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_blocks_compile_dynamic_shapes(kind):
+    """dynamic=True: the Meta kernels (the training ops' and the layout rules') take symbolic
+    sizes; two sequence lengths / batch sizes run through one compiled graph."""
+    ours, ref = torch_blocks.pair(kind, "cpu")
+    torch._dynamo.reset()
+    f = torch.compile(ours, dynamic=True, backend="aot_eager", fullgraph=True)
+    for n in (3, 5):
+        x = torch.randn(2, n, 64) if kind != "resnet" else torch.randn(n, 32, 6, 6).to(memory_format=torch.channels_last)
+        xo, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+        y, yr = f(xo), ref(xr)
+        y.square().sum().backward()
+        yr.square().sum().backward()
+        assert_close(y, yr, torch.float32, scale=10)
+        assert_close(xo.grad, xr.grad, torch.float32, scale=100)
