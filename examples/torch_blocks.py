@@ -1,6 +1,8 @@
-"""A small transformer block and a ResNet basic block built from dnngraph.torch ops, each next
-to the same block in plain PyTorch (sharing one state dict). A few SGD steps on both give the
-same losses; on a GPU, --bench times forward+backward against eager PyTorch and torch.compile.
+"""A small GPT-style transformer block, a Llama-style block (RMSNorm, GQA attention with RoPE,
+SwiGLU MLP) and a ResNet basic block built from dnngraph.torch ops, each next to the same block
+in plain PyTorch (sharing one state dict). A few SGD steps on both give the same losses; on a
+GPU, --bench times forward+backward against eager PyTorch and torch.compile (bench/torch/
+blocks.py does so at model sizes).
 
     python examples/torch_blocks.py [--device cuda] [--bench]
 """
@@ -41,6 +43,49 @@ class TransformerBlock(nn.Module):
         return x + self.fc2(h)
 
 
+def rotate_half(x, cos, sin):
+    """Eager rotary embedding (rotate-half form), cos/sin [S, D/2]."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+
+class TorchLlamaBlock(nn.Module):
+    """dnngraph.torch.LlamaBlock in plain PyTorch, with the same parameter names."""
+
+    def __init__(self, dim, heads, kv_heads, hidden, eps=1e-6, max_seq_len=4096, head_dim=None):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim or dim // heads
+        self.attn_norm = nn.RMSNorm(dim, eps=eps)
+        self.attn = nn.Module()
+        self.attn.wqkv = nn.Linear(dim, (heads + 2 * kv_heads) * self.head_dim, bias=False)
+        self.attn.wo = nn.Linear(heads * self.head_dim, dim, bias=False)
+        cos, sin = dt.functional.rope_cos_sin(max_seq_len, self.head_dim)
+        self.attn.register_buffer("rope_cos", cos, persistent=False)
+        self.attn.register_buffer("rope_sin", sin, persistent=False)
+        self.mlp_norm = nn.RMSNorm(dim, eps=eps)
+        self.mlp = nn.Module()
+        self.mlp.w13 = nn.Linear(dim, 2 * hidden, bias=False)
+        self.mlp.w2 = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        h, kv, d = self.heads, self.kv_heads, self.head_dim
+        q, k, v = self.attn.wqkv(self.attn_norm(x)).split([h * d, kv * d, kv * d], dim=-1)
+        q, k, v = (t.view(b, s, -1, d).transpose(1, 2) for t in (q, k, v))
+        cos, sin = self.attn.rope_cos[:s], self.attn.rope_sin[:s]
+        q, k = rotate_half(q, cos, sin), rotate_half(k, cos, sin)
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kv != h)
+        x = x + self.attn.wo(o.transpose(1, 2).reshape(b, s, h * d))
+        g, u = self.mlp.w13(self.mlp_norm(x)).chunk(2, dim=-1)
+        return x + self.mlp.w2(torch.nn.functional.silu(g) * u)
+
+
+def llama_block(dim=64, heads=4, kv_heads=2, hidden=128, ours=True, max_seq_len=4096, head_dim=None):
+    if ours:
+        return dt.LlamaBlock(dim, heads, kv_heads, hidden, max_seq_len=max_seq_len, head_dim=head_dim)
+    return TorchLlamaBlock(dim, heads, kv_heads, hidden, max_seq_len=max_seq_len, head_dim=head_dim)
+
+
 class BasicBlock(nn.Module):
     """ResNet basic block without batch norm: relu(x + conv2(relu(conv1(x))))."""
 
@@ -49,31 +94,34 @@ class BasicBlock(nn.Module):
         self.ours = ours
         if ours:
             self.conv1 = dt.Conv2dBiasAct(channels, channels, 3, padding=1, activation="relu")
-            self.conv2 = dt.Conv2dBiasAct(channels, channels, 3, padding=1)
+            self.conv2 = dt.Conv2dBiasAct(channels, channels, 3, padding=1, activation="relu")
         else:
             self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
             self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
 
     def forward(self, x):
         h = self.conv1(x)
-        if not self.ours:
-            h = torch.relu(h)
-        return torch.relu(x + self.conv2(h))
+        if self.ours:  # the residual add and relu in conv2's graph
+            return self.conv2(h, residual=x)
+        return torch.relu(x + self.conv2(torch.relu(h)))
 
 
-def pair(kind, device, dtype=torch.float32):
-    """(ours, reference) with the same parameters."""
+MAKERS = {"transformer": TransformerBlock, "llama": llama_block, "resnet": BasicBlock}
+
+
+def pair(kind, device, dtype=torch.float32, **sizes):
+    """(ours, reference) with the same parameters; sizes: the block's constructor arguments."""
     torch.manual_seed(0)
-    make = TransformerBlock if kind == "transformer" else BasicBlock
-    ref = make(ours=False).to(device, dtype)
-    ours = make(ours=True).to(device, dtype)
+    make = MAKERS[kind]
+    ref = make(ours=False, **sizes).to(device, dtype)
+    ours = make(ours=True, **sizes).to(device, dtype)
     ours.load_state_dict(ref.state_dict())
     return ours, ref
 
 
 def batch(kind, device, dtype=torch.float32, size="small"):
     g = torch.Generator().manual_seed(1)
-    if kind == "transformer":
+    if kind in ("transformer", "llama"):
         b, s = (4, 16) if size == "small" else (16, 512)
         shape = (b, s, 64)
     else:
@@ -121,7 +169,7 @@ def main():
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--bench", action="store_true", help="time forward+backward (GPU)")
     args = p.parse_args()
-    for kind in ("transformer", "resnet"):
+    for kind in ("transformer", "llama", "resnet"):
         ours, ref = pair(kind, args.device)
         x, target = batch(kind, args.device)
         a, b = train(ours, x, target), train(ref, x, target)

@@ -59,7 +59,7 @@ if [ "${TORCH_CHECKS:-1}" = 1 ] && [ -f "$build/python/dnngraph/torch/libdnngrap
   run torch_tests 300 env PYTHONPATH="$build/python" python3 -m pytest -q -p no:cacheprovider \
     python/tests/test_torch_norm.py python/tests/test_torch_gemm.py python/tests/test_torch_conv.py \
     python/tests/test_torch_sdpa.py python/tests/test_torch_runtime.py python/tests/test_torch_examples.py \
-    python/tests/test_torch_out.py python/tests/test_torch_distributed.py
+    python/tests/test_torch_out.py python/tests/test_torch_distributed.py python/tests/test_torch_train.py python/tests/test_torch_llama.py python/tests/test_torch_conv_residual.py python/tests/test_torch_blocks_compile.py
   tail -n 15 "$out/torch_tests.log"
   run torch_blocks 240 env PYTHONPATH="$build/python" python3 examples/torch_blocks.py --bench
   cat "$out/torch_blocks.log"
@@ -68,6 +68,7 @@ if [ "${TORCH_CHECKS:-1}" = 1 ] && [ -f "$build/python/dnngraph/torch/libdnngrap
   # conv2d_bias_act vs eager and torch.compile max-autotune (minutes the first time).
   run torch_conv_autotune 420 env PYTHONPATH="$build/python" python3 bench/torch/bench_conv_autotune.py
   cat "$out/torch_conv_autotune.log"
+  run torch_blocks_bench 600 env PYTHONPATH="$build/python" python3 bench/torch/blocks.py; tail -n 30 "$out/torch_blocks_bench.log"
 fi
 [ "${TORCH_ONLY:-0}" = 1 ] && { for k in "${!result[@]}"; do printf "%-28s rc=%s\n" "$k" "${result[$k]}"; done; exit 0; }
 # Python on the GPU: the pytest suite (torch tests included) and the tutorial's code unchanged.

@@ -45,7 +45,7 @@ def test_guide_pattern_exits_without_leak_warnings():
     assert "leak" not in r.stderr.lower(), r.stderr
 
 
-@pytest.mark.parametrize("kind", ["transformer", "resnet"])
+@pytest.mark.parametrize("kind", ["transformer", "llama", "resnet"])
 def test_blocks_train_like_torch(kind):
     ours, ref = torch_blocks.pair(kind, "cpu")
     x, target = torch_blocks.batch(kind, "cpu")

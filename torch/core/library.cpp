@@ -29,11 +29,16 @@ TORCH_LIBRARY(dnngraph, m) {
 // The backward ops have no derivative of their own. As for ATen's ops without double backward,
 // a backward run with create_graph=True records a node that raises "derivative for
 // dnngraph::<op> is not implemented" when a gradient of the gradient is asked for (instead
-// of silently giving zeros); a plain backward redispatches at no cost.
+// of silently giving zeros); a plain backward redispatches at no cost. The same for the
+// training forwards (`*_train`), which the forward ops' autograd kernels call below autograd:
+// called directly on tensors that require grad, their outputs refuse a backward.
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
   for (const char* op :
        {"linear_act_backward", "matmul_epilogue_backward", "conv2d_bias_act_backward",
-        "sdpa_backward", "layer_norm_backward", "rms_norm_backward"})
+        "sdpa_backward", "layer_norm_backward", "rms_norm_backward", "linear_act_train",
+        "matmul_epilogue_train", "conv2d_bias_act_train", "linear_act_train_backward",
+        "matmul_epilogue_train_backward", "conv2d_bias_act_train_backward", "add_rms_norm_backward",
+        "swiglu_backward", "rope_backward", "activation_backward"})
     m.impl(op, torch::autograd::autogradNotImplementedFallback());
 }
 

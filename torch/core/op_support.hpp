@@ -48,4 +48,67 @@ bool wants_grad(const T&... t) {
   return at::GradMode::is_enabled() && (needs_grad_of(t) || ...);
 }
 
+// ---------------------------------------------------------------- attention layouts
+// [B, H, S, D] tensors of attention: whether t's heads are interleaved with its positions (a
+// head split of a [B, S, H*D] projection). Symbolic, so Meta kernels share the rule.
+inline bool heads_inside(const at::Tensor& t) {
+  return t.sym_stride(1) < t.sym_stride(2) && t.sym_size(1) > 1 && t.sym_size(2) > 1;
+}
+// A new [B, H, S, d] tensor in like's layout: stored [B, S, H, d] when like's heads are inside,
+// so that merging the heads back (or a head split's gradient) stays a view.
+inline at::Tensor empty_bhsd(const at::Tensor& like, const c10::SymInt& d,
+                             const at::TensorOptions& o) {
+  if (heads_inside(like))
+    return at::empty_symint({like.sym_size(0), like.sym_size(2), like.sym_size(1), d}, o)
+        .transpose(1, 2);
+  return at::empty_symint({like.sym_size(0), like.sym_size(1), like.sym_size(2), d}, o);
+}
+// The gradient of an attention input: its strides when dense, else empty_bhsd's layout.
+inline at::Tensor empty_grad_bhsd(const at::Tensor& t) {
+  return t.is_non_overlapping_and_dense() ? at::empty_like(t)
+                                          : empty_bhsd(t, t.sym_size(3), t.options());
+}
+
+// ---------------------------------------------------------------- training: saved tensors
+// What the backward of act(z) needs from the forward: nothing (none), the output itself (relu:
+// relu'(z) = [y > 0]), or the pre-activation z, which the forward graph then emits as a
+// second output of the same graph.
+inline bool saves_preactivation(Act act) { return act != Act::None && act != Act::Relu; }
+
+// The pointwise mode of act's derivative: out = act'(in1) * in0 (in0 = dY, in1 = z; for relu
+// the output y works as in1 too).
+inline PointwiseMode act_backward_mode(Act act) {
+  switch (act) {
+    case Act::Relu:
+      return PointwiseMode::ReluBwd;
+    case Act::Gelu:
+      return PointwiseMode::GeluBwd;
+    case Act::GeluTanh:
+      return PointwiseMode::GeluApproxTanhBwd;
+    case Act::Silu:
+      return PointwiseMode::SiluBwd;
+    case Act::Tanh:
+      return PointwiseMode::TanhBwd;
+    case Act::Sigmoid:
+      return PointwiseMode::SigmoidBwd;
+    case Act::None:
+      break;
+  }
+  return PointwiseMode::Identity;
+}
+
+// dZ = act'(saved) * dY as a (virtual) graph tensor; dY itself for no activation.
+inline ir::Tensor act_backward(Graph& g, Act act, ir::Tensor dy, ir::Tensor saved) {
+  if (act == Act::None) return dy;
+  return g.binary(act_backward_mode(act), std::move(dy), std::move(saved));
+}
+
+// Backward graphs fuse the activation's derivative into the products that read dZ; when the
+// engine has no plan for such a graph, the op runs the unfused dnngraph graphs instead (dZ
+// materialized once). set_unfused_backward(true) takes that path always (tests, comparisons).
+bool unfused_backward();
+void set_unfused_backward(bool v);
+// Logs once per op, at info level (DNNGRAPH_LOG=info), that the unfused path runs and why.
+void note_unfused(const char* op, const Status& why);
+
 }  // namespace dnngraph::torch_ops

@@ -1,15 +1,31 @@
 // dnngraph::conv2d_bias_act and its backward.
 //   forward : Y = act(conv_fprop(X, W) + bias)  (one graph; NCHW or channels_last: the graph
-//             takes the tensors' strides, W follows X's memory format, Y keeps it)
-//   backward: dZ = act'(Z) * dY (ATen; Z recomputed by the forward graph with act none),
-//             dX = conv_dgrad(dZ, W), dW = conv_wgrad(dZ, X) (one graph each), dbias = sum(dZ).
+//             takes the tensors' strides, W follows X's memory format, Y keeps it). For
+//             training (conv2d_bias_act_train) the same graph also writes the pre-activation
+//             Z where the backward needs it (relu: Y suffices).
+//   backward: two graphs, each with dZ = act'(Z) * dY fused in front:
+//             dX = conv_dgrad(dZ, W);  dW = conv_wgrad(dZ, X) and dbias = sum(dZ).
+//             Every gradient keeps the memory format of its tensor (channels_last end to end).
 #include "core/op_support.hpp"
 #include "core/shape_rules.hpp"
+#include "ops/gemm.hpp"  // gemm::activation_graph
 
 namespace dnngraph::torch_ops {
 namespace {
 
-enum Uid : int64_t { X = 1, W = 2, BIAS = 3, DY = 4, Y = 100, DX = 101, DW = 102 };
+enum Uid : int64_t {
+  X = 1,
+  W = 2,
+  BIAS = 3,
+  DY = 4,
+  SAVED = 5,
+  Y = 100,
+  DX = 101,
+  DW = 102,
+  Z = 103,
+  DBIAS = 104,
+  DZ = 105
+};
 
 struct ConvParams {
   std::vector<int64_t> stride, padding, dilation;
@@ -52,8 +68,10 @@ void check_inputs(const char* op, const Tensor& x, const Tensor& w, const OptTen
   }
 }
 
-Tensor conv_forward(const char* op, const Tensor& x_in, const Tensor& w_in, const OptTensor& bias,
-                    const ConvParams& p, Act act) {
+// (y, z): z, the pre-activation, only when want_z (an extra output of the same graph).
+std::pair<Tensor, Tensor> conv_forward(const char* op, const Tensor& x_in, const Tensor& w_in,
+                                       const OptTensor& bias, const ConvParams& p, Act act,
+                                       bool want_z = false) {
   const Tensor x = rules::engine_operand(x_in.contiguous(p.format)),
                w = rules::engine_operand(w_in.contiguous(p.format));
   const std::vector<int64_t> shape = out_shape(x, w, p);
@@ -61,29 +79,40 @@ Tensor conv_forward(const char* op, const Tensor& x_in, const Tensor& w_in, cons
                     at::IntArrayRef(shape), " is empty; 'x' ", x.sizes(), " is too small for ",
                     "'weight' ", w.sizes(), " with this padding, stride and dilation");
   Tensor y = at::empty(shape, x.options().memory_format(p.format));
+  Tensor z = want_z ? at::empty_like(y) : Tensor();
   const Tensor b = has(bias) ? rules::engine_operand(bias->reshape({1, -1, 1, 1})) : Tensor();
   auto aten = [&] {
-    y.copy_(aten_act(act, at::conv2d(x, w, value_or_undefined(bias), p.stride, p.padding,
-                                     p.dilation, p.groups)));
-    return y;
+    Tensor pre =
+        at::conv2d(x, w, value_or_undefined(bias), p.stride, p.padding, p.dilation, p.groups);
+    y.copy_(aten_act(act, pre));
+    if (want_z) z.copy_(pre);
+    return std::pair{y, z};
   };
   if (y.numel() == 0) return aten();
   Key key(op);
   key.add(x).add(w).add(b).add(at::IntArrayRef(p.stride)).add(at::IntArrayRef(p.padding));
-  key.add(at::IntArrayRef(p.dilation)).add(static_cast<int64_t>(act)).add_device(x.device());
+  key.add(at::IntArrayRef(p.dilation)).add(static_cast<int64_t>(act)).add(want_z);
+  key.add_device(x.device());
   auto g = cached_graph(key, x.device(), op, [&](Graph& gr) {
     set_numerics(gr, x);
-    ir::Tensor z = gr.conv_fprop(tensor_like(gr, X, "x", x), tensor_like(gr, W, "weight", w),
-                                 attrs_of<ir::ConvFpropAttrs>(p));
-    if (b.defined()) z = gr.bias(z, tensor_like(gr, BIAS, "bias", b));
-    output_like(apply_act(gr, act, z), Y, "y", y);
+    ir::Tensor pre = gr.conv_fprop(tensor_like(gr, X, "x", x), tensor_like(gr, W, "weight", w),
+                                   attrs_of<ir::ConvFpropAttrs>(p));
+    if (b.defined()) pre = gr.bias(pre, tensor_like(gr, BIAS, "bias", b));
+    output_like(apply_act(gr, act, pre), Y, "y", y);
+    if (want_z) output_like(pre, Z, "preactivation", z);
   });
+  if (!g->graph && want_z) {
+    // No plan with Z as a second output: Z from the graph without the activation, then Y from
+    // a pointwise graph; still no ATen.
+    z = conv_forward(op, x, w, bias, p, Act::None).first;
+    if (gemm::activation_graph(op, z, act, y, Tensor())) return {y, z};
+  }
   if (!g->graph) {
     warn_fallback(op, g->unsupported);
     return aten();
   }
-  execute(*g, x.device(), op, {{X, &x}, {W, &w}, {BIAS, &b}, {Y, &y}});
-  return y;
+  execute(*g, x.device(), op, {{X, &x}, {W, &w}, {BIAS, &b}, {Y, &y}, {Z, &z}});
+  return {y, z};
 }
 
 Tensor conv2d_bias_act(const Tensor& x, const Tensor& w, const OptTensor& bias,
@@ -93,7 +122,23 @@ Tensor conv2d_bias_act(const Tensor& x, const Tensor& w, const OptTensor& bias,
   rules::conv2d(op, x, w, bias, stride, padding, dilation, groups);
   check_inputs(op, x, w, bias);
   const ConvParams p = conv_params(x, stride, padding, dilation, groups);
-  return conv_forward(op, x, w, bias, p, parse_act(op, act));
+  return conv_forward(op, x, w, bias, p, parse_act(op, act)).first;
+}
+
+// The forward for training: (y, z), z the pre-activation where the backward needs it, else an
+// empty tensor.
+std::tuple<Tensor, Tensor> conv2d_bias_act_train(const Tensor& x, const Tensor& w,
+                                                 const OptTensor& bias, at::IntArrayRef stride,
+                                                 at::IntArrayRef padding, at::IntArrayRef dilation,
+                                                 int64_t groups, c10::string_view act_name) {
+  const char* op = "conv2d_bias_act";
+  rules::conv2d(op, x, w, bias, stride, padding, dilation, groups);
+  check_inputs(op, x, w, bias);
+  const ConvParams p = conv_params(x, stride, padding, dilation, groups);
+  const Act act = parse_act(op, act_name);
+  const bool want_z = saves_preactivation(act);
+  auto [y, z] = conv_forward(op, x, w, bias, p, act, want_z);
+  return {y, want_z ? z : at::empty({0}, x.options())};
 }
 
 // One of the two gradient graphs: dX = dgrad(dZ, W) or dW = wgrad(dZ, X).
@@ -130,18 +175,90 @@ Tensor conv_grad(const char* op, bool data, const Tensor& dz, const Tensor& othe
   return out;
 }
 
-std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward(
+// One fused gradient graph: dZ = act'(saved) * dY in front of dgrad (data) or of wgrad and the
+// bias reduction. False when the engine has no plan for it.
+struct ConvBackward {
+  Tensor dy, saved, x, w;  // saved: Z (relu: Y); undefined for no activation
+  Act act = Act::None;
+};
+ir::Tensor conv_dz(Graph& gr, const ConvBackward& b) {
+  ir::Tensor dy = tensor_like(gr, DY, "dy", b.dy);
+  if (b.act == Act::None) return dy;
+  return act_backward(gr, b.act, dy, tensor_like(gr, SAVED, "saved", b.saved));
+}
+bool conv_grad_fused(const char* op, const ConvBackward& b, const ConvParams& p, bool data,
+                     const Tensor& out, const Tensor& dbias) {
+  Key key(data ? "conv2d_dgrad_fused" : "conv2d_wgrad_fused");
+  key.add(b.dy).add(b.saved).add(data ? b.w : b.x).add(out).add(dbias);
+  key.add(static_cast<int64_t>(b.act)).add(at::IntArrayRef(p.stride));
+  key.add(at::IntArrayRef(p.padding)).add(at::IntArrayRef(p.dilation)).add_device(b.dy.device());
+  auto g = cached_graph(key, b.dy.device(), op, [&](Graph& gr) {
+    set_numerics(gr, b.dy);
+    ir::Tensor dz = conv_dz(gr, b);
+    if (data) {
+      ir::Tensor dx =
+          gr.conv_dgrad(dz, tensor_like(gr, W, "weight", b.w), attrs_of<ir::ConvDgradAttrs>(p));
+      output_like(dx, DX, "dx", out);
+      return;
+    }
+    if (out.defined())
+      output_like(gr.conv_wgrad(dz, tensor_like(gr, X, "x", b.x), attrs_of<ir::ConvWgradAttrs>(p)),
+                  DW, "dweight", out);
+    if (dbias.defined()) output_like(gr.reduction(dz, {ReductionMode::Add}), DBIAS, "dbias", dbias);
+  });
+  if (!g->graph) {
+    note_unfused(op, g->unsupported);
+    return false;
+  }
+  execute(*g, b.dy.device(), op,
+          {{DY, &b.dy},
+           {SAVED, &b.saved},
+           {W, &b.w},
+           {X, &b.x},
+           {DX, data ? &out : nullptr},
+           {DW, data ? nullptr : &out},
+           {DBIAS, &dbias}});
+  return true;
+}
+
+// The unfused path's dZ (and dbias), materialized by one graph in dY's memory format.
+Tensor conv_dz_graph(const char* op, const ConvBackward& b, const ConvParams& p,
+                     const Tensor& dbias) {
+  Tensor dz = at::empty(b.dy.sizes(), b.dy.options().memory_format(p.format));
+  auto aten = [&] {
+    dz.copy_(aten_act_backward(b.act, b.dy, b.saved));
+    if (dbias.defined()) dbias.copy_(dz.sum({0, 2, 3}, true));
+    return dz;
+  };
+  Key key("conv2d_dz");
+  key.add(b.dy).add(b.saved).add(dz).add(dbias).add(static_cast<int64_t>(b.act));
+  key.add_device(b.dy.device());
+  auto g = cached_graph(key, b.dy.device(), op, [&](Graph& gr) {
+    set_numerics(gr, b.dy);
+    ir::Tensor d = conv_dz(gr, b);
+    if (b.act == Act::None) d = gr.unary(PointwiseMode::Identity, d);
+    output_like(d, DZ, "dz", dz);
+    if (dbias.defined()) output_like(gr.reduction(d, {ReductionMode::Add}), DBIAS, "dbias", dbias);
+  });
+  if (!g->graph) {
+    warn_fallback(op, g->unsupported);
+    return aten();
+  }
+  execute(*g, b.dy.device(), op, {{DY, &b.dy}, {SAVED, &b.saved}, {DZ, &dz}, {DBIAS, &dbias}});
+  return dz;
+}
+
+std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_train_backward(
     const Tensor& dy, const Tensor& x_in, const Tensor& w_in, const OptTensor& bias,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-    c10::string_view act_name, std::array<bool, 3> mask) {
+    c10::string_view act_name, const OptTensor& saved, std::array<bool, 3> mask) {
   const char* op = "conv2d_bias_act_backward";
   rules::check_grad(op, dy, "dy",
                     rules::conv2d(op, x_in, w_in, bias, stride, padding, dilation, groups));
   check_inputs(op, x_in, w_in, bias);
-  check_device(op, x_in, "x", {{&dy, "dy"}});
+  check_device(op, x_in, "x", {{&dy, "dy"}, {has(saved) ? &*saved : nullptr, "saved"}});
   check_same_dtype(op, x_in, "x", dy, "dy");
   const ConvParams p = conv_params(x_in, stride, padding, dilation, groups);
-  const Act act = parse_act(op, act_name);
   if (x_in.numel() == 0 || dy.numel() == 0) {  // an empty batch (or no channels): zero grads
     auto zeros = [&](const Tensor& t, at::MemoryFormat f) {
       return at::zeros(t.sizes(), t.options().memory_format(f));
@@ -149,19 +266,45 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward(
     return {mask[0] ? zeros(x_in, p.format) : Tensor(), mask[1] ? zeros(w_in, p.format) : Tensor(),
             mask[2] && has(bias) ? zeros(*bias, at::MemoryFormat::Contiguous) : Tensor()};
   }
-  const Tensor x = rules::engine_operand(x_in.contiguous(p.format)),
-               w = rules::engine_operand(w_in.contiguous(p.format));
-  TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(out_shape(x, w, p)), "dnngraph::", op,
+  ConvBackward b;
+  b.act = parse_act(op, act_name);
+  b.x = rules::engine_operand(x_in.contiguous(p.format));
+  b.w = rules::engine_operand(w_in.contiguous(p.format));
+  TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(out_shape(b.x, b.w, p)), "dnngraph::", op,
                     ": 'dy' has shape ", dy.sizes(), "; the forward's output is ",
-                    at::IntArrayRef(out_shape(x, w, p)));
-  Tensor dz = dy;
-  if (act != Act::None) dz = aten_act_backward(act, dy, conv_forward(op, x, w, bias, p, Act::None));
-  dz = rules::engine_operand(dz.contiguous(p.format));
-  Tensor dx, dw, db;
-  if (mask[0]) dx = conv_grad(op, true, dz, w, x.sizes().vec(), p);
-  if (mask[1]) dw = conv_grad(op, false, dz, x, w.sizes().vec(), p);
-  if (mask[2] && has(bias)) db = dz.sum({0, 2, 3});
+                    at::IntArrayRef(out_shape(b.x, b.w, p)));
+  b.dy = rules::engine_operand(dy.contiguous(p.format));
+  if (b.act != Act::None) {
+    if (has(saved) && saved->numel() > 0) {
+      TORCH_CHECK_VALUE(saved->sizes() == dy.sizes(), "dnngraph::", op, ": 'saved' has shape ",
+                        saved->sizes(), "; expected the output's ", dy.sizes());
+      b.saved = rules::engine_operand(saved->contiguous(p.format));
+    } else {  // a direct call without it: the forward graph recomputes the pre-activation
+      b.saved = conv_forward(op, b.x, b.w, bias, p, Act::None).first;
+    }
+  }
+  Tensor dx = mask[0] ? at::empty(b.x.sizes(), b.x.options().memory_format(p.format)) : Tensor();
+  Tensor dw = mask[1] ? at::empty(b.w.sizes(), b.w.options().memory_format(p.format)) : Tensor();
+  Tensor db = mask[2] && has(bias) ? at::empty({b.w.size(0)}, bias->options()) : Tensor();
+  const Tensor db4 = db.defined() ? db.view({1, -1, 1, 1}) : Tensor();
+  bool data_ok = !dx.defined(), weight_ok = !dw.defined() && !db.defined();
+  if (!unfused_backward()) {
+    if (!data_ok) data_ok = conv_grad_fused(op, b, p, true, dx, Tensor());
+    if (!weight_ok) weight_ok = conv_grad_fused(op, b, p, false, dw, db4);
+  }
+  if (data_ok && weight_ok) return {dx, dw, db};
+  const Tensor dz = conv_dz_graph(op, b, p, weight_ok ? Tensor() : db4);
+  if (!data_ok) dx.copy_(conv_grad(op, true, dz, b.w, b.x.sizes().vec(), p));
+  if (!weight_ok && dw.defined()) dw.copy_(conv_grad(op, false, dz, b.x, b.w.sizes().vec(), p));
   return {dx, dw, db};
+}
+
+std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward(
+    const Tensor& dy, const Tensor& x, const Tensor& w, const OptTensor& bias,
+    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+    c10::string_view act, std::array<bool, 3> mask) {
+  return conv2d_bias_act_train_backward(dy, x, w, bias, stride, padding, dilation, groups, act,
+                                        std::nullopt, mask);
 }
 
 // ---------------------------------------------------------------- Meta
@@ -175,6 +318,16 @@ Tensor conv2d_bias_act_meta(const Tensor& x, const Tensor& w, const OptTensor& b
                     ? at::MemoryFormat::ChannelsLast
                     : at::MemoryFormat::Contiguous;
   return at::empty_symint(s, x.options().memory_format(format));
+}
+
+std::tuple<Tensor, Tensor> conv2d_bias_act_train_meta(const Tensor& x, const Tensor& w,
+                                                      const OptTensor& bias, at::IntArrayRef stride,
+                                                      at::IntArrayRef padding,
+                                                      at::IntArrayRef dilation, int64_t groups,
+                                                      c10::string_view act) {
+  Tensor y = conv2d_bias_act_meta(x, w, bias, stride, padding, dilation, groups, act);
+  const bool want_z = saves_preactivation(parse_act("conv2d_bias_act", act));
+  return {y, want_z ? at::empty_like(y) : at::empty({0}, x.options())};
 }
 
 std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward_meta(
@@ -193,14 +346,26 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward_meta(
           mask[2] && has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};
 }
 
+std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_train_backward_meta(
+    const Tensor& dy, const Tensor& x, const Tensor& w, const OptTensor& bias,
+    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+    c10::string_view act, const OptTensor&, std::array<bool, 3> mask) {
+  return conv2d_bias_act_backward_meta(dy, x, w, bias, stride, padding, dilation, groups, act,
+                                       mask);
+}
+
 // ---------------------------------------------------------------- autograd
 
 using ConvSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
                        at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
+using ConvTrainSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const OptTensor&,
+                                                at::IntArrayRef, at::IntArrayRef, at::IntArrayRef,
+                                                int64_t, c10::string_view);
 using ConvBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
                                                       const OptTensor&, at::IntArrayRef,
                                                       at::IntArrayRef, at::IntArrayRef, int64_t,
-                                                      c10::string_view, std::array<bool, 3>);
+                                                      c10::string_view, const OptTensor&,
+                                                      std::array<bool, 3>);
 
 class ConvFn : public torch::autograd::Function<ConvFn> {
  public:
@@ -208,10 +373,13 @@ class ConvFn : public torch::autograd::Function<ConvFn> {
                                const OptTensor& bias, at::IntArrayRef stride,
                                at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
                                c10::string_view act) {
-    static auto op = op_handle<ConvSig>("dnngraph::conv2d_bias_act");
+    static auto op = op_handle<ConvTrainSig>("dnngraph::conv2d_bias_act_train");
     at::AutoDispatchBelowADInplaceOrView guard;
-    Tensor y = op.call(x, w, bias, stride, padding, dilation, groups, act);
-    ctx->save_for_backward({x, w, value_or_undefined(bias)});
+    auto [y, z] = op.call(x, w, bias, stride, padding, dilation, groups, act);
+    // What the backward reads act' from: y for relu, z for the others, nothing for none.
+    const Act a = parse_act("conv2d_bias_act", act);
+    const Tensor saved = a == Act::Relu ? y : (saves_preactivation(a) ? z : Tensor());
+    ctx->save_for_backward({x, w, value_or_undefined(bias), saved});
     ctx->saved_data["stride"] = stride.vec();
     ctx->saved_data["padding"] = padding.vec();
     ctx->saved_data["dilation"] = dilation.vec();
@@ -220,7 +388,7 @@ class ConvFn : public torch::autograd::Function<ConvFn> {
     return {y};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    static auto op = op_handle<ConvBwdSig>("dnngraph::conv2d_bias_act_backward");
+    static auto op = op_handle<ConvBwdSig>("dnngraph::conv2d_bias_act_train_backward");
     const variable_list none(8);
     if (!grads[0].defined()) return none;
     auto s = ctx->get_saved_variables();
@@ -230,7 +398,7 @@ class ConvFn : public torch::autograd::Function<ConvFn> {
     const auto stride = d["stride"].toIntVector(), padding = d["padding"].toIntVector(),
                dilation = d["dilation"].toIntVector();
     auto [dx, dw, db] = op.call(grads[0], s[0], s[1], opt(s[2]), stride, padding, dilation,
-                                d["groups"].toInt(), d["act"].toStringRef(), mask);
+                                d["groups"].toInt(), d["act"].toStringRef(), opt(s[3]), mask);
     variable_list r = none;
     r[0] = dx, r[1] = dw, r[2] = db;
     return r;
@@ -258,6 +426,16 @@ TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
       "conv2d_bias_act_backward(Tensor dy, Tensor x, Tensor w, Tensor? bias, int[2] stride, "
       "int[2] padding, int[2] dilation, int groups, str act, bool[3] output_mask) -> (Tensor, "
       "Tensor, Tensor)");
+  // The training pair the autograd kernel calls: the forward also returns the pre-activation
+  // where the backward needs it (else an empty tensor); the backward takes it as `saved` (Z, or
+  // Y for relu) instead of recomputing it.
+  m.def(
+      "conv2d_bias_act_train(Tensor x, Tensor w, Tensor? bias, int[2] stride, int[2] padding, "
+      "int[2] dilation, int groups, str act) -> (Tensor, Tensor)");
+  m.def(
+      "conv2d_bias_act_train_backward(Tensor dy, Tensor x, Tensor w, Tensor? bias, int[2] "
+      "stride, int[2] padding, int[2] dilation, int groups, str act, Tensor? saved, bool[3] "
+      "output_mask) -> (Tensor, Tensor, Tensor)");
 }
 
 // The same kernels serve CPU (reference engine) and CUDA (cuDNN): the handle follows the
@@ -266,6 +444,8 @@ namespace {
 void impl_devices(torch::Library& m) {
   m.impl("conv2d_bias_act", &conv2d_bias_act);
   m.impl("conv2d_bias_act_backward", &conv2d_bias_act_backward);
+  m.impl("conv2d_bias_act_train", &conv2d_bias_act_train);
+  m.impl("conv2d_bias_act_train_backward", &conv2d_bias_act_train_backward);
 }
 }  // namespace
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
@@ -273,6 +453,8 @@ TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
   m.impl("conv2d_bias_act", &conv2d_bias_act_meta);
   m.impl("conv2d_bias_act_backward", &conv2d_bias_act_backward_meta);
+  m.impl("conv2d_bias_act_train", &conv2d_bias_act_train_meta);
+  m.impl("conv2d_bias_act_train_backward", &conv2d_bias_act_train_backward_meta);
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) { m.impl("conv2d_bias_act", &conv2d_bias_act_autograd); }
 

@@ -1,23 +1,20 @@
 // dnngraph::linear_act and matmul_epilogue (+ backward): one graph
 //   Y = act(alpha * (A @ B) + bias)  [and AMAX = max|Y|]
 // over 3-D A [Ba, M, K], B [Bb, K, N] (batch dims 1 broadcast). linear_act is the same graph
-// with A = x as [1, M, K] and B = W^T as a strided view [1, K, N]. The backward recomputes the
-// pre-activation with the same graph (act none), applies the activation's derivative with
-// ATen, and runs both matmuls (dA = alpha dZ B^T, dB = alpha A^T dZ) as dnngraph graphs.
-#include "core/op_support.hpp"
+// with A = x as [1, M, K] and B = W^T as a strided view [1, K, N].
+// Training: when autograd will need it, the forward graph also emits the pre-activation Z (for
+// relu the output Y is enough), which the backward takes back: it never runs the forward again.
+// The graphs themselves: gemm_graphs.cpp.
+#include "ops/gemm.hpp"
 #include "core/shape_rules.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
 
-enum Uid : int64_t { A = 1, B = 2, BIAS = 3, Y = 100, AMAX = 101 };
-
-// A matmul operand the engines take: strides >= 1, one of the last two dims has stride 1.
-Tensor matmul_operand(const Tensor& t_in) {
-  const Tensor t = rules::engine_operand(t_in);
-  if (t.stride(-1) == 1 || t.stride(-2) == 1) return t;
-  return t.contiguous();
-}
+using gemm::BackwardProblem;
+using gemm::Epilogue;
+using gemm::epilogue;
+using gemm::epilogue_backward;
 
 // bias as 3-D, broadcastable to [batch, M, N].
 Tensor bias3(const char* op, const Tensor& bias, int64_t batch, int64_t m, int64_t n) {
@@ -30,74 +27,6 @@ Tensor bias3(const char* op, const Tensor& bias, int64_t batch, int64_t m, int64
     TORCH_CHECK_VALUE(shape[i] == 1 || shape[i] == want[i], "dnngraph::", op, ": 'bias' of shape ",
                       bias.sizes(), " does not broadcast to [", batch, ", ", m, ", ", n, "]");
   return rules::engine_operand(bias.reshape(shape));
-}
-
-// The fused graph on 3-D operands; y is [max(Ba, Bb), M, N] contiguous.
-std::pair<Tensor, Tensor> epilogue(const char* op, const Tensor& a_in, const Tensor& b_in,
-                                   const Tensor& bias, double alpha, Act act, bool want_amax) {
-  const Tensor a = matmul_operand(a_in), b = matmul_operand(b_in);
-  const int64_t batch = a.size(0) == 1 ? b.size(0) : a.size(0);  // 1 broadcasts, even to 0
-  const at::ScalarType st = stat_dtype(a.scalar_type());
-  Tensor y = at::empty({batch, a.size(1), b.size(2)}, a.options());
-  Tensor amax =
-      want_amax ? at::empty({}, a.options().dtype(st)) : at::empty({0}, a.options().dtype(st));
-  auto aten = [&] {
-    Tensor z = at::matmul(a, b);
-    if (alpha != 1.0) z = z * alpha;
-    if (bias.defined()) z = z + bias;
-    y.copy_(aten_act(act, z));
-    if (want_amax) amax.copy_(y.abs().max());
-    return std::pair{y, amax};
-  };
-  if (y.numel() == 0 || a.size(2) == 0) return aten();
-  Key key(op);
-  key.add(a)
-      .add(b)
-      .add(bias)
-      .add(alpha)
-      .add(static_cast<int64_t>(act))
-      .add(want_amax)
-      .add_device(a.device());
-  auto g = cached_graph(key, a.device(), op, [&](Graph& gr) {
-    set_numerics(gr, a);
-    ir::Tensor z = gr.matmul(tensor_like(gr, A, "a", a), tensor_like(gr, B, "b", b));
-    if (alpha != 1.0) z = gr.scale(z, gr.scalar(ir::Scalar::of_float(alpha), "alpha"));
-    if (bias.defined()) z = gr.bias(z, tensor_like(gr, BIAS, "bias", bias));
-    ir::Tensor out = apply_act(gr, act, z);
-    output_like(out, Y, "y", y);
-    if (want_amax) {
-      ir::Tensor m = gr.reduction(out, {ReductionMode::Amax});
-      m->set_output(true).set_name("amax").set_uid(AMAX).set_dim({1, 1, 1}).set_stride({1, 1, 1});
-      m->set_data_type(data_type_of(st, op, "amax"));
-    }
-  });
-  if (!g->graph) {
-    warn_fallback(op, g->unsupported);
-    return aten();
-  }
-  execute(*g, a.device(), op, {{A, &a}, {B, &b}, {BIAS, &bias}, {Y, &y}, {AMAX, &amax}});
-  return {y, amax};
-}
-
-// d/dA, d/dB, d/dbias of y = act(alpha * A @ B + bias) on 3-D operands.
-std::tuple<Tensor, Tensor, Tensor> epilogue_backward(const char* op, const Tensor& dy,
-                                                     const Tensor& a, const Tensor& b,
-                                                     const Tensor& bias, double alpha, Act act,
-                                                     std::array<bool, 3> mask) {
-  Tensor dz = dy;
-  if (act != Act::None)
-    dz = aten_act_backward(act, dy, epilogue(op, a, b, bias, alpha, Act::None, false).first);
-  Tensor da, db, dbias;
-  if (mask[0]) {
-    da = epilogue(op, dz, b.transpose(1, 2), Tensor(), alpha, Act::None, false).first;
-    if (a.size(0) == 1 && da.size(0) != 1) da = da.sum(0, true);
-  }
-  if (mask[1]) {
-    db = epilogue(op, a.transpose(1, 2), dz, Tensor(), alpha, Act::None, false).first;
-    if (b.size(0) == 1 && db.size(0) != 1) db = db.sum(0, true);
-  }
-  if (mask[2] && bias.defined()) dbias = dz.sum_to_size(bias.sizes());
-  return {da, db, dbias};
 }
 
 void check_pair(const char* op, const Tensor& a, const char* an, const Tensor& b, const char* bn,
@@ -141,24 +70,62 @@ Tensor linear_act(const Tensor& x, const Tensor& w, const OptTensor& bias, c10::
   const char* op = "linear_act";
   rules::linear(op, x, w, bias);
   const LinearView v = linear_view(op, x, w, bias);
-  return epilogue(op, v.a, v.b, v.bias, 1.0, parse_act(op, act), false).first.view(v.out_shape);
+  return epilogue(op, v.a, v.b, v.bias, 1.0, parse_act(op, act), false).y.view(v.out_shape);
 }
 
-std::tuple<Tensor, Tensor, Tensor> linear_act_backward(const Tensor& dy, const Tensor& x,
-                                                       const Tensor& w, const OptTensor& bias,
-                                                       c10::string_view act,
-                                                       std::array<bool, 3> mask) {
+// The forward for training: (y, z) with z the pre-activation where the backward needs it (an
+// output of the same graph), else an empty tensor.
+std::tuple<Tensor, Tensor> linear_act_train(const Tensor& x, const Tensor& w, const OptTensor& bias,
+                                            c10::string_view act_name) {
+  const char* op = "linear_act";
+  rules::linear(op, x, w, bias);
+  const LinearView v = linear_view(op, x, w, bias);
+  const Act act = parse_act(op, act_name);
+  const bool want_z = saves_preactivation(act);
+  Epilogue r = epilogue(op, v.a, v.b, v.bias, 1.0, act, false, want_z);
+  return {r.y.view(v.out_shape), want_z ? r.z.view(v.out_shape) : at::empty({0}, x.options())};
+}
+
+// The tensor the backward reads act' from: Z, or Y for relu; undefined when none was given.
+Tensor saved_for(Act act, const OptTensor& saved, at::IntArrayRef shape3) {
+  if (act == Act::None || !has(saved) || saved->numel() == 0) return Tensor();
+  return saved->reshape(shape3);
+}
+
+std::tuple<Tensor, Tensor, Tensor> linear_act_train_backward(const Tensor& dy, const Tensor& x,
+                                                             const Tensor& w, const OptTensor& bias,
+                                                             c10::string_view act_name,
+                                                             const OptTensor& saved,
+                                                             std::array<bool, 3> mask) {
   const char* op = "linear_act_backward";
   rules::check_grad(op, dy, "dy", rules::linear(op, x, w, bias));
   const LinearView v = linear_view(op, x, w, bias);
   check_pair(op, x, "x", dy, "dy", std::nullopt);
   TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(v.out_shape), "dnngraph::", op,
                     ": 'dy' has shape ", dy.sizes(), "; expected ", at::IntArrayRef(v.out_shape));
-  auto [da, db, dbias] = epilogue_backward(op, dy.reshape({1, -1, w.size(0)}), v.a, v.b, v.bias,
-                                           1.0, parse_act(op, act), mask);
-  return {mask[0] ? da.view(x.sizes()) : Tensor(),
-          mask[1] ? db.squeeze(0).t().contiguous() : Tensor(),
-          mask[2] && dbias.defined() ? dbias.view({w.size(0)}) : Tensor()};
+  const Act act = parse_act(op, act_name);
+  if (has(saved) && saved->numel() > 0)
+    TORCH_CHECK_VALUE(saved->sizes() == dy.sizes(), "dnngraph::", op, ": 'saved' has shape ",
+                      saved->sizes(), "; expected the output's ", dy.sizes());
+  const int64_t n = w.size(0);
+  BackwardProblem p;
+  p.dy = rules::engine_operand(dy.reshape({1, -1, n}));
+  p.saved = saved_for(act, saved, p.dy.sizes());
+  p.a = v.a, p.b = v.b, p.bias = v.bias, p.act = act;
+  Tensor dx = mask[0] ? at::empty(x.sizes(), x.options()) : Tensor();
+  Tensor dw = mask[1] ? at::empty(w.sizes(), w.options()) : Tensor();
+  Tensor db = mask[2] && has(bias) ? at::empty({n}, bias->options()) : Tensor();
+  epilogue_backward(op, p, dx.defined() ? dx.view(v.a.sizes()) : Tensor(),
+                    dw.defined() ? dw.t().unsqueeze(0) : Tensor(),
+                    db.defined() ? db.view({1, 1, n}) : Tensor());
+  return {dx, dw, db};
+}
+// Without the saved tensor: the pre-activation is recomputed by the forward graph first.
+std::tuple<Tensor, Tensor, Tensor> linear_act_backward(const Tensor& dy, const Tensor& x,
+                                                       const Tensor& w, const OptTensor& bias,
+                                                       c10::string_view act,
+                                                       std::array<bool, 3> mask) {
+  return linear_act_train_backward(dy, x, w, bias, act, std::nullopt, mask);
 }
 
 // ---------------------------------------------------------------- matmul_epilogue
@@ -193,23 +160,48 @@ std::tuple<Tensor, Tensor> matmul_epilogue(const Tensor& a, const Tensor& b, con
   const char* op = "matmul_epilogue";
   rules::matmul_epilogue(op, a, b, bias);
   const EpilogueView v = epilogue_view(op, a, b, bias);
-  auto [y, amax] = epilogue(op, v.a, v.b, v.bias, alpha, parse_act(op, act), want_amax);
-  return {v.two_d ? y.squeeze(0) : y, amax};
+  Epilogue r = epilogue(op, v.a, v.b, v.bias, alpha, parse_act(op, act), want_amax);
+  return {v.two_d ? r.y.squeeze(0) : r.y, r.amax};
 }
 
-std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward(const Tensor& dy, const Tensor& a,
-                                                            const Tensor& b, const OptTensor& bias,
-                                                            double alpha, c10::string_view act,
-                                                            std::array<bool, 3> mask) {
+// The forward for training: (y, amax, z), z as in linear_act_train.
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train(const Tensor& a, const Tensor& b,
+                                                         const OptTensor& bias, double alpha,
+                                                         c10::string_view act_name,
+                                                         bool want_amax) {
+  const char* op = "matmul_epilogue";
+  rules::matmul_epilogue(op, a, b, bias);
+  const EpilogueView v = epilogue_view(op, a, b, bias);
+  const Act act = parse_act(op, act_name);
+  const bool want_z = saves_preactivation(act);
+  Epilogue r = epilogue(op, v.a, v.b, v.bias, alpha, act, want_amax, want_z);
+  Tensor z = want_z ? (v.two_d ? r.z.squeeze(0) : r.z) : at::empty({0}, a.options());
+  return {v.two_d ? r.y.squeeze(0) : r.y, r.amax, z};
+}
+
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train_backward(
+    const Tensor& dy, const Tensor& a, const Tensor& b, const OptTensor& bias, double alpha,
+    c10::string_view act_name, const OptTensor& saved, std::array<bool, 3> mask) {
   const char* op = "matmul_epilogue_backward";
   rules::check_grad(op, dy, "dy", rules::matmul_epilogue(op, a, b, bias));
   const EpilogueView v = epilogue_view(op, a, b, bias);
   check_pair(op, a, "a", dy, "dy", std::nullopt);
   const Tensor dy3 = v.two_d ? dy.unsqueeze(0) : dy;
-  TORCH_CHECK_VALUE(dy3.dim() == 3 && dy3.size(1) == v.a.size(1) && dy3.size(2) == v.b.size(2),
+  TORCH_CHECK_VALUE(dy3.dim() == 3 && dy3.size(1) == v.a.size(1) && dy3.size(2) == v.b.size(2) &&
+                        dy3.size(0) == std::max(v.a.size(0), v.b.size(0)),
                     "dnngraph::", op, ": 'dy' has shape ", dy.sizes(), ", not the output's");
-  auto [da, db, dbias] =
-      epilogue_backward(op, dy3, v.a, v.b, v.bias, alpha, parse_act(op, act), mask);
+  if (has(saved) && saved->numel() > 0)
+    TORCH_CHECK_VALUE(saved->sizes() == dy.sizes(), "dnngraph::", op, ": 'saved' has shape ",
+                      saved->sizes(), "; expected the output's ", dy.sizes());
+  const Act act = parse_act(op, act_name);
+  BackwardProblem p;
+  p.dy = rules::engine_operand(dy3);
+  p.saved = saved_for(act, saved, dy3.sizes());
+  p.a = v.a, p.b = v.b, p.bias = v.bias, p.alpha = alpha, p.act = act;
+  Tensor da = mask[0] ? at::empty(v.a.sizes(), a.options()) : Tensor();
+  Tensor db = mask[1] ? at::empty(v.b.sizes(), b.options()) : Tensor();
+  Tensor dbias = mask[2] && has(bias) ? at::empty(v.bias.sizes(), bias->options()) : Tensor();
+  epilogue_backward(op, p, da, db, dbias);
   if (v.two_d) {
     if (da.defined()) da = da.squeeze(0);
     if (db.defined()) db = db.squeeze(0);
@@ -217,11 +209,25 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward(const Tensor& dy, co
   if (dbias.defined()) dbias = dbias.view(bias->sizes());
   return {da, db, dbias};
 }
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward(const Tensor& dy, const Tensor& a,
+                                                            const Tensor& b, const OptTensor& bias,
+                                                            double alpha, c10::string_view act,
+                                                            std::array<bool, 3> mask) {
+  return matmul_epilogue_train_backward(dy, a, b, bias, alpha, act, std::nullopt, mask);
+}
 
 // ---------------------------------------------------------------- Meta
 
 Tensor linear_act_meta(const Tensor& x, const Tensor& w, const OptTensor& bias, c10::string_view) {
   return at::empty_symint(rules::linear("linear_act", x, w, bias), x.options());
+}
+std::tuple<Tensor, Tensor> linear_act_train_meta(const Tensor& x, const Tensor& w,
+                                                 const OptTensor& bias, c10::string_view act) {
+  const rules::SymShape shape = rules::linear("linear_act", x, w, bias);
+  Tensor z = saves_preactivation(parse_act("linear_act", act))
+                 ? at::empty_symint(shape, x.options())
+                 : at::empty({0}, x.options());
+  return {at::empty_symint(shape, x.options()), z};
 }
 std::tuple<Tensor, Tensor, Tensor> linear_act_backward_meta(const Tensor& dy, const Tensor& x,
                                                             const Tensor& w, const OptTensor& bias,
@@ -234,13 +240,25 @@ std::tuple<Tensor, Tensor, Tensor> linear_act_backward_meta(const Tensor& dy, co
           mask[1] ? at::empty_symint(w.sym_sizes(), w.options()) : Tensor(),
           mask[2] && has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};
 }
+Tensor amax_meta(const Tensor& a, bool want_amax) {
+  auto st = a.options().dtype(stat_dtype(a.scalar_type()));
+  return want_amax ? at::empty({}, st) : at::empty({0}, st);
+}
 std::tuple<Tensor, Tensor> matmul_epilogue_meta(const Tensor& a, const Tensor& b,
                                                 const OptTensor& bias, double, c10::string_view,
                                                 bool want_amax) {
+  return {at::empty_symint(rules::matmul_epilogue("matmul_epilogue", a, b, bias), a.options()),
+          amax_meta(a, want_amax)};
+}
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train_meta(const Tensor& a, const Tensor& b,
+                                                              const OptTensor& bias, double,
+                                                              c10::string_view act,
+                                                              bool want_amax) {
   const rules::SymShape shape = rules::matmul_epilogue("matmul_epilogue", a, b, bias);
-  auto st = a.options().dtype(stat_dtype(a.scalar_type()));
-  Tensor amax = want_amax ? at::empty({}, st) : at::empty({0}, st);
-  return {at::empty_symint(shape, a.options()), amax};
+  Tensor z = saves_preactivation(parse_act("matmul_epilogue", act))
+                 ? at::empty_symint(shape, a.options())
+                 : at::empty({0}, a.options());
+  return {at::empty_symint(shape, a.options()), amax_meta(a, want_amax), z};
 }
 std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward_meta(const Tensor& dy, const Tensor& a,
                                                                  const Tensor& b,
@@ -254,38 +272,60 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward_meta(const Tensor& d
           mask[1] ? at::empty_symint(b.sym_sizes(), b.options()) : Tensor(),
           mask[2] && has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};
 }
+std::tuple<Tensor, Tensor, Tensor> linear_act_train_backward_meta(
+    const Tensor& dy, const Tensor& x, const Tensor& w, const OptTensor& bias, c10::string_view act,
+    const OptTensor&, std::array<bool, 3> mask) {
+  return linear_act_backward_meta(dy, x, w, bias, act, mask);
+}
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train_backward_meta(
+    const Tensor& dy, const Tensor& a, const Tensor& b, const OptTensor& bias, double alpha,
+    c10::string_view act, const OptTensor&, std::array<bool, 3> mask) {
+  return matmul_epilogue_backward_meta(dy, a, b, bias, alpha, act, mask);
+}
 
 // ---------------------------------------------------------------- autograd
 
 using LinSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, c10::string_view);
+using LinTrainSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const OptTensor&,
+                                               c10::string_view);
 using LinBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
                                                      const OptTensor&, c10::string_view,
-                                                     std::array<bool, 3>);
+                                                     const OptTensor&, std::array<bool, 3>);
 using EpiSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const OptTensor&, double,
                                           c10::string_view, bool);
+using EpiTrainSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&,
+                                                       const OptTensor&, double, c10::string_view,
+                                                       bool);
 using EpiBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
                                                      const OptTensor&, double, c10::string_view,
-                                                     std::array<bool, 3>);
+                                                     const OptTensor&, std::array<bool, 3>);
+
+// What the backward of act reads: the output y for relu, else z (undefined for none).
+Tensor to_save(Act act, const Tensor& y, const Tensor& z) {
+  if (act == Act::Relu) return y;
+  return saves_preactivation(act) ? z : Tensor();
+}
 
 class LinearActFn : public torch::autograd::Function<LinearActFn> {
  public:
   static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
                                const OptTensor& bias, c10::string_view act) {
-    static auto op = op_handle<LinSig>("dnngraph::linear_act");
+    static auto op = op_handle<LinTrainSig>("dnngraph::linear_act_train");
     at::AutoDispatchBelowADInplaceOrView guard;
-    Tensor y = op.call(x, w, bias, act);
-    ctx->save_for_backward({x, w, value_or_undefined(bias)});
+    auto [y, z] = op.call(x, w, bias, act);
+    ctx->save_for_backward(
+        {x, w, value_or_undefined(bias), to_save(parse_act("linear_act", act), y, z)});
     ctx->saved_data["act"] = std::string(act);
     return {y};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    static auto op = op_handle<LinBwdSig>("dnngraph::linear_act_backward");
+    static auto op = op_handle<LinBwdSig>("dnngraph::linear_act_train_backward");
     auto s = ctx->get_saved_variables();
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor(), Tensor()};
     std::array<bool, 3> mask{ctx->needs_input_grad(0), ctx->needs_input_grad(1),
                              s[2].defined() && ctx->needs_input_grad(2)};
     const std::string act = ctx->saved_data["act"].toStringRef();
-    auto [dx, dw, db] = op.call(grads[0], s[0], s[1], opt(s[2]), act, mask);
+    auto [dx, dw, db] = op.call(grads[0], s[0], s[1], opt(s[2]), act, opt(s[3]), mask);
     return {dx, dw, db, Tensor()};
   }
 };
@@ -295,24 +335,25 @@ class MatmulEpilogueFn : public torch::autograd::Function<MatmulEpilogueFn> {
   static variable_list forward(AutogradContext* ctx, const Tensor& a, const Tensor& b,
                                const OptTensor& bias, double alpha, c10::string_view act,
                                bool want_amax) {
-    static auto op = op_handle<EpiSig>("dnngraph::matmul_epilogue");
+    static auto op = op_handle<EpiTrainSig>("dnngraph::matmul_epilogue_train");
     at::AutoDispatchBelowADInplaceOrView guard;
-    auto [y, amax] = op.call(a, b, bias, alpha, act, want_amax);
-    ctx->save_for_backward({a, b, value_or_undefined(bias)});
+    auto [y, amax, z] = op.call(a, b, bias, alpha, act, want_amax);
+    ctx->save_for_backward(
+        {a, b, value_or_undefined(bias), to_save(parse_act("matmul_epilogue", act), y, z)});
     ctx->saved_data["act"] = std::string(act);
     ctx->saved_data["alpha"] = alpha;
     ctx->mark_non_differentiable({amax});
     return {y, amax};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    static auto op = op_handle<EpiBwdSig>("dnngraph::matmul_epilogue_backward");
+    static auto op = op_handle<EpiBwdSig>("dnngraph::matmul_epilogue_train_backward");
     auto s = ctx->get_saved_variables();
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
     std::array<bool, 3> mask{ctx->needs_input_grad(0), ctx->needs_input_grad(1),
                              s[2].defined() && ctx->needs_input_grad(2)};
     const std::string act = ctx->saved_data["act"].toStringRef();
-    auto [da, db, dbias] =
-        op.call(grads[0], s[0], s[1], opt(s[2]), ctx->saved_data["alpha"].toDouble(), act, mask);
+    auto [da, db, dbias] = op.call(grads[0], s[0], s[1], opt(s[2]),
+                                   ctx->saved_data["alpha"].toDouble(), act, opt(s[3]), mask);
     return {da, db, dbias, Tensor(), Tensor(), Tensor()};
   }
 };
@@ -338,6 +379,8 @@ std::tuple<Tensor, Tensor> matmul_epilogue_autograd(const Tensor& a, const Tenso
   return {r[0], r[1]};
 }
 
+void set_unfused_backward_op(bool v) { set_unfused_backward(v); }
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
@@ -351,6 +394,21 @@ TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
   m.def(
       "matmul_epilogue_backward(Tensor dy, Tensor a, Tensor b, Tensor? bias, float alpha, "
       "str act, bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
+  // The training pair the autograd kernels call: the forward also returns what the backward
+  // reads (the pre-activation; an empty tensor when the output suffices), the backward takes
+  // it as `saved` (Z, or Y for relu) instead of recomputing it.
+  m.def("linear_act_train(Tensor x, Tensor w, Tensor? bias, str act) -> (Tensor, Tensor)");
+  m.def(
+      "linear_act_train_backward(Tensor dy, Tensor x, Tensor w, Tensor? bias, str act, "
+      "Tensor? saved, bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "matmul_epilogue_train(Tensor a, Tensor b, Tensor? bias, float alpha, str act, "
+      "bool want_amax) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "matmul_epilogue_train_backward(Tensor dy, Tensor a, Tensor b, Tensor? bias, float alpha, "
+      "str act, Tensor? saved, bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
+  // Backward graphs: fused (default) or unfused (dZ materialized); for tests and comparisons.
+  m.def("_set_unfused_backward(bool unfused) -> ()", &set_unfused_backward_op);
 }
 
 // The same kernels serve CPU (reference engine) and CUDA (cuDNN): the handle follows the
@@ -358,18 +416,26 @@ TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
 namespace {
 void impl_devices(torch::Library& m) {
   m.impl("linear_act", &linear_act);
+  m.impl("linear_act_train", &linear_act_train);
   m.impl("linear_act_backward", &linear_act_backward);
+  m.impl("linear_act_train_backward", &linear_act_train_backward);
   m.impl("matmul_epilogue", &matmul_epilogue);
+  m.impl("matmul_epilogue_train", &matmul_epilogue_train);
   m.impl("matmul_epilogue_backward", &matmul_epilogue_backward);
+  m.impl("matmul_epilogue_train_backward", &matmul_epilogue_train_backward);
 }
 }  // namespace
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
   m.impl("linear_act", &linear_act_meta);
+  m.impl("linear_act_train", &linear_act_train_meta);
   m.impl("linear_act_backward", &linear_act_backward_meta);
+  m.impl("linear_act_train_backward", &linear_act_train_backward_meta);
   m.impl("matmul_epilogue", &matmul_epilogue_meta);
+  m.impl("matmul_epilogue_train", &matmul_epilogue_train_meta);
   m.impl("matmul_epilogue_backward", &matmul_epilogue_backward_meta);
+  m.impl("matmul_epilogue_train_backward", &matmul_epilogue_train_backward_meta);
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
   m.impl("linear_act", &linear_act_autograd);

@@ -2,6 +2,12 @@
 // strides), optional additive bias [B|1, H|1, S_q, S_kv] (differentiable), causal masking
 // (top-left aligned, as torch's is_causal), grouped-query attention (enable_gqa).
 // The forward returns (out, logsumexp [B, H, S_q] fp32); the backward takes them back.
+// Layouts (op_support.hpp, empty_bhsd): out follows q's layout ([B, S, H, D] storage when q is
+// a head split of [B, S, H*D], so merging the heads back is a view), dq/dk/dv follow q/k/v's
+// strides where those are dense (else the same rule), and dout is taken with any strides: no
+// copies around the graphs.
+// Without a cuDNN plan on a GPU the op runs ATen's flash attention (forward, and backward from
+// the saved out and logsumexp, no recompute) where it applies, else ATen's math.
 #include <torch/csrc/autograd/autograd.h>
 
 #include <cmath>
@@ -107,6 +113,19 @@ std::tuple<Tensor, Tensor> sdpa_math(const Tensor& q, const Tensor& k, const Ten
   return {out.to(q.scalar_type()).contiguous(), lse.contiguous()};
 }
 
+// ATen's flash attention takes these: CUDA, fp16/bf16, no bias, as many k/v heads as q heads,
+// one head dim <= 256 that is a multiple of 8, unit stride in the last dim.
+bool flash_applies(const Tensor& q, const Tensor& k, const Tensor& v, const Attn& a) {
+  const at::ScalarType t = q.scalar_type();
+  return q.is_cuda() && (t == at::kHalf || t == at::kBFloat16) && !a.bias.defined() &&
+         a.hq == a.hk && a.d == a.dv && a.d % 8 == 0 && a.d <= 256 && q.stride(-1) == 1 &&
+         k.stride(-1) == 1 && v.stride(-1) == 1;
+}
+
+Status with_path(const Status& why, const char* path) {
+  return make_error(ErrorCode::NotSupported, why.message(), "; it runs ", path);
+}
+
 // The backward through ATen's own attention (its fused kernels where it has them): recompute
 // the forward with autograd on and differentiate it. Used when the engine has no plan.
 std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_aten(const Tensor& dout, const Tensor& q,
@@ -141,7 +160,7 @@ std::tuple<Tensor, Tensor> sdpa(const Tensor& q_in, const Tensor& k_in, const Te
                v = rules::engine_operand(v_in);
   const Attn a = check_attn(op, q, k, v, bias, dropout_p, causal, scale, gqa);
   if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return sdpa_math(q, k, v, a, causal);
-  Tensor out = at::empty({a.b, a.hq, a.sq, a.dv}, q.options());
+  Tensor out = empty_bhsd(q, a.dv, q.options());
   Tensor lse = at::empty({a.b, a.hq, a.sq}, q.options().dtype(stat_dtype(q.scalar_type())));
   Key key(op);
   key.add(q).add(k).add(v).add(a.bias).add(a.scale).add(causal).add_device(q.device());
@@ -159,7 +178,12 @@ std::tuple<Tensor, Tensor> sdpa(const Tensor& q_in, const Tensor& k_in, const Te
     stats_port(r[1], lse);
   });
   if (!g->graph) {
-    warn_fallback(op, g->unsupported);
+    if (flash_applies(q, k, v, a)) {
+      warn_fallback(op, with_path(g->unsupported, "on ATen's flash attention"));
+      auto r = at::_scaled_dot_product_flash_attention(q, k, v, 0.0, causal, false, a.scale);
+      return {std::get<0>(r), std::get<1>(r)};
+    }
+    warn_fallback(op, with_path(g->unsupported, "on ATen's math attention"));
     return sdpa_math(q, k, v, a, causal);
   }
   execute(*g, q.device(), op,
@@ -203,9 +227,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout_in, 
     return finish(dq, dk, dv, db);
   };
   if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return math();
-  // Contiguous gradients whatever the inputs' strides (as the Meta kernel says).
-  Tensor dq = at::empty(q.sizes(), q.options()), dk = at::empty(k.sizes(), k.options());
-  Tensor dv = at::empty(v.sizes(), v.options());
+  Tensor dq = empty_grad_bhsd(q), dk = empty_grad_bhsd(k), dv = empty_grad_bhsd(v);
   Tensor db = a.bias.defined() ? at::empty_like(a.bias) : Tensor();
   Key key(op);
   key.add(dout).add(q).add(k).add(v).add(out).add(lse).add(a.bias).add(a.scale).add(causal);
@@ -228,7 +250,19 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout_in, 
     if (a.bias.defined()) output_like(r[3], DBIAS, "dbias", db);
   });
   if (!g->graph) {
-    warn_fallback(op, g->unsupported);
+    if (flash_applies(q, k, v, a) && dout.stride(-1) == 1 && out.stride(-1) == 1) {
+      warn_fallback(op, with_path(g->unsupported,
+                                  "on ATen's flash attention backward (from the saved out and "
+                                  "logsumexp, no forward recompute)"));
+      const Tensor none = at::empty({0}, q.options().dtype(at::kLong));
+      auto r = at::_scaled_dot_product_flash_attention_backward(dout, q, k, v, out, lse, Tensor(),
+                                                                Tensor(), a.sq, a.skv, 0.0, causal,
+                                                                none, none, a.scale);
+      return finish(std::get<0>(r), std::get<1>(r), std::get<2>(r), Tensor());
+    }
+    warn_fallback(op, with_path(g->unsupported,
+                                "on ATen's attention with the forward recomputed (flash or "
+                                "memory-efficient kernels where they apply, else math)"));
     return math();
   }
   execute(*g, q.device(), op,
@@ -252,10 +286,9 @@ std::tuple<Tensor, Tensor> sdpa_meta(const Tensor& q, const Tensor& k, const Ten
                                      const OptTensor& bias, double, bool causal,
                                      std::optional<double>, bool gqa) {
   rules::sdpa("sdpa", q, k, v, bias, causal, gqa);
-  return {
-      at::empty_symint({q.sym_size(0), q.sym_size(1), q.sym_size(2), v.sym_size(3)}, q.options()),
-      at::empty_symint({q.sym_size(0), q.sym_size(1), q.sym_size(2)},
-                       q.options().dtype(stat_dtype(q.scalar_type())))};
+  Tensor lse = at::empty_symint({q.sym_size(0), q.sym_size(1), q.sym_size(2)},
+                                q.options().dtype(stat_dtype(q.scalar_type())));
+  return {empty_bhsd(q, v.sym_size(3), q.options()), lse};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_meta(const Tensor& dout, const Tensor& q,
@@ -269,9 +302,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_meta(const Tensor& dout
                            {{&dout, "dout"}, {&out, "out"}, {&lse, "logsumexp"}});
   rules::check_grad("sdpa_backward", dout, "dout", shape);
   rules::check_grad("sdpa_backward", out, "out", shape);
-  return {at::empty_symint(q.sym_sizes(), q.options()),
-          at::empty_symint(k.sym_sizes(), k.options()),
-          at::empty_symint(v.sym_sizes(), v.options()),
+  return {empty_grad_bhsd(q), empty_grad_bhsd(k), empty_grad_bhsd(v),
           has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};
 }
 
@@ -311,8 +342,8 @@ class SdpaFn : public torch::autograd::Function<SdpaFn> {
     std::optional<double> scale;
     if (!d["scale"].isNone()) scale = d["scale"].toDouble();
     auto [dq, dk, dv, db] =
-        op.call(grads[0].contiguous(), s[0], s[1], s[2], s[3], s[4], opt(s[5]),
-                d["dropout_p"].toDouble(), d["causal"].toBool(), scale, d["gqa"].toBool());
+        op.call(grads[0], s[0], s[1], s[2], s[3], s[4], opt(s[5]), d["dropout_p"].toDouble(),
+                d["causal"].toBool(), scale, d["gqa"].toBool());
     variable_list r = none;
     r[0] = dq, r[1] = dk, r[2] = dv;
     if (s[5].defined() && ctx->needs_input_grad(3)) r[3] = db;

@@ -265,6 +265,57 @@ PyObject* sdpa(PyObject*, PyObject* const* a, Py_ssize_t n) {
   END_HANDLE_TH_ERRORS
 }
 
+// add_rms_norm(x, residual, normalized_shape, weight, eps) -> (sum, y)
+PyObject* add_rms_norm(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  HANDLE_TH_ERRORS
+  if (!arity(n, 5, "add_rms_norm")) return nullptr;
+  Args p{a};
+  const Tensor* x = p.tensor(0);
+  const Tensor* r = p.tensor(1);
+  c10::SmallVector<int64_t, 8> shape;
+  p.ints(2, shape, 1);
+  OptTensor w = p.opt_tensor(3);
+  const std::optional<double> eps = p.opt_real(4);
+  if (!p.ok) return not_plain();
+  using Sig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, c10::SymIntArrayRef,
+                                                 const OptTensor&, std::optional<double>);
+  static const auto op = find_op<Sig>("dnngraph::add_rms_norm");
+  auto [sum, y, rstd] = call_unboxed(op, *x, *r, c10::fromIntArrayRefSlow(shape), w, eps);
+  PyObject* t = PyTuple_New(2);
+  if (!t) return nullptr;
+  PyTuple_SET_ITEM(t, 0, THPVariable_Wrap(std::move(sum)));
+  PyTuple_SET_ITEM(t, 1, THPVariable_Wrap(std::move(y)));
+  return t;
+  END_HANDLE_TH_ERRORS
+}
+
+// swiglu(z) -> y
+PyObject* swiglu(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  HANDLE_TH_ERRORS
+  if (!arity(n, 1, "swiglu")) return nullptr;
+  Args p{a};
+  const Tensor* z = p.tensor(0);
+  if (!p.ok) return not_plain();
+  static const auto op = find_op<Tensor(const Tensor&)>("dnngraph::swiglu");
+  return THPVariable_Wrap(call_unboxed(op, *z));
+  END_HANDLE_TH_ERRORS
+}
+
+// rope(x, cos, sin) -> y
+PyObject* rope(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  HANDLE_TH_ERRORS
+  if (!arity(n, 3, "rope")) return nullptr;
+  Args p{a};
+  const Tensor* x = p.tensor(0);
+  const Tensor* c = p.tensor(1);
+  const Tensor* s = p.tensor(2);
+  if (!p.ok) return not_plain();
+  static const auto op =
+      find_op<Tensor(const Tensor&, const Tensor&, const Tensor&)>("dnngraph::rope");
+  return THPVariable_Wrap(call_unboxed(op, *x, *c, *s));
+  END_HANDLE_TH_ERRORS
+}
+
 PyMethodDef methods[] = {
     {"layer_norm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&layer_norm)),
      METH_FASTCALL, "layer_norm(x, normalized_shape, weight, bias, eps) -> y"},
@@ -278,6 +329,12 @@ PyMethodDef methods[] = {
     {"conv2d_bias_act",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&conv2d_bias_act)), METH_FASTCALL,
      "conv2d_bias_act(x, w, bias, stride, padding, dilation, groups, act) -> y"},
+    {"add_rms_norm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&add_rms_norm)),
+     METH_FASTCALL, "add_rms_norm(x, residual, normalized_shape, weight, eps) -> (sum, y)"},
+    {"swiglu", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&swiglu)), METH_FASTCALL,
+     "swiglu(z) -> y"},
+    {"rope", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&rope)), METH_FASTCALL,
+     "rope(x, cos, sin) -> y"},
     {"sdpa", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&sdpa)), METH_FASTCALL,
      "sdpa(q, k, v, attn_bias, dropout_p, is_causal, scale, enable_gqa) -> out"},
     {nullptr, nullptr, 0, nullptr}};

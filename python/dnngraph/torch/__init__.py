@@ -7,7 +7,9 @@ time) and registers the ops: CPU tensors run on the reference engine, CUDA tenso
   ``matmul_epilogue``, ``conv2d_bias_act``, ``scaled_dot_product_attention`` with
   ``torch.nn.functional`` signatures.
 * modules ``LayerNorm``, ``RMSNorm``, ``Linear``, ``Conv2dBiasAct``, ``MultiheadAttention``:
-  drop-in subclasses of their torch counterparts (same parameters, same state dicts).
+  drop-in subclasses of their torch counterparts (same parameters, same state dicts);
+  ``SwiGLU``, ``LlamaAttention``, ``LlamaBlock``: the parts of a Llama-style decoder block
+  (``add_rms_norm``, ``swiglu`` and ``rope`` in ``functional``).
 * ``cache_info()`` / ``clear_cache()`` / ``set_cache_capacity(n)``: the graph cache.
 * ``set_fallback_policy("warn" | "error")`` / ``fallback_policy()`` / ``fallback_count()``: what
   an op does when the engine has no plan for its inputs (run on ATen with a warning, or raise),
@@ -32,7 +34,16 @@ import dnngraph as _dnngraph  # noqa: E402,F401
 _torch.ops.load_library(_lib_path)
 
 from . import functional  # noqa: E402
-from .modules import Conv2dBiasAct, LayerNorm, Linear, MultiheadAttention, RMSNorm  # noqa: E402
+from .modules import (  # noqa: E402
+    Conv2dBiasAct,
+    LayerNorm,
+    Linear,
+    LlamaAttention,
+    LlamaBlock,
+    MultiheadAttention,
+    RMSNorm,
+    SwiGLU,
+)
 
 
 def cache_info():
@@ -75,6 +86,9 @@ __all__ = [
     "Linear",
     "Conv2dBiasAct",
     "MultiheadAttention",
+    "SwiGLU",
+    "LlamaAttention",
+    "LlamaBlock",
     "cache_info",
     "clear_cache",
     "set_cache_capacity",

@@ -3,7 +3,11 @@ fuses one). Each is one call of a C++ op (``torch.ops.dnngraph.*``): autograd, M
 for ``torch.compile`` and the graph cache live in C++.
 
 Activations: ``"none"``, ``"relu"``, ``"gelu"``, ``"gelu_tanh"``, ``"silu"``, ``"tanh"``,
-``"sigmoid"``.
+``"sigmoid"``; ``linear`` also takes ``"swiglu"`` (a packed ``[2F, K]`` weight, see there).
+
+The ops of modern decoder blocks: ``add_rms_norm`` (residual add fused with RMSNorm),
+``swiglu`` (the gated unit of SwiGLU MLPs) and ``rope`` (rotary position embedding, with
+``rope_cos_sin`` for its tables).
 """
 
 from typing import List, Optional, Sequence, Tuple, Union
@@ -19,6 +23,10 @@ _linear_act = _ops.linear_act.default
 _matmul_epilogue = _ops.matmul_epilogue.default
 _conv2d_bias_act = _ops.conv2d_bias_act.default
 _sdpa = _ops.sdpa.default
+_add_rms_norm = _ops.add_rms_norm.default
+_swiglu = _ops.swiglu.default
+_swiglu_linear = _ops.swiglu_linear.default
+_rope = _ops.rope.default
 
 # Direct entries of the same ops (torch/python/fast.cpp): the arguments go straight to C++ and
 # the op is called unboxed, as torch's own bindings call ATen, instead of through torch.ops'
@@ -38,6 +46,10 @@ __all__ = [
     "matmul_epilogue",
     "conv2d_bias_act",
     "scaled_dot_product_attention",
+    "add_rms_norm",
+    "swiglu",
+    "rope",
+    "rope_cos_sin",
 ]
 
 
@@ -79,7 +91,13 @@ def linear(
     activation: str = "none",
 ) -> torch.Tensor:
     """``activation(input @ weight.T + bias)``, like ``torch.nn.functional.linear`` then the
-    activation, fused into one graph."""
+    activation, fused into one graph.
+
+    ``activation="swiglu"``: ``weight`` is the packed ``[2F, K]`` = ``[W1; W3]`` (and ``bias``
+    ``[2F]``), the result ``silu(input @ W1.T + b1) * (input @ W3.T + b3)`` of shape ``[..., F]``
+    (the matmul graph, then the gate's pointwise graph)."""
+    if activation == "swiglu":
+        return _swiglu_linear(input, weight, bias)
     if _fast is not None and not _compiling():
         y = _fast.linear_act(input, weight, bias, activation)
         if y is not NotImplemented:
@@ -119,14 +137,21 @@ def conv2d_bias_act(
     dilation: Union[int, Sequence[int]] = 1,
     groups: int = 1,
     activation: str = "none",
+    residual: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
-    """``activation(conv2d(input, weight, bias, ...))``, like ``torch.nn.functional.conv2d``
-    (numeric padding only), fused. NCHW and channels_last inputs; the output keeps the input's
-    memory format."""
+    """``activation(conv2d(input, weight, bias, ...) [+ residual])``, like
+    ``torch.nn.functional.conv2d`` (numeric padding only), fused. NCHW and channels_last inputs;
+    the output keeps the input's memory format. ``residual`` (the output's shape) is added
+    before the activation, in the same graph (a ResNet block's ``relu(x + conv2(h))``)."""
     if isinstance(padding, str):
         raise ValueError(
             f"dnngraph conv2d_bias_act: padding='{padding}' is not supported; give the padding "
             "as an int or a pair of ints"
+        )
+    if residual is not None:
+        return _ops.conv2d_bias_add_act.default(
+            input, weight, bias, residual, _pair(stride), _pair(padding), _pair(dilation), groups,
+            activation,
         )
     if _fast is not None and not _compiling():
         y = _fast.conv2d_bias_act(input, weight, bias, stride, padding, dilation, groups, activation)
@@ -159,3 +184,58 @@ def scaled_dot_product_attention(
         if out is not NotImplemented:
             return out
     return _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)[0]
+
+
+def add_rms_norm(
+    input: torch.Tensor,
+    residual: torch.Tensor,
+    normalized_shape: Union[int, Sequence[int]],
+    weight: Optional[torch.Tensor] = None,
+    eps: Optional[float] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``s = input + residual`` and ``rms_norm(s, normalized_shape, weight, eps)`` in one graph;
+    returns ``(s, normed)`` (the pre-norm block's residual stream and the next sublayer's
+    input). Both are differentiable."""
+    if _fast is not None and not _compiling():
+        r = _fast.add_rms_norm(input, residual, normalized_shape, weight, eps)
+        if r is not NotImplemented:
+            return r
+    shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    s, y, _ = _add_rms_norm(input, residual, shape, weight, eps)
+    return s, y
+
+
+def swiglu(input: torch.Tensor) -> torch.Tensor:
+    """``silu(a) * b`` where ``a, b = input.chunk(2, dim=-1)``: the gate of a SwiGLU MLP."""
+    if _fast is not None and not _compiling():
+        y = _fast.swiglu(input)
+        if y is not NotImplemented:
+            return y
+    return _swiglu(input)
+
+
+def rope(input: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary position embedding (rotate-half form) of ``input`` ``[B, H, S, D]``:
+    ``x * cos + rotate_half(x) * sin`` with ``cos``/``sin`` ``[S, D/2]`` (see
+    ``rope_cos_sin``). ``input`` may be any strided view; the result is stored
+    ``[B, S, H, D]`` when ``input`` is a head split of ``[B, S, H*D]`` (else contiguous), so
+    attention keeps that layout and merging the heads back stays a view."""
+    if _fast is not None and not _compiling():
+        y = _fast.rope(input, cos, sin)
+        if y is not NotImplemented:
+            return y
+    return _rope(input, cos, sin)
+
+
+def rope_cos_sin(
+    seq_len: int,
+    head_dim: int,
+    base: float = 10000.0,
+    device: Optional[torch.device] = None,
+    dtype: torch.dtype = torch.float32,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The ``cos``/``sin`` tables ``[seq_len, head_dim/2]`` of ``rope`` (angle
+    ``pos * base^(-2i/head_dim)``)."""
+    inv = base ** (-torch.arange(0, head_dim, 2, device=device, dtype=torch.float64) / head_dim)
+    ang = torch.arange(seq_len, device=device, dtype=torch.float64)[:, None] * inv[None, :]
+    return ang.cos().to(dtype), ang.sin().to(dtype)

@@ -11,7 +11,16 @@ from torch import nn
 
 from . import functional as F
 
-__all__ = ["LayerNorm", "RMSNorm", "Linear", "Conv2dBiasAct", "MultiheadAttention"]
+__all__ = [
+    "LayerNorm",
+    "RMSNorm",
+    "Linear",
+    "Conv2dBiasAct",
+    "MultiheadAttention",
+    "SwiGLU",
+    "LlamaAttention",
+    "LlamaBlock",
+]
 
 
 class LayerNorm(nn.LayerNorm):
@@ -54,10 +63,11 @@ class Conv2dBiasAct(nn.Conv2d):
             )
         self.activation = activation
 
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
+    def forward(self, input: torch.Tensor, residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``activation(conv(input) + bias [+ residual])``, one graph."""
         return F.conv2d_bias_act(
             input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
-            self.activation,
+            self.activation, residual,
         )
 
     def extra_repr(self) -> str:
@@ -92,14 +102,18 @@ class MultiheadAttention(nn.MultiheadAttention):
             )
         b, s_q, e = query.shape
         h = self.num_heads
-        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
-        b_q, b_k, b_v = self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else (None,) * 3
+        def heads(y):
+            return y.view(b, y.shape[1], h, e // h).transpose(1, 2)
 
-        def heads(x, w, bias):
-            y = F.linear(x, w, bias)
-            return y.view(b, x.shape[1], h, e // h).transpose(1, 2)
-
-        q, k, v = heads(query, w_q, b_q), heads(key, w_k, b_k), heads(value, w_v, b_v)
+        if query is key and key is value:
+            # Self-attention: one projection with the packed weight (one GEMM, as torch's own
+            # module), the head split as strided views of its output.
+            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
+            q, k, v = (heads(t) for t in qkv.chunk(3, -1))
+        else:
+            ws = self.in_proj_weight.chunk(3)
+            bs = self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else (None,) * 3
+            q, k, v = (heads(F.linear(x, w, bias)) for x, w, bias in zip((query, key, value), ws, bs))
         if attn_mask is not None:
             if attn_mask.dtype == torch.bool:
                 # nn.MultiheadAttention's boolean masks say True = "not allowed to attend";
@@ -112,3 +126,81 @@ class MultiheadAttention(nn.MultiheadAttention):
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
         o = o.transpose(1, 2).reshape(b, s_q, e)
         return F.linear(o, self.out_proj.weight, self.out_proj.bias), None
+
+
+class SwiGLU(nn.Module):
+    """The gated MLP of Llama-style blocks: ``w2(silu(x @ W1.T) * (x @ W3.T))``. ``w13`` holds
+    ``[W1; W3]`` packed (``[2 * hidden, dim]``): one matmul graph and one gate graph, then
+    ``w2``."""
+
+    def __init__(self, dim, hidden, bias=False, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.w13 = nn.Linear(dim, 2 * hidden, bias=bias, **kw)
+        self.w2 = nn.Linear(hidden, dim, bias=bias, **kw)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.linear(x, self.w13.weight, self.w13.bias, "swiglu")
+        return F.linear(h, self.w2.weight, self.w2.bias)
+
+
+class LlamaAttention(nn.Module):
+    """Causal grouped-query self-attention with rotary position embedding: ``wqkv`` packs the
+    query, key and value projections (``[(heads + 2 * kv_heads) * head_dim, dim]``), the head
+    split is a view (``rope`` and attention take strided tensors), ``wo`` projects back.
+    ``max_seq_len`` sizes the rotary tables (non-persistent buffers); ``head_dim`` defaults to
+    ``dim // heads``."""
+
+    def __init__(self, dim, heads, kv_heads=None, max_seq_len=4096, rope_base=10000.0,
+                 head_dim=None, device=None, dtype=None):
+        super().__init__()
+        kv_heads = kv_heads or heads
+        if (head_dim is None and dim % heads) or heads % kv_heads:
+            raise ValueError(
+                f"dnngraph LlamaAttention: dim={dim} must be a multiple of heads={heads} (or give "
+                f"head_dim), and heads a multiple of kv_heads={kv_heads}"
+            )
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim or dim // heads
+        kw = dict(device=device, dtype=dtype)
+        self.wqkv = nn.Linear(dim, (heads + 2 * kv_heads) * self.head_dim, bias=False, **kw)
+        self.wo = nn.Linear(heads * self.head_dim, dim, bias=False, **kw)
+        cos, sin = F.rope_cos_sin(max_seq_len, self.head_dim, rope_base, device=device)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        h, kv, d = self.heads, self.kv_heads, self.head_dim
+        if s > self.rope_cos.shape[0]:
+            raise ValueError(
+                f"dnngraph LlamaAttention: sequence length {s} exceeds max_seq_len "
+                f"{self.rope_cos.shape[0]}; build the module with a larger max_seq_len"
+            )
+        # split (not slicing): autograd assembles the three gradients with one concatenation.
+        q, k, v = F.linear(x, self.wqkv.weight).split([h * d, kv * d, kv * d], dim=-1)
+        q, k, v = (t.view(b, s, -1, d).transpose(1, 2) for t in (q, k, v))
+        cos, sin = self.rope_cos[:s], self.rope_sin[:s]
+        q, k = F.rope(q, cos, sin), F.rope(k, cos, sin)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kv != h)
+        return F.linear(o.transpose(1, 2).reshape(b, s, h * d), self.wo.weight)
+
+
+class LlamaBlock(nn.Module):
+    """A Llama-style pre-norm decoder block: ``h = x + attn(rms_norm(x))``, then
+    ``h + mlp(rms_norm(h))`` with the second residual add fused into the second RMSNorm
+    (``add_rms_norm``), GQA attention with RoPE (``LlamaAttention``) and a SwiGLU MLP."""
+
+    def __init__(self, dim, heads, kv_heads=None, hidden=None, eps=1e-6, max_seq_len=4096,
+                 rope_base=10000.0, head_dim=None, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.attn_norm = RMSNorm(dim, eps=eps, **kw)
+        self.attn = LlamaAttention(dim, heads, kv_heads, max_seq_len, rope_base, head_dim, **kw)
+        self.mlp_norm = RMSNorm(dim, eps=eps, **kw)
+        self.mlp = SwiGLU(dim, hidden or 4 * dim, **kw)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = self.attn(self.attn_norm(x))
+        h, n = F.add_rms_norm(a, x, self.mlp_norm.normalized_shape, self.mlp_norm.weight,
+                              self.mlp_norm.eps)
+        return h + self.mlp(n)

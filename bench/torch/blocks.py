@@ -1,0 +1,191 @@
+"""Whole blocks, forward + backward: the dnngraph.torch modules of examples/torch_blocks.py
+against the same block in eager PyTorch, torch.compile of the eager block, and torch.compile of
+the dnngraph block, all in one process. Outputs and gradients (input and every parameter) are
+checked against eager before anything is timed; a fallback warning of any dnngraph op is
+reported (--strict makes it an error).
+
+  blocks (bf16, CUDA events, median ms of fwd+bwd of mean(block(x)^2)):
+    gpt_d1024    GPT block d1024 h16 ff4096, b8 s1024
+    gpt_d768     GPT block d768 h12 ff3072, b16 s512
+    llama_d2048  Llama-style block d2048, GQA 32/8 heads of 128, RoPE, SwiGLU ff5632, b4 s2048
+    resnet_c64   ResNet basic block c64 56x56, b32, channels_last
+    resnet_c256  ResNet basic block c256 14x14, b64, channels_last
+
+    python bench/torch/blocks.py [--blocks gpt_d1024,resnet_c64] [--iters 20] [--profile]
+    python bench/torch/blocks.py --cpu-smoke   # tiny sizes on the CPU (tests run this)
+"""
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import torch_blocks  # noqa: E402
+
+import dnngraph.torch  # noqa: E402,F401
+
+BLOCKS = {
+    "gpt_d1024": ("transformer", dict(dim=1024, heads=16, hidden=4096), (8, 1024, 1024)),
+    "gpt_d768": ("transformer", dict(dim=768, heads=12, hidden=3072), (16, 512, 768)),
+    "llama_d2048": (
+        "llama",
+        dict(dim=2048, heads=32, kv_heads=8, head_dim=128, hidden=5632, max_seq_len=2048),
+        (4, 2048, 2048),
+    ),
+    "resnet_c64": ("resnet", dict(channels=64), (32, 64, 56, 56)),
+    "resnet_c256": ("resnet", dict(channels=256), (64, 256, 14, 14)),
+}
+SMOKE = {
+    "gpt_d1024": ("transformer", dict(dim=32, heads=2, hidden=64), (2, 8, 32)),
+    "gpt_d768": ("transformer", dict(dim=24, heads=3, hidden=48), (2, 6, 24)),
+    "llama_d2048": (
+        "llama",
+        dict(dim=32, heads=4, kv_heads=2, head_dim=16, hidden=48, max_seq_len=16),
+        (2, 8, 32),
+    ),
+    "resnet_c64": ("resnet", dict(channels=8), (2, 8, 6, 6)),
+    "resnet_c256": ("resnet", dict(channels=16), (2, 16, 4, 4)),
+}
+
+
+def make_input(kind, shape, device, dtype):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(*shape, generator=g).to(device, dtype)
+    if kind == "resnet":
+        x = x.contiguous(memory_format=torch.channels_last)
+    return x
+
+
+def step(model, x):
+    """One forward + backward; returns (output, grad of x)."""
+    model.zero_grad(set_to_none=True)
+    xg = x.detach().requires_grad_()
+    out = model(xg)
+    out.float().square().mean().backward()
+    return out, xg.grad
+
+
+def rel_err(a, b):
+    a, b = a.float(), b.float()
+    return ((a - b).norm() / b.norm().clamp_min(1e-12)).item()
+
+
+def check(name, model, ref, x, tol):
+    """Output, input gradient and parameter gradients of model vs ref (eager)."""
+    out, gx = step(model, x)
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    out_r, gx_r = step(ref, x)
+    errs = {"out": rel_err(out, out_r), "dx": rel_err(gx, gx_r)}
+    for n, p in ref.named_parameters():
+        key = n.replace("_orig_mod.", "")
+        mine = {k.replace("_orig_mod.", ""): v for k, v in grads.items()}[key]
+        errs["d" + key] = rel_err(mine, p.grad)
+    worst = max(errs, key=errs.get)
+    ok = errs[worst] <= tol
+    print(f"  check {name}: worst rel. error {errs[worst]:.2e} ({worst}) {'ok' if ok else 'MISMATCH'}")
+    return ok
+
+
+def time_ms(model, x, iters, device):
+    for _ in range(3):
+        step(model, x)
+    if device == "cpu":
+        ts = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            step(model, x)
+            ts.append((time.perf_counter() - t0) * 1e3)
+        return sorted(ts)[len(ts) // 2]
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ts = []
+    for _ in range(iters):
+        start.record()
+        step(model, x)
+        end.record()
+        torch.cuda.synchronize()
+        ts.append(start.elapsed_time(end))
+    return sorted(ts)[len(ts) // 2]
+
+
+def profile(name, model, x, device, rows=15):
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if device != "cpu":
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=acts) as prof:
+        for _ in range(5):
+            step(model, x)
+        if device != "cpu":
+            torch.cuda.synchronize()
+    key = "self_cpu_time_total" if device == "cpu" else "self_cuda_time_total"
+    print(f"---- top kernels of {name} (dnngraph modules, 5 steps)")
+    print(prof.key_averages().table(sort_by=key, row_limit=rows))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--blocks", default=",".join(BLOCKS), help="comma-separated: " + ", ".join(BLOCKS))
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--profile", action="store_true", help="print the top kernels of our modules")
+    p.add_argument("--cpu-smoke", action="store_true", help="tiny sizes, fp32, on the CPU")
+    p.add_argument("--backend", default=None, help="torch.compile backend (default inductor; "
+                   "aot_eager with --cpu-smoke)")
+    p.add_argument("--no-compile", action="store_true", help="skip the torch.compile columns")
+    p.add_argument("--strict", action="store_true", help="a fallback warning is an error")
+    args = p.parse_args()
+    smoke = args.cpu_smoke
+    if not smoke and not torch.cuda.is_available():
+        sys.exit("bench/torch/blocks.py: needs a CUDA GPU (or --cpu-smoke)")
+    device = "cpu" if smoke else "cuda"
+    dtype = torch.float32 if smoke else torch.bfloat16
+    tol = 1e-4 if smoke else 2e-2
+    iters = 2 if smoke else args.iters
+    backend = args.backend or ("aot_eager" if smoke else "inductor")
+    table = smoke and SMOKE or BLOCKS
+    failures = []
+    rows = []
+    for name in args.blocks.split(","):
+        kind, sizes, shape = table[name]
+        print(f"{name}: {kind} {sizes} x{tuple(shape)} {dtype} on {device}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ours, ref = torch_blocks.pair(kind, device, dtype, **sizes)
+            x = make_input(kind, shape, device, dtype)
+            variants = {"dnngraph": ours, "eager": ref}
+            if not args.no_compile:
+                variants["compile"] = torch.compile(ref, backend=backend)
+                variants["compile(ours)"] = torch.compile(ours, backend=backend)
+            for vname in ("dnngraph", "compile(ours)"):
+                if vname in variants and not check(f"{vname} vs eager", variants[vname], ref, x, tol):
+                    failures.append(f"{name}: {vname} differs from eager")
+            ms = {v: time_ms(m, x, iters, device) for v, m in variants.items()}
+            if args.profile:
+                profile(name, ours, x, device)
+        fallbacks = sorted({str(w.message) for w in caught if "dnngraph::" in str(w.message)})
+        for f in fallbacks:
+            print(f"  fallback warning: {f}")
+        if fallbacks and args.strict:
+            failures.append(f"{name}: {len(fallbacks)} fallback warning(s)")
+        rows.append((name, ms))
+    cols = ["dnngraph", "eager"] + ([] if args.no_compile else ["compile", "compile(ours)"])
+    print()
+    print("| block | " + " | ".join(cols) + " | eager/ours |" + ("" if args.no_compile else " compile/ours |"))
+    print("| --- " * (len(cols) + (2 if not args.no_compile else 1) + 1) + "|")
+    for name, ms in rows:
+        cells = " | ".join(f"{ms[c]:.3f}" for c in cols)
+        ratio = f" {ms['eager'] / ms['dnngraph']:.2f}x |"
+        if not args.no_compile:
+            ratio += f" {ms['compile'] / ms['dnngraph']:.2f}x |"
+        print(f"| {name} | {cells} |{ratio}")
+    print(f"(median ms of forward+backward, {iters} iterations, {dtype}, {device}; compile backend {backend})")
+    if failures:
+        print("FAILED: " + "; ".join(failures))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""bench/torch/blocks.py's CPU smoke run: every block at tiny sizes, checked against eager
+(outputs and every gradient) for our modules and torch.compile of them, then timed."""
+
+import os
+import subprocess
+import sys
+
+from torch_util import torch  # noqa: F401  (skips without torch / dnngraph.torch)
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def test_blocks_bench_cpu_smoke():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "torch", "blocks.py"), "--cpu-smoke", "--strict"],
+        capture_output=True, text=True, env=env, timeout=900,
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    out = r.stdout
+    for name in ("gpt_d1024", "gpt_d768", "llama_d2048", "resnet_c64", "resnet_c256"):
+        assert f"| {name} |" in out, out
+        assert f"{name}:" in out
+    assert out.count(" ok") == 10, out  # dnngraph and compile(ours) vs eager, per block
+    assert "MISMATCH" not in out and "fallback warning" not in out

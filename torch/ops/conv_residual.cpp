@@ -1,0 +1,246 @@
+// dnngraph::conv2d_bias_add_act: a convolution with the residual add in its epilogue,
+//   Y = act(conv_fprop(X, W) + bias + residual)   (one graph; the ResNet block's second conv),
+// and dnngraph::activation_backward, dZ = act'(saved) * dY as one pointwise graph.
+// Backward (autograd): dZ = activation_backward(dY, Z or Y) is the residual's gradient (it must
+// be written anyway), then conv2d_bias_act's backward graphs with no activation take dZ
+// (dgrad; wgrad with the bias reduction). Layouts as conv2d_bias_act: channels_last end to end.
+#include "core/op_support.hpp"
+
+namespace dnngraph::torch_ops {
+namespace {
+
+enum Uid : int64_t { X = 1, W = 2, BIAS = 3, RES = 4, DY = 5, SAVED = 6 };
+enum OutUid : int64_t { Y = 100, Z = 101, DZ = 102 };
+
+at::MemoryFormat format_of(const Tensor& x) {
+  return x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
+             ? at::MemoryFormat::ChannelsLast
+             : at::MemoryFormat::Contiguous;
+}
+
+using ConvSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
+                       at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
+
+std::pair<Tensor, Tensor> forward(const Tensor& x_in, const Tensor& w_in, const OptTensor& bias,
+                                  const Tensor& res_in, at::IntArrayRef stride,
+                                  at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                                  c10::string_view act_name, bool train) {
+  const char* op = "conv2d_bias_add_act";
+  const Act act = parse_act(op, act_name);
+  TORCH_CHECK_VALUE(x_in.dim() == 4 && w_in.dim() == 4 && stride.size() == 2 &&
+                        padding.size() == 2 && dilation.size() == 2,
+                    "dnngraph::", op, ": expected 4-D 'x' and 'weight' and 2 values each of ",
+                    "stride, padding and dilation; got ", x_in.sizes(), " and ", w_in.sizes());
+  std::vector<int64_t> shape{x_in.size(0), w_in.size(0), 0, 0};
+  for (int i = 0; i < 2; ++i)
+    shape[2 + i] =
+        (x_in.size(2 + i) + 2 * padding[i] - dilation[i] * (w_in.size(2 + i) - 1) - 1) / stride[i] +
+        1;
+  const at::IntArrayRef out_shape(shape);
+  check_device(op, x_in, "x",
+               {{&w_in, "weight"}, {&res_in, "residual"}, {has(bias) ? &*bias : nullptr, "bias"}});
+  data_type_of(x_in, op, "x");
+  check_same_dtype(op, x_in, "x", w_in, "weight");
+  check_same_dtype(op, x_in, "x", res_in, "residual");
+  if (has(bias)) check_same_dtype(op, x_in, "x", *bias, "bias");
+  TORCH_CHECK_VALUE(res_in.sizes() == out_shape, "dnngraph::", op, ": 'residual' has shape ",
+                    res_in.sizes(), "; expected the convolution's output shape ", out_shape);
+  const at::MemoryFormat fmt = format_of(x_in);
+  const Tensor x = x_in.contiguous(fmt), w = w_in.contiguous(fmt), res = res_in.contiguous(fmt);
+  Tensor y = at::empty(out_shape, x.options().memory_format(fmt));
+  const bool want_z = train && saves_preactivation(act);
+  Tensor z = want_z ? at::empty_like(y) : Tensor();
+  const Tensor b = has(bias) ? bias->reshape({1, -1, 1, 1}) : Tensor();
+  ir::ConvFpropAttrs attrs;
+  attrs.set_padding(padding.vec()).set_stride(stride.vec()).set_dilation(dilation.vec());
+  Key key(op);
+  key.add(x).add(w).add(b).add(res).add(stride).add(padding).add(dilation);
+  key.add(static_cast<int64_t>(act)).add(want_z).add_device(x.device());
+  auto g = cached_graph(key, x.device(), op, [&](Graph& gr) {
+    set_numerics(gr, x);
+    ir::Tensor pre =
+        gr.conv_fprop(tensor_like(gr, X, "x", x), tensor_like(gr, W, "weight", w), attrs);
+    if (b.defined()) pre = gr.bias(pre, tensor_like(gr, BIAS, "bias", b));
+    pre = gr.add(pre, tensor_like(gr, RES, "residual", res));
+    output_like(apply_act(gr, act, pre), Y, "y", y);
+    if (want_z) output_like(pre, Z, "preactivation", z);
+  });
+  if (!g->graph) {
+    warn_fallback(op, g->unsupported);
+    Tensor pre =
+        at::conv2d(x, w, value_or_undefined(bias), stride, padding, dilation, groups) + res;
+    y.copy_(aten_act(act, pre));
+    if (want_z) z.copy_(pre);
+  } else {
+    execute(*g, x.device(), op, {{X, &x}, {W, &w}, {BIAS, &b}, {RES, &res}, {Y, &y}, {Z, &z}});
+  }
+  return {y, want_z ? z : at::empty({0}, x.options())};
+}
+
+Tensor conv2d_bias_add_act(const Tensor& x, const Tensor& w, const OptTensor& bias,
+                           const Tensor& res, at::IntArrayRef stride, at::IntArrayRef padding,
+                           at::IntArrayRef dilation, int64_t groups, c10::string_view act) {
+  return forward(x, w, bias, res, stride, padding, dilation, groups, act, false).first;
+}
+std::tuple<Tensor, Tensor> conv2d_bias_add_act_train(const Tensor& x, const Tensor& w,
+                                                     const OptTensor& bias, const Tensor& res,
+                                                     at::IntArrayRef stride,
+                                                     at::IntArrayRef padding,
+                                                     at::IntArrayRef dilation, int64_t groups,
+                                                     c10::string_view act) {
+  auto [y, z] = forward(x, w, bias, res, stride, padding, dilation, groups, act, true);
+  return {y, z};
+}
+
+// dZ = act'(saved) * dY (saved: Z, or Y for relu), in dY's memory format.
+Tensor activation_backward(const Tensor& dy_in, const Tensor& saved_in, c10::string_view name) {
+  const char* op = "activation_backward";
+  const Act act = parse_act(op, name);
+  check_device(op, dy_in, "dy", {{&saved_in, "saved"}});
+  data_type_of(dy_in, op, "dy");
+  TORCH_CHECK_VALUE(act == Act::None || saved_in.sizes() == dy_in.sizes(), "dnngraph::", op,
+                    ": 'saved' has shape ", saved_in.sizes(), " but 'dy' has ", dy_in.sizes());
+  const at::MemoryFormat fmt = dy_in.dim() == 4 ? format_of(dy_in) : at::MemoryFormat::Contiguous;
+  const Tensor dy = dy_in.contiguous(fmt);
+  Tensor dz = at::empty(dy.sizes(), dy.options().memory_format(fmt));
+  if (dz.numel() == 0) return dz;
+  const Tensor saved = act == Act::None ? Tensor() : saved_in.contiguous(fmt);
+  Key key(op);
+  key.add(dy).add(saved).add(static_cast<int64_t>(act)).add_device(dy.device());
+  auto g = cached_graph(key, dy.device(), op, [&](Graph& gr) {
+    set_numerics(gr, dy);
+    ir::Tensor d = tensor_like(gr, DY, "dy", dy);
+    d = act == Act::None ? gr.unary(PointwiseMode::Identity, d)
+                         : act_backward(gr, act, d, tensor_like(gr, SAVED, "saved", saved));
+    output_like(d, DZ, "dz", dz);
+  });
+  if (!g->graph) {
+    warn_fallback(op, g->unsupported);
+    return dz.copy_(aten_act_backward(act, dy, saved));
+  }
+  execute(*g, dy.device(), op, {{DY, &dy}, {SAVED, &saved}, {DZ, &dz}});
+  return dz;
+}
+
+// ---------------------------------------------------------------- Meta
+
+Tensor conv2d_bias_add_act_meta(const Tensor& x, const Tensor& w, const OptTensor& bias,
+                                const Tensor&, at::IntArrayRef stride, at::IntArrayRef padding,
+                                at::IntArrayRef dilation, int64_t groups, c10::string_view act) {
+  static auto meta = op_handle<ConvSig>("dnngraph::conv2d_bias_act");
+  return meta.call(x, w, bias, stride, padding, dilation, groups, act);
+}
+std::tuple<Tensor, Tensor> conv2d_bias_add_act_train_meta(const Tensor& x, const Tensor& w,
+                                                          const OptTensor& bias, const Tensor& res,
+                                                          at::IntArrayRef stride,
+                                                          at::IntArrayRef padding,
+                                                          at::IntArrayRef dilation, int64_t groups,
+                                                          c10::string_view act) {
+  Tensor y = conv2d_bias_add_act_meta(x, w, bias, res, stride, padding, dilation, groups, act);
+  const bool want_z = saves_preactivation(parse_act("conv2d_bias_add_act", act));
+  return {y, want_z ? at::empty_like(y) : at::empty({0}, x.options())};
+}
+Tensor activation_backward_meta(const Tensor& dy, const Tensor&, c10::string_view) {
+  const at::MemoryFormat fmt = dy.dim() == 4 ? format_of(dy) : at::MemoryFormat::Contiguous;
+  return at::empty_symint(dy.sym_sizes(), dy.options().memory_format(fmt));
+}
+
+// ---------------------------------------------------------------- autograd
+
+using AddSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, const Tensor&,
+                      at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
+using AddTrainSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const OptTensor&,
+                                               const Tensor&, at::IntArrayRef, at::IntArrayRef,
+                                               at::IntArrayRef, int64_t, c10::string_view);
+using ActBwdSig = Tensor(const Tensor&, const Tensor&, c10::string_view);
+using ConvBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
+                                                      const OptTensor&, at::IntArrayRef,
+                                                      at::IntArrayRef, at::IntArrayRef, int64_t,
+                                                      c10::string_view, const OptTensor&,
+                                                      std::array<bool, 3>);
+
+class ConvAddFn : public torch::autograd::Function<ConvAddFn> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
+                               const OptTensor& bias, const Tensor& res, at::IntArrayRef stride,
+                               at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                               c10::string_view act) {
+    static auto op = op_handle<AddTrainSig>("dnngraph::conv2d_bias_add_act_train");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [y, z] = op.call(x, w, bias, res, stride, padding, dilation, groups, act);
+    const Act a = parse_act("conv2d_bias_add_act", act);
+    const Tensor saved = a == Act::Relu ? y : (saves_preactivation(a) ? z : Tensor());
+    ctx->save_for_backward({x, w, value_or_undefined(bias), saved});
+    ctx->saved_data["stride"] = stride.vec();
+    ctx->saved_data["padding"] = padding.vec();
+    ctx->saved_data["dilation"] = dilation.vec();
+    ctx->saved_data["groups"] = groups;
+    ctx->saved_data["act"] = std::string(act);
+    return {y};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    static auto act_bwd = op_handle<ActBwdSig>("dnngraph::activation_backward");
+    static auto conv_bwd = op_handle<ConvBwdSig>("dnngraph::conv2d_bias_act_train_backward");
+    variable_list r(9);
+    if (!grads[0].defined()) return r;
+    auto s = ctx->get_saved_variables();
+    auto& d = ctx->saved_data;
+    const std::string act = d["act"].toStringRef();
+    const Tensor dz = act_bwd.call(grads[0], s[3].defined() ? s[3] : grads[0], act);
+    std::array<bool, 3> mask{ctx->needs_input_grad(0), ctx->needs_input_grad(1),
+                             s[2].defined() && ctx->needs_input_grad(2)};
+    if (mask[0] || mask[1] || mask[2]) {
+      auto [dx, dw, db] = conv_bwd.call(dz, s[0], s[1], opt(s[2]), d["stride"].toIntVector(),
+                                        d["padding"].toIntVector(), d["dilation"].toIntVector(),
+                                        d["groups"].toInt(), "none", std::nullopt, mask);
+      r[0] = dx, r[1] = dw, r[2] = db;
+    }
+    r[3] = dz;
+    return r;
+  }
+};
+
+Tensor conv2d_bias_add_act_autograd(const Tensor& x, const Tensor& w, const OptTensor& bias,
+                                    const Tensor& res, at::IntArrayRef stride,
+                                    at::IntArrayRef padding, at::IntArrayRef dilation,
+                                    int64_t groups, c10::string_view act) {
+  if (!wants_grad(x, w, bias, res)) {
+    static auto op = op_handle<AddSig>("dnngraph::conv2d_bias_add_act");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return op.call(x, w, bias, res, stride, padding, dilation, groups, act);
+  }
+  return ConvAddFn::apply(x, w, bias, res, stride, padding, dilation, groups, act)[0];
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
+  m.def(
+      "conv2d_bias_add_act(Tensor x, Tensor w, Tensor? bias, Tensor residual, int[2] stride=1, "
+      "int[2] padding=0, int[2] dilation=1, int groups=1, str act=\"none\") -> Tensor");
+  m.def(
+      "conv2d_bias_add_act_train(Tensor x, Tensor w, Tensor? bias, Tensor residual, int[2] "
+      "stride, int[2] padding, int[2] dilation, int groups, str act) -> (Tensor, Tensor)");
+  m.def("activation_backward(Tensor dy, Tensor saved, str act) -> Tensor");
+}
+
+// The same kernels serve CPU (reference engine) and CUDA (cuDNN).
+namespace {
+void impl_devices(torch::Library& m) {
+  m.impl("conv2d_bias_add_act", &conv2d_bias_add_act);
+  m.impl("conv2d_bias_add_act_train", &conv2d_bias_add_act_train);
+  m.impl("activation_backward", &activation_backward);
+}
+}  // namespace
+TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
+TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
+TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
+  m.impl("conv2d_bias_add_act", &conv2d_bias_add_act_meta);
+  m.impl("conv2d_bias_add_act_train", &conv2d_bias_add_act_train_meta);
+  m.impl("activation_backward", &activation_backward_meta);
+}
+TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
+  m.impl("conv2d_bias_add_act", &conv2d_bias_add_act_autograd);
+}
+
+}  // namespace dnngraph::torch_ops

@@ -1,0 +1,278 @@
+// The graphs of dnngraph::linear_act and matmul_epilogue (see gemm.hpp, and gemm.cpp for the
+// ops). Forward: one graph Y = act(alpha * A @ B + bias) [+ AMAX] [+ the pre-activation Z for
+// training]. Backward: two graphs, each with dZ = act'(Z) * dY fused in front of its product
+//   data  : dA = alpha * dZ @ B^T   (summed over the batch where A was broadcast)
+//   weight: dB = alpha * A^T @ dZ,  dbias = sum(dZ) over the dims bias was broadcast along,
+// or, where the engine has no plan for those, dZ (and dbias) from one graph and then the plain
+// matmul graphs.
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "dnngraph/log.hpp"
+
+#include "core/shape_rules.hpp"
+#include "ops/gemm.hpp"
+
+namespace dnngraph::torch_ops {
+
+namespace {
+std::atomic<bool> g_unfused_backward{false};
+}  // namespace
+bool unfused_backward() { return g_unfused_backward.load(std::memory_order_relaxed); }
+void set_unfused_backward(bool v) { g_unfused_backward.store(v); }
+void note_unfused(const char* op, const Status& why) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!log_enabled(LogLevel::Info) || !said.insert(op).second) return;
+  log_message(LogLevel::Info, std::string("dnngraph::") + op +
+                                  ": no plan for a fused backward graph; running the unfused "
+                                  "graphs (dZ written once). Why: " +
+                                  why.message());
+}
+
+namespace gemm {
+namespace {
+
+enum Uid : int64_t {
+  A = 1,
+  B = 2,
+  BIAS = 3,
+  DY = 4,
+  SAVED = 5,
+  Y = 100,
+  AMAX = 101,
+  Z = 102,
+  DA = 103,
+  DB = 104,
+  DBIAS = 105,
+  DZ = 106
+};
+
+}  // namespace
+
+Tensor matmul_operand(const Tensor& t_in) {
+  const Tensor t = rules::engine_operand(t_in);
+  if (t.stride(-1) == 1 || t.stride(-2) == 1) return t;
+  return t.contiguous();
+}
+
+bool activation_graph(const char* op, const Tensor& z, Act act, const Tensor& y,
+                      const Tensor& amax) {
+  Key key("activation");
+  key.add(z).add(y).add(amax).add(static_cast<int64_t>(act)).add_device(z.device());
+  auto g = cached_graph(key, z.device(), op, [&](Graph& gr) {
+    set_numerics(gr, z);
+    ir::Tensor in = tensor_like(gr, Z, "preactivation", z);
+    ir::Tensor out =
+        act == Act::None ? gr.unary(PointwiseMode::Identity, in) : apply_act(gr, act, in);
+    output_like(out, Y, "y", y);
+    if (amax.defined()) {
+      ir::Tensor m = gr.reduction(out, {ReductionMode::Amax});
+      m->set_output(true).set_name("amax").set_uid(AMAX);
+      m->set_dim(std::vector<int64_t>(z.dim(), 1)).set_stride(std::vector<int64_t>(z.dim(), 1));
+      m->set_data_type(data_type_of(amax, op, "amax"));
+    }
+  });
+  if (!g->graph) return false;
+  execute(*g, z.device(), op, {{Z, &z}, {Y, &y}, {AMAX, &amax}});
+  return true;
+}
+
+Epilogue epilogue(const char* op, const Tensor& a_in, const Tensor& b_in, const Tensor& bias,
+                  double alpha, Act act, bool want_amax, bool want_z) {
+  const Tensor a = matmul_operand(a_in), b = matmul_operand(b_in);
+  const int64_t batch = a.size(0) == 1 ? b.size(0) : a.size(0);  // 1 broadcasts, even to 0
+  const at::ScalarType st = stat_dtype(a.scalar_type());
+  Epilogue r;
+  r.y = at::empty({batch, a.size(1), b.size(2)}, a.options());
+  r.amax = want_amax ? at::empty({}, a.options().dtype(st)) : at::empty({0}, a.options().dtype(st));
+  if (want_z) r.z = at::empty_like(r.y);
+  auto aten = [&] {
+    Tensor z = at::matmul(a, b);
+    if (alpha != 1.0) z = z * alpha;
+    if (bias.defined()) z = z + bias;
+    r.y.copy_(aten_act(act, z));
+    if (want_z) r.z.copy_(z);
+    if (want_amax) r.amax.copy_(r.y.abs().max());
+    return r;
+  };
+  if (r.y.numel() == 0 || a.size(2) == 0) return aten();
+  Key key(op);
+  key.add(a)
+      .add(b)
+      .add(bias)
+      .add(alpha)
+      .add(static_cast<int64_t>(act))
+      .add(want_amax)
+      .add(want_z)
+      .add_device(a.device());
+  auto g = cached_graph(key, a.device(), op, [&](Graph& gr) {
+    set_numerics(gr, a);
+    ir::Tensor z = gr.matmul(tensor_like(gr, A, "a", a), tensor_like(gr, B, "b", b));
+    if (alpha != 1.0) z = gr.scale(z, gr.scalar(ir::Scalar::of_float(alpha), "alpha"));
+    if (bias.defined()) z = gr.bias(z, tensor_like(gr, BIAS, "bias", bias));
+    ir::Tensor out = apply_act(gr, act, z);
+    output_like(out, Y, "y", r.y);
+    if (want_z) output_like(z, Z, "preactivation", r.z);
+    if (want_amax) {
+      ir::Tensor m = gr.reduction(out, {ReductionMode::Amax});
+      m->set_output(true).set_name("amax").set_uid(AMAX).set_dim({1, 1, 1}).set_stride({1, 1, 1});
+      m->set_data_type(data_type_of(st, op, "amax"));
+    }
+  });
+  if (!g->graph && want_z) {
+    // No plan with Z as a second output: Z from the graph without the activation, then Y (and
+    // AMAX) from a pointwise graph; still no ATen.
+    r.z = epilogue(op, a, b, bias, alpha, Act::None, false).y;
+    if (activation_graph(op, r.z, act, r.y, want_amax ? r.amax : Tensor())) return r;
+  }
+  if (!g->graph) {
+    warn_fallback(op, g->unsupported);
+    return aten();
+  }
+  execute(*g, a.device(), op,
+          {{A, &a}, {B, &b}, {BIAS, &bias}, {Y, &r.y}, {AMAX, &r.amax}, {Z, &r.z}});
+  return r;
+}
+
+// ---------------------------------------------------------------- backward graphs
+
+namespace {
+
+// Sums a [batch, R, C] graph tensor over the batch when the operand it is the gradient of
+// was broadcast (batch 1).
+ir::Tensor sum_batch_to(Graph& g, ir::Tensor t, const Tensor& like, int64_t batch) {
+  if (like.size(0) != 1 || batch == 1) return t;
+  ir::Tensor s = g.reduction(t, {ReductionMode::Add});
+  s->set_dim({1, like.size(1), like.size(2)});
+  return s;
+}
+
+ir::Tensor scaled(Graph& g, ir::Tensor t, double alpha) {
+  if (alpha == 1.0) return t;
+  return g.scale(t, g.scalar(ir::Scalar::of_float(alpha), "alpha"));
+}
+
+// dZ (virtual) from the graph's DY and SAVED inputs.
+ir::Tensor dz_in(Graph& g, const BackwardProblem& p) {
+  ir::Tensor dy = tensor_like(g, DY, "dy", p.dy);
+  if (p.act == Act::None) return dy;
+  return act_backward(g, p.act, dy, tensor_like(g, SAVED, "saved", p.saved));
+}
+
+// Runs one backward graph (data: dA; else dB and/or dbias). Returns false when the engine has
+// no plan for it (the caller then takes the unfused path).
+bool run_fused(const char* op, const BackwardProblem& p, bool data, const Tensor& da_out,
+               const Tensor& db_out, const Tensor& dbias_out) {
+  Key key(data ? "matmul_dgrad_fused" : "matmul_wgrad_fused");
+  key.add(p.dy).add(p.saved).add(data ? p.b : p.a).add(p.alpha).add(static_cast<int64_t>(p.act));
+  key.add(data ? da_out : db_out).add(data ? Tensor() : dbias_out).add(p.batch);
+  key.add_device(p.dy.device());
+  auto g = cached_graph(key, p.dy.device(), op, [&](Graph& gr) {
+    set_numerics(gr, p.dy);
+    ir::Tensor dz = dz_in(gr, p);
+    if (data) {
+      ir::Tensor bt = tensor_like(gr, B, "b", p.b.transpose(1, 2));
+      ir::Tensor da = scaled(gr, gr.matmul(dz, bt), p.alpha);
+      output_like(sum_batch_to(gr, da, p.a, p.batch), DA, "da", da_out);
+      return;
+    }
+    if (db_out.defined()) {
+      ir::Tensor at_ = tensor_like(gr, A, "a", p.a.transpose(1, 2));
+      ir::Tensor db = scaled(gr, gr.matmul(at_, dz), p.alpha);
+      output_like(sum_batch_to(gr, db, p.b, p.batch), DB, "db", db_out);
+    }
+    if (dbias_out.defined()) {
+      ir::Tensor s = gr.reduction(dz, {ReductionMode::Add});
+      output_like(s, DBIAS, "dbias", dbias_out);
+    }
+  });
+  if (!g->graph) {
+    note_unfused(op, g->unsupported);
+    return false;
+  }
+  execute(*g, p.dy.device(), op,
+          {{DY, &p.dy},
+           {SAVED, &p.saved},
+           {A, &p.a},
+           {B, &p.b},
+           {DA, &da_out},
+           {DB, &db_out},
+           {DBIAS, &dbias_out}});
+  return true;
+}
+
+// dZ (and dbias) materialized by one graph, for the unfused path.
+Tensor dz_graph(const char* op, const BackwardProblem& p, const Tensor& dbias_out) {
+  Tensor dz = at::empty(p.dy.sizes(), p.dy.options());
+  auto aten = [&] {
+    dz.copy_(aten_act_backward(p.act, p.dy, p.saved));
+    if (dbias_out.defined()) dbias_out.copy_(dz.sum_to_size(dbias_out.sizes()));
+    return dz;
+  };
+  Key key("matmul_dz");
+  key.add(p.dy).add(p.saved).add(static_cast<int64_t>(p.act)).add(dbias_out);
+  key.add_device(p.dy.device());
+  auto g = cached_graph(key, p.dy.device(), op, [&](Graph& gr) {
+    set_numerics(gr, p.dy);
+    ir::Tensor d = dz_in(gr, p);
+    if (p.act == Act::None) d = gr.unary(PointwiseMode::Identity, d);
+    output_like(d, DZ, "dz", dz);
+    if (dbias_out.defined())
+      output_like(gr.reduction(d, {ReductionMode::Add}), DBIAS, "dbias", dbias_out);
+  });
+  if (!g->graph) {
+    warn_fallback(op, g->unsupported);
+    return aten();
+  }
+  execute(*g, p.dy.device(), op, {{DY, &p.dy}, {SAVED, &p.saved}, {DZ, &dz}, {DBIAS, &dbias_out}});
+  return dz;
+}
+
+// The unfused path: dZ once, then the plain matmul graphs.
+void run_unfused(const char* op, const BackwardProblem& p, const Tensor& da_out,
+                 const Tensor& db_out, const Tensor& dbias_out) {
+  const Tensor dz = dz_graph(op, p, dbias_out);
+  if (da_out.defined()) {
+    Tensor da = epilogue(op, dz, p.b.transpose(1, 2), Tensor(), p.alpha, Act::None, false).y;
+    da_out.copy_(p.a.size(0) == 1 && da.size(0) != 1 ? da.sum(0, true) : da);
+  }
+  if (db_out.defined()) {
+    Tensor db = epilogue(op, p.a.transpose(1, 2), dz, Tensor(), p.alpha, Act::None, false).y;
+    db_out.copy_(p.b.size(0) == 1 && db.size(0) != 1 ? db.sum(0, true) : db);
+  }
+}
+
+}  // namespace
+
+void epilogue_backward(const char* op, BackwardProblem p, const Tensor& da_out,
+                       const Tensor& db_out, const Tensor& dbias_out) {
+  p.a = matmul_operand(p.a);
+  p.b = matmul_operand(p.b);
+  p.batch = p.a.size(0) == 1 ? p.b.size(0) : p.a.size(0);  // 1 broadcasts, even to 0
+  if (p.act != Act::None && !p.saved.defined())            // a direct call without the saved tensor
+    p.saved = epilogue(op, p.a, p.b, p.bias, p.alpha, Act::None, false).y;
+  if (p.dy.numel() == 0 || p.a.size(2) == 0) {
+    for (const Tensor* t : {&da_out, &db_out, &dbias_out})
+      if (t->defined()) t->zero_();
+    if (p.dy.numel() > 0 && dbias_out.defined())
+      dbias_out.copy_(aten_act_backward(p.act, p.dy, p.saved).sum_to_size(dbias_out.sizes()));
+    return;
+  }
+  if (!unfused_backward()) {
+    const bool data_ok = !da_out.defined() || run_fused(op, p, true, da_out, {}, {});
+    const bool weight_ok = (!db_out.defined() && !dbias_out.defined()) ||
+                           run_fused(op, p, false, {}, db_out, dbias_out);
+    if (data_ok && weight_ok) return;
+    run_unfused(op, p, data_ok ? Tensor() : da_out, weight_ok ? Tensor() : db_out,
+                weight_ok ? Tensor() : dbias_out);
+    return;
+  }
+  run_unfused(op, p, da_out, db_out, dbias_out);
+}
+
+}  // namespace gemm
+}  // namespace dnngraph::torch_ops

@@ -1,0 +1,134 @@
+// dnngraph::rope: rotary position embedding (the rotate-half form of GPT-NeoX and Llama) as one
+// graph of pointwise ops. With x1 = x[..., :D/2], x2 = x[..., D/2:] (strided views of x, no
+// copy) and cos, sin [S, D/2]:
+//   y1 = x1 * cos - x2 * sin,   y2 = x2 * cos + x1 * sin.
+// The backward is the inverse rotation (sin negated), the same graph with the signs swapped.
+// x is [B, H, S, D] with any strides (e.g. the head split of a projection); y is stored
+// [B, S, H, D] when x's heads are interleaved with its positions (op_support.hpp, empty_bhsd),
+// else contiguous: attention then keeps that layout and merging heads stays a view.
+// cos and sin are constants of the positions: they get no gradient.
+#include "core/op_support.hpp"
+#include "core/shape_rules.hpp"
+
+namespace dnngraph::torch_ops {
+namespace {
+
+enum Uid : int64_t { X1 = 1, X2 = 2, COS = 3, SIN = 4, Y1 = 100, Y2 = 101 };
+
+void check_rope(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  check_device(op, x, "x", {{&cos, "cos"}, {&sin, "sin"}});
+  data_type_of(x, op, "x");
+  data_type_of(cos, op, "cos");
+  check_same_dtype(op, cos, "cos", sin, "sin");
+  TORCH_CHECK_VALUE(x.dim() == 4 && x.size(3) % 2 == 0, "dnngraph::", op,
+                    ": 'x' must be [B, H, S, D] with an even D; got ", x.sizes());
+  const int64_t s = x.size(2), half = x.size(3) / 2;
+  TORCH_CHECK_VALUE(
+      cos.dim() == 2 && cos.size(0) == s && cos.size(1) == half && sin.sizes() == cos.sizes(),
+      "dnngraph::", op, ": 'cos' and 'sin' must be [S, D/2] = [", s, ", ", half, "] for 'x' ",
+      x.sizes(), "; got ", cos.sizes(), " and ", sin.sizes());
+}
+
+// y = rotate(x) (inverse: by -angle) through one pointwise graph.
+Tensor rotate(const char* op, const Tensor& x, const Tensor& cos_in, const Tensor& sin_in,
+              bool inverse) {
+  const int64_t half = x.size(3) / 2;
+  Tensor y = empty_bhsd(x, x.sym_size(3), x.options());
+  if (y.numel() == 0) return y;
+  const Tensor cos = cos_in.contiguous().view({1, 1, x.size(2), half});
+  const Tensor sin = sin_in.contiguous().view({1, 1, x.size(2), half});
+  const Tensor x1 = x.narrow(3, 0, half), x2 = x.narrow(3, half, half);
+  const Tensor y1 = y.narrow(3, 0, half), y2 = y.narrow(3, half, half);
+  Key key(op);
+  key.add(x1).add(x2).add(cos).add(sin).add(inverse).add_device(x.device());
+  auto g = cached_graph(key, x.device(), op, [&](Graph& gr) {
+    set_numerics(gr, x);
+    ir::Tensor a = tensor_like(gr, X1, "x1", x1), b = tensor_like(gr, X2, "x2", x2);
+    ir::Tensor c = tensor_like(gr, COS, "cos", cos), s = tensor_like(gr, SIN, "sin", sin);
+    // forward: y1 = a c - b s, y2 = b c + a s; inverse: y1 = a c + b s, y2 = b c - a s.
+    ir::Tensor ac = gr.mul(a, c), bs = gr.mul(b, s), bc = gr.mul(b, c), as = gr.mul(a, s);
+    ir::Tensor o1 = inverse ? gr.add(ac, bs) : gr.binary(PointwiseMode::Sub, ac, bs);
+    ir::Tensor o2 = inverse ? gr.binary(PointwiseMode::Sub, bc, as) : gr.add(bc, as);
+    output_like(o1, Y1, "y1", y1);
+    output_like(o2, Y2, "y2", y2);
+  });
+  if (!g->graph) {
+    warn_fallback(op, g->unsupported);
+    const Tensor sg = inverse ? -sin : sin;
+    y1.copy_(x1 * cos - x2 * sg);
+    y2.copy_(x2 * cos + x1 * sg);
+    return y;
+  }
+  execute(*g, x.device(), op,
+          {{X1, &x1}, {X2, &x2}, {COS, &cos}, {SIN, &sin}, {Y1, &y1}, {Y2, &y2}});
+  return y;
+}
+
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  check_rope("rope", x, cos, sin);
+  return rotate("rope", rules::engine_operand(x), cos, sin, false);
+}
+Tensor rope_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin) {
+  check_rope("rope_backward", dy, cos, sin);
+  return rotate("rope_backward", rules::engine_operand(dy), cos, sin, true);
+}
+
+Tensor rope_meta(const Tensor& x, const Tensor&, const Tensor&) {
+  TORCH_CHECK_VALUE(x.dim() == 4, "dnngraph::rope: 'x' must be [B, H, S, D]; got ", x.sym_sizes());
+  return empty_bhsd(x, x.sym_size(3), x.options());
+}
+
+using RopeSig = Tensor(const Tensor&, const Tensor&, const Tensor&);
+
+class RopeFn : public torch::autograd::Function<RopeFn> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& cos,
+                               const Tensor& sin) {
+    static auto op = op_handle<RopeSig>("dnngraph::rope");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    ctx->save_for_backward({cos, sin});
+    return {op.call(x, cos, sin)};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    static auto op = op_handle<RopeSig>("dnngraph::rope_backward");
+    if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
+    auto s = ctx->get_saved_variables();
+    return {op.call(grads[0], s[0], s[1]), Tensor(), Tensor()};
+  }
+};
+
+Tensor rope_autograd(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  TORCH_CHECK_VALUE(!wants_grad(cos, sin), "dnngraph::rope: 'cos' and 'sin' require grad, but ",
+                    "rope gives no gradient for them (they are constants of the positions); "
+                    "detach them");
+  if (!wants_grad(x)) {
+    static auto op = op_handle<RopeSig>("dnngraph::rope");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return op.call(x, cos, sin);
+  }
+  return RopeFn::apply(x, cos, sin)[0];
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
+  m.def("rope(Tensor x, Tensor cos, Tensor sin) -> Tensor");
+  m.def("rope_backward(Tensor dy, Tensor cos, Tensor sin) -> Tensor");
+}
+
+// The same kernels serve CPU (reference engine) and CUDA (cuDNN).
+namespace {
+void impl_devices(torch::Library& m) {
+  m.impl("rope", &rope);
+  m.impl("rope_backward", &rope_backward);
+}
+}  // namespace
+TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
+TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
+TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
+  m.impl("rope", &rope_meta);
+  m.impl("rope_backward", &rope_meta);
+}
+TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) { m.impl("rope", &rope_autograd); }
+
+}  // namespace dnngraph::torch_ops
