@@ -150,7 +150,7 @@ EpilogueView epilogue_view(const char* op, const Tensor& a, const Tensor& b,
   TORCH_CHECK_VALUE(v.a.size(0) == v.b.size(0) || v.a.size(0) == 1 || v.b.size(0) == 1,
                     "dnngraph::", op, ": batch dims of 'a' ", a.sizes(), " and 'b' ", b.sizes(),
                     " do not broadcast");
-  const int64_t batch = std::max(v.a.size(0), v.b.size(0));
+  const int64_t batch = v.a.size(0) == 1 ? v.b.size(0) : v.a.size(0);  // 1 broadcasts, even to 0
   if (has(bias)) v.bias = bias3(op, *bias, batch, v.a.size(1), v.b.size(2));
   return v;
 }
@@ -186,10 +186,7 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train_backward(
   rules::check_grad(op, dy, "dy", rules::matmul_epilogue(op, a, b, bias));
   const EpilogueView v = epilogue_view(op, a, b, bias);
   check_pair(op, a, "a", dy, "dy", std::nullopt);
-  const Tensor dy3 = v.two_d ? dy.unsqueeze(0) : dy;
-  TORCH_CHECK_VALUE(dy3.dim() == 3 && dy3.size(1) == v.a.size(1) && dy3.size(2) == v.b.size(2) &&
-                        dy3.size(0) == std::max(v.a.size(0), v.b.size(0)),
-                    "dnngraph::", op, ": 'dy' has shape ", dy.sizes(), ", not the output's");
+  const Tensor dy3 = v.two_d ? dy.unsqueeze(0) : dy;  // its shape checked by rules::check_grad
   if (has(saved) && saved->numel() > 0)
     TORCH_CHECK_VALUE(saved->sizes() == dy.sizes(), "dnngraph::", op, ": 'saved' has shape ",
                       saved->sizes(), "; expected the output's ", dy.sizes());
