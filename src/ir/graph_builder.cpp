@@ -1,5 +1,6 @@
 // Builder methods of ir::Graph. They only wire tensors to ports; inference and checks run in
-// validate() (src/ir/validate.cpp and src/ir/ops/*.cpp).
+// validate() (src/ir/validate.cpp and src/ir/ops/*.cpp). The layout ops (slice, reshape,
+// concatenate) define their builder method next to their rule, in src/ir/ops/<op>.cpp.
 //
 // The ports each family accepts are listed in the op table (include/dnngraph/ir/ops.hpp).
 #include <algorithm>
@@ -109,27 +110,8 @@ Tensor Graph::reduction(Tensor x, ReductionAttrs a, OpOptions o) {
   return add_output(push(std::move(a), o, "reduction", {{Role::X, x}}), Role::Y);
 }
 
-Tensor Graph::slice(Tensor x, SliceAttrs a, OpOptions o) {
-  return add_output(push(std::move(a), o, "slice", {{Role::X, x}}), Role::Y);
-}
-
 Tensor Graph::transpose(Tensor x, TransposeAttrs a, OpOptions o) {
   return add_output(push(std::move(a), o, "transpose", {{Role::X, x}}), Role::Y);
-}
-
-Tensor Graph::reshape(Tensor x, ReshapeAttrs a, OpOptions o) {
-  return add_output(push(std::move(a), o, "reshape", {{Role::X, x}}), Role::Y);
-}
-
-Tensor Graph::concatenate(const std::vector<Tensor>& inputs, ConcatAttrs a, OpOptions o) {
-  static constexpr Role kIn[kConcatMaxInputs] = {Role::IN_0, Role::IN_1, Role::IN_2, Role::IN_3,
-                                                 Role::IN_4, Role::IN_5, Role::IN_6, Role::IN_7};
-  // More than kConcatMaxInputs inputs: the extra ones are bound as X, a role concatenate does
-  // not know, so validate() refuses the node and names it.
-  Node& n = push(std::move(a), o, "concatenate", {});
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i]) n.inputs.push_back({i < kConcatMaxInputs ? kIn[i] : Role::X, inputs[i]});
-  return add_output(n, Role::Y);
 }
 
 std::array<Tensor, 2> Graph::block_scale_quantize(Tensor x, BlockScaleQuantizeAttrs a,
