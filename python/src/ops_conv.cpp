@@ -1,4 +1,4 @@
-// Convolutions (fprop, dgrad, wgrad) and matmul.
+// Convolutions: fprop, dgrad and wgrad.
 #include "common.hpp"
 
 namespace dnngraph::py {
@@ -31,16 +31,18 @@ A conv_attrs(const ir::Tensor& ref, const Dims& padding, const Dims& pre, const 
   return a;
 }
 
+// The keywords after the two tensors, shared by the three directions.
+auto conv_args() {
+  return std::make_tuple(
+      nb::arg("padding").none() = nb::none(), nb::arg("stride").none() = nb::none(),
+      nb::arg("dilation").none() = nb::none(), nb::arg("pre_padding").none() = nb::none(),
+      nb::arg("post_padding").none() = nb::none(), nb::arg("compute_data_type") = DataType::NotSet,
+      nb::arg("name") = "");
+}
+
 }  // namespace
 
-void bind_ops_conv_matmul(nb::class_<PyGraph>& cls) {
-  auto conv_args = [] {
-    return std::make_tuple(
-        nb::arg("padding").none() = nb::none(), nb::arg("stride").none() = nb::none(),
-        nb::arg("dilation").none() = nb::none(), nb::arg("pre_padding").none() = nb::none(),
-        nb::arg("post_padding").none() = nb::none(),
-        nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "");
-  };
+void bind_op_conv_fprop(nb::class_<PyGraph>& cls) {
   auto [pad, str, dil, pre, post, cdt, name] = conv_args();
 
   cls.def(
@@ -54,6 +56,11 @@ void bind_ops_conv_matmul(nb::class_<PyGraph>& cls) {
       },
       nb::arg("image"), nb::arg("weight"), pad, str, dil, pre, post, cdt, name,
       "Y = conv(X, W): forward convolution (cross-correlation). Returns Y.");
+  frontend_form(cls, "conv_fprop", {"image", "weight"});
+}
+
+void bind_op_conv_dgrad(nb::class_<PyGraph>& cls) {
+  auto [pad, str, dil, pre, post, cdt, name] = conv_args();
   cls.def(
       "conv_dgrad",
       [](PyGraph& self, ir::Tensor loss, ir::Tensor filter, Dims padding, Dims stride,
@@ -65,6 +72,11 @@ void bind_ops_conv_matmul(nb::class_<PyGraph>& cls) {
       },
       nb::arg("loss"), nb::arg("filter"), pad, str, dil, pre, post, cdt, name,
       "DX = gradient of the convolution w.r.t. its input. Set DX's dims with set_dim.");
+  frontend_form(cls, "conv_dgrad", {"loss", "filter"});
+}
+
+void bind_op_conv_wgrad(nb::class_<PyGraph>& cls) {
+  auto [pad, str, dil, pre, post, cdt, name] = conv_args();
   cls.def(
       "conv_wgrad",
       [](PyGraph& self, ir::Tensor image, ir::Tensor loss, Dims padding, Dims stride, Dims dilation,
@@ -76,14 +88,7 @@ void bind_ops_conv_matmul(nb::class_<PyGraph>& cls) {
       },
       nb::arg("image"), nb::arg("loss"), pad, str, dil, pre, post, cdt, name,
       "DW = gradient of the convolution w.r.t. its filter. Set DW's dims with set_dim.");
-
-  cls.def(
-      "matmul",
-      [](PyGraph& self, ir::Tensor A, ir::Tensor B, DataType compute, std::string name) {
-        return self.graph.matmul(A, B, {}, op_options(compute, std::move(name)));
-      },
-      nb::arg("A"), nb::arg("B"), nb::arg("compute_data_type") = DataType::NotSet,
-      nb::arg("name") = "", "C[..., M, N] = A[..., M, K] @ B[..., K, N] (batch dims broadcast).");
+  frontend_form(cls, "conv_wgrad", {"image", "loss"});
 }
 
 }  // namespace dnngraph::py
