@@ -120,12 +120,12 @@ endif()
 dnngraph_layer(cudnn SOURCES ${_cudnn_src} LAYERS engine_api
   PRIVATE_LINKS engines/cudnn=${_src}/engines/cudnn
                 dnngraph/engines/cudnn.hpp=${_inc}/engines/cudnn.hpp)
+# Only the cuDNN layer sees CUDA: the engine interface asks it for the GPUs and their
+# properties (src/engines/registry.hpp, DeviceProvider).
 if(DNNGRAPH_HAVE_CUDA)
-  foreach(t dnngraph_engine_api dnngraph_cudnn)
-    target_compile_definitions(${t} PRIVATE DNNGRAPH_WITH_CUDA=1)
-    target_include_directories(${t} SYSTEM PRIVATE ${DNNGRAPH_CUDNN_INCLUDE_DIR})
-    target_link_libraries(${t} PRIVATE CUDA::cudart_static)
-  endforeach()
+  target_compile_definitions(dnngraph_cudnn PRIVATE DNNGRAPH_WITH_CUDA=1)
+  target_include_directories(dnngraph_cudnn SYSTEM PRIVATE ${DNNGRAPH_CUDNN_INCLUDE_DIR})
+  target_link_libraries(dnngraph_cudnn PRIVATE CUDA::cudart_static)
 endif()
 
 file(GLOB _runtime_src CONFIGURE_DEPENDS ${_src}/runtime/*.cpp)
