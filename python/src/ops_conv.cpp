@@ -40,55 +40,50 @@ auto conv_args() {
       nb::arg("name") = "");
 }
 
+// One convolution method: (first, second, keywords) -> call(graph, first, second, attributes,
+// options), the attributes' spatial rank read from `first`; and its frontend call form.
+template <class A, class Call>
+void def_conv(nb::class_<PyGraph>& cls, const char* name, const char* first, const char* second,
+              Call call, const char* doc) {
+  auto [pad, str, dil, pre, post, cdt, op_name] = conv_args();
+  cls.def(
+      name,
+      [name, call](PyGraph& self, ir::Tensor a, ir::Tensor b, Dims padding, Dims stride,
+                   Dims dilation, Dims pre, Dims post, DataType compute, std::string n) {
+        auto attrs = conv_attrs<A>(a, padding, pre, post, stride, dilation, name);
+        return call(self.graph, a, b, std::move(attrs), op_options(compute, std::move(n)));
+      },
+      nb::arg(first), nb::arg(second), pad, str, dil, pre, post, cdt, op_name, doc);
+  frontend_form(cls, name, {first, second});
+}
+
 }  // namespace
 
 void bind_op_conv_fprop(nb::class_<PyGraph>& cls) {
-  auto [pad, str, dil, pre, post, cdt, name] = conv_args();
-
-  cls.def(
-      "conv_fprop",
-      [](PyGraph& self, ir::Tensor image, ir::Tensor weight, Dims padding, Dims stride,
-         Dims dilation, Dims pre, Dims post, DataType compute, std::string name) {
-        auto a = conv_attrs<ir::ConvFpropAttrs>(image, padding, pre, post, stride, dilation,
-                                                "conv_fprop");
-        return self.graph.conv_fprop(image, weight, std::move(a),
-                                     op_options(compute, std::move(name)));
+  def_conv<ir::ConvFpropAttrs>(
+      cls, "conv_fprop", "image", "weight",
+      [](ir::Graph& g, ir::Tensor image, ir::Tensor weight, ir::ConvFpropAttrs a, ir::OpOptions o) {
+        return g.conv_fprop(image, weight, std::move(a), std::move(o));
       },
-      nb::arg("image"), nb::arg("weight"), pad, str, dil, pre, post, cdt, name,
       "Y = conv(X, W): forward convolution (cross-correlation). Returns Y.");
-  frontend_form(cls, "conv_fprop", {"image", "weight"});
 }
 
 void bind_op_conv_dgrad(nb::class_<PyGraph>& cls) {
-  auto [pad, str, dil, pre, post, cdt, name] = conv_args();
-  cls.def(
-      "conv_dgrad",
-      [](PyGraph& self, ir::Tensor loss, ir::Tensor filter, Dims padding, Dims stride,
-         Dims dilation, Dims pre, Dims post, DataType compute, std::string name) {
-        auto a = conv_attrs<ir::ConvDgradAttrs>(loss, padding, pre, post, stride, dilation,
-                                                "conv_dgrad");
-        return self.graph.conv_dgrad(loss, filter, std::move(a),
-                                     op_options(compute, std::move(name)));
+  def_conv<ir::ConvDgradAttrs>(
+      cls, "conv_dgrad", "loss", "filter",
+      [](ir::Graph& g, ir::Tensor loss, ir::Tensor filter, ir::ConvDgradAttrs a, ir::OpOptions o) {
+        return g.conv_dgrad(loss, filter, std::move(a), std::move(o));
       },
-      nb::arg("loss"), nb::arg("filter"), pad, str, dil, pre, post, cdt, name,
       "DX = gradient of the convolution w.r.t. its input. Set DX's dims with set_dim.");
-  frontend_form(cls, "conv_dgrad", {"loss", "filter"});
 }
 
 void bind_op_conv_wgrad(nb::class_<PyGraph>& cls) {
-  auto [pad, str, dil, pre, post, cdt, name] = conv_args();
-  cls.def(
-      "conv_wgrad",
-      [](PyGraph& self, ir::Tensor image, ir::Tensor loss, Dims padding, Dims stride, Dims dilation,
-         Dims pre, Dims post, DataType compute, std::string name) {
-        auto a = conv_attrs<ir::ConvWgradAttrs>(image, padding, pre, post, stride, dilation,
-                                                "conv_wgrad");
-        return self.graph.conv_wgrad(loss, image, std::move(a),
-                                     op_options(compute, std::move(name)));
+  def_conv<ir::ConvWgradAttrs>(
+      cls, "conv_wgrad", "image", "loss",
+      [](ir::Graph& g, ir::Tensor image, ir::Tensor loss, ir::ConvWgradAttrs a, ir::OpOptions o) {
+        return g.conv_wgrad(loss, image, std::move(a), std::move(o));
       },
-      nb::arg("image"), nb::arg("loss"), pad, str, dil, pre, post, cdt, name,
       "DW = gradient of the convolution w.r.t. its filter. Set DW's dims with set_dim.");
-  frontend_form(cls, "conv_wgrad", {"image", "loss"});
 }
 
 }  // namespace dnngraph::py
