@@ -6,8 +6,18 @@
 #include <algorithm>
 
 #include "dnngraph/ir/graph.hpp"
+#include "ir/builder_ports.hpp"
 
 namespace dnngraph::ir {
+
+void bind_leading_inputs(Node& n, std::initializer_list<Tensor> tensors) {
+  const auto roles = op_info(n.kind()).inputs;
+  size_t i = 0;
+  for (const Tensor& t : tensors) {
+    if (t && i < roles.size()) n.inputs.push_back({roles[i], t});
+    ++i;
+  }
+}
 
 Tensor Node::input(Role role) const {
   for (const auto& p : inputs)
@@ -310,13 +320,8 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
   const bool has_bias = static_cast<bool>(extra.bias);
   if (opts.name.empty()) opts.name = next_name("sdpa_backward");
   std::vector<Subgraph> mods = build_score_mods(opts.name, extra);
-  Node& n = push(std::move(attrs), opts, "sdpa_backward",
-                 {{Role::Q, q},
-                  {Role::K, k},
-                  {Role::V, v},
-                  {Role::O, o},
-                  {Role::DO, d_o},
-                  {Role::STATS, stats}});
+  Node& n = push(std::move(attrs), opts, "sdpa_backward", {});
+  bind_leading_inputs(n, {q, k, v, o, d_o, stats});
   bind_sdpa_extra(n.inputs, extra);
   attach_subgraphs(n, std::move(mods));
   Tensor dq = add_output(n, Role::DQ);
