@@ -18,6 +18,7 @@
 #include "dnngraph/ir/json.hpp"
 #include "dnngraph/system.hpp"
 #include "dnngraph/version.hpp"
+#include "run.hpp"
 #include "tune.hpp"
 
 namespace {
@@ -115,7 +116,8 @@ int cmd_dot(const std::string& path, const std::string& out, bool infer) {
   if (infer) {
     dnngraph::Status s = g.validate();
     if (!s) {
-      std::cerr << "dnngraph: " << path << ": " << s.to_string() << "\n";
+      std::cerr << "dnngraph: " << path << ": " << s.to_string()
+                << " (--no-infer draws the graph as written)\n";
       return kInvalid;
     }
   }
@@ -143,6 +145,7 @@ int run(int argc, char** argv) {
                    "  cat graph.json | dnngraph validate -\n"
                    "  dnngraph dot tests/data/sdpa_causal.json -o sdpa.dot && dot -Tsvg sdpa.dot "
                    "-o sdpa.svg\n"
+                   "  dnngraph run --engine cpu --check tests/data/matmul_epilogue.json\n"
                    "  dnngraph tune --device cpu --iterations 3 tests/data/matmul_epilogue.json\n\n"
                    "Exit codes: 0 ok, 1 invalid graph, 2 usage or file error.",
                "dnngraph"};
@@ -150,7 +153,7 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", std::string(dnngraph::version()));
 
   std::string graph_path, out_path;
-  bool infer = false, no_shapes = false, names = false;
+  bool no_infer = false, no_shapes = false, names = false;
 
   auto* info = app.add_subcommand(
       "info",
@@ -168,13 +171,18 @@ int run(int argc, char** argv) {
 
   auto* dot = app.add_subcommand(
       "dot",
-      "Print the graph in Graphviz DOT: tensors as ellipses (virtual ones dashed), ops as boxes, "
-      "edges labelled with the port role.\n"
+      "Print the graph in Graphviz DOT: tensors as ellipses (virtual ones dashed) with their "
+      "inferred dims and types, ops as boxes, edges labelled with the port role. An invalid "
+      "graph is an error (exit 1) unless --no-infer.\n"
       "Example: dnngraph dot tests/data/conv_bias_relu.json -o g.dot && dot -Tpng g.dot -o g.png");
   dot->add_option("GRAPH", graph_path, "graph description (JSON); - reads standard input")
       ->required();
   dot->add_option("-o,--output", out_path, "write to FILE instead of stdout");
-  dot->add_flag("--infer", infer, "validate first so that inferred shapes and types are shown");
+  dot->add_flag("--no-infer", no_infer,
+                "draw the graph as written: no validation, inferred dims and types left out "
+                "(by default the graph is validated first and shows them)");
+  bool infer_flag = false;  // the default; kept for scripts that pass it
+  dot->add_flag("--infer", infer_flag, "the default (kept for scripts that pass it)");
 
   auto* fp = app.add_subcommand(
       "fingerprint",
@@ -187,6 +195,8 @@ int run(int argc, char** argv) {
 
   dnngraph::tools::TuneArgs tune_args;
   auto* tune = dnngraph::tools::add_tune_command(app, tune_args);
+  dnngraph::tools::RunArgs run_args;
+  auto* run_cmd = dnngraph::tools::add_run_command(app, run_args);
 
   try {
     app.parse(argc, argv);
@@ -197,9 +207,10 @@ int run(int argc, char** argv) {
 
   if (*info) return cmd_info();
   if (*validate) return cmd_validate(graph_path);
-  if (*dot) return cmd_dot(graph_path, out_path, infer);
+  if (*dot) return cmd_dot(graph_path, out_path, !no_infer);
   if (*fp) return cmd_fingerprint(graph_path, no_shapes, names);
   if (*tune) return dnngraph::tools::cmd_tune(tune_args);
+  if (*run_cmd) return dnngraph::tools::cmd_run(run_args);
   return kUsage;
 }
 

@@ -14,6 +14,7 @@
 #include "dnngraph/ir/json.hpp"
 #include "dnngraph/plan_cache.hpp"
 #include "dnngraph/system.hpp"
+#include "progress.hpp"
 
 namespace dnngraph::tools {
 namespace {
@@ -222,16 +223,18 @@ int cmd_tune(const TuneArgs& a) {
   o.rotate_inputs = a.rotate;
   o.flush_cache = !a.no_flush;
   o.use_cache = !a.no_cache;
+  // Before candidate i the bar shows the i finished; at the end all n.
+  int64_t total = 0;
   if (!a.quiet)
-    o.progress = [](int64_t i, int64_t n, const std::string& name) {
-      const int width = 30, done = n > 0 ? static_cast<int>(width * i / n) : width;
-      std::fprintf(stderr, "\r[%.*s%.*s] %lld/%lld %-40.40s", done,
-                   "##############################", width - done, "                              ",
-                   static_cast<long long>(i + 1), static_cast<long long>(n), name.c_str());
-      std::fflush(stderr);
+    o.progress = [&total](int64_t i, int64_t n, const std::string& name) {
+      total = n;
+      progress_bar(i, n, name);
     };
   auto r = g.autotune(**handle, o);
-  if (!a.quiet) std::fprintf(stderr, "\n");
+  if (!a.quiet) {
+    if (r && total > 0) progress_bar(total, total, "done");
+    std::fprintf(stderr, "\n");
+  }
   if (!r) return fail(1, a.graph + ": " + r.status().to_string());
 
   const double f = flops(*g.validated()), bytes = io_bytes(*g.validated());

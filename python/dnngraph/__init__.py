@@ -68,6 +68,9 @@ globals().update(_LACKING_FUNCTIONS)
 # became the frontend's wrapper class): the same methods under dnngraph's own keywords, and the
 # cheapest execute().
 from ._dnngraph import pygraph as NativeGraph  # noqa: E402
+from . import _dot  # noqa: E402
+
+_dot.attach(NativeGraph)  # g.to_dot(), and an SVG picture of the graph in Jupyter
 
 # The frontend's name for the graph-tensor class.
 tensor = Tensor

@@ -287,6 +287,21 @@ void* raw_address(PyObject* value, const std::string& who) {
   return reinterpret_cast<void*>(static_cast<uintptr_t>(a));
 }
 
+// Whether `t` is one of this graph's tensors (virtual ones included).
+bool owns(const PyGraph& self, const ir::TensorAttrs* t) {
+  for (const auto& u : self.graph.tensors())
+    if (u.get() == t) return true;
+  return false;
+}
+
+// A virtual tensor of this graph keyed in the pack: it has no buffer to bind.
+std::string virtual_in_pack(const PyGraph& self, const ir::TensorAttrs* t) {
+  return "execute: tensor '" + t->name + "' (uid " + std::to_string(t->uid) + ") of graph '" +
+         self.graph.name() +
+         "' is virtual (an intermediate with no memory of its own): to read it, call "
+         "set_output(True) on it before build(), then pass an array for it";
+}
+
 }  // namespace
 
 // Fills sc.pack from the Python mapping (and checks every value against the tensor as the
@@ -329,10 +344,12 @@ Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const De
       if (self.graph.is_unused_tensor(live)) continue;  // set aside by validate()
       if (!live->uid_assigned)
         fail("tensor '" + live->name + "' has no uid yet: build the graph before execute");
-      if (self.find_uid(live->uid) != live)
+      if (self.find_uid(live->uid) != live) {
+        if (live->is_virtual && owns(self, live)) fail(virtual_in_pack(self, live));
         fail("execute: tensor '" + live->name + "' (uid " + std::to_string(live->uid) +
              ") belongs to " + graph_owning(live) + ", not to graph '" + self.graph.name() +
              "': key the pack with this graph's tensors (or their uids)");
+      }
       uid = live->uid;
     } else if (PyLong_Check(key)) {
       int overflow = 0;
@@ -349,9 +366,12 @@ Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const De
     }
     // Checked against the tensor as built: that is what the plan reads and writes.
     t = self.graph.built_tensor(uid);
-    if (!t)
+    if (!t) {
+      for (const auto& v : self.graph.tensors())
+        if (v->is_virtual && v->uid_assigned && v->uid == uid) fail(virtual_in_pack(self, v.get()));
       fail("execute: uid " + std::to_string(uid) + " is not a non-virtual tensor of graph '" +
            self.graph.name() + "' as built (was it built?)");
+    }
     if (value == Py_None) fail("execute: " + describe_key(t, uid) + " is None");
     void* ptr;
     if (self.frontend_forms && !t->is_pass_by_value && PyLong_CheckExact(value)) {

@@ -1,12 +1,80 @@
-"""Shared fixtures and numpy reference helpers for the dnngraph Python tests (CPU only)."""
+"""Shared fixtures and numpy reference helpers for the dnngraph Python tests (CPU only).
+
+Every test runs with dnngraph.torch's fallback policy at "error": an op the engine has no plan
+for raises instead of quietly running on ATen, so a result compared with torch's was computed by
+dnngraph. A test that exercises the ATen fallback on purpose says so with
+``@pytest.mark.aten_fallback`` (the policy is then "warn"). A test in which an op still reached
+the fallback (say, one that caught the error) fails. Every test starts from seeded random
+generators (numpy's and Python's global ones, and torch's when torch is loaded)."""
 
 import math
+import os
+import random
+import sys
 import zlib
 
 import numpy as np
 import pytest
 
 import dnngraph as cudnn
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "aten_fallback: the test runs dnngraph.torch ops on ATen on purpose (fallback policy 'warn')",
+    )
+    # Read by libdnngraph_torch when it first needs its policy, and inherited by the processes a
+    # test starts (examples, DistributedDataParallel workers).
+    os.environ["DNNGRAPH_TORCH_FALLBACK"] = "error"
+
+
+def _fallback_policy_of(item):
+    return "warn" if item.get_closest_marker("aten_fallback") else "error"
+
+
+@pytest.fixture(autouse=True)
+def _dnngraph_computed_it(request, monkeypatch):
+    """The fallback policy of this test (module-level imports of dnngraph.torch are done by now;
+    one imported inside the test reads the environment)."""
+    policy = _fallback_policy_of(request.node)
+    monkeypatch.setenv("DNNGRAPH_TORCH_FALLBACK", policy)
+    dt = sys.modules.get("dnngraph.torch")
+    previous = dt.set_fallback_policy(policy) if dt is not None else None
+    yield
+    if dt is not None:
+        dt.set_fallback_policy(previous)
+
+
+def _fallbacks_taken():
+    dt = sys.modules.get("dnngraph.torch")
+    return dt.fallback_count() if dt is not None else 0
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test (not marked aten_fallback) in which an op reached the ATen fallback fails, even if
+    it caught the error the policy raised."""
+    before = _fallbacks_taken()
+    result = yield
+    taken = _fallbacks_taken() - before
+    if taken and _fallback_policy_of(item) == "error":
+        raise AssertionError(
+            f"dnngraph.torch ops fell back to ATen {taken} time(s) in this test: dnngraph did not "
+            "compute the result. Mark the test @pytest.mark.aten_fallback if that is its purpose")
+    return result
+
+
+@pytest.fixture(autouse=True)
+def _seeded(request):
+    """Seeds the global generators from the test's id, so every run draws the same inputs."""
+    seed = zlib.crc32(request.node.nodeid.encode())
+    np.random.seed(seed)
+    random.seed(seed)
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "manual_seed"):
+        torch.manual_seed(seed)
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """Module surface, tensors, pipeline methods, variant packs, errors, serialization."""
 
+import os
 import re
 
 import numpy as np
@@ -57,9 +58,16 @@ def test_handles_and_streams(handle):
         cudnn.create_handle(device="tpu")
 
 
+def _gpu_present():
+    try:
+        import torch
+    except ImportError:
+        return os.path.exists("/dev/nvidia0")
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(_gpu_present(), reason="a CUDA GPU is present: the default handle is made")
 def test_default_handle_without_gpu_raises_runtime_error():
-    if cudnn.backend_version() > 0:
-        pytest.skip("a GPU may be present")
     with pytest.raises(RuntimeError) as e:
         cudnn.create_handle()
     # No GPU (or no CUDA in this build): "no engine/device can do this", with the reason.
@@ -140,7 +148,7 @@ def test_kernel_cache_deserialize_refusals():
         kc.deserialize("not a kernel cache")
     with pytest.raises(ValueError, match="not JSON"):
         kc.deserialize("")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="deserialize\\(\\): incompatible function arguments"):
         kc.deserialize(42)
     # The refusals left it empty; a first load is taken, a second one refused.
     with pytest.raises(ValueError, match="dynamic shapes"):
@@ -205,7 +213,8 @@ def test_tensor_like_torch(handle):
 
 def test_execute_with_torch_cpu_tensors(handle):
     torch = pytest.importorskip("torch")
-    a, b = torch.randn(1, 3, 4), torch.randn(1, 4, 2)
+    gen = torch.Generator().manual_seed(11)
+    a, b = torch.randn(1, 3, 4, generator=gen), torch.randn(1, 4, 2, generator=gen)
     y = torch.full((1, 3, 2), float("nan"))
     g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT)
     A, B = g.tensor_like(a, "A"), g.tensor_like(b, "B")
@@ -291,7 +300,7 @@ def test_serialize_round_trip(handle, rng):
         ws = np.empty(max(g2.get_workspace_size(), 1), dtype=np.uint8)
         g2.execute({1: a, 2: b, 3: y}, ws, handle=handle)
         assert_close(y, ref)
-    with pytest.raises((ValueError, RuntimeError)):
+    with pytest.raises(ValueError, match="not a dnngraph built graph"):
         cudnn.pygraph(handle=handle).deserialize(handle, b"not a graph")
 
 
@@ -519,6 +528,7 @@ def test_cuda_handle_refuses_host_tensors_and_workspace():
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
     h = cudnn.create_handle()
+    torch.manual_seed(12)
     a = torch.randn(1, 16, 32, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(1, 32, 8, device="cuda", dtype=torch.bfloat16)
     y = torch.full((1, 16, 8), float("nan"), device="cuda", dtype=torch.bfloat16)

@@ -18,10 +18,8 @@ if not torch.cuda.is_available():
 
 @pytest.fixture(scope="module")
 def gpu():
-    try:
-        return cudnn.create_handle(device="cuda")
-    except Exception as e:  # noqa: BLE001 - the reason is shown in the skip
-        pytest.skip(f"no CUDA handle: {e}")
+    # A GPU is present: a handle that cannot be made fails the tests (it is no reason to skip).
+    return cudnn.create_handle(device="cuda")
 
 
 def matmul_graph(handle, batch, n=64):

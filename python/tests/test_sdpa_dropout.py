@@ -123,5 +123,5 @@ def test_dropout_errors(handle, rng):
     O.set_output(True)
     with pytest.raises(ValueError, match="RNG_DUMP 'dump'.*dropout_probability"):
         g.validate()
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="sdpa\\(\\): incompatible function arguments"):
         g.sdpa(q=Q, k=K, v=V, is_inference=True, dropout=(0.1, 1))  # neither form

@@ -180,16 +180,29 @@ ops = sorted({m.split(":")[2] for m in msgs})  # "dnngraph::<op>: ..."
 print("warned:", ops)
 assert len(msgs) == len(ops), "warned more than once per op"
 assert dt.cache_info()["size"] > 0
+taken = dt.fallback_count()
+assert taken >= 7, taken  # every forward above (and the backwards) ran on ATen
+# Under the "error" policy the same call raises, naming the op and why, and is counted.
+assert dt.set_fallback_policy("error") == "warn"
+try:
+    F.linear(x, W, B, "relu")
+except RuntimeError as e:
+    assert "dnngraph::linear_act" in str(e) and "DNNGRAPH_TORCH_FORCE_FALLBACK" in str(e), e
+else:
+    raise AssertionError("the error policy let linear run on ATen")
+assert dt.fallback_count() == taken + 1
 print("FALLBACKS OK")
 """
 
 
+@pytest.mark.aten_fallback
 def test_aten_fallbacks_match_torch_and_warn_once():
     import os
     import subprocess
     import sys
 
     env = dict(os.environ, DNNGRAPH_TORCH_FORCE_FALLBACK="1", PYTHONPATH=os.pathsep.join(sys.path))
+    assert env["DNNGRAPH_TORCH_FALLBACK"] == "warn"  # the aten_fallback marker's policy
     r = subprocess.run([sys.executable, "-c", _FALLBACK_PROGRAM], capture_output=True, text=True,
                        env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -200,6 +213,78 @@ def test_aten_fallbacks_match_torch_and_warn_once():
         n_err = r.stderr.count(f"dnngraph::{op}:")
         assert f"'{op}'" in r.stdout or n_err > 0, r.stdout + r.stderr
         assert n_err <= 1, f"{op} warned {n_err} times: " + r.stderr
+
+
+def test_fallback_policy_controls():
+    # conftest.py runs every test under "error"; the setter returns the previous policy.
+    assert dt.fallback_policy() == "error"
+    assert dt.set_fallback_policy("warn") == "error"
+    try:
+        assert dt.fallback_policy() == "warn"
+        with pytest.raises(ValueError, match="the fallback policy is 'ignore'; expected 'warn'"):
+            dt.set_fallback_policy("ignore")
+        assert dt.fallback_policy() == "warn"
+    finally:
+        dt.set_fallback_policy("error")
+    # The CPU engine has a plan for every op: computing counts no fallback.
+    before = dt.fallback_count()
+    F.layer_norm(rand(2, 8), [8])
+    assert dt.fallback_count() == before
+
+
+def test_fallback_policy_from_the_environment():
+    import os
+    import subprocess
+    import sys
+
+    prog = ("import dnngraph.torch as dt; print(dt.fallback_policy()); "
+            "dt.functional.layer_norm(__import__('torch').ones(2, 4), [4])")
+    base = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for value, out in (("error", "error"), ("warn", "warn"), ("", "warn")):
+        r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                           env=dict(base, DNNGRAPH_TORCH_FALLBACK=value), timeout=300)
+        assert r.returncode == 0 and r.stdout.split() == [out], r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                       env=dict(base, DNNGRAPH_TORCH_FALLBACK="loud"), timeout=300)
+    assert r.returncode != 0
+    assert "DNNGRAPH_TORCH_FALLBACK is 'loud'; expected 'warn'" in r.stderr, r.stderr
+
+
+_CAUGHT_FALLBACK_TESTS = r"""
+import pytest
+import torch
+from dnngraph.torch import functional as F
+
+def test_catches_the_fallback_error():
+    with pytest.raises(RuntimeError, match="fallback policy is 'error'"):
+        F.layer_norm(torch.ones(2, 4), [4])
+
+@pytest.mark.aten_fallback
+def test_falls_back_on_purpose():
+    torch.testing.assert_close(F.layer_norm(torch.ones(2, 4), [4]), torch.zeros(2, 4))
+"""
+
+
+def test_conftest_fails_a_test_that_caught_the_fallback(tmp_path):
+    """The guard itself: with every op forced onto ATen, a test that swallows the policy's error
+    still fails, and a test marked aten_fallback runs on ATen and passes."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_inner.py").write_text(_CAUGHT_FALLBACK_TESTS)
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, DNNGRAPH_TORCH_FORCE_FALLBACK="1",
+               PYTHONPATH=os.pathsep.join([here] + sys.path))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                        "conftest", "-rA", "--rootdir", str(tmp_path), "-c", os.devnull,
+                        str(tmp_path / "test_inner.py")],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "FAILED test_inner.py::test_catches_the_fallback_error" in out, out
+    assert "fell back to ATen 1 time(s) in this test" in out, out
+    assert "PASSED test_inner.py::test_falls_back_on_purpose" in out, out
 
 
 # ---------------------------------------------------------------- the direct entries (_fast)
@@ -302,5 +387,5 @@ def test_direct_entries_leave_unconvertible_numbers_to_torch_ops():
 
     assert _fast.layer_norm(rand(2, 8), [8], None, None, 10**400) is NotImplemented
     assert _fast.layer_norm(rand(2, 8), [2**70], None, None, 1e-5) is NotImplemented
-    with pytest.raises((TypeError, RuntimeError, OverflowError)):
+    with pytest.raises((TypeError, RuntimeError, OverflowError), match="eps"):
         F.layer_norm(rand(2, 8), [8], eps=10**400)

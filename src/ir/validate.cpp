@@ -264,10 +264,30 @@ Status assign_uids(const std::vector<Tensor>& tensors) {
   return Status::ok();
 }
 
-Status validate_graph(std::vector<Tensor>& tensors, std::vector<Node>& nodes,
-                      const InferContext& ctx) {
+// Ops that write only virtual tensors compute nothing a caller can read after execute.
+Status check_has_output(const std::string& graph, const std::vector<Node>& nodes) {
+  if (nodes.empty()) return Status::ok();
+  for (const Node& n : nodes)
+    for (const Port& p : n.outputs)
+      if (!p.tensor->is_virtual) return Status::ok();
+  const Node& last = nodes.back();
+  const std::string example = last.outputs.empty()
+                                  ? ""
+                                  : detail::cat(" (e.g. '", last.outputs.front().tensor->name,
+                                                "', output of ", op_label(last), ")");
+  return make_error(ErrorCode::InvalidGraph, "graph '", graph,
+                    "' has no outputs: every tensor its ops produce is virtual, so execute "
+                    "could write nothing you can read; mark each result you want",
+                    example,
+                    " with set_output(true) (Python: set_output(True)) before validate() "
+                    "or build()");
+}
+
+Status validate_graph(const std::string& name, std::vector<Tensor>& tensors,
+                      std::vector<Node>& nodes, const InferContext& ctx) {
   Wiring w;
   DNNGRAPH_TRY(check_wiring(tensors, nodes, w));
+  DNNGRAPH_TRY(check_has_output(name, nodes));
   DNNGRAPH_TRY(topo_sort(nodes, w));
 
   // Graph inputs: what the user wrote, completed with packed row-major strides and the io
@@ -354,7 +374,7 @@ Status Graph::validate() {
 
   InferContext ctx{io_, intermediate_, compute_ == DataType::NotSet ? DataType::Float : compute_};
   if (ctx.intermediate == DataType::NotSet) ctx.intermediate = DataType::Float;
-  Status s = validate_graph(tensors_, nodes_, ctx);
+  Status s = validate_graph(name_, tensors_, nodes_, ctx);
   if (!s.is_ok()) {
     for (size_t i = 0; i < tensors_.size(); ++i) *tensors_[i] = saved[i];
     nodes_ = std::move(saved_nodes);

@@ -500,7 +500,9 @@ Status Graph::check_variant_pack_unlocked(const VariantPack& pack) const {
       const ir::Tensor t = state_->validated ? state_->validated->find_tensor_by_uid(uid) : nullptr;
       if (t && t->is_virtual)
         return make_error(ErrorCode::InvalidArgument, "graph '", name(), "': tensor '", t->name,
-                          "' (uid ", uid, ") is virtual and must not be in the variant pack");
+                          "' (uid ", uid,
+                          ") is virtual (an intermediate with no memory of its own): to read it, "
+                          "call set_output(true) on it before build(), then bind a buffer");
       return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                         "': the variant pack has uid ", uid,
                         ", which names no non-virtual tensor of the graph as built");

@@ -41,6 +41,7 @@ TEST(ConvInfer, FpropNhwcFollowsInputLayoutAndFillsDefaults) {
   Tensor x = make_input(g, "x", {n, c, h, wd}, DataType::BFloat16, {h * wd * c, 1, wd * c, c});
   Tensor w = make_input(g, "w", {5, c, 3, 3}, DataType::BFloat16, {9 * c, 1, 3 * c, c});
   Tensor y = g.conv_fprop(x, w, {}, {"conv"});
+  g.relu(y)->set_output(true);  // y stays virtual; a graph needs an output
   ASSERT_TRUE(g.validate().is_ok());
   const int64_t oh = count_windows(h, 0, 0, 3, 1, 1), ow = count_windows(wd, 0, 0, 3, 1, 1);
   EXPECT_EQ(y->dim, (std::vector<int64_t>{n, 5, oh, ow}));

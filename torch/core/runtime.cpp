@@ -15,9 +15,11 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <list>
 #include <mutex>
@@ -411,7 +413,54 @@ void execute(const BuiltGraph& g, const at::Device& device, const char* op,
   if (!s.is_ok()) throw_status(op, s);
 }
 
+namespace {
+
+enum class FallbackPolicy : int { Warn, Error };
+
+FallbackPolicy parse_fallback_policy(std::string_view name, const char* source) {
+  if (name == "warn") return FallbackPolicy::Warn;
+  if (name == "error") return FallbackPolicy::Error;
+  TORCH_CHECK_VALUE(false, "dnngraph: ", source, " is '", std::string(name),
+                    "'; expected 'warn' (run on ATen with a warning when the engine has no plan)",
+                    " or 'error' (raise instead)");
+}
+
+std::atomic<int>& fallback_policy_slot() {
+  static std::atomic<int> policy{[] {
+    const char* e = std::getenv("DNNGRAPH_TORCH_FALLBACK");
+    return static_cast<int>(e && *e ? parse_fallback_policy(e, "DNNGRAPH_TORCH_FALLBACK")
+                                    : FallbackPolicy::Warn);
+  }()};
+  return policy;
+}
+
+std::atomic<int64_t>& fallbacks_taken() {
+  static std::atomic<int64_t> n{0};
+  return n;
+}
+
+std::string policy_name(int p) {
+  return static_cast<FallbackPolicy>(p) == FallbackPolicy::Error ? "error" : "warn";
+}
+
+}  // namespace
+
+std::string fallback_policy() { return policy_name(fallback_policy_slot().load()); }
+
+std::string set_fallback_policy(std::string_view policy) {
+  const FallbackPolicy p = parse_fallback_policy(policy, "the fallback policy");
+  return policy_name(fallback_policy_slot().exchange(static_cast<int>(p)));
+}
+
+int64_t fallback_count() { return fallbacks_taken().load(); }
+
 void warn_fallback(const char* op, const Status& why) {
+  fallbacks_taken().fetch_add(1);
+  if (static_cast<FallbackPolicy>(fallback_policy_slot().load()) == FallbackPolicy::Error)
+    TORCH_CHECK(false, "dnngraph::", op, ": the engine has no plan for these inputs and the ",
+                "fallback policy is 'error', so the op does not run on ATen. Why: ", why.message(),
+                ". Allow the ATen fallback with dnngraph.torch.set_fallback_policy('warn') or ",
+                "DNNGRAPH_TORCH_FALLBACK=warn");
   static std::mutex mu;
   static std::set<std::string> warned;
   std::lock_guard<std::mutex> lock(mu);
@@ -454,6 +503,23 @@ ir::Tensor tensor_like(Graph& g, int64_t uid, const char* name, const at::Tensor
 void output_like(const ir::Tensor& out, int64_t uid, const char* name, const at::Tensor& t) {
   out->set_output(true).set_name(name).set_uid(uid).set_dim(dims_of(t)).set_stride(strides_of(t));
   out->set_data_type(data_type_of(t, "output", name));
+}
+
+// ---------------------------------------------------------------- fallback controls
+
+namespace {
+std::string fallback_policy_op() { return fallback_policy(); }
+std::string set_fallback_policy_op(const std::string& policy) {
+  return set_fallback_policy(policy);
+}
+int64_t fallback_count_op() { return fallback_count(); }
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
+  // dnngraph.torch.fallback_policy / set_fallback_policy / fallback_count wrap these.
+  m.def("_fallback_policy() -> str", &fallback_policy_op);
+  m.def("_set_fallback_policy(str policy) -> str", &set_fallback_policy_op);
+  m.def("_fallback_count() -> int", &fallback_count_op);
 }
 
 }  // namespace dnngraph::torch_ops

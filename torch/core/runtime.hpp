@@ -1,6 +1,6 @@
 // What every dnngraph torch op shares: dtype mapping and checks, the graph cache, one handle
 // per device, execution with the current stream and a workspace from torch's allocator, and
-// the one-time warning of the ATen fallback.
+// the ATen fallback's policy (a one-time warning, or an error) and counter.
 //
 // Hot path of a call (no Python): build the key (shapes, strides, dtypes, attributes, device)
 // -> look it up in the bounded LRU cache -> make the variant pack -> take the device's lock,
@@ -110,8 +110,20 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
 void execute(const BuiltGraph& g, const at::Device& device, const char* op,
              std::initializer_list<std::pair<int64_t, const at::Tensor*>> pack);
 
-// Warns once per op that it runs on ATen because the engine had no plan, and why.
+// Called by an op whose engine has no plan for its inputs, before it runs on ATen instead. Counts
+// the fallback, then follows the fallback policy: "warn" (the default) warns once per op and
+// returns; "error" throws a RuntimeError naming the op and why, so that nothing runs on ATen.
 void warn_fallback(const char* op, const Status& why);
+
+// The fallback policy: "warn" or "error". Its first value comes from DNNGRAPH_TORCH_FALLBACK
+// (unset: "warn"); set_fallback_policy changes it for the process and returns the previous one
+// (ValueError for another name). Tests set "error" so that a result ATen computed cannot pass
+// for dnngraph's.
+std::string fallback_policy();
+std::string set_fallback_policy(std::string_view policy);
+// How many op calls have reached the fallback since the library was loaded (under either
+// policy).
+int64_t fallback_count();
 
 // Cache statistics and control (for tests and users): {size, capacity, hits, misses}.
 std::vector<int64_t> cache_stats();

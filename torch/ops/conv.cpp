@@ -16,6 +16,15 @@ struct ConvParams {
   at::MemoryFormat format = at::MemoryFormat::Contiguous;
 };
 
+// Stride and dilation >= 1, padding >= 0 (a stride of 0 would divide by zero in the shape).
+void check_conv_values(const char* op, at::IntArrayRef stride, at::IntArrayRef padding,
+                       at::IntArrayRef dilation) {
+  for (size_t i = 0; i < 2; ++i)
+    TORCH_CHECK_VALUE(stride[i] >= 1 && dilation[i] >= 1 && padding[i] >= 0, "dnngraph::", op,
+                      ": expected stride >= 1, padding >= 0 and dilation >= 1; got stride ", stride,
+                      ", padding ", padding, ", dilation ", dilation);
+}
+
 ConvParams conv_params(const char* op, const Tensor& x, const Tensor& w, at::IntArrayRef stride,
                        at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   TORCH_CHECK_VALUE(x.dim() == 4 && w.dim() == 4, "dnngraph::", op,
@@ -24,6 +33,7 @@ ConvParams conv_params(const char* op, const Tensor& x, const Tensor& w, at::Int
   for (const auto& [v, name] : {std::pair{stride, "stride"}, std::pair{padding, "padding"},
                                 std::pair{dilation, "dilation"}})
     TORCH_CHECK_VALUE(v.size() == 2, "dnngraph::", op, ": '", name, "' needs 2 values, got ", v);
+  check_conv_values(op, stride, padding, dilation);
   TORCH_CHECK_VALUE(groups >= 1 && x.size(1) == w.size(1) * groups && w.size(0) % groups == 0,
                     "dnngraph::", op, ": 'x' has ", x.size(1), " channels, 'weight' ", w.sizes(),
                     " with groups=", groups, "; expected C = weight.size(1) * groups");
@@ -168,6 +178,7 @@ Tensor conv2d_bias_act_meta(const Tensor& x, const Tensor& w, const OptTensor&,
                         dilation.size() == 2,
                     "dnngraph::conv2d_bias_act: expected 4-D x and weight and 2 values each of "
                     "stride, padding and dilation");
+  check_conv_values("conv2d_bias_act", stride, padding, dilation);
   std::vector<c10::SymInt> s{x.sym_size(0), w.sym_size(0), 0, 0};
   for (int i = 0; i < 2; ++i)
     s[2 + i] = (x.sym_size(2 + i) + 2 * padding[i] - dilation[i] * (w.sym_size(2 + i) - 1) - 1) /

@@ -9,6 +9,9 @@ time) and registers the ops: CPU tensors run on the reference engine, CUDA tenso
 * modules ``LayerNorm``, ``RMSNorm``, ``Linear``, ``Conv2dBiasAct``, ``MultiheadAttention``:
   drop-in subclasses of their torch counterparts (same parameters, same state dicts).
 * ``cache_info()`` / ``clear_cache()`` / ``set_cache_capacity(n)``: the graph cache.
+* ``set_fallback_policy("warn" | "error")`` / ``fallback_policy()`` / ``fallback_count()``: what
+  an op does when the engine has no plan for its inputs (run on ATen with a warning, or raise),
+  and how many calls fell back.
 """
 
 import os as _os
@@ -48,6 +51,23 @@ def set_cache_capacity(capacity: int):
     _torch.ops.dnngraph.set_cache_capacity(capacity)
 
 
+def set_fallback_policy(policy: str) -> str:
+    """``"warn"`` (the default, or ``DNNGRAPH_TORCH_FALLBACK``): an op the engine has no plan for
+    runs on ATen and warns once; ``"error"``: it raises a RuntimeError instead. Returns the
+    previous policy."""
+    return _torch.ops.dnngraph._set_fallback_policy(policy)
+
+
+def fallback_policy() -> str:
+    """The current fallback policy, ``"warn"`` or ``"error"``."""
+    return _torch.ops.dnngraph._fallback_policy()
+
+
+def fallback_count() -> int:
+    """How many op calls reached the ATen fallback since the library was loaded."""
+    return _torch.ops.dnngraph._fallback_count()
+
+
 __all__ = [
     "functional",
     "LayerNorm",
@@ -58,4 +78,7 @@ __all__ = [
     "cache_info",
     "clear_cache",
     "set_cache_capacity",
+    "set_fallback_policy",
+    "fallback_policy",
+    "fallback_count",
 ]

@@ -2,6 +2,8 @@
 tensor exactly and the result is numpy's, or execute raises a dnngraph error and writes
 nothing."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -136,6 +138,35 @@ def test_any_python_number_for_a_by_value_scalar(scalar_graphs, value, dtype):
                   cudnn.data_type.INT64: (-2**63, 2**63 - 1)}[dtype]
         assert lo <= int(value) <= hi
         np.testing.assert_allclose(y, x.astype(np.float64) * float(int(value)), rtol=1e-6)
+        return
+    # A float type: the value as that type holds it (nearest, within one rounding step of the
+    # type), and a finite value must not have become an infinity. The graph computes in fp32.
+    want, step = float_as(value, dtype)
+    if math.isnan(want):  # NaN, or an infinity in a type without one (E4M3 makes it NaN)
+        assert math.isnan(float(value)) or dtype == cudnn.data_type.FP8_E4M3, (value, dtype)
+        assert np.isnan(y).all(), (value, dtype, y)
+        return
+    if math.isfinite(float(value)):
+        assert math.isfinite(want), f"{value} accepted for {dtype} but not representable"
+    with np.errstate(over="ignore"):
+        expected = x * np.float32(want)
+    np.testing.assert_allclose(y, expected, rtol=step)
+
+
+def float_as(value, dtype):
+    """(value rounded to the float type dtype, in float64; a relative step of that type)."""
+    import ml_dtypes
+
+    t, step = {cudnn.data_type.FLOAT: (np.float32, 1e-6), cudnn.data_type.DOUBLE: (np.float64, 1e-6),
+               cudnn.data_type.HALF: (np.float16, 2.0**-10),
+               cudnn.data_type.BFLOAT16: (ml_dtypes.bfloat16, 2.0**-7),
+               cudnn.data_type.FP8_E4M3: (ml_dtypes.float8_e4m3fn, 2.0**-3),
+               cudnn.data_type.FP8_E5M2: (ml_dtypes.float8_e5m2, 2.0**-2)}[dtype]
+    v = float(value) if not isinstance(value, int) or abs(value) < 2**1000 else math.inf
+    with np.errstate(over="ignore", invalid="ignore"):
+        if t is not np.float64:
+            v = float(np.float64(v).astype(np.float32).astype(t))
+    return v, step
 
 
 @pytest.fixture(scope="module")

@@ -94,6 +94,26 @@ Status forbid_output(const Node& n, Role role, const char* why) {
   return Status::ok();
 }
 
+// layernorm / rmsnorm SCALE: [1, X dims 1..] normalizes each row over dims 1..; a SCALE of X's
+// rank with 1 on the dims not normalized picks them (normalizes_by_scale). A mismatch names
+// both forms, the last-dim one (torch's layer_norm(x, [E])) with X's numbers.
+Status check_row_norm_scale(const Node& n, const Tensor& scale, const std::vector<int64_t>& x,
+                            const std::vector<int64_t>& expected) {
+  if (scale->dim == expected) return Status::ok();
+  std::vector<int64_t> last(x.size(), 1);
+  last.back() = x.back();
+  const std::string per_last =
+      last == expected ? ""
+                       : detail::cat(", or ", dims_str(last),
+                                     " to normalize over the last dim only, as torch's "
+                                     "layer_norm(x, [",
+                                     x.back(), "]) does (X's rank, 1 on the dims not normalized)");
+  return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(Role::SCALE, scale),
+                    " has dims ", dims_str(scale->dim), " but expected ", dims_str(expected),
+                    " (one value per element of X's dims 1..: normalizes each row over them)",
+                    per_last);
+}
+
 // Checks an optional/required input against expected dims.
 Status check_input(const Node& n, Role role, bool required, const std::vector<int64_t>& dims,
                    const char* why) {
@@ -168,6 +188,8 @@ Status infer_norm_forward(Node& n, const InferContext& ctx) {
   const bool is_bn = a.kind == NormKind::BatchNorm;
   const bool is_rms = a.kind == NormKind::RmsNorm;
 
+  if (a.kind == NormKind::LayerNorm || is_rms)
+    DNNGRAPH_TRY(check_row_norm_scale(n, scale, x->dim, s.params));
   DNNGRAPH_TRY(check_input(n, Role::SCALE, true, s.params, s.params_why));
   DNNGRAPH_TRY(check_input(n, Role::BIAS, !is_rms, s.params, s.params_why));
   if (!is_bn) {
@@ -244,6 +266,8 @@ Status infer_norm_backward(Node& n, const InferContext& ctx) {
   if (a.kind == NormKind::AdaLayerNorm) DNNGRAPH_TRY(check_ada_scale(n, x, scale));
   const NormShapes s = shapes_for(a.kind, x->dim, scale->dim);
   DNNGRAPH_TRY(expect_dims(n, Role::DY, dy, x->dim, "the gradient has X's dims"));
+  if (a.kind == NormKind::LayerNorm || a.kind == NormKind::RmsNorm)
+    DNNGRAPH_TRY(check_row_norm_scale(n, scale, x->dim, s.params));
   DNNGRAPH_TRY(expect_dims(n, Role::SCALE, scale, s.params, s.params_why));
   if (a.kind == NormKind::RmsNorm)
     DNNGRAPH_TRY(forbid_input(n, Role::MEAN, "rmsnorm has no mean"));

@@ -41,4 +41,7 @@ def run(h):
     ref = {"Y": (xf - mu) * ri * h.numpy(scale) + h.numpy(bias), "mean": mu, "inv_var": ri,
            "next_mean": 0.9 * h.numpy(rmean) + 0.1 * mu,
            "next_var": 0.9 * h.numpy(rvar) + 0.1 * var * cnt / (cnt - 1)}
-    return Result(dict(outs, Y=y), ref, 1e-2, lambda: g.execute(pack, ws))
+    # Y is fp16 (1e-2); the statistics are fp32 reductions (errors ~1e-7 on the CPU): 1e-4 tells
+    # a missing Bessel factor cnt / (cnt - 1) in next_var (5e-4 here) from rounding.
+    stats_tol = {k: 1e-4 for k in ("mean", "inv_var", "next_mean", "next_var")}
+    return Result(dict(outs, Y=y), ref, 1e-2, lambda: g.execute(pack, ws), tols=stats_tol)
