@@ -303,3 +303,30 @@ TEST(RefConv, GraphConvBiasRelu) {
 }
 
 }  // namespace
+
+// Padding or stride much larger than the filter: the padded copy is laid out by (output
+// position, tap) along such dims. All three directions against the naive loops.
+TEST(RefConv, HugePaddingAndStrideReadOnlyTheTaps) {
+  check_problem({1, 2, 3, 1, {8, 8}, {1, 1}, {700, 700}, {700, 700}, {700, 700}, {1, 1}}, 21);
+  // 3x3 dilated filter, stride 9, asymmetric padding; one dim compact, the other not.
+  check_problem({2, 3, 4, 1, {10, 9}, {3, 3}, {20, 1}, {13, 1}, {9, 1}, {2, 1}}, 22);
+}
+
+TEST(RefConv, CompactLayoutWithOverlappingWindows) {
+  // Windows of span 11 every 3 positions overlap, yet out * ker (20) < 40: one input position
+  // is read by several (output, tap) pairs, which dgrad must add up.
+  check_problem({1, 2, 2, 1, {40, 6}, {2, 2}, {0, 1}, {0, 1}, {3, 1}, {10, 1}}, 23);
+}
+
+TEST(RefConv, CompactLayoutThreeDGroupedTrueConvNhwc) {
+  Problem p{2, 4, 6, 2, {5, 4, 6}, {2, 1, 2}, {30, 0, 9}, {29, 0, 8}, {25, 1, 7}, {1, 1, 3}};
+  p.true_conv = true;
+  p.channels_last = true;
+  check_problem(p, 24);
+}
+
+TEST(RefConv, CompactLayoutOneDBf16) {
+  Problem p{2, 3, 5, 1, {9}, {2}, {100}, {57}, {31}, {4}};
+  p.io = DataType::BFloat16;
+  check_problem(p, 25);
+}

@@ -1,5 +1,6 @@
 // The reference engine bounds its fp64 working memory at build: a small request whose working
-// copies would be huge (conv padding, broadcasting) is refused with the size, never allocated.
+// copies would be huge (broadcasting) is refused with the size, never allocated; conv padding
+// costs nothing where the filter never reads it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -22,21 +23,20 @@ struct EnvGuard {
   ~EnvGuard() { unsetenv("DNNGRAPH_REFERENCE_MAX_BYTES"); }
 };
 
-TEST(ReferenceMemory, HugePaddingOnATinyConvIsRefusedAtBuild) {
-  EnvGuard env(nullptr);  // the default limit
+TEST(ReferenceMemory, HugePaddingOnATinyConvIsCheap) {
+  EnvGuard env("1048576");  // 1 MiB
   Graph g;
   g.set_name("padded").set_io_data_type(DataType::Float).set_compute_data_type(DataType::Float);
   auto x =
       g.tensor(ir::TensorAttrs().set_name("X").set_dim({1, 1, 4, 4}).set_stride({16, 16, 4, 1}));
   auto w = g.tensor(ir::TensorAttrs().set_name("W").set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1}));
-  // A 64-byte input and a 2x2 output, but a 60004x60004 zero-padded fp64 copy (~27 GiB).
+  // A 64-byte input and a 2x2 output: the padded copy holds the 4 positions the filter reads,
+  // not a 60004x60004 zero-padded image (~27 GiB), so it builds under a 1 MiB limit.
   auto y = g.conv_fprop(
       x, w, ir::ConvFpropAttrs().set_padding({30000, 30000}).set_stride({40000, 40000}));
   y->set_output(true).set_name("Y");
   Status s = g.build(cpu());
-  ASSERT_EQ(s.code(), ErrorCode::NotSupported) << s.to_string();
-  EXPECT_NE(s.message().find("fp64 working memory"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("DNNGRAPH_REFERENCE_MAX_BYTES"), std::string::npos) << s.message();
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
 }
 
 Graph broadcast_add() {

@@ -1,6 +1,8 @@
 // The dnngraph op library. Each op family (ops/norm.cpp, gemm.cpp, conv.cpp, sdpa.cpp) adds its
 // schemas with TORCH_LIBRARY_FRAGMENT and its CPU, CUDA, Meta and Autograd kernels; this file
-// owns the library itself and the graph cache's controls.
+// owns the library itself, the graph cache's controls, and the autograd kernel of the backward
+// ops.
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/library.h>
 
 #include "core/runtime.hpp"
@@ -22,6 +24,17 @@ TORCH_LIBRARY(dnngraph, m) {
   m.def("set_cache_capacity(int capacity) -> ()", &set_cache_capacity);
   // The JSON of the cached graphs op `op` built (most recently used first), for tests/debugging.
   m.def("_graph_json(str op) -> str[]", &graph_json);
+}
+
+// The backward ops have no derivative of their own. As for ATen's ops without double backward,
+// a backward run with create_graph=True records a node that raises "derivative for
+// dnngraph::<op> is not implemented" when a gradient of the gradient is asked for (instead
+// of silently giving zeros); a plain backward redispatches at no cost.
+TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
+  for (const char* op :
+       {"linear_act_backward", "matmul_epilogue_backward", "conv2d_bias_act_backward",
+        "sdpa_backward", "layer_norm_backward", "rms_norm_backward"})
+    m.impl(op, torch::autograd::autogradNotImplementedFallback());
 }
 
 }  // namespace dnngraph::torch_ops

@@ -4,6 +4,7 @@
 //   backward: dZ = act'(Z) * dY (ATen; Z recomputed by the forward graph with act none),
 //             dX = conv_dgrad(dZ, W), dW = conv_wgrad(dZ, X) (one graph each), dbias = sum(dZ).
 #include "core/op_support.hpp"
+#include "core/shape_rules.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
@@ -16,27 +17,9 @@ struct ConvParams {
   at::MemoryFormat format = at::MemoryFormat::Contiguous;
 };
 
-// Stride and dilation >= 1, padding >= 0 (a stride of 0 would divide by zero in the shape).
-void check_conv_values(const char* op, at::IntArrayRef stride, at::IntArrayRef padding,
-                       at::IntArrayRef dilation) {
-  for (size_t i = 0; i < 2; ++i)
-    TORCH_CHECK_VALUE(stride[i] >= 1 && dilation[i] >= 1 && padding[i] >= 0, "dnngraph::", op,
-                      ": expected stride >= 1, padding >= 0 and dilation >= 1; got stride ", stride,
-                      ", padding ", padding, ", dilation ", dilation);
-}
-
-ConvParams conv_params(const char* op, const Tensor& x, const Tensor& w, at::IntArrayRef stride,
-                       at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
-  TORCH_CHECK_VALUE(x.dim() == 4 && w.dim() == 4, "dnngraph::", op,
-                    ": 'x' and 'weight' must be 4-D (N,C,H,W) and (K,C/groups,R,S); got ",
-                    x.sizes(), " and ", w.sizes());
-  for (const auto& [v, name] : {std::pair{stride, "stride"}, std::pair{padding, "padding"},
-                                std::pair{dilation, "dilation"}})
-    TORCH_CHECK_VALUE(v.size() == 2, "dnngraph::", op, ": '", name, "' needs 2 values, got ", v);
-  check_conv_values(op, stride, padding, dilation);
-  TORCH_CHECK_VALUE(groups >= 1 && x.size(1) == w.size(1) * groups && w.size(0) % groups == 0,
-                    "dnngraph::", op, ": 'x' has ", x.size(1), " channels, 'weight' ", w.sizes(),
-                    " with groups=", groups, "; expected C = weight.size(1) * groups");
+// The convolution's parameters, after rules::conv2d has checked them.
+ConvParams conv_params(const Tensor& x, at::IntArrayRef stride, at::IntArrayRef padding,
+                       at::IntArrayRef dilation, int64_t groups) {
   ConvParams p{stride.vec(), padding.vec(), dilation.vec(), groups, x.suggest_memory_format()};
   if (p.format != at::MemoryFormat::ChannelsLast) p.format = at::MemoryFormat::Contiguous;
   return p;
@@ -71,13 +54,14 @@ void check_inputs(const char* op, const Tensor& x, const Tensor& w, const OptTen
 
 Tensor conv_forward(const char* op, const Tensor& x_in, const Tensor& w_in, const OptTensor& bias,
                     const ConvParams& p, Act act) {
-  const Tensor x = x_in.contiguous(p.format), w = w_in.contiguous(p.format);
+  const Tensor x = rules::engine_operand(x_in.contiguous(p.format)),
+               w = rules::engine_operand(w_in.contiguous(p.format));
   const std::vector<int64_t> shape = out_shape(x, w, p);
   TORCH_CHECK_VALUE(shape[2] > 0 && shape[3] > 0, "dnngraph::", op, ": output of size ",
                     at::IntArrayRef(shape), " is empty; 'x' ", x.sizes(), " is too small for ",
                     "'weight' ", w.sizes(), " with this padding, stride and dilation");
   Tensor y = at::empty(shape, x.options().memory_format(p.format));
-  const Tensor b = has(bias) ? bias->reshape({1, -1, 1, 1}) : Tensor();
+  const Tensor b = has(bias) ? rules::engine_operand(bias->reshape({1, -1, 1, 1})) : Tensor();
   auto aten = [&] {
     y.copy_(aten_act(act, at::conv2d(x, w, value_or_undefined(bias), p.stride, p.padding,
                                      p.dilation, p.groups)));
@@ -106,8 +90,9 @@ Tensor conv2d_bias_act(const Tensor& x, const Tensor& w, const OptTensor& bias,
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
                        int64_t groups, c10::string_view act) {
   const char* op = "conv2d_bias_act";
+  rules::conv2d(op, x, w, bias, stride, padding, dilation, groups);
   check_inputs(op, x, w, bias);
-  const ConvParams p = conv_params(op, x, w, stride, padding, dilation, groups);
+  const ConvParams p = conv_params(x, stride, padding, dilation, groups);
   return conv_forward(op, x, w, bias, p, parse_act(op, act));
 }
 
@@ -150,18 +135,28 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward(
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
     c10::string_view act_name, std::array<bool, 3> mask) {
   const char* op = "conv2d_bias_act_backward";
+  rules::check_grad(op, dy, "dy",
+                    rules::conv2d(op, x_in, w_in, bias, stride, padding, dilation, groups));
   check_inputs(op, x_in, w_in, bias);
   check_device(op, x_in, "x", {{&dy, "dy"}});
   check_same_dtype(op, x_in, "x", dy, "dy");
-  const ConvParams p = conv_params(op, x_in, w_in, stride, padding, dilation, groups);
+  const ConvParams p = conv_params(x_in, stride, padding, dilation, groups);
   const Act act = parse_act(op, act_name);
-  const Tensor x = x_in.contiguous(p.format), w = w_in.contiguous(p.format);
+  if (x_in.numel() == 0 || dy.numel() == 0) {  // an empty batch (or no channels): zero grads
+    auto zeros = [&](const Tensor& t, at::MemoryFormat f) {
+      return at::zeros(t.sizes(), t.options().memory_format(f));
+    };
+    return {mask[0] ? zeros(x_in, p.format) : Tensor(), mask[1] ? zeros(w_in, p.format) : Tensor(),
+            mask[2] && has(bias) ? zeros(*bias, at::MemoryFormat::Contiguous) : Tensor()};
+  }
+  const Tensor x = rules::engine_operand(x_in.contiguous(p.format)),
+               w = rules::engine_operand(w_in.contiguous(p.format));
   TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(out_shape(x, w, p)), "dnngraph::", op,
                     ": 'dy' has shape ", dy.sizes(), "; the forward's output is ",
                     at::IntArrayRef(out_shape(x, w, p)));
   Tensor dz = dy;
   if (act != Act::None) dz = aten_act_backward(act, dy, conv_forward(op, x, w, bias, p, Act::None));
-  dz = dz.contiguous(p.format);
+  dz = rules::engine_operand(dz.contiguous(p.format));
   Tensor dx, dw, db;
   if (mask[0]) dx = conv_grad(op, true, dz, w, x.sizes().vec(), p);
   if (mask[1]) dw = conv_grad(op, false, dz, x, w.sizes().vec(), p);
@@ -171,19 +166,11 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward(
 
 // ---------------------------------------------------------------- Meta
 
-Tensor conv2d_bias_act_meta(const Tensor& x, const Tensor& w, const OptTensor&,
+Tensor conv2d_bias_act_meta(const Tensor& x, const Tensor& w, const OptTensor& bias,
                             at::IntArrayRef stride, at::IntArrayRef padding,
                             at::IntArrayRef dilation, int64_t groups, c10::string_view) {
-  TORCH_CHECK_VALUE(x.dim() == 4 && w.dim() == 4 && stride.size() == 2 && padding.size() == 2 &&
-                        dilation.size() == 2,
-                    "dnngraph::conv2d_bias_act: expected 4-D x and weight and 2 values each of "
-                    "stride, padding and dilation");
-  check_conv_values("conv2d_bias_act", stride, padding, dilation);
-  std::vector<c10::SymInt> s{x.sym_size(0), w.sym_size(0), 0, 0};
-  for (int i = 0; i < 2; ++i)
-    s[2 + i] = (x.sym_size(2 + i) + 2 * padding[i] - dilation[i] * (w.sym_size(2 + i) - 1) - 1) /
-                   stride[i] +
-               1;
+  const rules::SymShape s =
+      rules::conv2d("conv2d_bias_act", x, w, bias, stride, padding, dilation, groups);
   auto format = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
                     ? at::MemoryFormat::ChannelsLast
                     : at::MemoryFormat::Contiguous;
@@ -191,8 +178,13 @@ Tensor conv2d_bias_act_meta(const Tensor& x, const Tensor& w, const OptTensor&,
 }
 
 std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward_meta(
-    const Tensor&, const Tensor& x, const Tensor& w, const OptTensor& bias, at::IntArrayRef,
-    at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view, std::array<bool, 3> mask) {
+    const Tensor& dy, const Tensor& x, const Tensor& w, const OptTensor& bias,
+    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+    c10::string_view, std::array<bool, 3> mask) {
+  rules::check_grad(
+      "conv2d_bias_act_backward", dy, "dy",
+      rules::conv2d("conv2d_bias_act_backward", x, w, bias, stride, padding, dilation, groups));
+  rules::check_same_device("conv2d_bias_act_backward", x, "x", {{&dy, "dy"}});
   auto format = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
                     ? at::MemoryFormat::ChannelsLast
                     : at::MemoryFormat::Contiguous;

@@ -5,14 +5,16 @@
 // pre-activation with the same graph (act none), applies the activation's derivative with
 // ATen, and runs both matmuls (dA = alpha dZ B^T, dB = alpha A^T dZ) as dnngraph graphs.
 #include "core/op_support.hpp"
+#include "core/shape_rules.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
 
 enum Uid : int64_t { A = 1, B = 2, BIAS = 3, Y = 100, AMAX = 101 };
 
-// A matmul operand the engines take: one of the last two dims has stride 1.
-Tensor matmul_operand(const Tensor& t) {
+// A matmul operand the engines take: strides >= 1, one of the last two dims has stride 1.
+Tensor matmul_operand(const Tensor& t_in) {
+  const Tensor t = rules::engine_operand(t_in);
   if (t.stride(-1) == 1 || t.stride(-2) == 1) return t;
   return t.contiguous();
 }
@@ -27,14 +29,14 @@ Tensor bias3(const char* op, const Tensor& bias, int64_t batch, int64_t m, int64
   for (int i = 0; i < 3; ++i)
     TORCH_CHECK_VALUE(shape[i] == 1 || shape[i] == want[i], "dnngraph::", op, ": 'bias' of shape ",
                       bias.sizes(), " does not broadcast to [", batch, ", ", m, ", ", n, "]");
-  return bias.reshape(shape);
+  return rules::engine_operand(bias.reshape(shape));
 }
 
 // The fused graph on 3-D operands; y is [max(Ba, Bb), M, N] contiguous.
 std::pair<Tensor, Tensor> epilogue(const char* op, const Tensor& a_in, const Tensor& b_in,
                                    const Tensor& bias, double alpha, Act act, bool want_amax) {
   const Tensor a = matmul_operand(a_in), b = matmul_operand(b_in);
-  const int64_t batch = std::max(a.size(0), b.size(0));
+  const int64_t batch = a.size(0) == 1 ? b.size(0) : a.size(0);  // 1 broadcasts, even to 0
   const at::ScalarType st = stat_dtype(a.scalar_type());
   Tensor y = at::empty({batch, a.size(1), b.size(2)}, a.options());
   Tensor amax =
@@ -122,12 +124,13 @@ LinearView linear_view(const char* op, const Tensor& x, const Tensor& w, const O
                     w.sizes());
   const int64_t k = w.size(1), n = w.size(0);
   LinearView v;
-  v.a = x.reshape({1, -1, k});
+  // Rows counted from the leading dims (not -1: ambiguous when in_features is 0).
+  v.a = x.reshape({1, c10::multiply_integers(x.sizes().begin(), x.sizes().end() - 1), k});
   v.b = w.t().unsqueeze(0);
   if (has(bias)) {
     TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n, "dnngraph::", op,
                       ": 'bias' must be [out_features] = [", n, "], got ", bias->sizes());
-    v.bias = bias->reshape({1, 1, n});
+    v.bias = rules::engine_operand(bias->reshape({1, 1, n}));
   }
   v.out_shape.assign(x.sizes().begin(), x.sizes().end() - 1);
   v.out_shape.push_back(n);
@@ -136,6 +139,7 @@ LinearView linear_view(const char* op, const Tensor& x, const Tensor& w, const O
 
 Tensor linear_act(const Tensor& x, const Tensor& w, const OptTensor& bias, c10::string_view act) {
   const char* op = "linear_act";
+  rules::linear(op, x, w, bias);
   const LinearView v = linear_view(op, x, w, bias);
   return epilogue(op, v.a, v.b, v.bias, 1.0, parse_act(op, act), false).first.view(v.out_shape);
 }
@@ -145,6 +149,7 @@ std::tuple<Tensor, Tensor, Tensor> linear_act_backward(const Tensor& dy, const T
                                                        c10::string_view act,
                                                        std::array<bool, 3> mask) {
   const char* op = "linear_act_backward";
+  rules::check_grad(op, dy, "dy", rules::linear(op, x, w, bias));
   const LinearView v = linear_view(op, x, w, bias);
   check_pair(op, x, "x", dy, "dy", std::nullopt);
   TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(v.out_shape), "dnngraph::", op,
@@ -186,6 +191,7 @@ EpilogueView epilogue_view(const char* op, const Tensor& a, const Tensor& b,
 std::tuple<Tensor, Tensor> matmul_epilogue(const Tensor& a, const Tensor& b, const OptTensor& bias,
                                            double alpha, c10::string_view act, bool want_amax) {
   const char* op = "matmul_epilogue";
+  rules::matmul_epilogue(op, a, b, bias);
   const EpilogueView v = epilogue_view(op, a, b, bias);
   auto [y, amax] = epilogue(op, v.a, v.b, v.bias, alpha, parse_act(op, act), want_amax);
   return {v.two_d ? y.squeeze(0) : y, amax};
@@ -196,6 +202,7 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward(const Tensor& dy, co
                                                             double alpha, c10::string_view act,
                                                             std::array<bool, 3> mask) {
   const char* op = "matmul_epilogue_backward";
+  rules::check_grad(op, dy, "dy", rules::matmul_epilogue(op, a, b, bias));
   const EpilogueView v = epilogue_view(op, a, b, bias);
   check_pair(op, a, "a", dy, "dy", std::nullopt);
   const Tensor dy3 = v.two_d ? dy.unsqueeze(0) : dy;
@@ -213,32 +220,36 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward(const Tensor& dy, co
 
 // ---------------------------------------------------------------- Meta
 
-Tensor linear_act_meta(const Tensor& x, const Tensor& w, const OptTensor&, c10::string_view) {
-  std::vector<c10::SymInt> shape(x.sym_sizes().begin(), x.sym_sizes().end() - 1);
-  shape.push_back(w.sym_size(0));
-  return at::empty_symint(shape, x.options());
+Tensor linear_act_meta(const Tensor& x, const Tensor& w, const OptTensor& bias, c10::string_view) {
+  return at::empty_symint(rules::linear("linear_act", x, w, bias), x.options());
 }
-std::tuple<Tensor, Tensor, Tensor> linear_act_backward_meta(const Tensor&, const Tensor& x,
+std::tuple<Tensor, Tensor, Tensor> linear_act_backward_meta(const Tensor& dy, const Tensor& x,
                                                             const Tensor& w, const OptTensor& bias,
                                                             c10::string_view,
                                                             std::array<bool, 3> mask) {
+  rules::check_grad("linear_act_backward", dy, "dy",
+                    rules::linear("linear_act_backward", x, w, bias));
+  rules::check_same_device("linear_act_backward", x, "x", {{&dy, "dy"}});
   return {mask[0] ? at::empty_symint(x.sym_sizes(), x.options()) : Tensor(),
           mask[1] ? at::empty_symint(w.sym_sizes(), w.options()) : Tensor(),
           mask[2] && has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};
 }
-std::tuple<Tensor, Tensor> matmul_epilogue_meta(const Tensor& a, const Tensor& b, const OptTensor&,
-                                                double, c10::string_view, bool want_amax) {
+std::tuple<Tensor, Tensor> matmul_epilogue_meta(const Tensor& a, const Tensor& b,
+                                                const OptTensor& bias, double, c10::string_view,
+                                                bool want_amax) {
+  const rules::SymShape shape = rules::matmul_epilogue("matmul_epilogue", a, b, bias);
   auto st = a.options().dtype(stat_dtype(a.scalar_type()));
   Tensor amax = want_amax ? at::empty({}, st) : at::empty({0}, st);
-  if (a.dim() == 2) return {at::empty_symint({a.sym_size(0), b.sym_size(1)}, a.options()), amax};
-  c10::SymInt batch = a.sym_size(0) == 1 ? b.sym_size(0) : a.sym_size(0);
-  return {at::empty_symint({batch, a.sym_size(1), b.sym_size(2)}, a.options()), amax};
+  return {at::empty_symint(shape, a.options()), amax};
 }
-std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward_meta(const Tensor&, const Tensor& a,
+std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward_meta(const Tensor& dy, const Tensor& a,
                                                                  const Tensor& b,
                                                                  const OptTensor& bias, double,
                                                                  c10::string_view,
                                                                  std::array<bool, 3> mask) {
+  rules::check_grad("matmul_epilogue_backward", dy, "dy",
+                    rules::matmul_epilogue("matmul_epilogue_backward", a, b, bias));
+  rules::check_same_device("matmul_epilogue_backward", a, "a", {{&dy, "dy"}});
   return {mask[0] ? at::empty_symint(a.sym_sizes(), a.options()) : Tensor(),
           mask[1] ? at::empty_symint(b.sym_sizes(), b.options()) : Tensor(),
           mask[2] && has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/op_support.hpp"
+#include "core/shape_rules.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
@@ -117,6 +118,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_aten(const Tensor& x, at::IntArray
 std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& x_in, at::IntArrayRef shape,
                                               const OptTensor& w, const OptTensor& b, double eps) {
   const char* op = "layer_norm";
+  rules::norm(op, x_in, c10::fromIntArrayRefSlow(shape), w, b);
   check_inputs(op, x_in, w, b);
   const Rows r = rows_of(op, x_in, shape, w, b);
   const at::ScalarType st = stat_dtype(x_in.scalar_type());
@@ -154,6 +156,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& dy_in, cons
                                                        const OptTensor& b,
                                                        std::array<bool, 3> mask) {
   const char* op = "layer_norm_backward";
+  rules::norm(op, x_in, c10::fromIntArrayRefSlow(shape), w, b);
   check_inputs(op, x_in, w, b);
   check_device(op, x_in, "x", {{&dy_in, "dy"}, {&mean, "mean"}, {&rstd, "rstd"}});
   check_same_dtype(op, x_in, "x", dy_in, "dy");
@@ -224,6 +227,7 @@ std::tuple<Tensor, Tensor> rms_norm_aten(const Tensor& x, const Rows& r, const O
 std::tuple<Tensor, Tensor> rms_norm(const Tensor& x_in, at::IntArrayRef shape, const OptTensor& w,
                                     std::optional<double> eps_in) {
   const char* op = "rms_norm";
+  rules::norm(op, x_in, c10::fromIntArrayRefSlow(shape), w, std::nullopt);
   check_inputs(op, x_in, w, std::nullopt);
   const Rows r = rows_of(op, x_in, shape, w, std::nullopt);
   const double eps = eps_in ? *eps_in : default_rms_eps(x_in.scalar_type());
@@ -256,6 +260,7 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& dy_in, const Tensor& 
                                              at::IntArrayRef shape, const Tensor& rstd,
                                              const OptTensor& w, std::array<bool, 2> mask) {
   const char* op = "rms_norm_backward";
+  rules::norm(op, x_in, c10::fromIntArrayRefSlow(shape), w, std::nullopt);
   check_inputs(op, x_in, w, std::nullopt);
   check_device(op, x_in, "x", {{&dy_in, "dy"}, {&rstd, "rstd"}});
   check_same_dtype(op, x_in, "x", dy_in, "dy");
@@ -313,7 +318,8 @@ std::vector<c10::SymInt> sym_stat_shape(const Tensor& x, size_t n) {
 }
 
 std::tuple<Tensor, Tensor, Tensor> layer_norm_meta(const Tensor& x, c10::SymIntArrayRef shape,
-                                                   const OptTensor&, const OptTensor&, double) {
+                                                   const OptTensor& w, const OptTensor& b, double) {
+  rules::norm("layer_norm", x, shape, w, b);
   TORCH_CHECK_VALUE(shape.size() >= 1 && x.dim() >= static_cast<int64_t>(shape.size()),
                     "dnngraph::layer_norm: normalized_shape ", shape, " does not fit x ",
                     x.sym_sizes());
@@ -328,13 +334,16 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_meta(const Tensor& dy, co
                                                             const Tensor&, const Tensor&,
                                                             const OptTensor& w, const OptTensor& b,
                                                             std::array<bool, 3> mask) {
+  rules::norm("layer_norm_backward", x, shape, w, b);
+  rules::check_same_device("layer_norm_backward", x, "x", {{&dy, "dy"}});
   return {mask[0] ? at::empty_symint(x.sym_sizes(), x.options()) : Tensor(),
           mask[1] && has(w) ? at::empty_symint(shape, w->options()) : Tensor(),
           mask[2] && has(b) ? at::empty_symint(shape, b->options()) : Tensor()};
 }
 
 std::tuple<Tensor, Tensor> rms_norm_meta(const Tensor& x, c10::SymIntArrayRef shape,
-                                         const OptTensor&, std::optional<double>) {
+                                         const OptTensor& w, std::optional<double>) {
+  rules::norm("rms_norm", x, shape, w, std::nullopt);
   TORCH_CHECK_VALUE(shape.size() >= 1 && x.dim() >= static_cast<int64_t>(shape.size()),
                     "dnngraph::rms_norm: normalized_shape ", shape, " does not fit x ",
                     x.sym_sizes());
@@ -346,6 +355,8 @@ std::tuple<Tensor, Tensor> rms_norm_meta(const Tensor& x, c10::SymIntArrayRef sh
 std::tuple<Tensor, Tensor> rms_norm_backward_meta(const Tensor& dy, const Tensor& x,
                                                   c10::SymIntArrayRef shape, const Tensor&,
                                                   const OptTensor& w, std::array<bool, 2> mask) {
+  rules::norm("rms_norm_backward", x, shape, w, std::nullopt);
+  rules::check_same_device("rms_norm_backward", x, "x", {{&dy, "dy"}});
   return {mask[0] ? at::empty_symint(x.sym_sizes(), x.options()) : Tensor(),
           mask[1] && has(w) ? at::empty_symint(shape, w->options()) : Tensor()};
 }

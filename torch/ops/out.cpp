@@ -9,8 +9,8 @@
 // Semantics as ATen's out= ops: each out tensor is resized with at::native::resize_output (an
 // empty one silently, one of another shape with ATen's deprecation warning, a storage that
 // cannot grow is an error), must be on the result's device and have the result's dtype, must
-// not overlap itself; the op returns the out tensors. No autograd (an input that requires grad
-// is an error, as for ATen's out= functions); the out tensors' versions are bumped.
+// not overlap itself; the op returns the out tensors. No autograd (an input or out tensor that
+// requires grad is an error, as for ATen's out= functions); the out tensors' versions are bumped.
 //
 // The result is computed by the functional op and copied into out (one copy on the device):
 // the graphs write into their own outputs, whose layout and alignment the cached plan knows.
@@ -36,14 +36,14 @@ void write_out(const char* op, const char* name, const Tensor& result, const Ten
   out.copy_(result);
 }
 
-// The autograd kernel of an out= op: refuses inputs that require grad (as ATen), runs the op
-// below autograd and bumps the versions of the tensors it wrote.
+// The autograd kernel of an out= op: refuses inputs and out tensors that require grad (as
+// ATen), runs the op below autograd and bumps the versions of the tensors it wrote.
 template <class... T>
-void refuse_grad(const char* op, const T&... inputs) {
-  TORCH_CHECK(!wants_grad(inputs...), "dnngraph::", op,
+void refuse_grad(const char* op, const T&... tensors) {
+  TORCH_CHECK(!wants_grad(tensors...), "dnngraph::", op,
               ".out: out= variants do not support automatic differentiation (as torch's out= "
-              "functions), but an input requires grad; call the functional form, or this one "
-              "under torch.no_grad()");
+              "functions), but an input or an out tensor requires grad; call the functional "
+              "form, or this one under torch.no_grad()");
 }
 // write_out for each of a backward's three gradients that the output mask asked for.
 void write_grads(const char* op, const std::tuple<Tensor, Tensor, Tensor>& r,
@@ -81,7 +81,7 @@ std::tuple<Tensor&, Tensor&, Tensor&> layer_norm_out(const Tensor& x, c10::SymIn
 std::tuple<Tensor&, Tensor&, Tensor&> layer_norm_out_autograd(
     const Tensor& x, c10::SymIntArrayRef shape, const OptTensor& w, const OptTensor& b, double eps,
     Tensor& y, Tensor& mean, Tensor& rstd) {
-  refuse_grad("layer_norm", x, w, b);
+  refuse_grad("layer_norm", x, w, b, y, mean, rstd);
   static auto op = op_handle<LnOutSig>("dnngraph::layer_norm", "out");
   {
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -106,7 +106,7 @@ Tensor& linear_act_out(const Tensor& x, const Tensor& w, const OptTensor& bias,
 
 Tensor& linear_act_out_autograd(const Tensor& x, const Tensor& w, const OptTensor& bias,
                                 c10::string_view act, Tensor& out) {
-  refuse_grad("linear_act", x, w, bias);
+  refuse_grad("linear_act", x, w, bias, out);
   static auto op = op_handle<LinOutSig>("dnngraph::linear_act", "out");
   {
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -138,7 +138,7 @@ std::tuple<Tensor&, Tensor&> matmul_epilogue_out_autograd(const Tensor& a, const
                                                           const OptTensor& bias, double alpha,
                                                           c10::string_view act, bool want_amax,
                                                           Tensor& out, Tensor& amax) {
-  refuse_grad("matmul_epilogue", a, b, bias);
+  refuse_grad("matmul_epilogue", a, b, bias, out, amax);
   static auto op = op_handle<EpiOutSig>("dnngraph::matmul_epilogue", "out");
   {
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -169,7 +169,7 @@ Tensor& conv2d_bias_act_out_autograd(const Tensor& x, const Tensor& w, const Opt
                                      at::IntArrayRef stride, at::IntArrayRef padding,
                                      at::IntArrayRef dilation, int64_t groups, c10::string_view act,
                                      Tensor& out) {
-  refuse_grad("conv2d_bias_act", x, w, bias);
+  refuse_grad("conv2d_bias_act", x, w, bias, out);
   static auto op = op_handle<ConvOutSig>("dnngraph::conv2d_bias_act", "out");
   {
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -203,7 +203,7 @@ GradsOut layer_norm_backward_out_autograd(const Tensor& dy, const Tensor& x,
                                           const Tensor& rstd, const OptTensor& w,
                                           const OptTensor& b, std::array<bool, 3> mask, Tensor& o0,
                                           Tensor& o1, Tensor& o2) {
-  refuse_grad("layer_norm_backward", dy, x, mean, rstd, w, b);
+  refuse_grad("layer_norm_backward", dy, x, mean, rstd, w, b, o0, o1, o2);
   static auto op = op_handle<LnBwdOutSig>("dnngraph::layer_norm_backward", "out");
   {
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -229,7 +229,7 @@ GradsOut linear_act_backward_out_autograd(const Tensor& dy, const Tensor& x, con
                                           const OptTensor& bias, c10::string_view act,
                                           std::array<bool, 3> mask, Tensor& o0, Tensor& o1,
                                           Tensor& o2) {
-  refuse_grad("linear_act_backward", dy, x, w, bias);
+  refuse_grad("linear_act_backward", dy, x, w, bias, o0, o1, o2);
   static auto op = op_handle<LinBwdOutSig>("dnngraph::linear_act_backward", "out");
   {
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -264,7 +264,7 @@ GradsOut conv2d_bias_act_backward_out_autograd(const Tensor& dy, const Tensor& x
                                                int64_t groups, c10::string_view act,
                                                std::array<bool, 3> mask, Tensor& o0, Tensor& o1,
                                                Tensor& o2) {
-  refuse_grad("conv2d_bias_act_backward", dy, x, w, bias);
+  refuse_grad("conv2d_bias_act_backward", dy, x, w, bias, o0, o1, o2);
   static auto op = op_handle<ConvBwdOutSig>("dnngraph::conv2d_bias_act_backward", "out");
   {
     at::AutoDispatchBelowADInplaceOrView guard;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/op_support.hpp"
+#include "core/shape_rules.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
@@ -131,10 +132,13 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_aten(const Tensor& dout
 
 // ---------------------------------------------------------------- kernels
 
-std::tuple<Tensor, Tensor> sdpa(const Tensor& q, const Tensor& k, const Tensor& v,
+std::tuple<Tensor, Tensor> sdpa(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                                 const OptTensor& bias, double dropout_p, bool causal,
                                 std::optional<double> scale, bool gqa) {
   const char* op = "sdpa";
+  rules::sdpa(op, q_in, k_in, v_in, bias, causal, gqa);
+  const Tensor q = rules::engine_operand(q_in), k = rules::engine_operand(k_in),
+               v = rules::engine_operand(v_in);
   const Attn a = check_attn(op, q, k, v, bias, dropout_p, causal, scale, gqa);
   if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return sdpa_math(q, k, v, a, causal);
   Tensor out = at::empty({a.b, a.hq, a.sq, a.dv}, q.options());
@@ -163,13 +167,21 @@ std::tuple<Tensor, Tensor> sdpa(const Tensor& q, const Tensor& k, const Tensor& 
   return {out, lse};
 }
 
-std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout, const Tensor& q,
-                                                         const Tensor& k, const Tensor& v,
-                                                         const Tensor& out, const Tensor& lse_in,
+std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout_in, const Tensor& q_in,
+                                                         const Tensor& k_in, const Tensor& v_in,
+                                                         const Tensor& out_in, const Tensor& lse_in,
                                                          const OptTensor& bias, double dropout_p,
                                                          bool causal, std::optional<double> scale,
                                                          bool gqa) {
   const char* op = "sdpa_backward";
+  const rules::SymShape shape = rules::sdpa(op, q_in, k_in, v_in, bias, causal, gqa);
+  rules::check_same_device(op, q_in, "q",
+                           {{&dout_in, "dout"}, {&out_in, "out"}, {&lse_in, "logsumexp"}});
+  rules::check_grad(op, dout_in, "dout", shape);
+  rules::check_grad(op, out_in, "out", shape);
+  const Tensor q = rules::engine_operand(q_in), k = rules::engine_operand(k_in),
+               v = rules::engine_operand(v_in), out = rules::engine_operand(out_in),
+               dout = rules::engine_operand(dout_in);
   const Attn a = check_attn(op, q, k, v, bias, dropout_p, causal, scale, gqa);
   check_device(op, q, "q", {{&dout, "dout"}, {&out, "out"}, {&lse_in, "logsumexp"}});
   check_same_dtype(op, q, "q", dout, "dout");
@@ -237,20 +249,26 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout, con
 // ---------------------------------------------------------------- Meta
 
 std::tuple<Tensor, Tensor> sdpa_meta(const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const OptTensor&, double, bool, std::optional<double>, bool) {
-  TORCH_CHECK_VALUE(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
-                    "dnngraph::sdpa: q, k, v must be 4-D [B, H, S, D]");
+                                     const OptTensor& bias, double, bool causal,
+                                     std::optional<double>, bool gqa) {
+  rules::sdpa("sdpa", q, k, v, bias, causal, gqa);
   return {
       at::empty_symint({q.sym_size(0), q.sym_size(1), q.sym_size(2), v.sym_size(3)}, q.options()),
       at::empty_symint({q.sym_size(0), q.sym_size(1), q.sym_size(2)},
                        q.options().dtype(stat_dtype(q.scalar_type())))};
 }
 
-std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_meta(const Tensor&, const Tensor& q,
+std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_meta(const Tensor& dout, const Tensor& q,
                                                               const Tensor& k, const Tensor& v,
-                                                              const Tensor&, const Tensor&,
-                                                              const OptTensor& bias, double, bool,
-                                                              std::optional<double>, bool) {
+                                                              const Tensor& out, const Tensor& lse,
+                                                              const OptTensor& bias, double,
+                                                              bool causal, std::optional<double>,
+                                                              bool gqa) {
+  const rules::SymShape shape = rules::sdpa("sdpa_backward", q, k, v, bias, causal, gqa);
+  rules::check_same_device("sdpa_backward", q, "q",
+                           {{&dout, "dout"}, {&out, "out"}, {&lse, "logsumexp"}});
+  rules::check_grad("sdpa_backward", dout, "dout", shape);
+  rules::check_grad("sdpa_backward", out, "out", shape);
   return {at::empty_symint(q.sym_sizes(), q.options()),
           at::empty_symint(k.sym_sizes(), k.options()),
           at::empty_symint(v.sym_sizes(), v.options()),

@@ -100,8 +100,15 @@ class MultiheadAttention(nn.MultiheadAttention):
             return y.view(b, x.shape[1], h, e // h).transpose(1, 2)
 
         q, k, v = heads(query, w_q, b_q), heads(key, w_k, b_k), heads(value, w_v, b_v)
-        if attn_mask is not None and attn_mask.dim() == 2:
-            attn_mask = attn_mask.view(1, 1, *attn_mask.shape)
+        if attn_mask is not None:
+            if attn_mask.dtype == torch.bool:
+                # nn.MultiheadAttention's boolean masks say True = "not allowed to attend";
+                # scaled_dot_product_attention's say True = "attend".
+                attn_mask = ~attn_mask
+            if attn_mask.dim() == 2:
+                attn_mask = attn_mask.view(1, 1, *attn_mask.shape)
+            elif attn_mask.dim() == 3:  # [batch * num_heads, L, S], as nn.MultiheadAttention
+                attn_mask = attn_mask.reshape(b, h, *attn_mask.shape[1:])
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
         o = o.transpose(1, 2).reshape(b, s_q, e)
         return F.linear(o, self.out_proj.weight, self.out_proj.bias), None

@@ -4,6 +4,11 @@
 // Everything is computed in fp64 on zero-padded channels-last copies, so every inner loop
 // walks contiguous memory and needs no bounds checks; only the final sums are rounded to
 // the compute type. 1-D and 2-D problems are 3-D problems with leading spatial dims of 1.
+//
+// The padded copy holds only what the taps read: along a spatial dim where out * ker is
+// below the padded extent (a stride or padding much larger than the filter), it is laid out
+// by (output position, tap) instead of by padded position, so its size follows the work and
+// not the padding.
 #include <omp.h>
 
 #include <algorithm>
@@ -22,8 +27,12 @@ struct Geometry {
   int64_t N = 0, C = 0, K = 0, G = 1, Cg = 0, Kg = 0;
   Spatial in{1, 1, 1}, out{1, 1, 1}, ker{1, 1, 1};
   Spatial pre{0, 0, 0}, post{0, 0, 0}, str{1, 1, 1}, dil{1, 1, 1};
-  Spatial padded{1, 1, 1};  // in + pre + post
+  Spatial padded{1, 1, 1};  // extent of the padded copy: in + pre + post, or out * ker
   bool flip = false;        // true convolution: the filter is read reversed
+  // The problem's own stride and dilation; str/dil above address the padded copy (ker and 1
+  // along a dim laid out by (output position, tap)).
+  Spatial conv_str{1, 1, 1}, conv_dil{1, 1, 1};
+  std::array<bool, kMaxSpatial> by_tap{false, false, false};
 
   int64_t out_volume() const { return out[0] * out[1] * out[2]; }
   int64_t in_volume() const { return in[0] * in[1] * in[2]; }
@@ -86,8 +95,36 @@ Geometry geometry(const ir::Node& n) {
   g.Cg = w->dim[1];
   g.G = g.C / g.Cg;
   g.Kg = g.K / g.G;
-  for (int i = 0; i < kMaxSpatial; ++i) g.padded[i] = g.in[i] + g.pre[i] + g.post[i];
+  for (int i = 0; i < kMaxSpatial; ++i) {
+    g.padded[i] = g.in[i] + g.pre[i] + g.post[i];
+    g.conv_str[i] = g.str[i];
+    g.conv_dil[i] = g.dil[i];
+    // Compare without overflow: out * ker < padded.
+    if (g.ker[i] > 0 && g.out[i] < g.padded[i] / g.ker[i]) {
+      g.by_tap[i] = true;
+      g.padded[i] = g.out[i] * g.ker[i];
+      g.str[i] = g.ker[i];
+      g.dil[i] = 1;
+    }
+  }
   return g;
+}
+
+// The input coordinate that padded-copy position p of spatial dim i holds, or -1 for padding.
+inline int64_t source_coord(const Geometry& g, int i, int64_t p) {
+  const int64_t c = g.by_tap[i]
+                        ? (p / g.ker[i]) * g.conv_str[i] + (p % g.ker[i]) * g.conv_dil[i] - g.pre[i]
+                        : p - g.pre[i];
+  return c >= 0 && c < g.in[i] ? c : -1;
+}
+// source_coord of every position of each spatial dim.
+std::array<std::vector<int64_t>, kMaxSpatial> source_coords(const Geometry& g) {
+  std::array<std::vector<int64_t>, kMaxSpatial> s;
+  for (int i = 0; i < kMaxSpatial; ++i) {
+    s[i].resize(static_cast<size_t>(g.padded[i]));
+    for (int64_t p = 0; p < g.padded[i]; ++p) s[i][static_cast<size_t>(p)] = source_coord(g, i, p);
+  }
+  return s;
 }
 
 // Threads only pay off on real work: tiny problems (tests) run serially.
@@ -104,15 +141,25 @@ inline int64_t padded_pixel(const Geometry& g, int64_t n, int64_t d, int64_t h, 
 std::vector<double> pad_channels_last(const Geometry& g, const Dense& x) {
   std::vector<double> xp(static_cast<size_t>(g.N * g.padded_volume() * g.C), 0.0);
   const int64_t iv = g.in_volume();
+  const auto src = source_coords(g);
 #pragma omp parallel for collapse(2) schedule(static) if (worth_threads(g))
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t c = 0; c < g.C; ++c) {
-      const double* src = x.data.data() + (n * g.C + c) * iv;
-      for (int64_t d = 0; d < g.in[0]; ++d)
-        for (int64_t h = 0; h < g.in[1]; ++h)
-          for (int64_t w = 0; w < g.in[2]; ++w)
-            xp[static_cast<size_t>(
-                padded_pixel(g, n, d + g.pre[0], h + g.pre[1], w + g.pre[2]) * g.C + c)] = *src++;
+      const double* plane = x.data.data() + (n * g.C + c) * iv;
+      for (int64_t d = 0; d < g.padded[0]; ++d) {
+        const int64_t sd = src[0][static_cast<size_t>(d)];
+        if (sd < 0) continue;
+        for (int64_t h = 0; h < g.padded[1]; ++h) {
+          const int64_t sh = src[1][static_cast<size_t>(h)];
+          if (sh < 0) continue;
+          for (int64_t w = 0; w < g.padded[2]; ++w) {
+            const int64_t sw = src[2][static_cast<size_t>(w)];
+            if (sw >= 0)
+              xp[static_cast<size_t>(padded_pixel(g, n, d, h, w) * g.C + c)] =
+                  plane[(sd * g.in[1] + sh) * g.in[2] + sw];
+          }
+        }
+      }
     }
   return xp;
 }
@@ -282,18 +329,31 @@ Status dgrad(KernelContext& ctx, const Geometry& g) {
               }
         }
   }
-  // Crop the padding and go back to [N, C, in...].
+  // Crop the padding and go back to [N, C, in...]: each padded position adds into the input
+  // position it holds (several, along a dim laid out by (output position, tap)).
   Dense dx({g.N, g.C, g.in[0], g.in[1], g.in[2]});
   const int64_t iv = g.in_volume();
+  const auto src = source_coords(g);
 #pragma omp parallel for collapse(2) schedule(static) if (worth_threads(g))
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t c = 0; c < g.C; ++c) {
-      double* dst = dx.data.data() + (n * g.C + c) * iv;
-      for (int64_t d = 0; d < g.in[0]; ++d)
-        for (int64_t h = 0; h < g.in[1]; ++h)
-          for (int64_t w2 = 0; w2 < g.in[2]; ++w2)
-            *dst++ = ctx.round_compute(dxp[static_cast<size_t>(
-                padded_pixel(g, n, d + g.pre[0], h + g.pre[1], w2 + g.pre[2]) * g.C + c)]);
+      double* plane = dx.data.data() + (n * g.C + c) * iv;
+      std::fill(plane, plane + iv, 0.0);
+      for (int64_t d = 0; d < g.padded[0]; ++d) {
+        const int64_t sd = src[0][static_cast<size_t>(d)];
+        if (sd < 0) continue;
+        for (int64_t h = 0; h < g.padded[1]; ++h) {
+          const int64_t sh = src[1][static_cast<size_t>(h)];
+          if (sh < 0) continue;
+          for (int64_t w2 = 0; w2 < g.padded[2]; ++w2) {
+            const int64_t sw = src[2][static_cast<size_t>(w2)];
+            if (sw >= 0)
+              plane[(sd * g.in[1] + sh) * g.in[2] + sw] +=
+                  dxp[static_cast<size_t>(padded_pixel(g, n, d, h, w2) * g.C + c)];
+          }
+        }
+      }
+      for (int64_t i = 0; i < iv; ++i) plane[i] = ctx.round_compute(plane[i]);
     }
   dx.dim = ctx.tensor(Role::DX).dim;
   ctx.store(Role::DX, dx);

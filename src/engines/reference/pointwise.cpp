@@ -41,13 +41,17 @@ Params params_of(const ir::PointwiseAttrs& a) {
 }
 
 // Clipped leaky relu: slope * (x - lower) + lower below the lower clip, the upper clip above.
+// A zero slope gives the lower clip itself, and x at the clip gives the clip, so that no
+// infinite x (or infinite clip) meets a zero factor: relu(-inf) is 0, not 0 * -inf = NaN.
 double relu(const Params& p, double x) {
-  if (x <= p.lower) return p.lower + p.slope * (x - p.lower);
+  if (x <= p.lower)
+    return p.slope == 0.0 || x == p.lower ? p.lower : p.lower + p.slope * (x - p.lower);
   return std::min(x, p.upper);
 }
+// Without an upper clip (+inf) every x above the lower clip passes, x = +inf included.
 double relu_grad(const Params& p, double x) {
   if (x <= p.lower) return p.slope;
-  return x < p.upper ? 1.0 : 0.0;
+  return x < p.upper || p.upper == std::numeric_limits<double>::infinity() ? 1.0 : 0.0;
 }
 
 double gelu_grad(double x) {

@@ -1,0 +1,63 @@
+// The shape rules of the dnngraph torch ops, in one place: the real kernels (CPU, CUDA) and
+// the Meta kernels (torch.compile, export, FakeTensor) call the same function, so a shape the
+// eager op refuses is refused while tracing too, with the same message. Sizes are SymInts:
+// concrete for real tensors, symbolic under tracing (a comparison then becomes a guard).
+//
+// Every check runs before any size is divided or any work is done, and names the op and the
+// user's argument; bad values are ValueErrors (TORCH_CHECK_VALUE).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/SymInt.h>
+
+#include <initializer_list>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace dnngraph::torch_ops::rules {
+
+using SymShape = std::vector<c10::SymInt>;
+using OptTensor = std::optional<at::Tensor>;
+
+// Every defined tensor of `others` on `x`'s device, whatever the device (a Meta kernel also
+// gets mixed meta and cpu tensors: a parameter left on `meta` is refused there, before any
+// output is made).
+void check_same_device(const char* op, const at::Tensor& x, const char* x_name,
+                       std::initializer_list<std::pair<const at::Tensor*, const char*>> others);
+
+// linear_act: x [..., K], weight [N, K], bias [N] -> [..., N].
+SymShape linear(const char* op, const at::Tensor& x, const at::Tensor& w, const OptTensor& bias);
+
+// matmul_epilogue: a [M, K] / b [K, N], or a [Ba, M, K] / b [Bb, K, N] with batches equal or
+// one of them 1 (broadcast as torch.matmul: 1 against 0 gives 0); bias broadcastable to the
+// output. Returns the output's shape ([M, N] or [batch, M, N]).
+SymShape matmul_epilogue(const char* op, const at::Tensor& a, const at::Tensor& b,
+                         const OptTensor& bias);
+
+// conv2d_bias_act: x [N, C, H, W], weight [K, C/groups, R, S], bias [K]; stride and dilation
+// >= 1, padding >= 0, groups >= 1 dividing K; a non-empty output. Returns [N, K, P, Q].
+SymShape conv2d(const char* op, const at::Tensor& x, const at::Tensor& w, const OptTensor& bias,
+                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                int64_t groups);
+
+// sdpa: q [B, Hq, Sq, D], k [B, Hk, Skv, D], v [B, Hk, Skv, Dv], Hq == Hk or (enable_gqa and
+// Hk >= 1 dividing Hq), attn_bias broadcastable [B|1, Hq|1, Sq, Skv], not with is_causal.
+// Returns the output's shape [B, Hq, Sq, Dv] (logsumexp: its first three).
+SymShape sdpa(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+              const OptTensor& bias, bool causal, bool gqa);
+
+// A backward op's incoming gradient `t` (named `name`) has the forward output's shape `want`.
+void check_grad(const char* op, const at::Tensor& t, const char* name, const SymShape& want);
+
+// layer_norm / rms_norm: x [..., normalized_shape], weight and bias (when given) of
+// normalized_shape, all on x's device.
+void norm(const char* op, const at::Tensor& x, c10::SymIntArrayRef normalized_shape,
+          const OptTensor& weight, const OptTensor& bias);
+
+// `t` as the engines take it: a tensor whose strides are all >= 1. A dim of extent > 1 with
+// stride 0 (an expand()ed input) is materialised (a contiguous copy); a stride of 0 on a dim of
+// extent 1 (never stepped over) becomes 1 on a view. Anything else is returned as is.
+at::Tensor engine_operand(const at::Tensor& t);
+
+}  // namespace dnngraph::torch_ops::rules
