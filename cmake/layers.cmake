@@ -92,8 +92,16 @@ set(_api_private_links)
 foreach(h ${_api_private})
   list(APPEND _api_private_links ${h}=${_src}/${h})
 endforeach()
+# Its public headers are include/dnngraph/engines/*.hpp but cudnn.hpp, which only the cuDNN
+# layer sees (and python/ and tools/, through the installed include folder).
+file(GLOB _api_public RELATIVE ${_inc}/engines CONFIGURE_DEPENDS ${_inc}/engines/*.hpp)
+list(REMOVE_ITEM _api_public cudnn.hpp)
+set(_api_public_links)
+foreach(h ${_api_public})
+  list(APPEND _api_public_links dnngraph/engines/${h}=${_inc}/engines/${h})
+endforeach()
 dnngraph_layer(engine_api SOURCES ${_api_src} LAYERS ir
-  PUBLIC_LINKS dnngraph/engines=${_inc}/engines ${_api_private_links})
+  PUBLIC_LINKS ${_api_public_links} ${_api_private_links})
 target_link_libraries(dnngraph_engine_api PRIVATE nlohmann_json::nlohmann_json dnngraph_xxhash)
 
 file(GLOB _ref_src CONFIGURE_DEPENDS ${_src}/engines/reference/*.cpp)
@@ -110,13 +118,14 @@ else()
   set(_cudnn_src ${_src}/engines/cudnn/unavailable.cpp)
 endif()
 dnngraph_layer(cudnn SOURCES ${_cudnn_src} LAYERS engine_api
-  PRIVATE_LINKS engines/cudnn=${_src}/engines/cudnn)
+  PRIVATE_LINKS engines/cudnn=${_src}/engines/cudnn
+                dnngraph/engines/cudnn.hpp=${_inc}/engines/cudnn.hpp)
+# Only the cuDNN layer sees CUDA: the engine interface asks it for the GPUs and their
+# properties (src/engines/registry.hpp, DeviceProvider).
 if(DNNGRAPH_HAVE_CUDA)
-  foreach(t dnngraph_engine_api dnngraph_cudnn)
-    target_compile_definitions(${t} PRIVATE DNNGRAPH_WITH_CUDA=1)
-    target_include_directories(${t} SYSTEM PRIVATE ${DNNGRAPH_CUDNN_INCLUDE_DIR})
-    target_link_libraries(${t} PRIVATE CUDA::cudart_static)
-  endforeach()
+  target_compile_definitions(dnngraph_cudnn PRIVATE DNNGRAPH_WITH_CUDA=1)
+  target_include_directories(dnngraph_cudnn SYSTEM PRIVATE ${DNNGRAPH_CUDNN_INCLUDE_DIR})
+  target_link_libraries(dnngraph_cudnn PRIVATE CUDA::cudart_static)
 endif()
 
 file(GLOB _runtime_src CONFIGURE_DEPENDS ${_src}/runtime/*.cpp)

@@ -79,7 +79,7 @@ verdict() {  # the exit status of run_tests under a mutation
 # ---------------------------------------------------------------- Python mutations
 # name | file in the package | old | new | tests
 PY_MUTATIONS=(
-  "sdpa is_inference default -> False|dnngraph/_compat.py|kw[\"is_inference\"] = True  # the frontend default|kw[\"is_inference\"] = False  # the frontend default|python/tests/test_frontend_defaults.py"
+  "sdpa is_inference default -> False|dnngraph/_compat/ops.py|kw[\"is_inference\"] = True  # the frontend default|kw[\"is_inference\"] = False  # the frontend default|python/tests/test_frontend_defaults.py"
   "conv2d torch.ops path: stride<->padding|dnngraph/torch/functional.py|_pair(stride), _pair(padding), _pair(dilation)|_pair(padding), _pair(stride), _pair(dilation)|python/tests/test_torch_paths.py"
   "layer_norm default eps 1e-5 -> 1e-6|dnngraph/torch/functional.py|    bias: Optional[torch.Tensor] = None,
     eps: float = 1e-5,|    bias: Optional[torch.Tensor] = None,

@@ -10,6 +10,7 @@
 #include "dnngraph/ir/fingerprint.hpp"
 #include "dnngraph/ir/graph.hpp"
 #include "dnngraph/ir/json.hpp"
+#include "dnngraph/ir/sdpa.hpp"
 #include "dnngraph/log.hpp"
 #include "dnngraph/status.hpp"
 #include "dnngraph/storage.hpp"

@@ -7,7 +7,6 @@ dtype; they are recognised by name, so torch is never imported here unless the c
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Optional
 
 from ._dnngraph import data_type
@@ -94,8 +93,3 @@ def _library_type(input_type: Any) -> data_type:
     raise NotSupportedError(
         f"data type {input_type!r} has no dnngraph data_type: pass a dnngraph.data_type, or a "
         f"torch/numpy dtype among {sorted(_BY_NAME)}")
-
-
-def _is_torch_tensor(input_tensor: Any) -> bool:
-    tensor_type = getattr(sys.modules.get("torch"), "Tensor", None)
-    return tensor_type is not None and isinstance(input_tensor, tensor_type)

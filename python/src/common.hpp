@@ -113,22 +113,41 @@ void bind_handle(nb::module_& m);
 void bind_device_properties(nb::module_& m);
 void bind_tensor(nb::module_& m);
 void bind_graph(nb::module_& m, nb::class_<PyGraph>& g);
-void bind_ops_conv_matmul(nb::class_<PyGraph>& g);
-void bind_ops_pointwise(nb::class_<PyGraph>& g);
-void bind_ops_norm(nb::class_<PyGraph>& g);
-void bind_ops_sdpa(nb::class_<PyGraph>& g);
-void bind_ops_sdpa_fp8(nb::class_<PyGraph>& g);
-void bind_ops_slice(nb::class_<PyGraph>& g);
-void bind_ops_genstats(nb::class_<PyGraph>& g);
-void bind_ops_transpose(nb::class_<PyGraph>& g);
-void bind_ops_reshape(nb::class_<PyGraph>& g);
-void bind_ops_concat(nb::class_<PyGraph>& g);
-void bind_ops_block_scale(nb::class_<PyGraph>& g);
-void bind_ops_moe(nb::class_<PyGraph>& g);
+// One per op of the table, named bind_op_<name> after the op's table name and defined in
+// ops_<family>.cpp: the pygraph methods that build that op (bind_op_pointwise binds add, relu,
+// ...; bind_op_norm_forward layernorm, batchnorm, ...). module.cpp calls them from the table.
+#define DNNGRAPH_OP_BIND_DECL(kind, name, Attrs, in, out) \
+  void bind_op_##name(nb::class_<PyGraph>& g);
+DNNGRAPH_OPS(DNNGRAPH_OP_BIND_DECL)
+#undef DNNGRAPH_OP_BIND_DECL
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& g);
 void bind_serialize(nb::class_<PyGraph>& g);
 void bind_log(nb::module_& m);
 void bind_tune(nb::class_<PyGraph>& g);
+
+// The SdpaOptions and optional inputs SDPA and FP8 SDPA share, from the frontend's keywords
+// (ops_sdpa.cpp): the scale (a float attribute or an ATTN_SCALE tensor), the causal / band
+// masks, ALiBi, and the padding mask with its sequence lengths. `op` names the method in errors.
+void fill_sdpa_options(ir::SdpaOptions& a, ir::SdpaInputs& extra,
+                       const std::optional<TensorOrScalar>& attn_scale, bool causal,
+                       bool causal_bottom_right, DiagonalAlignment alignment,
+                       std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
+                       bool padding_mask, ir::Tensor seq_len_q, ir::Tensor seq_len_kv, bool alibi,
+                       const char* op);
+
+// The cuDNN frontend's call form of a pygraph method, declared next to the method's binding
+// (frontend_forms.cpp) and read by dnngraph._compat from pygraph._frontend_call_forms:
+// fe_name -> (native method, the frontend's positional parameter names, {frontend keyword:
+// native keyword}, native keywords the form fixes).
+using Renames = std::initializer_list<std::pair<const char*, const char*>>;
+void frontend_form(nb::class_<PyGraph>& cls, const char* fe_name, const char* native,
+                   std::initializer_list<const char*> positional, Renames renames = {},
+                   nb::dict fixed = nb::dict());
+// The same form where the frontend's method and the native one share a name.
+inline void frontend_form(nb::class_<PyGraph>& cls, const char* name,
+                          std::initializer_list<const char*> positional, Renames renames = {}) {
+  frontend_form(cls, name, name, positional, renames);
+}
 
 // Converts a Python variant pack and workspace as execute() does (execute.cpp) and calls `f`
 // with them, the GIL released and the graph locked alone; raises f's error.

@@ -107,66 +107,8 @@ nb::list candidate_list(const Graph& g) {
   return out;
 }
 
-}  // namespace
-
-void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
-  cls.def(
-      "__init__",
-      [](PyGraph* self, const PyHandle* handle, std::string name, DataType io,
-         DataType intermediate, DataType compute, KernelCachePtr kernel_cache, bool dynamic,
-         std::optional<int32_t> sm_count) {
-        new (self) PyGraph();
-        if (handle) self->handle = handle->get();
-        self->graph.set_kernel_cache(std::move(kernel_cache));
-        self->graph.set_name(std::move(name))
-            .set_io_data_type(io)
-            .set_intermediate_data_type(intermediate)
-            .set_compute_data_type(compute)
-            .set_dynamic_shape_enabled(dynamic)
-            .set_sm_count(sm_count.value_or(ir::Graph::kAllSms));
-      },
-      nb::arg("handle").none() = nb::none(), nb::arg("name") = "",
-      nb::arg("io_data_type") = DataType::NotSet,
-      nb::arg("intermediate_data_type") = DataType::Float,
-      nb::arg("compute_data_type") = DataType::Float, nb::arg("kernel_cache").none() = nb::none(),
-      nb::arg("is_dynamic_shape_enabled") = false, nb::arg("sm_count").none() = nb::none());
-
-  cls.def_prop_rw(
-      "sm_count",
-      [](const PyGraph& self) -> std::optional<int32_t> {
-        const int32_t n = self.graph.sm_count();
-        if (n == ir::Graph::kAllSms) return std::nullopt;
-        return n;
-      },
-      [](PyGraph& self, std::optional<int32_t> n) {
-        self.graph.set_sm_count(n.value_or(ir::Graph::kAllSms));
-        self.graph.invalidate();
-      },
-      nb::for_setter(nb::arg("sm_count").none()),
-      "The most SMs the graph's GPU plans may use (the cuDNN frontend's sm_count), leaving the\n"
-      "others to work on other streams; None (or -1): every SM. Read at the next build: the\n"
-      "cuDNN engine asks its heuristics and engines for plans on that many SMs (ValueError at\n"
-      "build when the GPU has fewer; 0 and other negative values are a ValueError at\n"
-      "validate). Part of key() and of the plan cache key; the CPU reference engine ignores it.");
-
-  cls.def_prop_rw(
-      "_frontend_forms", [](const PyGraph& self) { return self.frontend_forms; },
-      [](PyGraph& self, bool v) { self.frontend_forms = v; },
-      "execute takes the cuDNN frontend's forms: a Python int bound to a tensor in memory (or\n"
-      "as the workspace) is a raw address of a buffer laid out as the tensor says (its size\n"
-      "cannot be checked), and entries whose key or value is None are skipped. Set by the\n"
-      "frontend-compatible pygraph.");
-
-  cls.def_prop_rw(
-      "allow_unused_tensors", [](const PyGraph& self) { return self.graph.allow_unused_tensors(); },
-      [](PyGraph& self, bool v) {
-        self.graph.set_allow_unused_tensors(v);
-        self.graph.invalidate();
-      },
-      "Whether validate() sets aside non-virtual tensors that no op reads or writes (and\n"
-      "execute ignores buffers bound to them), as the cuDNN frontend does, instead of\n"
-      "refusing the graph. False by default; the frontend-compatible pygraph sets it.");
-
+// ---- tensors ----
+void bind_graph_tensors(nb::class_<PyGraph>& cls) {
   cls.def(
       "tensor",
       [](PyGraph& self, std::string name, std::vector<int64_t> dim,
@@ -210,8 +152,10 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
       nb::arg("obj"), nb::arg("name") = "",
       "A tensor with the dims, strides and data type of `obj` (numpy array, torch tensor, or "
       "any DLPack / __array_interface__ / __cuda_array_interface__ object).");
+}
 
-  // ---- pipeline ----
+// ---- pipeline: validate to check_support ----
+void bind_graph_pipeline(nb::class_<PyGraph>& cls) {
   cls.def(
       "validate",
       [](PyGraph& self) {
@@ -288,6 +232,10 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
       },
       nb::arg("policy") = BuildPlanPolicy::HeuristicsChoice,
       "HEURISTICS_CHOICE builds the first supported candidate; ALL builds every one.");
+}
+
+// ---- plans: build, select, workspace ----
+void bind_graph_plans(nb::class_<PyGraph>& cls) {
   cls.def(
       "build",
       [](PyGraph& self, std::vector<HeurMode> modes, BuildPlanPolicy policy) {
@@ -330,8 +278,10 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
   cls.def(
       "candidates", [](const PyGraph& self) { return candidate_list(self.graph); },
       "Every candidate seen by check_support, as dicts (engine, name, supported, reason, ...).");
+}
 
-  // ---- introspection ----
+// ---- introspection ----
+void bind_graph_introspection(nb::class_<PyGraph>& cls) {
   cls.def(
       "key", [](const PyGraph& self) { return ir::fingerprint(self.graph).hex(); },
       "The graph's stable fingerprint (32 hex digits).");
@@ -344,6 +294,71 @@ void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
     return std::make_shared<PyHandle>(PyHandle{self.handle});
   });
   cls.def("__repr__", [](const PyGraph& self) { return self.graph.to_table(); });
+}
+
+}  // namespace
+
+void bind_graph(nb::module_& m, nb::class_<PyGraph>& cls) {
+  cls.def(
+      "__init__",
+      [](PyGraph* self, const PyHandle* handle, std::string name, DataType io,
+         DataType intermediate, DataType compute, KernelCachePtr kernel_cache, bool dynamic,
+         std::optional<int32_t> sm_count) {
+        new (self) PyGraph();
+        if (handle) self->handle = handle->get();
+        self->graph.set_kernel_cache(std::move(kernel_cache));
+        self->graph.set_name(std::move(name))
+            .set_io_data_type(io)
+            .set_intermediate_data_type(intermediate)
+            .set_compute_data_type(compute)
+            .set_dynamic_shape_enabled(dynamic)
+            .set_sm_count(sm_count.value_or(ir::Graph::kAllSms));
+      },
+      nb::arg("handle").none() = nb::none(), nb::arg("name") = "",
+      nb::arg("io_data_type") = DataType::NotSet,
+      nb::arg("intermediate_data_type") = DataType::Float,
+      nb::arg("compute_data_type") = DataType::Float, nb::arg("kernel_cache").none() = nb::none(),
+      nb::arg("is_dynamic_shape_enabled") = false, nb::arg("sm_count").none() = nb::none());
+
+  cls.def_prop_rw(
+      "sm_count",
+      [](const PyGraph& self) -> std::optional<int32_t> {
+        const int32_t n = self.graph.sm_count();
+        if (n == ir::Graph::kAllSms) return std::nullopt;
+        return n;
+      },
+      [](PyGraph& self, std::optional<int32_t> n) {
+        self.graph.set_sm_count(n.value_or(ir::Graph::kAllSms));
+        self.graph.invalidate();
+      },
+      nb::for_setter(nb::arg("sm_count").none()),
+      "The most SMs the graph's GPU plans may use (the cuDNN frontend's sm_count), leaving the\n"
+      "others to work on other streams; None (or -1): every SM. Read at the next build: the\n"
+      "cuDNN engine asks its heuristics and engines for plans on that many SMs (ValueError at\n"
+      "build when the GPU has fewer; 0 and other negative values are a ValueError at\n"
+      "validate). Part of key() and of the plan cache key; the CPU reference engine ignores it.");
+
+  cls.def_prop_rw(
+      "_frontend_forms", [](const PyGraph& self) { return self.frontend_forms; },
+      [](PyGraph& self, bool v) { self.frontend_forms = v; },
+      "execute takes the cuDNN frontend's forms: a Python int bound to a tensor in memory (or\n"
+      "as the workspace) is a raw address of a buffer laid out as the tensor says (its size\n"
+      "cannot be checked), and entries whose key or value is None are skipped. Set by the\n"
+      "frontend-compatible pygraph.");
+
+  cls.def_prop_rw(
+      "allow_unused_tensors", [](const PyGraph& self) { return self.graph.allow_unused_tensors(); },
+      [](PyGraph& self, bool v) {
+        self.graph.set_allow_unused_tensors(v);
+        self.graph.invalidate();
+      },
+      "Whether validate() sets aside non-virtual tensors that no op reads or writes (and\n"
+      "execute ignores buffers bound to them), as the cuDNN frontend does, instead of\n"
+      "refusing the graph. False by default; the frontend-compatible pygraph sets it.");
+  bind_graph_tensors(cls);
+  bind_graph_pipeline(cls);
+  bind_graph_plans(cls);
+  bind_graph_introspection(cls);
   (void)m;
 }
 

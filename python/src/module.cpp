@@ -15,18 +15,9 @@ NB_MODULE(_dnngraph, m) {
                             "validate -> build_operation_graph -> create_execution_plans ->\n"
                             "check_support -> build_plans -> execute.");
   bind_graph(m, graph);
-  bind_ops_conv_matmul(graph);
-  bind_ops_pointwise(graph);
-  bind_ops_norm(graph);
-  bind_ops_sdpa(graph);
-  bind_ops_sdpa_fp8(graph);
-  bind_ops_slice(graph);
-  bind_ops_genstats(graph);
-  bind_ops_transpose(graph);
-  bind_ops_reshape(graph);
-  bind_ops_concat(graph);
-  bind_ops_block_scale(graph);
-  bind_ops_moe(graph);
+#define DNNGRAPH_OP_BIND_CALL(kind, name, Attrs, in, out) bind_op_##name(graph);
+  DNNGRAPH_OPS(DNNGRAPH_OP_BIND_CALL)
+#undef DNNGRAPH_OP_BIND_CALL
   bind_execute(m, graph);
   bind_serialize(graph);
   bind_log(m);

@@ -3,7 +3,7 @@
 
 namespace dnngraph::py {
 
-void bind_ops_block_scale(nb::class_<PyGraph>& cls) {
+void bind_op_block_scale_quantize(nb::class_<PyGraph>& cls) {
   cls.def(
       "block_scale_quantize",
       [](PyGraph& g, ir::Tensor input, int64_t block_size, std::optional<int64_t> axis,
@@ -27,6 +27,11 @@ void bind_ops_block_scale(nb::class_<PyGraph>& cls) {
       "data type set to FP8_E4M3 and Y FP4_E2M1 (NVFP4), amax / 6 rounded up to E4M3; Y = input "
       "/ scale, saturated. Set Y's data type (FP8_E4M3, FP8_E5M2 or FP4_E2M1). transpose=True "
       "makes Y and scale packed with the axis innermost.");
+  frontend_form(cls, "block_scale_quantize",
+                {"input", "group_offset", "block_size", "axis", "transpose"});
+}
+
+void bind_op_block_scale_dequantize(nb::class_<PyGraph>& cls) {
   cls.def(
       "block_scale_dequantize",
       [](PyGraph& g, ir::Tensor input, ir::Tensor descale, std::vector<int64_t> block_size,
@@ -42,6 +47,8 @@ void bind_ops_block_scale(nb::class_<PyGraph>& cls) {
       nb::arg("name") = "",
       "input * descale, one scale per block: block_size holds one entry per trailing dim of "
       "input (e.g. [1, 32]), and descale's dims times the blocks are input's.");
+  frontend_form(cls, "block_scale_dequantize",
+                {"input", "descale", "block_size", "is_negative_scale"});
 }
 
 }  // namespace dnngraph::py

@@ -3,7 +3,7 @@
 
 namespace dnngraph::py {
 
-void bind_ops_concat(nb::class_<PyGraph>& cls) {
+void bind_op_concatenate(nb::class_<PyGraph>& cls) {
   cls.def(
       "concatenate",
       [](PyGraph& g, std::vector<ir::Tensor> inputs, int64_t axis,
@@ -23,6 +23,7 @@ void bind_ops_concat(nb::class_<PyGraph>& cls) {
       "The inputs joined along axis (numpy.concatenate); they agree on every other dim and on "
       "the data type. in_place_index names an input that already lives in its part of the "
       "output's memory.");
+  frontend_form(cls, "concatenate", {"inputs", "axis", "in_place_index", "name"});
 }
 
 }  // namespace dnngraph::py

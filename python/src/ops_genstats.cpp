@@ -3,7 +3,7 @@
 
 namespace dnngraph::py {
 
-void bind_ops_genstats(nb::class_<PyGraph>& cls) {
+void bind_op_genstats(nb::class_<PyGraph>& cls) {
   cls.def(
       "genstats",
       [](PyGraph& g, ir::Tensor input, DataType compute, std::string name) {
@@ -12,6 +12,7 @@ void bind_ops_genstats(nb::class_<PyGraph>& cls) {
       nb::arg("input"), nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
       "Per-channel statistics: returns (SUM, SQ_SUM), the sum and the sum of squares of input "
       "over every dim but dim 1 (dims [1,C,1,..]).");
+  frontend_form(cls, "genstats", {"input"});
 }
 
 }  // namespace dnngraph::py

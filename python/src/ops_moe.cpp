@@ -1,11 +1,11 @@
 // moe_grouped_matmul: the cuDNN frontend's graph.moe_grouped_matmul in its NONE mode (tokens
 // already grouped by expert). The frontend's other keywords (mode, token_index, token_ks,
-// top_k, top_k_scores) are taken, and refused unless NONE, by dnngraph/_compat.py.
+// top_k, top_k_scores) are taken, and refused unless NONE, by dnngraph/_compat/ops.py.
 #include "common.hpp"
 
 namespace dnngraph::py {
 
-void bind_ops_moe(nb::class_<PyGraph>& cls) {
+void bind_op_moe_grouped_matmul(nb::class_<PyGraph>& cls) {
   cls.def(
       "moe_grouped_matmul",
       [](PyGraph& g, ir::Tensor token, ir::Tensor weight, ir::Tensor first_token_offset,
@@ -19,6 +19,9 @@ void bind_ops_moe(nb::class_<PyGraph>& cls) {
       "first_token_offset [G,1,1] (INT32 or INT64, G = B*E: the first token row of each group, "
       "starting at 0, non-decreasing, at most S; the last group runs to S) -> output [1,S,N], "
       "output[0,r] = token[0,r] @ weight[g % E] for the rows r of group g.");
+  frontend_form(cls, "moe_grouped_matmul",
+                {"token", "weight", "first_token_offset", "token_index", "token_ks", "mode",
+                 "compute_data_type", "top_k", "name", "top_k_scores"});
 }
 
 }  // namespace dnngraph::py

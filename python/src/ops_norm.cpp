@@ -1,5 +1,4 @@
-// Reductions, normalizations (layer/RMS/batch/instance/adaptive layer, forward and backward) and
-// softmax.
+// Normalizations (layer/RMS/batch/instance/adaptive layer), forward and backward.
 // Scalars such as epsilon and momentum take a tensor or a Python float (a pass-by-value constant).
 #include "common.hpp"
 
@@ -52,17 +51,7 @@ void def_norm_backward_with_mean(nb::class_<PyGraph>& cls, const char* name, Nor
 }
 }  // namespace
 
-void bind_ops_norm(nb::class_<PyGraph>& cls) {
-  cls.def(
-      "reduction",
-      [](PyGraph& g, ir::Tensor input, ReductionMode mode, DataType compute, std::string name) {
-        return g.graph.reduction(input, {mode}, op_options(compute, std::move(name)));
-      },
-      nb::arg("input"), nb::arg("mode"), nb::arg("compute_data_type") = kNotSet,
-      nb::arg("name") = "",
-      "Reduces over every dim where the output's dim is 1 (default: all ones; set_dim to keep "
-      "dims).");
-
+void bind_op_norm_forward(nb::class_<PyGraph>& cls) {
   def_norm_with_mean</*BiasOptional=*/true>(
       cls, "layernorm", &ir::Graph::layernorm,
       "Returns (Y, mean, inv_variance); mean and inv_variance are None in INFERENCE.");
@@ -112,6 +101,16 @@ void bind_ops_norm(nb::class_<PyGraph>& cls) {
       nb::arg("compute_data_type") = kNotSet, nb::arg("name") = "",
       "Y = (input - mean) * inv_variance * scale + bias per channel (dim 1).");
 
+  // The frontend's call forms (dnngraph._compat).
+  for (const char* n : {"rmsnorm", "layernorm", "instancenorm", "adalayernorm"})
+    frontend_form(cls, n, {"input", "scale", "bias", "epsilon"});
+  frontend_form(
+      cls, "batchnorm",
+      {"input", "scale", "bias", "in_running_mean", "in_running_var", "epsilon", "momentum"});
+  frontend_form(cls, "batchnorm_inference", {"input", "mean", "inv_variance", "scale", "bias"});
+}
+
+void bind_op_norm_backward(nb::class_<PyGraph>& cls) {
   def_norm_backward_with_mean(cls, "layernorm_backward", &ir::Graph::layernorm_backward);
   cls.def(
       "rmsnorm_backward",
@@ -128,16 +127,11 @@ void bind_ops_norm(nb::class_<PyGraph>& cls) {
   def_norm_backward_with_mean(cls, "instancenorm_backward", &ir::Graph::instancenorm_backward);
   def_norm_backward_with_mean(cls, "adalayernorm_backward", &ir::Graph::adalayernorm_backward);
 
-  cls.def(
-      "softmax",
-      [](PyGraph& g, ir::Tensor input, bool generate_stats, DataType compute, std::string name) {
-        return as_tuple(
-            g.graph.softmax(input, generate_stats, op_options(compute, std::move(name))));
-      },
-      nb::arg("input"), nb::arg("generate_stats") = false, nb::arg("compute_data_type") = kNotSet,
-      nb::arg("name") = "",
-      "Softmax along the last dim. Returns (Y, stats); stats (log-sum-exp) is None unless "
-      "generate_stats.");
+  // The frontend's call forms (dnngraph._compat).
+  frontend_form(cls, "rmsnorm_backward", {"grad", "input", "scale", "inv_variance"});
+  for (const char* n : {"layernorm_backward", "instancenorm_backward", "adalayernorm_backward",
+                        "batchnorm_backward"})
+    frontend_form(cls, n, {"grad", "input", "scale", "mean", "inv_variance"});
 }
 
 }  // namespace dnngraph::py

@@ -77,9 +77,50 @@ constexpr Named kBackward[] = {
     {"tanh_backward", PointwiseMode::TanhBwd},
 };
 
-}  // namespace
+// The frontend's call forms of the pointwise methods (dnngraph._compat).
+void frontend_forms(nb::class_<PyGraph>& cls) {
+  for (const char* n : {"abs",      "ceil",       "cos",
+                        "elu",      "erf",        "exp",
+                        "floor",    "gelu",       "gelu_approx_tanh",
+                        "identity", "log",        "logical_not",
+                        "neg",      "reciprocal", "rsqrt",
+                        "sigmoid",  "sin",        "softplus",
+                        "sqrt",     "tan",        "tanh"})
+    frontend_form(cls, n, {"input"});
+  for (const char* n : {"add", "add_square", "div", "logical_and", "logical_or", "mul", "sub"})
+    frontend_form(cls, n, {"a", "b"});
+  for (const char* n : {"max", "min", "mod", "pow"})
+    frontend_form(cls, n, {"input0", "input1"}, {{"input0", "a"}, {"input1", "b"}});
+  for (const char* n : {"cmp_eq", "cmp_ge", "cmp_gt", "cmp_le", "cmp_lt", "cmp_neq"})
+    frontend_form(cls, n, {"input", "comparison"}, {{"input", "a"}, {"comparison", "b"}});
+  for (const char* n : {"elu_backward", "gelu_approx_tanh_backward", "gelu_backward",
+                        "sigmoid_backward", "softplus_backward", "tanh_backward"})
+    frontend_form(cls, n, {"loss", "input"});
+  frontend_form(cls, "bias", {"input", "bias"});
+  frontend_form(cls, "scale", {"input", "scale"});
+  frontend_form(cls, "binary_select", {"input0", "input1", "mask"});
+  frontend_form(
+      cls, "relu",
+      {"input", "negative_slope", "lower_clip", "upper_clip", "name", "compute_data_type"});
+  frontend_form(cls, "leaky_relu", "relu",
+                {"input", "negative_slope", "name", "compute_data_type"});
+  nb::dict relu_bwd;
+  relu_bwd["mode"] = PointwiseMode::ReluBwd;
+  frontend_form(
+      cls, "relu_backward", "pointwise",
+      {"loss", "input", "negative_slope", "lower_clip", "upper_clip", "name", "compute_data_type"},
+      {{"loss", "input0"}, {"input", "input1"}}, relu_bwd);
+  frontend_form(cls, "leaky_relu_backward", "pointwise",
+                {"loss", "input", "negative_slope", "name", "compute_data_type"},
+                {{"loss", "input0"}, {"input", "input1"}}, relu_bwd);
+  frontend_form(cls, "swish", {"input", "swish_beta", "name", "compute_data_type"});
+  frontend_form(cls, "swish_backward", "silu_backward",
+                {"loss", "input", "swish_beta", "name", "compute_data_type"});
+  frontend_form(cls, "gen_index", {"input", "axis", "name", "compute_data_type"});
+}
 
-void bind_ops_pointwise(nb::class_<PyGraph>& cls) {
+// One method per mode of the tables above (the mode's name).
+void def_per_mode(nb::class_<PyGraph>& cls) {
   for (const Named& n : kUnary) {
     const PointwiseMode mode = n.mode;
     cls.def(
@@ -110,7 +151,10 @@ void bind_ops_pointwise(nb::class_<PyGraph>& cls) {
         nb::arg("loss"), nb::arg("input"), nb::arg("compute_data_type") = DataType::NotSet,
         nb::arg("name") = "");
   }
+}
 
+// The named forms: bias, scale, binary_select, relu and relu_backward.
+void def_named(nb::class_<PyGraph>& cls) {
   cls.def(
       "bias",
       [](PyGraph& g, TensorOrScalar input, TensorOrScalar bias, DataType compute,
@@ -162,7 +206,10 @@ void bind_ops_pointwise(nb::class_<PyGraph>& cls) {
       },
       nb::arg("loss"), nb::arg("input"), nb::arg("lower_clip").none() = nb::none(),
       nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "");
+}
 
+// The modes with an attribute (elu, softplus, swish, ...), gen_index and the generic pointwise.
+void def_with_attrs(nb::class_<PyGraph>& cls) {
   // Modes with one attribute each: (method, mode, attribute keyword, member).
   struct WithAttr {
     const char* method;
@@ -242,6 +289,15 @@ void bind_ops_pointwise(nb::class_<PyGraph>& cls) {
       nb::arg("beta").none() = nb::none(), nb::arg("swish_beta").none() = nb::none(),
       nb::arg("compute_data_type") = DataType::NotSet, nb::arg("name") = "",
       "Any pointwise_mode with 1 to 3 inputs; the mode's attributes as keywords.");
+}
+
+}  // namespace
+
+void bind_op_pointwise(nb::class_<PyGraph>& cls) {
+  def_per_mode(cls);
+  def_named(cls);
+  def_with_attrs(cls);
+  frontend_forms(cls);
 }
 
 }  // namespace dnngraph::py

@@ -4,7 +4,7 @@
 
 namespace dnngraph::py {
 
-void bind_ops_reshape(nb::class_<PyGraph>& cls) {
+void bind_op_reshape(nb::class_<PyGraph>& cls) {
   cls.def(
       "reshape",
       [](PyGraph& g, ir::Tensor input, bool logical, std::optional<std::vector<int64_t>> out_dims,
@@ -20,6 +20,7 @@ void bind_ops_reshape(nb::class_<PyGraph>& cls) {
       "(the frontend's VIEW_ONLY) reads input's memory with the result's dims and strides (both "
       "packed); logical=True lists the elements in row-major order. The result's strides "
       "default to packed channels-last (dim 1 innermost) from rank 2 up, as in the frontend.");
+  frontend_form(cls, "reshape", {"input", "reshape_mode", "name"});
 }
 
 }  // namespace dnngraph::py

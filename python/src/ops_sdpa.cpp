@@ -30,24 +30,10 @@ void fill_common(PyGraph& g, ir::SdpaOptions& a, ir::SdpaInputs& extra,
                  std::optional<int64_t> max_total_kv) {
   a.max_total_seq_len_q = max_total_q;
   a.max_total_seq_len_kv = max_total_kv;
-  if (attn_scale) {
-    // A float stays an attribute of the node; a tensor is bound to the ATTN_SCALE port.
-    if (auto* t = std::get_if<ir::Tensor>(&*attn_scale))
-      extra.attn_scale = *t;
-    else
-      a.attn_scale = std::get<double>(*attn_scale);
-  }
+  fill_sdpa_options(a, extra, attn_scale, causal, causal_bottom_right, alignment, left_bound,
+                    right_bound, padding_mask, std::move(seq_len_q), std::move(seq_len_kv), alibi,
+                    "sdpa");
   extra.bias = std::move(bias);
-  a.causal = causal || causal_bottom_right;
-  a.diagonal_alignment = causal_bottom_right ? DiagonalAlignment::BottomRight : alignment;
-  a.left_bound = left_bound;
-  a.right_bound = right_bound;
-  a.alibi_mask = alibi;
-  if (padding_mask && !(seq_len_q && seq_len_kv))
-    throw nb::value_error("sdpa: use_padding_mask=True needs seq_len_q and seq_len_kv tensors");
-  a.padding_mask = padding_mask;
-  extra.seq_len_q = std::move(seq_len_q);
-  extra.seq_len_kv = std::move(seq_len_kv);
   if (!dropout) return;
   if (const auto* p = std::get_if<DropoutByProbability>(&*dropout)) {
     a.dropout_probability = std::get<0>(*p);
@@ -83,7 +69,33 @@ ir::ScoreModifier score_modifier(PyGraph& g, const std::optional<nb::callable>& 
 
 }  // namespace
 
-void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
+void fill_sdpa_options(ir::SdpaOptions& a, ir::SdpaInputs& extra,
+                       const std::optional<TensorOrScalar>& attn_scale, bool causal,
+                       bool causal_bottom_right, DiagonalAlignment alignment,
+                       std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
+                       bool padding_mask, OptT seq_len_q, OptT seq_len_kv, bool alibi,
+                       const char* op) {
+  if (attn_scale) {
+    if (auto* t = std::get_if<ir::Tensor>(&*attn_scale))
+      extra.attn_scale = *t;
+    else
+      a.attn_scale = std::get<double>(*attn_scale);
+  }
+  a.causal = causal || causal_bottom_right;
+  a.diagonal_alignment = causal_bottom_right ? DiagonalAlignment::BottomRight : alignment;
+  a.left_bound = left_bound;
+  a.right_bound = right_bound;
+  a.alibi_mask = alibi;
+  if (padding_mask && !(seq_len_q && seq_len_kv))
+    throw nb::value_error(
+        (std::string(op) + ": use_padding_mask=True needs seq_len_q and seq_len_kv tensors")
+            .c_str());
+  a.padding_mask = padding_mask;
+  extra.seq_len_q = std::move(seq_len_q);
+  extra.seq_len_kv = std::move(seq_len_kv);
+}
+
+void bind_op_sdpa(nb::class_<PyGraph>& cls) {
   cls.def(
       "sdpa",
       [](PyGraph& g, ir::Tensor q, ir::Tensor k, ir::Tensor v, bool is_inference,
@@ -165,6 +177,10 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       "padding, band or ALiBi masks (docs/sdpa-score-mod.md).\n"
       "Returns (O, stats); stats (log-sum-exp, fp32) is None when is_inference.");
 
+  frontend_form(cls, "sdpa", {"q", "k", "v"});
+}
+
+void bind_op_sdpa_backward(nb::class_<PyGraph>& cls) {
   cls.def(
       "sdpa_backward",
       [](PyGraph& g, ir::Tensor q, ir::Tensor k, ir::Tensor v, ir::Tensor o, ir::Tensor dO,
@@ -219,6 +235,7 @@ void bind_ops_sdpa(nb::class_<PyGraph>& cls) {
       "fn(graph, dS) -> tensor, given the gradient of the modified score, returns the gradient\n"
       "of the scaled score (it may read tensors score_mod made, e.g. saved in a closure);\n"
       "without it the gradient passes through unchanged, as in the cuDNN frontend.");
+  frontend_form(cls, "sdpa_backward", {"q", "k", "v", "o", "dO", "stats"});
 }
 
 }  // namespace dnngraph::py

@@ -1,6 +1,6 @@
 // FP8 attention with per-tensor scaling: sdpa_fp8 and sdpa_fp8_backward, with the cuDNN
 // frontend's positional order and keywords (its wrapper adds generate_stats and the renamed
-// mask keywords, dnngraph/_compat.py).
+// mask keywords, dnngraph/_compat/ops.py).
 #include "common.hpp"
 
 namespace dnngraph::py {
@@ -22,34 +22,9 @@ void refuse_extras(const char* op, const OptT& bias, const nb::object& dropout,
                                 "in FP16/BF16 for them");
 }
 
-void fill_options(ir::SdpaOptions& a, ir::SdpaInputs& extra,
-                  const std::optional<TensorOrScalar>& attn_scale, bool causal,
-                  bool causal_bottom_right, DiagonalAlignment alignment,
-                  std::optional<int64_t> left_bound, std::optional<int64_t> right_bound,
-                  bool padding_mask, OptT seq_len_q, OptT seq_len_kv, bool alibi, const char* op) {
-  if (attn_scale) {
-    if (auto* t = std::get_if<ir::Tensor>(&*attn_scale))
-      extra.attn_scale = *t;
-    else
-      a.attn_scale = std::get<double>(*attn_scale);
-  }
-  a.causal = causal || causal_bottom_right;
-  a.diagonal_alignment = causal_bottom_right ? DiagonalAlignment::BottomRight : alignment;
-  a.left_bound = left_bound;
-  a.right_bound = right_bound;
-  a.alibi_mask = alibi;
-  if (padding_mask && !(seq_len_q && seq_len_kv))
-    throw nb::value_error(
-        (std::string(op) + ": use_padding_mask=True needs seq_len_q and seq_len_kv tensors")
-            .c_str());
-  a.padding_mask = padding_mask;
-  extra.seq_len_q = std::move(seq_len_q);
-  extra.seq_len_kv = std::move(seq_len_kv);
-}
-
 }  // namespace
 
-void bind_ops_sdpa_fp8(nb::class_<PyGraph>& cls) {
+void bind_op_sdpa_fp8(nb::class_<PyGraph>& cls) {
   cls.def(
       "sdpa_fp8",
       [](PyGraph& g, ir::Tensor q, ir::Tensor k, ir::Tensor v, ir::Tensor descale_q,
@@ -63,9 +38,9 @@ void bind_ops_sdpa_fp8(nb::class_<PyGraph>& cls) {
         ir::SdpaFp8Attrs a;
         a.is_inference = is_inference;
         ir::SdpaInputs extra;
-        fill_options(a, extra, attn_scale, use_causal_mask, use_causal_mask_bottom_right, alignment,
-                     left_bound, right_bound, use_padding_mask, std::move(seq_len_q),
-                     std::move(seq_len_kv), use_alibi_mask, "sdpa_fp8");
+        fill_sdpa_options(a, extra, attn_scale, use_causal_mask, use_causal_mask_bottom_right,
+                          alignment, left_bound, right_bound, use_padding_mask,
+                          std::move(seq_len_q), std::move(seq_len_kv), use_alibi_mask, "sdpa_fp8");
         ir::SdpaFp8Scales sc;
         sc.descale_q = descale_q, sc.descale_k = descale_k, sc.descale_v = descale_v;
         sc.descale_s = descale_s, sc.scale_s = scale_s, sc.scale_o = scale_o;
@@ -91,6 +66,12 @@ void bind_ops_sdpa_fp8(nb::class_<PyGraph>& cls) {
       "Returns (O, Stats, Amax_S, Amax_O); Stats (log-sum-exp, fp32) is None when\n"
       "is_inference.");
 
+  frontend_form(
+      cls, "sdpa_fp8",
+      {"q", "k", "v", "descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o"});
+}
+
+void bind_op_sdpa_fp8_backward(nb::class_<PyGraph>& cls) {
   cls.def(
       "sdpa_fp8_backward",
       [](PyGraph& g, ir::Tensor q, ir::Tensor k, ir::Tensor v, ir::Tensor o, ir::Tensor dO,
@@ -105,9 +86,10 @@ void bind_ops_sdpa_fp8(nb::class_<PyGraph>& cls) {
         refuse_extras("sdpa_fp8_backward", nullptr, dropout, nullptr);
         ir::SdpaFp8BwdAttrs a;
         ir::SdpaInputs extra;
-        fill_options(a, extra, attn_scale, use_causal_mask, use_causal_mask_bottom_right, alignment,
-                     left_bound, right_bound, use_padding_mask, std::move(seq_len_q),
-                     std::move(seq_len_kv), use_alibi_mask, "sdpa_fp8_backward");
+        fill_sdpa_options(a, extra, attn_scale, use_causal_mask, use_causal_mask_bottom_right,
+                          alignment, left_bound, right_bound, use_padding_mask,
+                          std::move(seq_len_q), std::move(seq_len_kv), use_alibi_mask,
+                          "sdpa_fp8_backward");
         ir::SdpaFp8Scales sc;
         sc.descale_q = descale_q, sc.descale_k = descale_k, sc.descale_v = descale_v;
         sc.descale_o = descale_o, sc.descale_do = descale_dO, sc.descale_s = descale_s;
@@ -135,6 +117,10 @@ void bind_ops_sdpa_fp8(nb::class_<PyGraph>& cls) {
       "dQ = (dS8 K) * descale_dP * descale_k * scale_dQ; dK = (dS8^T Q) * descale_dP *\n"
       "descale_q * scale_dK. Each amax is the largest magnitude before its scale.\n"
       "Returns (dQ, dK, dV, amax_dQ, amax_dK, amax_dV, amax_dP).");
+  frontend_form(cls, "sdpa_fp8_backward",
+                {"q", "k", "v", "o", "dO", "stats", "descale_q", "descale_k", "descale_v",
+                 "descale_o", "descale_dO", "descale_s", "descale_dP", "scale_s", "scale_dQ",
+                 "scale_dK", "scale_dV", "scale_dP"});
 }
 
 }  // namespace dnngraph::py

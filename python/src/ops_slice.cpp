@@ -52,7 +52,7 @@ ir::SliceAttrs slice_attrs(const ir::Tensor& x, const nb::list& slices) {
 
 }  // namespace
 
-void bind_ops_slice(nb::class_<PyGraph>& cls) {
+void bind_op_slice(nb::class_<PyGraph>& cls) {
   cls.def(
       "slice",
       [](PyGraph& g, ir::Tensor input, nb::list slices, DataType compute, std::string name) {

@@ -3,7 +3,7 @@
 
 namespace dnngraph::py {
 
-void bind_ops_transpose(nb::class_<PyGraph>& cls) {
+void bind_op_transpose(nb::class_<PyGraph>& cls) {
   cls.def(
       "transpose",
       [](PyGraph& g, ir::Tensor input, std::vector<int64_t> permutation, DataType compute,
@@ -15,6 +15,7 @@ void bind_ops_transpose(nb::class_<PyGraph>& cls) {
       nb::arg("name") = "",
       "Y's dim i is input's dim permutation[i] (numpy.transpose(input, permutation)); Y keeps "
       "input's data type and, by default, its memory order.");
+  frontend_form(cls, "transpose", {"input", "permutation"});
 }
 
 }  // namespace dnngraph::py

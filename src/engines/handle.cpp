@@ -1,13 +1,11 @@
-// Devices and handles (dnngraph/engines/handle.hpp), and the GPUs the process sees.
+// Devices and handles (dnngraph/engines/handle.hpp), and the GPUs the process sees (asked of
+// the engine that provides them, registry.hpp).
 #include "dnngraph/engines/handle.hpp"
 
+#include <optional>
 #include <string>
 
 #include "engines/registry.hpp"
-
-#ifdef DNNGRAPH_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace dnngraph {
 
@@ -15,25 +13,26 @@ std::string Device::to_string() const {
   return kind == Kind::CPU ? std::string("cpu") : "cuda:" + std::to_string(index);
 }
 
+namespace {
+std::optional<DeviceProvider>& device_provider() {
+  static std::optional<DeviceProvider> p;
+  return p;
+}
+}  // namespace
+
+DeviceProviderRegistrar::DeviceProviderRegistrar(DeviceProvider provider) {
+  device_provider() = provider;
+}
+
 Result<std::vector<std::string>> visible_gpus() {
-#ifdef DNNGRAPH_WITH_CUDA
-  int n = 0;
-  cudaError_t err = cudaGetDeviceCount(&n);
-  if (err != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky error so later calls start clean
-    return make_error(ErrorCode::NotSupported, "no CUDA device: ", cudaGetErrorString(err));
-  }
-  std::vector<std::string> gpus;
-  for (int i = 0; i < n; ++i) {
-    cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-    gpus.push_back(
-        detail::cat(p.name, " (sm_", p.major, p.minor, ", ", p.totalGlobalMem >> 30, " GiB)"));
-  }
-  return gpus;
-#else
+  if (device_provider()) return device_provider()->visible_gpus();
   return make_error(ErrorCode::NotSupported, "dnngraph was built without CUDA");
-#endif
+}
+
+Result<DevicePropertiesPtr> DeviceProperties::from_device(int device) {
+  if (device_provider()) return device_provider()->properties(device);
+  return make_error(ErrorCode::NotSupported, "device properties of cuda:", device,
+                    ": dnngraph was built without the cuDNN engine");
 }
 
 Result<std::shared_ptr<Handle>> Handle::create(Device device) {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dnngraph/engines/device_properties.hpp"
 #include "dnngraph/engines/interface.hpp"
 
 namespace dnngraph {
@@ -27,7 +28,21 @@ void unregister_engine(Engine* engine);
 // The engine of that name, or nullptr when this build has none.
 Engine* find_engine(std::string_view name);
 
-// The GPUs the CUDA runtime sees ("NVIDIA H200 (sm_90, 139 GiB)"), or why there are none.
+// The GPUs the CUDA runtime sees ("NVIDIA H200 (sm_90, 139 GiB)"), or why there are none:
+// asked of the engine that registered a DeviceProvider (the cuDNN engine), so that the engine
+// interface itself needs no CUDA.
 Result<std::vector<std::string>> visible_gpus();
+
+// What an engine that runs on GPUs answers for the engine interface: the GPUs it sees and a
+// GPU's properties (DeviceProperties::from_device). Without one (a build without the cuDNN
+// engine) both say the build has no GPU support.
+struct DeviceProvider {
+  Result<std::vector<std::string>> (*visible_gpus)();
+  Result<DevicePropertiesPtr> (*properties)(int device);
+};
+class DeviceProviderRegistrar {
+ public:
+  explicit DeviceProviderRegistrar(DeviceProvider provider);
+};
 
 }  // namespace dnngraph

@@ -1,12 +1,23 @@
 // Builder methods of ir::Graph. They only wire tensors to ports; inference and checks run in
-// validate() (src/ir/validate.cpp and src/ir/ops/*.cpp).
+// validate() (src/ir/validate.cpp and src/ir/ops/*.cpp). The layout ops (slice, reshape,
+// concatenate) define their builder method next to their rule, in src/ir/ops/<op>.cpp.
 //
 // The ports each family accepts are listed in the op table (include/dnngraph/ir/ops.hpp).
 #include <algorithm>
 
 #include "dnngraph/ir/graph.hpp"
+#include "ir/builder_ports.hpp"
 
 namespace dnngraph::ir {
+
+void bind_leading_inputs(Node& n, std::initializer_list<Tensor> tensors) {
+  const auto roles = op_info(n.kind()).inputs;
+  size_t i = 0;
+  for (const Tensor& t : tensors) {
+    if (t && i < roles.size()) n.inputs.push_back({roles[i], t});
+    ++i;
+  }
+}
 
 Tensor Node::input(Role role) const {
   for (const auto& p : inputs)
@@ -109,27 +120,8 @@ Tensor Graph::reduction(Tensor x, ReductionAttrs a, OpOptions o) {
   return add_output(push(std::move(a), o, "reduction", {{Role::X, x}}), Role::Y);
 }
 
-Tensor Graph::slice(Tensor x, SliceAttrs a, OpOptions o) {
-  return add_output(push(std::move(a), o, "slice", {{Role::X, x}}), Role::Y);
-}
-
 Tensor Graph::transpose(Tensor x, TransposeAttrs a, OpOptions o) {
   return add_output(push(std::move(a), o, "transpose", {{Role::X, x}}), Role::Y);
-}
-
-Tensor Graph::reshape(Tensor x, ReshapeAttrs a, OpOptions o) {
-  return add_output(push(std::move(a), o, "reshape", {{Role::X, x}}), Role::Y);
-}
-
-Tensor Graph::concatenate(const std::vector<Tensor>& inputs, ConcatAttrs a, OpOptions o) {
-  static constexpr Role kIn[kConcatMaxInputs] = {Role::IN_0, Role::IN_1, Role::IN_2, Role::IN_3,
-                                                 Role::IN_4, Role::IN_5, Role::IN_6, Role::IN_7};
-  // More than kConcatMaxInputs inputs: the extra ones are bound as X, a role concatenate does
-  // not know, so validate() refuses the node and names it.
-  Node& n = push(std::move(a), o, "concatenate", {});
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i]) n.inputs.push_back({i < kConcatMaxInputs ? kIn[i] : Role::X, inputs[i]});
-  return add_output(n, Role::Y);
 }
 
 std::array<Tensor, 2> Graph::block_scale_quantize(Tensor x, BlockScaleQuantizeAttrs a,
@@ -328,13 +320,8 @@ std::array<Tensor, 4> Graph::sdpa_backward(Tensor q, Tensor k, Tensor v, Tensor 
   const bool has_bias = static_cast<bool>(extra.bias);
   if (opts.name.empty()) opts.name = next_name("sdpa_backward");
   std::vector<Subgraph> mods = build_score_mods(opts.name, extra);
-  Node& n = push(std::move(attrs), opts, "sdpa_backward",
-                 {{Role::Q, q},
-                  {Role::K, k},
-                  {Role::V, v},
-                  {Role::O, o},
-                  {Role::DO, d_o},
-                  {Role::STATS, stats}});
+  Node& n = push(std::move(attrs), opts, "sdpa_backward", {});
+  bind_leading_inputs(n, {q, k, v, o, d_o, stats});
   bind_sdpa_extra(n.inputs, extra);
   attach_subgraphs(n, std::move(mods));
   Tensor dq = add_output(n, Role::DQ);

@@ -1,6 +1,7 @@
 // Graph::sdpa_fp8 and Graph::sdpa_fp8_backward: bind the ports of the FP8 attention family.
 // Every AMAX output is made (virtual until marked as an output), as the cuDNN frontend does.
 #include "dnngraph/ir/graph.hpp"
+#include "ir/builder_ports.hpp"
 
 namespace dnngraph::ir {
 namespace {
@@ -53,13 +54,8 @@ std::array<Tensor, 7> Graph::sdpa_fp8_backward(Tensor q, Tensor k, Tensor v, Ten
                                                SdpaFp8BwdAttrs attrs, SdpaInputs extra,
                                                OpOptions opts) {
   if (extra.seq_len_q || extra.seq_len_kv) attrs.padding_mask = true;
-  Node& n = push(std::move(attrs), opts, "sdpa_fp8_backward",
-                 {{Role::Q, q},
-                  {Role::K, k},
-                  {Role::V, v},
-                  {Role::O, o},
-                  {Role::DO, d_o},
-                  {Role::STATS, stats}});
+  Node& n = push(std::move(attrs), opts, "sdpa_fp8_backward", {});
+  bind_leading_inputs(n, {q, k, v, o, d_o, stats});
   bind_all(n.inputs, {{Role::DESCALE_Q, &sc.descale_q},
                       {Role::DESCALE_K, &sc.descale_k},
                       {Role::DESCALE_V, &sc.descale_v},

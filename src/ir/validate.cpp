@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "dnngraph/ir/graph.hpp"
+#include "dnngraph/ir/sdpa.hpp"
 #include "ir/ops/common.hpp"
 #include "ir/ops/op_family.hpp"
 #include "ir/subgraph.hpp"
@@ -25,46 +26,11 @@ Status infer_node(Node& n, const InferContext& ctx) {
                       "'; only sdpa and sdpa_backward take subgraphs "
                       "(score modifiers)");
   switch (n.kind()) {
-    case OpKind::ConvFprop:
-    case OpKind::ConvDgrad:
-    case OpKind::ConvWgrad:
-      return infer_conv(n, ctx);
-    case OpKind::Matmul:
-      return infer_matmul(n, ctx);
-    case OpKind::Pointwise:
-      return infer_pointwise(n, ctx);
-    case OpKind::Reduction:
-      return infer_reduction(n, ctx);
-    case OpKind::NormFwd:
-      return infer_norm_forward(n, ctx);
-    case OpKind::NormBwd:
-      return infer_norm_backward(n, ctx);
-    case OpKind::Softmax:
-      return infer_softmax(n, ctx);
-    case OpKind::SdpaFwd:
-      return infer_sdpa(n, ctx);
-    case OpKind::SdpaBwd:
-      return infer_sdpa_backward(n, ctx);
-    case OpKind::SdpaFp8Fwd:
-      return infer_sdpa_fp8(n, ctx);
-    case OpKind::SdpaFp8Bwd:
-      return infer_sdpa_fp8_backward(n, ctx);
-    case OpKind::Slice:
-      return infer_slice(n, ctx);
-    case OpKind::Genstats:
-      return infer_genstats(n, ctx);
-    case OpKind::Transpose:
-      return infer_transpose(n, ctx);
-    case OpKind::Reshape:
-      return infer_reshape(n, ctx);
-    case OpKind::Concat:
-      return infer_concat(n, ctx);
-    case OpKind::BlockScaleQuantize:
-      return infer_block_scale_quantize(n, ctx);
-    case OpKind::BlockScaleDequantize:
-      return infer_block_scale_dequantize(n, ctx);
-    case OpKind::MoeGroupedMatmul:
-      return infer_moe_grouped_matmul(n, ctx);
+#define DNNGRAPH_OP_INFER_CASE(kind, name, Attrs, in, out) \
+  case OpKind::kind:                                       \
+    return infer_##name(n, ctx);
+    DNNGRAPH_OPS(DNNGRAPH_OP_INFER_CASE)
+#undef DNNGRAPH_OP_INFER_CASE
   }
   return make_error(ErrorCode::Internal, op_label(n), ": unknown op kind");
 }
@@ -345,35 +311,6 @@ Status validate_graph(const std::string& name, std::vector<Tensor>& tensors,
   return assign_uids(tensors);
 }
 
-// The <ROLE>_RAGGED_OFFSET port that carries the ragged offset of the tensor at `role` of an
-// SDPA node, if that tensor may be ragged.
-std::optional<Role> ragged_role(OpKind kind, Role role) {
-  if (kind != OpKind::SdpaFwd && kind != OpKind::SdpaBwd) return std::nullopt;
-  const bool bwd = kind == OpKind::SdpaBwd;
-  switch (role) {
-    case Role::Q:
-      return Role::Q_RAGGED_OFFSET;
-    case Role::K:
-      return Role::K_RAGGED_OFFSET;
-    case Role::V:
-      return Role::V_RAGGED_OFFSET;
-    case Role::O:
-      return Role::O_RAGGED_OFFSET;
-    case Role::STATS:
-      return Role::STATS_RAGGED_OFFSET;
-    case Role::DO:
-      return bwd ? std::optional<Role>(Role::DO_RAGGED_OFFSET) : std::nullopt;
-    case Role::DQ:
-      return bwd ? std::optional<Role>(Role::DQ_RAGGED_OFFSET) : std::nullopt;
-    case Role::DK:
-      return bwd ? std::optional<Role>(Role::DK_RAGGED_OFFSET) : std::nullopt;
-    case Role::DV:
-      return bwd ? std::optional<Role>(Role::DV_RAGGED_OFFSET) : std::nullopt;
-    default:
-      return std::nullopt;
-  }
-}
-
 // Binds each tensor's ragged_offset (the frontend's tensor attribute) to the reading SDPA
 // node's <ROLE>_RAGGED_OFFSET port; a ragged tensor anywhere else is an error.
 Status bind_ragged_offsets(std::vector<Node>& nodes) {
@@ -384,7 +321,7 @@ Status bind_ragged_offsets(std::vector<Node>& nodes) {
         if (!p.tensor) continue;
         const TensorAttrs& t = *p.tensor;
         if (!t.ragged_offset && t.ragged_offset_multiplier == 1) continue;
-        std::optional<Role> rr = ragged_role(n.kind(), p.role);
+        std::optional<Role> rr = sdpa_ragged_role(n.kind(), p.role);
         if (!rr)
           return make_error(
               ErrorCode::InvalidGraph, op_label(n), ": ", port_label(p.role, p.tensor),

@@ -38,6 +38,80 @@ int64_t span_elements(const ir::TensorAttrs& t) {
   return last + 1;
 }
 
+// Copies of the inputs (the tensors of `required` no node of `g` writes) for autotune to
+// rotate through, as many as o.rotate_inputs and o.rotate_budget_bytes allow: each copy's
+// pack (`pack` with the copies' pointers) is appended to `packs` and its memory kept in
+// `copies`. Returns how many were made.
+Result<int> rotate_inputs(const ir::ValidatedGraph& g, const std::vector<ir::Tensor>& required,
+                          PlanTimer& tm, const AutotuneOptions& o, const VariantPack& pack,
+                          std::vector<VariantPack>& packs,
+                          std::vector<std::shared_ptr<void>>& copies) {
+  std::set<int64_t> written;
+  for (const auto& n : g.nodes())
+    for (const auto& p : n.outputs)
+      if (p.tensor) written.insert(p.tensor->uid);
+  std::vector<std::pair<int64_t, int64_t>> inputs;  // uid, bytes
+  int64_t per_copy = 0;
+  for (const ir::Tensor& t : required)
+    if (!t->is_pass_by_value && !written.count(t->uid)) {
+      inputs.emplace_back(t->uid, data_type_bytes(t->data_type, span_elements(*t)).value_or(0));
+      per_copy += inputs.back().second;
+    }
+  const int n =
+      per_copy > 0
+          ? static_cast<int>(std::min<int64_t>(o.rotate_inputs, o.rotate_budget_bytes / per_copy))
+          : 0;
+  for (int c = 0; c < n; ++c) {
+    VariantPack p = pack;
+    for (const auto& [uid, bytes] : inputs) {
+      DNNGRAPH_ASSIGN_OR_RETURN(auto copy, tm.copy(pack.at(uid), bytes));
+      p[uid] = copy.get();
+      copies.push_back(std::move(copy));
+    }
+    packs.push_back(std::move(p));
+  }
+  return n;
+}
+
+// Times one built candidate: o.warmup untimed runs, o.iterations timed ones (at least one
+// within the budget), then more until the median settles (within 1%), at most 4x the runs
+// asked for. run(timed, times) runs it once (appending the time when timed). Sets c.status
+// and, when some run was timed, c.median_ms, c.min_ms and c.runs.
+template <class Run, class OverBudget>
+void time_candidate(Run&& run, const AutotuneOptions& o, OverBudget&& over_budget,
+                    AutotuneCandidate& c) {
+  std::vector<double> times;
+  for (int w = 0; w < o.warmup && c.status; ++w) c.status = run(false, times);
+  for (int r = 0; r < o.iterations && c.status; ++r) {
+    if (r > 0 && over_budget()) break;  // every candidate timed gets one run at least
+    c.status = run(true, times);
+  }
+  double m = times.empty() ? 0 : median(times);
+  const int step = std::max(1, o.iterations / 2);
+  while (c.status && !over_budget() && static_cast<int>(times.size()) + step <= 4 * o.iterations) {
+    for (int r = 0; r < step && c.status; ++r) c.status = run(true, times);
+    const double m2 = median(times);
+    const bool settled = std::fabs(m2 - m) <= 0.01 * m;
+    m = m2;
+    if (settled) break;
+  }
+  if (c.status && !times.empty()) {
+    c.median_ms = m;
+    c.min_ms = *std::min_element(times.begin(), times.end());
+    c.runs = static_cast<int>(times.size());
+  }
+}
+
+// The error when autotune timed no candidate: each one's reason (the first 2000 characters).
+Status none_timed(const std::string& graph, int64_t count,
+                  const std::vector<AutotuneCandidate>& candidates) {
+  std::string reasons;
+  for (const auto& c : candidates)
+    if (reasons.size() < 2000) reasons += detail::cat("\n  ", c.name, ": ", c.status.message());
+  return make_error(ErrorCode::NotSupported, "graph '", graph, "': autotune timed none of the ",
+                    count, " supported candidate(s)", reasons);
+}
+
 }  // namespace
 
 Status AutotuneOptions::validate() const {
@@ -131,35 +205,12 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
   PlanTimer& tm = *timer;
   report.flush_bytes = o.flush_cache ? tm.flush_bytes() : 0;
 
-  // Rotating copies of the inputs (tensors no node writes), within the memory budget.
+  // Rotating copies of the inputs, within the memory budget.
   std::vector<VariantPack> packs{pack};
   std::vector<std::shared_ptr<void>> copies;
   if (o.rotate_inputs > 0) {
-    std::set<int64_t> written;
-    for (const auto& n : st.validated->nodes())
-      for (const auto& p : n.outputs)
-        if (p.tensor) written.insert(p.tensor->uid);
-    std::vector<std::pair<int64_t, int64_t>> inputs;  // uid, bytes
-    int64_t per_copy = 0;
-    for (const ir::Tensor& t : st.required)
-      if (!t->is_pass_by_value && !written.count(t->uid)) {
-        inputs.emplace_back(t->uid, data_type_bytes(t->data_type, span_elements(*t)).value_or(0));
-        per_copy += inputs.back().second;
-      }
-    int n =
-        per_copy > 0
-            ? static_cast<int>(std::min<int64_t>(o.rotate_inputs, o.rotate_budget_bytes / per_copy))
-            : 0;
-    for (int c = 0; c < n; ++c) {
-      VariantPack p = pack;
-      for (const auto& [uid, bytes] : inputs) {
-        DNNGRAPH_ASSIGN_OR_RETURN(auto copy, tm.copy(pack.at(uid), bytes));
-        p[uid] = copy.get();
-        copies.push_back(std::move(copy));
-      }
-      packs.push_back(std::move(p));
-    }
-    report.rotated_copies = n;
+    DNNGRAPH_ASSIGN_OR_RETURN(report.rotated_copies, rotate_inputs(*st.validated, st.required, tm,
+                                                                   o, pack, packs, copies));
   }
 
   size_t next_pack = 0;
@@ -203,40 +254,16 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
     }
     if (c.status) {
       Plan& plan = *st.plans[static_cast<size_t>(i)];
-      std::vector<double> times;
-      for (int w = 0; w < o.warmup && c.status; ++w) c.status = run(plan, false, times);
-      for (int r = 0; r < o.iterations && c.status; ++r) {
-        if (r > 0 && over_budget()) break;  // every candidate timed gets one run at least
-        c.status = run(plan, true, times);
-      }
-      // Until the median settles (within 1%), at most 4x the runs asked for.
-      double m = times.empty() ? 0 : median(times);
-      const int step = std::max(1, o.iterations / 2);
-      while (c.status && !over_budget() &&
-             static_cast<int>(times.size()) + step <= 4 * o.iterations) {
-        for (int r = 0; r < step && c.status; ++r) c.status = run(plan, true, times);
-        const double m2 = median(times);
-        const bool settled = std::fabs(m2 - m) <= 0.01 * m;
-        m = m2;
-        if (settled) break;
-      }
-      if (c.status && !times.empty()) {
-        c.median_ms = m;
-        c.min_ms = *std::min_element(times.begin(), times.end());
-        c.runs = static_cast<int>(times.size());
-        if (best < 0 || c.median_ms < report.candidates[static_cast<size_t>(best)].median_ms)
-          best = static_cast<int64_t>(report.candidates.size());
-      }
+      time_candidate(
+          [&](bool timed, std::vector<double>& times) { return run(plan, timed, times); }, o,
+          over_budget, c);
+      if (c.status && c.runs > 0 &&
+          (best < 0 || c.median_ms < report.candidates[static_cast<size_t>(best)].median_ms))
+        best = static_cast<int64_t>(report.candidates.size());
     }
     report.candidates.push_back(std::move(c));
   }
-  if (best < 0) {
-    std::string reasons;
-    for (const auto& c : report.candidates)
-      if (reasons.size() < 2000) reasons += detail::cat("\n  ", c.name, ": ", c.status.message());
-    return make_error(ErrorCode::NotSupported, "graph '", name(), "': autotune timed none of the ",
-                      count, " supported candidate(s)", reasons);
-  }
+  if (best < 0) return none_timed(name(), count, report.candidates);
   const AutotuneCandidate& win = report.candidates[static_cast<size_t>(best)];
   DNNGRAPH_TRY(select_plan(win.plan_index));
   report.selected = win.plan_index;

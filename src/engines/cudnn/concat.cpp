@@ -9,14 +9,11 @@
 
 namespace dnngraph::cudnn {
 
-Status lower_concat(LowerContext& cx, const ir::Node& n) {
-  static constexpr Role kIn[ir::kConcatMaxInputs] = {Role::IN_0, Role::IN_1, Role::IN_2,
-                                                     Role::IN_3, Role::IN_4, Role::IN_5,
-                                                     Role::IN_6, Role::IN_7};
+Status lower_concatenate(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat("concatenate '", n.name, "'");
   const auto& a = n.as<ir::ConcatAttrs>();
   std::vector<cudnnBackendDescriptor_t> ins;
-  for (Role r : kIn) {
+  for (Role r : ir::op_info(n.kind()).inputs) {  // IN_0, IN_1, ... in order
     ir::Tensor t = n.input(r);
     if (!t) break;
     DNNGRAPH_ASSIGN_OR_RETURN(auto d, cx.tensor(t));

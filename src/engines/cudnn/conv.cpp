@@ -17,8 +17,7 @@ struct ConvPorts {
   cudnnBackendAttributeName_t a_in0, a_in1, a_out, a_conv, a_alpha, a_beta;
 };
 
-}  // namespace
-
+// The three directions differ only in their ports and attribute names (ConvPorts).
 Status lower_conv(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat(op_kind_name(n.kind()), " '", n.name, "'");
   ConvPorts p{};
@@ -105,5 +104,11 @@ Status lower_conv(LowerContext& cx, const ir::Node& n) {
   cx.keep(std::move(c));
   return cx.add_op(std::move(op));
 }
+
+}  // namespace
+
+Status lower_conv_fprop(LowerContext& cx, const ir::Node& n) { return lower_conv(cx, n); }
+Status lower_conv_dgrad(LowerContext& cx, const ir::Node& n) { return lower_conv(cx, n); }
+Status lower_conv_wgrad(LowerContext& cx, const ir::Node& n) { return lower_conv(cx, n); }
 
 }  // namespace dnngraph::cudnn

@@ -1,4 +1,4 @@
-// Deviceless (ahead-of-time) builds in the cuDNN engine: DeviceProperties::from_device, the
+// Deviceless (ahead-of-time) builds in the cuDNN engine: a GPU's properties (properties_of), the
 // DEVICEPROP descriptor a deviceless handle carries, and the one place that hands it to the
 // heuristics, engine and execution plan descriptors instead of a cudnnHandle_t (cuDNN >= 9.8).
 #include "dnngraph/engines/device_properties.hpp"
@@ -99,9 +99,8 @@ Status set_device_properties(Descriptor& d, DevicePropUse use, cudnnBackendDescr
                     ": a deviceless build needs cuDNN 9.8 or later headers");
 }
 
-}  // namespace cudnn
-
-Result<DevicePropertiesPtr> DeviceProperties::from_device(int device) {
+// DeviceProperties::from_device, through the engine interface's DeviceProvider (devices.cpp).
+Result<DevicePropertiesPtr> properties_of(int device) {
   const std::string what = detail::cat("device properties of cuda:", device);
   DNNGRAPH_TRY(cudnn::check_version(what));
 #if CUDNN_VERSION >= 90800
@@ -116,10 +115,11 @@ Result<DevicePropertiesPtr> DeviceProperties::from_device(int device) {
         "; reading a GPU's properties needs that GPU (to build for a GPU this "
         "machine lacks, use DeviceProperties::from_json with properties saved there)");
   DNNGRAPH_ASSIGN_OR_RETURN(auto json, cudnn::json_of(d));
-  return from_json(json);
+  return DeviceProperties::from_json(json);
 #else
   return make_error(ErrorCode::NotSupported, what, ": needs cuDNN 9.8 headers");
 #endif
 }
 
+}  // namespace cudnn
 }  // namespace dnngraph

@@ -2,7 +2,6 @@
 // engine configs of heuristics modes A / B / FALLBACK as candidates, checks support by
 // finalizing an execution plan, and builds plans (plan.cpp runs them).
 #include <algorithm>
-#include <cstring>
 #include <initializer_list>
 #include <map>
 #include <mutex>
@@ -18,88 +17,14 @@
 namespace dnngraph::cudnn {
 namespace {
 
-// ---------------------------------------------------------------- constants
-// Host bytes of a pass-by-value scalar in `type`.
-Result<std::array<unsigned char, 16>> scalar_bytes(const ir::Scalar& s, DataType type,
-                                                   const std::string& name) {
-  std::array<unsigned char, 16> b{};
-  auto put = [&](auto v) { std::memcpy(b.data(), &v, sizeof v); };
-  const double d = s.as_double();
-  switch (type) {
-    case DataType::Float:
-      put(static_cast<float>(d));
-      break;
-    case DataType::Double:
-      put(d);
-      break;
-    case DataType::Half:
-    case DataType::BFloat16:
-      store_element(b.data(), type, 0, static_cast<float>(d));
-      break;
-    case DataType::Int32:
-      put(static_cast<int32_t>(is_integral(s.type) ? s.i : d));
-      break;
-    case DataType::Int64:
-      put(static_cast<int64_t>(is_integral(s.type) ? s.i : d));
-      break;
-    case DataType::Int8:
-      put(static_cast<int8_t>(is_integral(s.type) ? s.i : d));
-      break;
-    case DataType::UInt8:
-      put(static_cast<uint8_t>(is_integral(s.type) ? s.i : d));
-      break;
-    case DataType::Boolean:
-      put(static_cast<uint8_t>(d != 0.0));
-      break;
-    default:
-      return make_error(ErrorCode::NotSupported, "pass-by-value tensor '", name, "' of type ",
-                        data_type_name(type), " cannot carry a constant for cuDNN");
-  }
-  return b;
-}
-
 // ---------------------------------------------------------------- lowering
 Status lower_node(LowerContext& cx, const ir::Node& n) {
   switch (n.kind()) {
-    case ir::OpKind::ConvFprop:
-    case ir::OpKind::ConvDgrad:
-    case ir::OpKind::ConvWgrad:
-      return lower_conv(cx, n);
-    case ir::OpKind::Matmul:
-      return lower_matmul(cx, n);
-    case ir::OpKind::Pointwise:
-      return lower_pointwise(cx, n);
-    case ir::OpKind::Reduction:
-      return lower_reduction(cx, n);
-    case ir::OpKind::NormFwd:
-    case ir::OpKind::NormBwd:
-      return lower_norm(cx, n);
-    case ir::OpKind::Softmax:
-      return lower_softmax(cx, n);
-    case ir::OpKind::SdpaFwd:
-      return lower_sdpa(cx, n);
-    case ir::OpKind::SdpaBwd:
-      return lower_sdpa_backward(cx, n);
-    case ir::OpKind::SdpaFp8Fwd:
-      return lower_sdpa_fp8(cx, n);
-    case ir::OpKind::SdpaFp8Bwd:
-      return lower_sdpa_fp8_backward(cx, n);
-    case ir::OpKind::Slice:
-      return lower_slice(cx, n);
-    case ir::OpKind::Genstats:
-      return lower_genstats(cx, n);
-    case ir::OpKind::Transpose:
-      return lower_transpose(cx, n);
-    case ir::OpKind::Reshape:
-      return lower_reshape(cx, n);
-    case ir::OpKind::Concat:
-      return lower_concat(cx, n);
-    case ir::OpKind::BlockScaleQuantize:
-      return lower_block_scale_quantize(cx, n);
-    case ir::OpKind::BlockScaleDequantize:
-      return lower_block_scale_dequantize(cx, n);
-    case ir::OpKind::MoeGroupedMatmul:
-      return lower_moe_grouped_matmul(cx, n);
+#define DNNGRAPH_OP_LOWER_CASE(kind, name, Attrs, in, out) \
+  case ir::OpKind::kind:                                   \
+    return lower_##name(cx, n);
+    DNNGRAPH_OPS(DNNGRAPH_OP_LOWER_CASE)
+#undef DNNGRAPH_OP_LOWER_CASE
   }
   return make_error(ErrorCode::Internal, "op '", n.name, "': unknown kind");
 }

@@ -3,6 +3,7 @@
 // here.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -47,6 +48,10 @@ struct DeviceConstant {
 };
 
 cudnnDataType_t to_cudnn(DataType t);
+// Host bytes of a pass-by-value scalar in `type` (tensor.cpp); NotSupported naming tensor `name`
+// for a type that cannot carry a constant.
+Result<std::array<unsigned char, 16>> scalar_bytes(const ir::Scalar& s, DataType type,
+                                                   const std::string& name);
 
 // One of the equivalent ways to lower a graph. Some graphs have several: cuDNN's engines take
 // one form and refuse another, and which one depends on the cuDNN version, so the engine tries
@@ -144,28 +149,17 @@ class LowerContext {
   int64_t next_uid_ = 1;
 };
 
-// One function per op family; each names the node in its errors.
-Status lower_conv(LowerContext& cx, const ir::Node& n);
-Status lower_matmul(LowerContext& cx, const ir::Node& n);
-Status lower_pointwise(LowerContext& cx, const ir::Node& n);
-Status lower_reduction(LowerContext& cx, const ir::Node& n);
-Status lower_softmax(LowerContext& cx, const ir::Node& n);
-Status lower_norm(LowerContext& cx, const ir::Node& n);
-Status lower_sdpa(LowerContext& cx, const ir::Node& n);
+// One lowering per op of the table, named lower_<name> after the op's table name
+// (lower_conv_fprop, lower_matmul, ...) and defined in <family>.cpp; each names the node
+// in its errors. The engine dispatches on the table (engine.cpp), so a new op adds its
+// lowering there and nothing here.
+#define DNNGRAPH_OP_LOWER_DECL(kind, name, Attrs, in, out) \
+  Status lower_##name(LowerContext& cx, const ir::Node& n);
+DNNGRAPH_OPS(DNNGRAPH_OP_LOWER_DECL)
+#undef DNNGRAPH_OP_LOWER_DECL
 // The frontend's SDPA mask rules checked on an SDPA-family node without cuDNN (the engine's
 // precheck, sdpa.cpp); ok for other nodes.
 Status sdpa_precheck(const ir::Node& n);
-Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n);
-Status lower_sdpa_fp8(LowerContext& cx, const ir::Node& n);           // sdpa_fp8.cpp
-Status lower_sdpa_fp8_backward(LowerContext& cx, const ir::Node& n);  // sdpa_fp8.cpp
-Status lower_slice(LowerContext& cx, const ir::Node& n);
-Status lower_genstats(LowerContext& cx, const ir::Node& n);
-Status lower_transpose(LowerContext& cx, const ir::Node& n);
-Status lower_reshape(LowerContext& cx, const ir::Node& n);
-Status lower_concat(LowerContext& cx, const ir::Node& n);
-Status lower_block_scale_quantize(LowerContext& cx, const ir::Node& n);
-Status lower_block_scale_dequantize(LowerContext& cx, const ir::Node& n);
-Status lower_moe_grouped_matmul(LowerContext& cx, const ir::Node& n);
 
 // Helpers shared by composite lowerings (sdpa, softmax): one pointwise / reduction operation
 // on already-created tensor descriptors.

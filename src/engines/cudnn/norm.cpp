@@ -40,8 +40,7 @@ Status bind_ports(LowerContext& cx, const ir::Node& n, Descriptor& op,
   return Status::ok();
 }
 
-}  // namespace
-
+// Forward and backward share the mode and the port binding.
 Status lower_norm(LowerContext& cx, const ir::Node& n) {
   const bool fwd = n.kind() == ir::OpKind::NormFwd;
   const ir::NormKind kind = fwd ? n.as<ir::NormFwdAttrs>().kind : n.as<ir::NormBwdAttrs>().kind;
@@ -90,5 +89,10 @@ Status lower_norm(LowerContext& cx, const ir::Node& n) {
                   {Role::DBIAS, false, CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC}}));
   return cx.add_op(std::move(op));
 }
+
+}  // namespace
+
+Status lower_norm_forward(LowerContext& cx, const ir::Node& n) { return lower_norm(cx, n); }
+Status lower_norm_backward(LowerContext& cx, const ir::Node& n) { return lower_norm(cx, n); }
 
 }  // namespace dnngraph::cudnn

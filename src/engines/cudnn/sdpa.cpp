@@ -34,6 +34,7 @@
 #include <cmath>
 #include <limits>
 
+#include "dnngraph/ir/sdpa.hpp"
 #include "engines/cudnn/loader.hpp"
 #include "engines/cudnn/sdpa_common.hpp"
 
@@ -118,13 +119,7 @@ Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::str
 }
 
 void sdpa_set_ragged(LowerContext& cx, const ir::Node& n) {
-  static constexpr std::pair<Role, Role> kRagged[] = {
-      {Role::Q, Role::Q_RAGGED_OFFSET},         {Role::K, Role::K_RAGGED_OFFSET},
-      {Role::V, Role::V_RAGGED_OFFSET},         {Role::O, Role::O_RAGGED_OFFSET},
-      {Role::STATS, Role::STATS_RAGGED_OFFSET}, {Role::DO, Role::DO_RAGGED_OFFSET},
-      {Role::DQ, Role::DQ_RAGGED_OFFSET},       {Role::DK, Role::DK_RAGGED_OFFSET},
-      {Role::DV, Role::DV_RAGGED_OFFSET}};
-  for (auto [role, rr] : kRagged) {
+  for (auto [role, rr] : ir::kSdpaRaggedRoles) {
     ir::Tensor off = n.input(rr);
     if (!off) continue;
     ir::Tensor t = n.input(role);
@@ -272,7 +267,7 @@ Result<cudnnBackendDescriptor_t> sdpa_scale(LowerContext& cx, const ir::Node& n,
                                             const std::string& what, const ir::SdpaOptions& a,
                                             int64_t d) {
   if (ir::Tensor st = n.input(Role::ATTN_SCALE)) return cx.tensor(st);
-  const double value = a.attn_scale ? *a.attn_scale : 1.0 / std::sqrt(static_cast<double>(d));
+  const double value = ir::sdpa_scale_of(a, d);
   return cx.constant(what + "::attn_scale", ir::Scalar::of_float(value), 4);
 }
 

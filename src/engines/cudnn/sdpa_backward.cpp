@@ -25,6 +25,49 @@
 
 namespace dnngraph::cudnn {
 
+namespace {
+
+// DSINK_TOKEN, as the frontend builds it: exp(SINK - STATS) * D summed over b and s_q into
+// [1,hq,1,1]; cuDNN's fused kernel applies the minus sign of -sum(...) itself (the frontend
+// says so; not yet checked on a GPU). `tst`: STATS, `dsum`: D, `row`: [b,hq,sq,1].
+Status add_dsink(LowerContext& cx, const ir::Node& n, const std::string& what,
+                 const ir::Tensor& dsink, cudnnBackendDescriptor_t tst,
+                 cudnnBackendDescriptor_t dsum, const std::vector<int64_t>& row) {
+  const DataType f32 = DataType::Float;
+  auto vt = [&](const std::string& tag) { return cx.virtual_tensor(what + "::" + tag, row, f32); };
+  auto pw = [&](const std::string& tag, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y) {
+    return add_pointwise(cx, what + " " + tag, mode, f32, x, b, nullptr, y);
+  };
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tsink, cx.tensor(n.input(Role::SINK_TOKEN)));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tdsink, cx.tensor(dsink));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto sub_sink, vt("sink_minus_stats"));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto exp_sink, vt("exp_sink"));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto per_row, vt("exp_sink_D"));
+  DNNGRAPH_TRY(pw("sink-stats", CUDNN_POINTWISE_SUB, tsink, tst, sub_sink));
+  DNNGRAPH_TRY(pw("exp(sink-stats)", CUDNN_POINTWISE_EXP, sub_sink, nullptr, exp_sink));
+  DNNGRAPH_TRY(pw("exp(sink-stats)*D", CUDNN_POINTWISE_MUL, exp_sink, dsum, per_row));
+  return add_reduction(cx, what + " dSink", CUDNN_REDUCE_TENSOR_ADD, f32, per_row, tdsink);
+}
+
+// dst = lhs^T . rhs into `out` (dK, dV); summed over query-head groups when `out` has fewer
+// heads than Q (GQA / MQA): per query head in the io type, then a reduction.
+Status add_grad_matmul(LowerContext& cx, const std::string& what, const SdpaShape& s,
+                       const SdpaSeqLens& lens, DataType io, const std::string& tag,
+                       cudnnBackendDescriptor_t lhs_t, cudnnBackendDescriptor_t rhs,
+                       cudnnBackendDescriptor_t out, int64_t out_heads, int64_t width) {
+  if (out_heads == s.hq)
+    return sdpa_matmul(cx, what + " bmm " + tag, lhs_t, rhs, out, lens.kv, nullptr, lens.q);
+  DNNGRAPH_ASSIGN_OR_RETURN(auto per_head, cx.virtual_tensor(what + "::" + tag + "_per_query_head",
+                                                             {s.b, s.hq, s.skv, width}, io));
+  DNNGRAPH_TRY(
+      sdpa_matmul(cx, what + " bmm " + tag, lhs_t, rhs, per_head, lens.kv, nullptr, lens.q));
+  return add_reduction(cx, what + " " + tag + " head sum", CUDNN_REDUCE_TENSOR_ADD, DataType::Float,
+                       per_head, out);
+}
+
+}  // namespace
+
 Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat(op_kind_name(n.kind()), " '", n.name, "'");
   const auto& a = n.as<ir::SdpaBwdAttrs>();
@@ -64,20 +107,8 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   DNNGRAPH_ASSIGN_OR_RETURN(auto dsum1, vt("softmax_sum", row, f32));
   DNNGRAPH_TRY(pw("dO*O", CUDNN_POINTWISE_MUL, tdo, to, doo));
   DNNGRAPH_TRY(add_reduction(cx, what + " rowsum(dO*O)", CUDNN_REDUCE_TENSOR_ADD, f32, doo, dsum));
-  // DSINK_TOKEN, as the frontend builds it: exp(SINK - STATS) * D summed over b and s_q into
-  // [1,hq,1,1]; cuDNN's fused kernel applies the minus sign of -sum(...) itself (the frontend
-  // says so; not yet checked on a GPU).
-  if (ir::Tensor dsink = n.output(Role::DSINK_TOKEN)) {
-    DNNGRAPH_ASSIGN_OR_RETURN(auto tsink, cx.tensor(n.input(Role::SINK_TOKEN)));
-    DNNGRAPH_ASSIGN_OR_RETURN(auto tdsink, cx.tensor(dsink));
-    DNNGRAPH_ASSIGN_OR_RETURN(auto sub_sink, vt("sink_minus_stats", row, f32));
-    DNNGRAPH_ASSIGN_OR_RETURN(auto exp_sink, vt("exp_sink", row, f32));
-    DNNGRAPH_ASSIGN_OR_RETURN(auto per_row, vt("exp_sink_D", row, f32));
-    DNNGRAPH_TRY(pw("sink-stats", CUDNN_POINTWISE_SUB, tsink, tst, sub_sink));
-    DNNGRAPH_TRY(pw("exp(sink-stats)", CUDNN_POINTWISE_EXP, sub_sink, nullptr, exp_sink));
-    DNNGRAPH_TRY(pw("exp(sink-stats)*D", CUDNN_POINTWISE_MUL, exp_sink, dsum, per_row));
-    DNNGRAPH_TRY(add_reduction(cx, what + " dSink", CUDNN_REDUCE_TENSOR_ADD, f32, per_row, tdsink));
-  }
+  if (ir::Tensor dsink = n.output(Role::DSINK_TOKEN))
+    DNNGRAPH_TRY(add_dsink(cx, n, what, dsink, tst, dsum, row));
   DNNGRAPH_ASSIGN_OR_RETURN(auto drop, sdpa_dropout(cx, n, what, a, s, /*backward=*/true));
   // Without dropout the mask and 1/scale are a constant 1 (only created then: every tensor
   // the plan binds must be used by the graph, or cuDNN refuses the variant pack).
@@ -102,18 +133,10 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
 
   // [b,hq,sq,skv] float -> its transpose [b,hq,skv,sq] in the io type, same packed layout.
   const TensorView tview{{s.b, s.hq, s.skv, s.sq}, {s.hq * s.sq * s.skv, s.sq * s.skv, 1, s.skv}};
-  // dst = lhs^T . rhs into `out`; summed over query-head groups when `out` has fewer heads.
   auto grad = [&](const std::string& tag, cudnnBackendDescriptor_t lhs_t,
                   cudnnBackendDescriptor_t rhs, cudnnBackendDescriptor_t out, int64_t out_heads,
-                  int64_t width) -> Status {
-    if (out_heads == s.hq)
-      return sdpa_matmul(cx, what + " bmm " + tag, lhs_t, rhs, out, lens.kv, nullptr, lens.q);
-    DNNGRAPH_ASSIGN_OR_RETURN(auto per_head,
-                              vt(tag + "_per_query_head", {s.b, s.hq, s.skv, width}, io));
-    DNNGRAPH_TRY(
-        sdpa_matmul(cx, what + " bmm " + tag, lhs_t, rhs, per_head, lens.kv, nullptr, lens.q));
-    return add_reduction(cx, what + " " + tag + " head sum", CUDNN_REDUCE_TENSOR_ADD, f32, per_head,
-                         out);
+                  int64_t width) {
+    return add_grad_matmul(cx, what, s, lens, io, tag, lhs_t, rhs, out, out_heads, width);
   };
 
   // dV = P^T . dO

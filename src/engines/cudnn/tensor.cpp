@@ -1,6 +1,8 @@
 // Tensor descriptors: uid, dims/strides from the canonical view, alignment, virtual, by-value.
 #include <algorithm>
+#include <cstring>
 
+#include "dnngraph/storage.hpp"
 #include "engines/cudnn/lowering.hpp"
 
 namespace dnngraph::cudnn {
@@ -166,6 +168,44 @@ Status LowerContext::add_op(Descriptor op) {
   DNNGRAPH_TRY(op.finalize(ErrorCode::NotSupported));
   ops_.push_back(std::move(op));
   return Status::ok();
+}
+
+Result<std::array<unsigned char, 16>> scalar_bytes(const ir::Scalar& s, DataType type,
+                                                   const std::string& name) {
+  std::array<unsigned char, 16> b{};
+  auto put = [&](auto v) { std::memcpy(b.data(), &v, sizeof v); };
+  const double d = s.as_double();
+  switch (type) {
+    case DataType::Float:
+      put(static_cast<float>(d));
+      break;
+    case DataType::Double:
+      put(d);
+      break;
+    case DataType::Half:
+    case DataType::BFloat16:
+      store_element(b.data(), type, 0, static_cast<float>(d));
+      break;
+    case DataType::Int32:
+      put(static_cast<int32_t>(is_integral(s.type) ? s.i : d));
+      break;
+    case DataType::Int64:
+      put(static_cast<int64_t>(is_integral(s.type) ? s.i : d));
+      break;
+    case DataType::Int8:
+      put(static_cast<int8_t>(is_integral(s.type) ? s.i : d));
+      break;
+    case DataType::UInt8:
+      put(static_cast<uint8_t>(is_integral(s.type) ? s.i : d));
+      break;
+    case DataType::Boolean:
+      put(static_cast<uint8_t>(d != 0.0));
+      break;
+    default:
+      return make_error(ErrorCode::NotSupported, "pass-by-value tensor '", name, "' of type ",
+                        data_type_name(type), " cannot carry a constant for cuDNN");
+  }
+  return b;
 }
 
 }  // namespace dnngraph::cudnn

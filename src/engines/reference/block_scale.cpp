@@ -119,8 +119,7 @@ Status dequantize(KernelContext& ctx) {
 
 }  // namespace
 
-Status run_block_scale(KernelContext& ctx) {
-  return ctx.node().kind() == ir::OpKind::BlockScaleQuantize ? quantize(ctx) : dequantize(ctx);
-}
+Status run_block_scale_quantize(KernelContext& ctx) { return quantize(ctx); }
+Status run_block_scale_dequantize(KernelContext& ctx) { return dequantize(ctx); }
 
 }  // namespace dnngraph::reference

@@ -5,18 +5,15 @@
 
 namespace dnngraph::reference {
 
-Status run_concat(KernelContext& ctx) {
-  static constexpr Role kIn[ir::kConcatMaxInputs] = {Role::IN_0, Role::IN_1, Role::IN_2,
-                                                     Role::IN_3, Role::IN_4, Role::IN_5,
-                                                     Role::IN_6, Role::IN_7};
+Status run_concatenate(KernelContext& ctx) {
   const size_t axis = static_cast<size_t>(ctx.node().as<ir::ConcatAttrs>().axis);
   Dense y(ctx.tensor(Role::Y).dim);
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < axis; ++d) outer *= y.dim[d];
   for (size_t d = axis + 1; d < y.dim.size(); ++d) inner *= y.dim[d];
-  const int64_t y_row = y.dim[axis] * inner;  // elements of Y per outer index
-  int64_t at = 0;                             // offset along the axis, times inner
-  for (Role r : kIn) {
+  const int64_t y_row = y.dim[axis] * inner;              // elements of Y per outer index
+  int64_t at = 0;                                         // offset along the axis, times inner
+  for (Role r : ir::op_info(ctx.node().kind()).inputs) {  // IN_0, IN_1, ... in order
     if (!ctx.has_input(r)) break;
     const Dense x = ctx.load(r);
     const int64_t row = x.dim[axis] * inner;

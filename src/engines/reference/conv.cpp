@@ -427,16 +427,8 @@ int64_t conv_padded_elements(const ir::Node& n) {
   return e;
 }
 
-Status run_conv(KernelContext& ctx) {
-  const Geometry g = geometry(ctx.node());
-  switch (ctx.node().kind()) {
-    case ir::OpKind::ConvDgrad:
-      return dgrad(ctx, g);
-    case ir::OpKind::ConvWgrad:
-      return wgrad(ctx, g);
-    default:
-      return fprop(ctx, g);
-  }
-}
+Status run_conv_fprop(KernelContext& ctx) { return fprop(ctx, geometry(ctx.node())); }
+Status run_conv_dgrad(KernelContext& ctx) { return dgrad(ctx, geometry(ctx.node())); }
+Status run_conv_wgrad(KernelContext& ctx) { return wgrad(ctx, geometry(ctx.node())); }
 
 }  // namespace dnngraph::reference

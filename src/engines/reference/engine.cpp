@@ -22,42 +22,11 @@ using RunFn = Status (*)(KernelContext&);
 
 RunFn kernel_of(ir::OpKind k) {
   switch (k) {
-    case ir::OpKind::ConvFprop:
-    case ir::OpKind::ConvDgrad:
-    case ir::OpKind::ConvWgrad:
-      return run_conv;
-    case ir::OpKind::Matmul:
-      return run_matmul;
-    case ir::OpKind::Pointwise:
-      return run_pointwise;
-    case ir::OpKind::Reduction:
-      return run_reduction;
-    case ir::OpKind::NormFwd:
-    case ir::OpKind::NormBwd:
-      return run_norm;
-    case ir::OpKind::Softmax:
-      return run_softmax;
-    case ir::OpKind::SdpaFwd:
-    case ir::OpKind::SdpaBwd:
-      return run_sdpa;
-    case ir::OpKind::SdpaFp8Fwd:
-    case ir::OpKind::SdpaFp8Bwd:
-      return run_sdpa_fp8;
-    case ir::OpKind::Slice:
-      return run_slice;
-    case ir::OpKind::Genstats:
-      return run_genstats;
-    case ir::OpKind::Transpose:
-      return run_transpose;
-    case ir::OpKind::Reshape:
-      return run_reshape;
-    case ir::OpKind::Concat:
-      return run_concat;
-    case ir::OpKind::BlockScaleQuantize:
-    case ir::OpKind::BlockScaleDequantize:
-      return run_block_scale;
-    case ir::OpKind::MoeGroupedMatmul:
-      return run_moe_grouped_matmul;
+#define DNNGRAPH_OP_KERNEL_CASE(kind, name, Attrs, in, out) \
+  case ir::OpKind::kind:                                    \
+    return run_##name;
+    DNNGRAPH_OPS(DNNGRAPH_OP_KERNEL_CASE)
+#undef DNNGRAPH_OP_KERNEL_CASE
   }
   return nullptr;
 }

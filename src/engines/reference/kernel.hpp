@@ -91,21 +91,20 @@ class KernelContext {
   DataType compute_;
 };
 
-// One entry per op family, in src/engines/reference/<family>.cpp. Each runs a node of a
+// One kernel per op of the table, in src/engines/reference/<family>.cpp. Each runs a node of a
 // validated graph (ir::ValidatedGraph): every shape, data type and attribute rule has been
 // checked in src/ir/, so a kernel checks nothing about the graph; it fails only for
-// data-dependent problems (e.g. a sequence length above s_kv).
-Status run_conv(KernelContext& ctx);  // conv_fprop, conv_dgrad, conv_wgrad
+// data-dependent problems (e.g. a sequence length above s_kv). Each is named run_<name> after
+// the op's table name (run_conv_fprop, run_matmul, ...); the engine dispatches on the
+// table (engine.cpp), so a new op adds its kernel there and nothing here.
+#define DNNGRAPH_OP_KERNEL_DECL(kind, name, Attrs, in, out) Status run_##name(KernelContext& ctx);
+DNNGRAPH_OPS(DNNGRAPH_OP_KERNEL_DECL)
+#undef DNNGRAPH_OP_KERNEL_DECL
+
 // Elements of the zero-padded fp64 copy a conv works on.
 int64_t conv_padded_elements(const ir::Node& n);
-Status run_matmul(KernelContext& ctx);
-Status run_pointwise(KernelContext& ctx);
 // One element of a pointwise op (mode and parameters of `a`; not GEN_INDEX), in fp64.
 double pointwise_value(const ir::PointwiseAttrs& a, double x, double y, double z);
-Status run_reduction(KernelContext& ctx);
-Status run_norm(KernelContext& ctx);  // norm_forward and norm_backward
-Status run_softmax(KernelContext& ctx);
-Status run_sdpa(KernelContext& ctx);  // sdpa and sdpa_backward
 
 // An SDPA node's score modifiers (ir::Subgraph "score_mod" / "score_mod_bprop") evaluated one
 // score element at a time (sdpa_score_mod.cpp). Without them, forward() and backward() return
@@ -140,13 +139,5 @@ class ScoreModEval {
   std::vector<Dense> inputs_;                   // SCORE_MOD_IN_* values
   std::vector<std::vector<int64_t>> in_steps_;  // their strides over [b,h,s_q,s_kv]; 0: broadcast
 };
-Status run_sdpa_fp8(KernelContext& ctx);  // sdpa_fp8 and sdpa_fp8_backward
-Status run_slice(KernelContext& ctx);
-Status run_genstats(KernelContext& ctx);
-Status run_transpose(KernelContext& ctx);
-Status run_reshape(KernelContext& ctx);
-Status run_concat(KernelContext& ctx);
-Status run_block_scale(KernelContext& ctx);  // block_scale_quantize and _dequantize
-Status run_moe_grouped_matmul(KernelContext& ctx);
 
 }  // namespace dnngraph::reference

@@ -240,9 +240,7 @@ Status run_backward(KernelContext& ctx) {
 
 }  // namespace
 
-Status run_norm(KernelContext& ctx) {
-  if (ctx.node().kind() == ir::OpKind::NormFwd) return run_forward(ctx);
-  return run_backward(ctx);
-}
+Status run_norm_forward(KernelContext& ctx) { return run_forward(ctx); }
+Status run_norm_backward(KernelContext& ctx) { return run_backward(ctx); }
 
 }  // namespace dnngraph::reference

@@ -70,6 +70,7 @@
 #include <optional>
 #include <tuple>
 
+#include "dnngraph/ir/sdpa.hpp"
 #include "engines/reference/sdpa_problem.hpp"
 
 namespace dnngraph::reference {
@@ -132,8 +133,7 @@ Status read_sdpa_masking(const KernelContext& ctx, const ir::SdpaOptions& a, Sdp
 
 double sdpa_attn_scale(const KernelContext& ctx, const ir::SdpaOptions& a, int64_t d) {
   if (ctx.has_input(Role::ATTN_SCALE)) return ctx.scalar(Role::ATTN_SCALE);
-  if (a.attn_scale) return *a.attn_scale;
-  return 1.0 / std::sqrt(static_cast<double>(d));
+  return ir::sdpa_scale_of(a, d);
 }
 
 // Uniform in [0, 1) for one (seed, offset, b, h, i, j); exposed for the tests.
@@ -488,9 +488,7 @@ Status run_backward(KernelContext& ctx) {
 
 }  // namespace
 
-Status run_sdpa(KernelContext& ctx) {
-  if (ctx.node().kind() == ir::OpKind::SdpaBwd) return run_backward(ctx);
-  return run_forward(ctx);
-}
+Status run_sdpa(KernelContext& ctx) { return run_forward(ctx); }
+Status run_sdpa_backward(KernelContext& ctx) { return run_backward(ctx); }
 
 }  // namespace dnngraph::reference

@@ -171,9 +171,7 @@ Status run_backward(KernelContext& ctx) {
 
 }  // namespace
 
-Status run_sdpa_fp8(KernelContext& ctx) {
-  if (ctx.node().kind() == ir::OpKind::SdpaFp8Bwd) return run_backward(ctx);
-  return run_forward(ctx);
-}
+Status run_sdpa_fp8(KernelContext& ctx) { return run_forward(ctx); }
+Status run_sdpa_fp8_backward(KernelContext& ctx) { return run_backward(ctx); }
 
 }  // namespace dnngraph::reference

@@ -1,19 +1,25 @@
 // Shape rules of concatenate (the cuDNN frontend's): inputs IN_0, IN_1, ... without gaps, of
 // one rank and data type, with equal dims but along `axis`; Y's dim along the axis is their
 // sum. Y keeps the inputs' data type; its strides default to packed in IN_0's dim order.
+// The input roles, in order, are the op table's (op_info(...).inputs).
+#include "dnngraph/ir/graph.hpp"
 #include "ir/ops/common.hpp"
 
 namespace dnngraph::ir {
 
-namespace {
+Tensor Graph::concatenate(const std::vector<Tensor>& inputs, ConcatAttrs a, OpOptions o) {
+  const auto kIn = op_info(op_kind_of<ConcatAttrs>()).inputs;
+  // More than kConcatMaxInputs inputs: the extra ones are bound as X, a role concatenate does
+  // not know, so validate() refuses the node and names it.
+  Node& n = push(std::move(a), o, "concatenate", {});
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i]) n.inputs.push_back({i < kIn.size() ? kIn[i] : Role::X, inputs[i]});
+  return add_output(n, Role::Y);
+}
 
-constexpr Role kIn[kConcatMaxInputs] = {Role::IN_0, Role::IN_1, Role::IN_2, Role::IN_3,
-                                        Role::IN_4, Role::IN_5, Role::IN_6, Role::IN_7};
-
-}  // namespace
-
-Status infer_concat(Node& n, const InferContext& ctx) {
+Status infer_concatenate(Node& n, const InferContext& ctx) {
   const auto& a = n.as<ConcatAttrs>();
+  const auto kIn = op_info(n.kind()).inputs;
   std::vector<Tensor> in;
   for (Role r : kIn) {
     Tensor t = n.input(r);

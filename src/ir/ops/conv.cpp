@@ -85,7 +85,9 @@ Result<std::vector<int64_t>> conv_output_dims(const Node& n, ConvAttrs& a, Role 
   return y;
 }
 
-Status infer_fprop(Node& n, const InferContext& ctx) {
+}  // namespace
+
+Status infer_conv_fprop(Node& n, const InferContext& ctx) {
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(w, required_input(n, Role::W));
   DNNGRAPH_PORT(y, required_output(n, Role::Y));
@@ -93,6 +95,8 @@ Status infer_fprop(Node& n, const InferContext& ctx) {
   DNNGRAPH_TRY(dims.status());
   return infer_output(n, Role::Y, y, *dims, x, ctx, x->data_type);
 }
+
+namespace {
 
 // dgrad/wgrad: the user-set output must exist and reproduce the given DY through the formula.
 Status check_dy(const Node& n, const Tensor& dy, const std::vector<int64_t>& expected,
@@ -110,7 +114,9 @@ Status require_set_dims(const Node& n, Role role, const Tensor& t, const char* h
                     "): they cannot be inferred uniquely from DY");
 }
 
-Status infer_dgrad(Node& n, const InferContext& ctx) {
+}  // namespace
+
+Status infer_conv_dgrad(Node& n, const InferContext& ctx) {
   DNNGRAPH_PORT(dy, required_input(n, Role::DY));
   DNNGRAPH_PORT(w, required_input(n, Role::W));
   DNNGRAPH_PORT(dx, required_output(n, Role::DX));
@@ -123,7 +129,7 @@ Status infer_dgrad(Node& n, const InferContext& ctx) {
   return infer_output(n, Role::DX, dx, dx->dim, dy, ctx, dy->data_type);
 }
 
-Status infer_wgrad(Node& n, const InferContext& ctx) {
+Status infer_conv_wgrad(Node& n, const InferContext& ctx) {
   DNNGRAPH_PORT(dy, required_input(n, Role::DY));
   DNNGRAPH_PORT(x, required_input(n, Role::X));
   DNNGRAPH_PORT(dw, required_output(n, Role::DW));
@@ -135,21 +141,6 @@ Status infer_wgrad(Node& n, const InferContext& ctx) {
                         detail::cat(port_label(Role::X, x), " and ", port_label(Role::DW, dw))));
   // The filter follows the activation layout (NHWC activations -> KRSC filter).
   return infer_output(n, Role::DW, dw, dw->dim, x, ctx, dy->data_type);
-}
-
-}  // namespace
-
-Status infer_conv(Node& n, const InferContext& ctx) {
-  switch (n.kind()) {
-    case OpKind::ConvFprop:
-      return infer_fprop(n, ctx);
-    case OpKind::ConvDgrad:
-      return infer_dgrad(n, ctx);
-    case OpKind::ConvWgrad:
-      return infer_wgrad(n, ctx);
-    default:
-      return make_error(ErrorCode::Internal, op_label(n), ": not a convolution");
-  }
 }
 
 }  // namespace dnngraph::ir

@@ -17,31 +17,31 @@ struct InferContext {
   DataType compute = DataType::Float;       // node compute type
 };
 
-Status infer_conv(Node& node, const InferContext& ctx);  // conv_fprop, conv_dgrad, conv_wgrad
-Status infer_matmul(Node& node, const InferContext& ctx);
-Status infer_pointwise(Node& node, const InferContext& ctx);
-Status infer_reduction(Node& node, const InferContext& ctx);
-Status infer_norm_forward(Node& node, const InferContext& ctx);
-Status infer_norm_backward(Node& node, const InferContext& ctx);
-Status infer_softmax(Node& node, const InferContext& ctx);
-Status infer_sdpa(Node& node, const InferContext& ctx);
-Status infer_sdpa_backward(Node& node, const InferContext& ctx);
-Status infer_sdpa_fp8(Node& node, const InferContext& ctx);
-Status infer_sdpa_fp8_backward(Node& node, const InferContext& ctx);
+// One rule per op of the table, named infer_<name> after the op's table name (infer_conv_fprop,
+// infer_matmul, ...) and defined in src/ir/ops/<family>.cpp; infer_node dispatches on the
+// table, so a new op adds its rule there and nothing here.
+#define DNNGRAPH_OP_INFER_DECL(kind, name, Attrs, in, out) \
+  Status infer_##name(Node& node, const InferContext& ctx);
+DNNGRAPH_OPS(DNNGRAPH_OP_INFER_DECL)
+#undef DNNGRAPH_OP_INFER_DECL
+
 // sdpa.cpp: the Q / K / V shape rules and the SdpaOptions rules (masks, scale, padding,
 // dropout), shared with sdpa_fp8. Q, K and V must be bound.
 Status check_sdpa_common(const Node& node, const SdpaOptions& a);
+// sdpa.cpp: the ports every SDPA backward binds (sdpa_backward, sdpa_fp8_backward), each
+// required; the first one missing is the error.
+struct SdpaBwdPorts {
+  Tensor q, k, v, o, d_o, stats, dq, dk, dv;
+};
+Result<SdpaBwdPorts> sdpa_backward_ports(const Node& node);
+// sdpa.cpp: a backward's O and DO [b, h_q, s_q, d_v] and STATS [b, h_q, s_q, 1] against Q and
+// V's dims (Q, K, V checked).
+Status check_sdpa_backward_dims(const Node& node, const SdpaBwdPorts& p);
+// sdpa.cpp: a backward's DQ, DK, DV inferred with the dims, layout and type of Q, K, V.
+Status infer_sdpa_gradients(Node& node, const SdpaBwdPorts& p, const InferContext& ctx);
 // sdpa.cpp: a forward's STATS output (sdpa, sdpa_fp8): refused with is_inference, required
 // without it, inferred as packed [b, h_q, s_q, 1] FLOAT (from Q) unless the user set strides.
 Status infer_sdpa_stats(Node& node, bool is_inference, const InferContext& ctx);
-Status infer_slice(Node& node, const InferContext& ctx);
-Status infer_genstats(Node& node, const InferContext& ctx);
-Status infer_transpose(Node& node, const InferContext& ctx);
-Status infer_reshape(Node& node, const InferContext& ctx);
-Status infer_concat(Node& node, const InferContext& ctx);
-Status infer_block_scale_quantize(Node& node, const InferContext& ctx);
-Status infer_block_scale_dequantize(Node& node, const InferContext& ctx);
-Status infer_moe_grouped_matmul(Node& node, const InferContext& ctx);
 
 // Dispatches on node.kind().
 Status infer_node(Node& node, const InferContext& ctx);

@@ -2,9 +2,14 @@
 // elements as X's. VIEW_ONLY reinterprets X's memory, so X and Y must both be packed; LOGICAL
 // copies in row-major order. Y's strides default to packed channels-last from rank 2 up
 // (row-major below), as the frontend fills them; Y keeps X's data type.
+#include "dnngraph/ir/graph.hpp"
 #include "ir/ops/common.hpp"
 
 namespace dnngraph::ir {
+
+Tensor Graph::reshape(Tensor x, ReshapeAttrs a, OpOptions o) {
+  return add_output(push(std::move(a), o, "reshape", {{Role::X, x}}), Role::Y);
+}
 
 namespace {
 

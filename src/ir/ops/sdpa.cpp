@@ -23,6 +23,7 @@
 #include <string>
 #include <tuple>
 
+#include "dnngraph/ir/sdpa.hpp"
 #include "ir/ops/common.hpp"
 #include "ir/subgraph.hpp"
 
@@ -195,14 +196,8 @@ Status check_sink(const Node& n, const SdpaDims& s) {
 
 // Ragged (THD) offsets: [b+1,1,1,1] integers in memory, only with the padding mask.
 Status check_ragged(const Node& n, const SdpaOptions& a, const SdpaDims& s) {
-  static constexpr std::pair<Role, Role> kRagged[] = {
-      {Role::Q, Role::Q_RAGGED_OFFSET},         {Role::K, Role::K_RAGGED_OFFSET},
-      {Role::V, Role::V_RAGGED_OFFSET},         {Role::O, Role::O_RAGGED_OFFSET},
-      {Role::STATS, Role::STATS_RAGGED_OFFSET}, {Role::DO, Role::DO_RAGGED_OFFSET},
-      {Role::DQ, Role::DQ_RAGGED_OFFSET},       {Role::DK, Role::DK_RAGGED_OFFSET},
-      {Role::DV, Role::DV_RAGGED_OFFSET}};
   bool ragged = false;
-  for (auto [role, rr] : kRagged) {
+  for (auto [role, rr] : kSdpaRaggedRoles) {
     Tensor t = n.input(role);
     if (!t) t = n.output(role);
     Tensor off = n.input(rr);
@@ -432,6 +427,37 @@ Status infer_sdpa(Node& n, const InferContext& ctx) {
   return infer_score_mods(n, a, false, {s->b, s->hq, s->sq, s->skv}, ctx);
 }
 
+Result<SdpaBwdPorts> sdpa_backward_ports(const Node& n) {
+  SdpaBwdPorts p;
+  for (auto [role, t] : {std::pair<Role, Tensor*>{Role::Q, &p.q},
+                         {Role::K, &p.k},
+                         {Role::V, &p.v},
+                         {Role::O, &p.o},
+                         {Role::DO, &p.d_o},
+                         {Role::STATS, &p.stats}}) {
+    DNNGRAPH_ASSIGN_OR_RETURN(*t, required_input(n, role));
+  }
+  for (auto [role, t] :
+       {std::pair<Role, Tensor*>{Role::DQ, &p.dq}, {Role::DK, &p.dk}, {Role::DV, &p.dv}}) {
+    DNNGRAPH_ASSIGN_OR_RETURN(*t, required_output(n, role));
+  }
+  return p;
+}
+
+Status check_sdpa_backward_dims(const Node& n, const SdpaBwdPorts& p) {
+  const int64_t b = p.q->dim[0], hq = p.q->dim[1], sq = p.q->dim[2];
+  const std::vector<int64_t> o_dims = {b, hq, sq, p.v->dim[3]};
+  DNNGRAPH_TRY(expect_dims(n, Role::O, p.o, o_dims, "[b, h_q, s_q, d_v] from Q and V"));
+  DNNGRAPH_TRY(expect_dims(n, Role::DO, p.d_o, o_dims, "the gradient has O's dims"));
+  return expect_dims(n, Role::STATS, p.stats, {b, hq, sq, 1}, "[b, h_q, s_q, 1] from Q");
+}
+
+Status infer_sdpa_gradients(Node& n, const SdpaBwdPorts& p, const InferContext& ctx) {
+  DNNGRAPH_TRY(infer_output(n, Role::DQ, p.dq, p.q->dim, p.q, ctx, p.q->data_type));
+  DNNGRAPH_TRY(infer_output(n, Role::DK, p.dk, p.k->dim, p.k, ctx, p.k->data_type));
+  return infer_output(n, Role::DV, p.dv, p.v->dim, p.v, ctx, p.v->data_type);
+}
+
 Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
   const auto& a = n.as<SdpaBwdAttrs>();
   if (Tensor dump = n.output(Role::RNG_DUMP))
@@ -439,27 +465,12 @@ Status infer_sdpa_backward(Node& n, const InferContext& ctx) {
                       port_label(Role::RNG_DUMP, dump),
                       " is only for the forward sdpa; the backward replays the forward's mask "
                       "from SEED / OFFSET or DROPOUT_MASK");
-  DNNGRAPH_PORT(q, required_input(n, Role::Q));
-  DNNGRAPH_PORT(k, required_input(n, Role::K));
-  DNNGRAPH_PORT(v, required_input(n, Role::V));
-  DNNGRAPH_PORT(o, required_input(n, Role::O));
-  DNNGRAPH_PORT(d_o, required_input(n, Role::DO));
-  DNNGRAPH_PORT(stats, required_input(n, Role::STATS));
-  DNNGRAPH_PORT(dq, required_output(n, Role::DQ));
-  DNNGRAPH_PORT(dk, required_output(n, Role::DK));
-  DNNGRAPH_PORT(dv, required_output(n, Role::DV));
-  auto s = check_qkv(n, q, k, v);
+  DNNGRAPH_ASSIGN_OR_RETURN(const SdpaBwdPorts p, sdpa_backward_ports(n));
+  auto s = check_qkv(n, p.q, p.k, p.v);
   DNNGRAPH_TRY(s.status());
   DNNGRAPH_TRY(check_options(n, a, *s));
-  const std::vector<int64_t> o_dims = {s->b, s->hq, s->sq, s->dv};
-  DNNGRAPH_TRY(expect_dims(n, Role::O, o, o_dims, "[b, h_q, s_q, d_v] from Q and V"));
-  DNNGRAPH_TRY(expect_dims(n, Role::DO, d_o, o_dims, "the gradient has O's dims"));
-  DNNGRAPH_TRY(
-      expect_dims(n, Role::STATS, stats, {s->b, s->hq, s->sq, 1}, "[b, h_q, s_q, 1] from Q"));
-
-  DNNGRAPH_TRY(infer_output(n, Role::DQ, dq, q->dim, q, ctx, q->data_type));
-  DNNGRAPH_TRY(infer_output(n, Role::DK, dk, k->dim, k, ctx, k->data_type));
-  DNNGRAPH_TRY(infer_output(n, Role::DV, dv, v->dim, v, ctx, v->data_type));
+  DNNGRAPH_TRY(check_sdpa_backward_dims(n, p));
+  DNNGRAPH_TRY(infer_sdpa_gradients(n, p, ctx));
   Tensor bias = n.input(Role::BIAS);
   if (Tensor dbias = n.output(Role::DBIAS)) {
     if (!bias)
@@ -498,6 +509,18 @@ Status check_sdpa_common(const Node& n, const SdpaOptions& a) {
   auto s = check_qkv(n, n.input(Role::Q), n.input(Role::K), n.input(Role::V));
   DNNGRAPH_TRY(s.status());
   return check_options(n, a, *s);
+}
+
+double sdpa_scale_of(const SdpaOptions& a, int64_t d) {
+  return a.attn_scale ? *a.attn_scale : 1.0 / std::sqrt(static_cast<double>(d));
+}
+
+std::optional<Role> sdpa_ragged_role(OpKind kind, Role role) {
+  const auto inputs = op_info(kind).inputs;
+  for (auto [tensor, offset] : kSdpaRaggedRoles)
+    if (tensor == role && std::find(inputs.begin(), inputs.end(), offset) != inputs.end())
+      return offset;
+  return std::nullopt;
 }
 
 }  // namespace dnngraph::ir

@@ -8,6 +8,7 @@
 //   No bias, no dropout: the family has no such ports (validate() names them); a
 //   dropout_probability attribute is refused here.
 #include <string>
+#include <string_view>
 
 #include "ir/ops/common.hpp"
 
@@ -64,6 +65,22 @@ Status check_floating_type(const Node& n, Role role, const Tensor& t) {
   return Status::ok();
 }
 
+// The node's scale factors (every DESCALE_* / SCALE_* port of its table entry, all required)
+// and its AMAX_* outputs, read from the op table.
+bool has_prefix(Role r, std::string_view prefix) { return role_name(r).starts_with(prefix); }
+
+Status check_factors(const Node& n) {
+  for (Role r : op_info(n.kind()).inputs)
+    if (has_prefix(r, "DESCALE_") || has_prefix(r, "SCALE_")) DNNGRAPH_TRY(check_factor(n, r));
+  return Status::ok();
+}
+
+Status infer_amaxes(const Node& n, const InferContext& ctx) {
+  for (Role r : op_info(n.kind()).outputs)
+    if (has_prefix(r, "AMAX_")) DNNGRAPH_TRY(infer_amax(n, r, ctx));
+  return Status::ok();
+}
+
 }  // namespace
 
 Status infer_sdpa_fp8(Node& n, const InferContext& ctx) {
@@ -76,56 +93,36 @@ Status infer_sdpa_fp8(Node& n, const InferContext& ctx) {
   DNNGRAPH_TRY(check_sdpa_common(n, a));
   for (auto [role, t] : {std::pair<Role, const Tensor&>{Role::Q, q}, {Role::K, k}, {Role::V, v}})
     DNNGRAPH_TRY(check_fp8(n, role, t));
-  for (Role r : {Role::DESCALE_Q, Role::DESCALE_K, Role::DESCALE_V, Role::DESCALE_S, Role::SCALE_S,
-                 Role::SCALE_O})
-    DNNGRAPH_TRY(check_factor(n, r));
+  DNNGRAPH_TRY(check_factors(n));
   const int64_t b = q->dim[0], hq = q->dim[1], sq = q->dim[2], dv = v->dim[3];
   DNNGRAPH_TRY(infer_output(n, Role::O, o, {b, hq, sq, dv}, q, ctx, q->data_type));
   DNNGRAPH_TRY(check_floating_type(n, Role::O, o));
   DNNGRAPH_TRY(infer_sdpa_stats(n, a.is_inference, ctx));
-  DNNGRAPH_TRY(infer_amax(n, Role::AMAX_S, ctx));
-  return infer_amax(n, Role::AMAX_O, ctx);
+  return infer_amaxes(n, ctx);
 }
 
 Status infer_sdpa_fp8_backward(Node& n, const InferContext& ctx) {
   const auto& a = n.as<SdpaFp8BwdAttrs>();
-  DNNGRAPH_PORT(q, required_input(n, Role::Q));
-  DNNGRAPH_PORT(k, required_input(n, Role::K));
-  DNNGRAPH_PORT(v, required_input(n, Role::V));
-  DNNGRAPH_PORT(o, required_input(n, Role::O));
-  DNNGRAPH_PORT(d_o, required_input(n, Role::DO));
-  DNNGRAPH_PORT(stats, required_input(n, Role::STATS));
-  DNNGRAPH_PORT(dq, required_output(n, Role::DQ));
-  DNNGRAPH_PORT(dk, required_output(n, Role::DK));
-  DNNGRAPH_PORT(dv, required_output(n, Role::DV));
+  DNNGRAPH_ASSIGN_OR_RETURN(const SdpaBwdPorts p, sdpa_backward_ports(n));
   DNNGRAPH_TRY(check_no_dropout(n, a));
   DNNGRAPH_TRY(check_sdpa_common(n, a));
-  for (auto [role, t] :
-       {std::pair<Role, const Tensor&>{Role::Q, q}, {Role::K, k}, {Role::V, v}, {Role::DO, d_o}})
+  for (auto [role, t] : {std::pair<Role, const Tensor&>{Role::Q, p.q},
+                         {Role::K, p.k},
+                         {Role::V, p.v},
+                         {Role::DO, p.d_o}})
     DNNGRAPH_TRY(check_fp8(n, role, t));
-  DNNGRAPH_TRY(check_floating_type(n, Role::O, o));
-  for (Role r : {Role::DESCALE_Q, Role::DESCALE_K, Role::DESCALE_V, Role::DESCALE_O,
-                 Role::DESCALE_DO, Role::DESCALE_S, Role::DESCALE_DP, Role::SCALE_S, Role::SCALE_DQ,
-                 Role::SCALE_DK, Role::SCALE_DV, Role::SCALE_DP})
-    DNNGRAPH_TRY(check_factor(n, r));
-  const int64_t b = q->dim[0], hq = q->dim[1], sq = q->dim[2], dv_dim = v->dim[3];
-  const std::vector<int64_t> o_dims = {b, hq, sq, dv_dim};
-  DNNGRAPH_TRY(expect_dims(n, Role::O, o, o_dims, "[b, h_q, s_q, d_v] from Q and V"));
-  DNNGRAPH_TRY(expect_dims(n, Role::DO, d_o, o_dims, "the gradient has O's dims"));
-  DNNGRAPH_TRY(expect_dims(n, Role::STATS, stats, {b, hq, sq, 1}, "[b, h_q, s_q, 1] from Q"));
-  if (stats->data_type != DataType::Float)
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(Role::STATS, stats),
+  DNNGRAPH_TRY(check_floating_type(n, Role::O, p.o));
+  DNNGRAPH_TRY(check_factors(n));
+  DNNGRAPH_TRY(check_sdpa_backward_dims(n, p));
+  if (p.stats->data_type != DataType::Float)
+    return make_error(ErrorCode::InvalidGraph, op_label(n), ": ", port_label(Role::STATS, p.stats),
                       " must be FLOAT (the forward's log-sum-exp) but is ",
-                      data_type_name(stats->data_type));
-  DNNGRAPH_TRY(infer_output(n, Role::DQ, dq, q->dim, q, ctx, q->data_type));
-  DNNGRAPH_TRY(infer_output(n, Role::DK, dk, k->dim, k, ctx, k->data_type));
-  DNNGRAPH_TRY(infer_output(n, Role::DV, dv, v->dim, v, ctx, v->data_type));
+                      data_type_name(p.stats->data_type));
+  DNNGRAPH_TRY(infer_sdpa_gradients(n, p, ctx));
   for (auto [role, t] :
-       {std::pair<Role, const Tensor&>{Role::DQ, dq}, {Role::DK, dk}, {Role::DV, dv}})
+       {std::pair<Role, const Tensor&>{Role::DQ, p.dq}, {Role::DK, p.dk}, {Role::DV, p.dv}})
     DNNGRAPH_TRY(check_floating_type(n, role, t));
-  for (Role r : {Role::AMAX_DQ, Role::AMAX_DK, Role::AMAX_DV, Role::AMAX_DP})
-    DNNGRAPH_TRY(infer_amax(n, r, ctx));
-  return Status::ok();
+  return infer_amaxes(n, ctx);
 }
 
 }  // namespace dnngraph::ir

@@ -2,9 +2,14 @@
 // dim of X (stride: none, or one per dim); 0 <= start <= end <= X's dim; stride >= 1.
 // Y's dim d is ceil((end - start) / stride), at least 1; Y is packed in X's dim order and
 // keeps X's data type.
+#include "dnngraph/ir/graph.hpp"
 #include "ir/ops/common.hpp"
 
 namespace dnngraph::ir {
+
+Tensor Graph::slice(Tensor x, SliceAttrs a, OpOptions o) {
+  return add_output(push(std::move(a), o, "slice", {{Role::X, x}}), Role::Y);
+}
 
 Status infer_slice(Node& n, const InferContext& ctx) {
   auto& a = n.as<SliceAttrs>();
