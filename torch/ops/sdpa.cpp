@@ -14,6 +14,7 @@
 
 #include "core/op_support.hpp"
 #include "core/shape_rules.hpp"
+#include "dnngraph/ir/sdpa.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
@@ -52,7 +53,9 @@ Attn check_attn(const char* op, const Tensor& q, const Tensor& k, const Tensor& 
                            "grouped-query attention"));
   TORCH_CHECK_VALUE(!(causal && has(bias)), "dnngraph::", op,
                     ": give either attn_bias or is_causal, not both (as torch)");
-  a.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(a.d));
+  ir::SdpaOptions o;
+  o.attn_scale = scale;
+  a.scale = ir::sdpa_scale_of(o, a.d);  // the IR's default, 1/sqrt(d), when none is given
   if (has(bias)) {
     check_same_dtype(op, q, "q", *bias, "attn_bias");
     TORCH_CHECK_VALUE(bias->dim() <= 4, "dnngraph::", op, ": attn_bias has ", bias->dim(),
