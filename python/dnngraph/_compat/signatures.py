@@ -32,8 +32,9 @@ _ADAPTER_DEFAULTS: Dict[str, Dict[str, Any]] = {
     "sdpa": {"is_inference": None},  # None: from generate_stats, else True (no Stats)
     "sdpa_fp8": {"is_inference": None},
 }
-# Native keywords an adapter sets from a frontend one (never given directly).
-_ADAPTER_SET: Dict[str, Tuple[str, ...]] = {"reshape": ("logical",)}
+# Native keywords an adapter sets from a frontend one (never given directly), keyed by that
+# frontend keyword: reshape_mode gives the native flag `logical`.
+_ADAPTER_SET: Dict[str, Tuple[str, ...]] = {"reshape_mode": ("logical",)}
 # Native keywords shown under their frontend names.
 _FRONTEND_NAMES = {"left_bound": "diagonal_band_left_bound",
                    "right_bound": "diagonal_band_right_bound"}
@@ -100,8 +101,7 @@ def op_signature(fe_name: str, native: Any, pos: tuple, renames: dict,
     params, ret, doc = native_params(native)
     by_name = {n: (ann, d) for n, ann, d in params}
     defaults = _for(_ADAPTER_DEFAULTS, fe_name)
-    skip = set(fixed) | set(_for({k: dict.fromkeys(v) for k, v in _ADAPTER_SET.items()},
-                                 fe_name))
+    skip = set(fixed).union(*(_ADAPTER_SET.get(p, ()) for p in pos))
     out = [_P("self", _P.POSITIONAL_OR_KEYWORD)]
     types: List[Tuple[str, str]] = []
     used = set()
