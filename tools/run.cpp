@@ -110,6 +110,25 @@ std::vector<Buffer> make_buffers(const ir::ValidatedGraph& v, uint32_t seed) {
   return out;
 }
 
+// --against: each input of the reference graph takes the values of GRAPH's input of that name
+// (the same type and size).
+Status share_inputs(const std::vector<Buffer>& bufs, std::vector<Buffer>& want,
+                    const std::string& ref_name) {
+  for (Buffer& w : want) {
+    if (w.t->is_output || w.t->is_pass_by_value) continue;
+    auto src = std::find_if(bufs.begin(), bufs.end(), [&](const Buffer& b) {
+      return !b.t->is_output && b.t->name == w.t->name;
+    });
+    if (src == bufs.end() || src->host.size() != w.host.size() ||
+        src->t->data_type != w.t->data_type)
+      return make_error(ErrorCode::InvalidArgument, ref_name, ": input '", w.t->name,
+                        "' is not an input of the graph it checks (the same name, type and "
+                        "size): --against needs a graph with the same inputs");
+    w.host = src->host;
+  }
+  return Status::ok();
+}
+
 // Relative tolerance of an output of type t against the reference engine (fp64 compute).
 double tolerance(DataType t) {
   switch (t) {
@@ -157,7 +176,14 @@ RunResult execute_on(Graph& g, const Device& dev, std::vector<Buffer>& bufs, int
                      bool quiet) {
   RunResult r;
   auto handle = Handle::create(dev);
-  if (!handle) return {handle.status(), {}};
+  if (!handle) {
+    const std::string why = system_info().gpu_error;  // the reason, without the C++ hint
+    if (dev.kind == Device::Kind::CUDA && !why.empty())
+      return {make_error(ErrorCode::NotSupported, "no GPU can be used: ", why,
+                         "; use --engine cpu for the reference engine"),
+              {}};
+    return {handle.status(), {}};
+  }
   if (Status s = g.build(handle.value()); !s) return {s, {}};
   const bool gpu = dev.kind == Device::Kind::CUDA;
   Memory mem(gpu);
@@ -210,6 +236,11 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& a) {
                 "cuda or cpu (default: cuda when a GPU and cuDNN are present, else cpu)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   r->add_flag("--check", a.check, "compare every output with the CPU reference engine");
+  r->add_option("--against", a.against,
+                "with --check: run this graph description on the reference engine instead of "
+                "GRAPH (another form of the same computation, e.g. an unfused one); its inputs "
+                "get GRAPH's values and its outputs are matched to GRAPH's by name")
+      ->check(CLI::ExistingFile);
   r->add_option("--iters", a.iters, "timed executes after the first (default 10)")
       ->check(CLI::NonNegativeNumber);
   r->add_option("--seed", a.seed, "seed of the random inputs (default 42)");
@@ -246,23 +277,39 @@ int cmd_run(const RunArgs& a) {
   }
   if (!a.check) return 0;
 
-  // The reference: the same graph, the same inputs, on the CPU engine.
+  // The reference: the same graph (or --against's), the same inputs, on the CPU engine.
+  std::string ref_text = text.str(), ref_name = "the reference graph";
+  if (!a.against.empty()) {
+    std::ifstream other(a.against, std::ios::binary);
+    if (!other) return fail(2, "cannot open '" + a.against + "' for reading");
+    std::ostringstream t;
+    t << other.rdbuf();
+    ref_text = t.str();
+    ref_name = a.against;
+  }
   Graph ref;
-  if (Status s = ir::from_json(text.str(), ref); !s) return fail(1, s.to_string());
-  if (Status s = ref.validate(); !s) return fail(1, s.to_string());
+  if (Status s = ir::from_json(ref_text, ref); !s) return fail(1, ref_name + ": " + s.to_string());
+  if (Status s = ref.validate(); !s) return fail(1, ref_name + ": " + s.to_string());
   std::vector<Buffer> want = make_buffers(*ref.validated(), a.seed);
+  if (!a.against.empty())
+    if (Status s = share_inputs(bufs, want, ref_name); !s) return fail(1, s.message());
   RunResult rr = execute_on(ref, Device::cpu(), want, 0, true);
   if (!rr.status) return fail(1, "the reference engine: " + rr.status.to_string());
-  if (engine == "cpu")
+  if (engine == "cpu" && a.against.empty())
     std::printf("check: the cpu engine is the reference engine; compared with a second run\n");
   int64_t bad = 0;
   for (size_t i = 0; i < bufs.size(); ++i) {
     if (!bufs[i].t->is_output) continue;
-    // The same tensor of the reference graph (the same JSON gives the same uids and inputs).
-    auto same = std::find_if(want.begin(), want.end(),
-                             [&](const Buffer& w) { return w.t->uid == bufs[i].t->uid; });
-    if (same == want.end() || same->host.size() != bufs[i].host.size())
-      return fail(1, "the reference graph has no output like '" + bufs[i].t->name + "'");
+    // The same tensor of the reference graph: the same uid from the same JSON, else the name.
+    const bool by_name = !a.against.empty();
+    auto same = std::find_if(want.begin(), want.end(), [&](const Buffer& w) {
+      return w.t->is_output &&
+             (by_name ? w.t->name == bufs[i].t->name : w.t->uid == bufs[i].t->uid);
+    });
+    if (same == want.end() || same->host.size() != bufs[i].host.size() ||
+        same->t->data_type != bufs[i].t->data_type)
+      return fail(1, ref_name + " has no output like '" + bufs[i].t->name +
+                         "' (the same name, type and size)");
     const Comparison c = compare(bufs[i], *same);
     bad += c.mismatches;
     std::printf("check %-24s %10lld elements, max abs diff %.3g, %lld outside rtol %g: %s\n",

@@ -11,6 +11,7 @@ namespace dnngraph::tools {
 
 struct RunArgs {
   std::string graph, engine;
+  std::string against;  // --against: the reference graph's description (default: GRAPH's)
   bool check = false, quiet = false;
   int iters = 10;
   uint32_t seed = 42;

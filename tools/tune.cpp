@@ -209,6 +209,9 @@ int cmd_tune(const TuneArgs& a) {
     modes.push_back(*mode);
   }
   auto handle = Handle::create(*dev);
+  if (!handle && dev->kind == Device::Kind::CUDA && !system_info().gpu_error.empty())
+    return fail(1, "no GPU can be used: " + system_info().gpu_error +
+                       "; use --device cpu for the reference engine");
   if (!handle) return fail(1, handle.status().to_string());
   if (!a.deselect.empty()) g.deselect_engines(a.deselect);
   if (a.max_workspace >= 0) g.deselect_workspace_greater_than(a.max_workspace);

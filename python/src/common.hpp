@@ -44,6 +44,10 @@ T unwrap(Result<T> r) {
 }
 
 // ---- handles (handle.cpp) ----
+// Handle::create for Python callers: when no GPU can be used, the error says why (no GPU or
+// driver, an old driver, ...) after `prefix`, then `hint`, the Python way to the reference
+// engine, once.
+HandlePtr create_handle_or_explain(Device d, const std::string& prefix, const char* hint);
 // The Python handle object. destroy_handle() drops the reference; graphs built with the handle
 // keep their own reference, so they stay usable.
 struct PyHandle {

@@ -38,16 +38,10 @@ const ir::TensorAttrs* PyGraph::find_uid(int64_t uid) {
 }
 
 const HandlePtr& PyGraph::ensure_handle() {
-  if (!handle) {
-    auto h = Handle::create(Device::cuda(0));
-    if (!h.is_ok())
-      throw_if_error(make_error(
-          h.status().code(),
-          "this graph has no handle and the default (cuda) handle failed: ", h.status().message(),
-          " (pass pygraph(handle=create_handle(device=\"cpu\")) to use "
-          "the CPU reference engine)"));
-    handle = std::move(h).value();
-  }
+  if (!handle)
+    handle = create_handle_or_explain(
+        Device::cuda(0), "this graph has no handle and the default one (cuda:0) cannot be made: ",
+        "pass pygraph(handle=create_handle(device=\"cpu\")) for the reference engine");
   return handle;
 }
 

@@ -3,6 +3,7 @@
 
 #include "common.hpp"
 #include "dnngraph/engines/cudnn.hpp"
+#include "dnngraph/system.hpp"
 #include "dnngraph/version.hpp"
 
 namespace dnngraph::py {
@@ -29,6 +30,17 @@ Device parse_device(const std::string& s) {
 
 }  // namespace
 
+HandlePtr create_handle_or_explain(Device d, const std::string& prefix, const char* hint) {
+  auto h = Handle::create(d);
+  if (h.is_ok()) return std::move(h).value();
+  if (d.kind == Device::Kind::CUDA && h.status().code() == ErrorCode::NotSupported) {
+    const std::string why = system_info().gpu_error;  // the reason without the C++ hint
+    if (!why.empty()) throw_if_error(make_error(ErrorCode::NotSupported, prefix, why, "; ", hint));
+  }
+  throw_if_error(h.status());
+  return nullptr;  // not reached: h failed
+}
+
 void bind_handle(nb::module_& m) {
   nb::class_<PyHandle>(m, "Handle", "Binds graphs to a device (cpu or one GPU) and a stream")
       .def_prop_ro(
@@ -46,7 +58,9 @@ void bind_handle(nb::module_& m) {
         std::string name = nb::cast<std::string>(nb::str(device));
         Device d = parse_device(name);
         auto h = std::make_shared<PyHandle>();
-        h->handle = unwrap(Handle::create(d));
+        h->handle =
+            create_handle_or_explain(d, "create_handle: cannot use " + d.to_string() + ": ",
+                                     "use create_handle(device=\"cpu\") for the reference engine");
         return h;
       },
       nb::arg("device") = "cuda",

@@ -14,6 +14,8 @@ std::string Device::to_string() const {
 }
 
 namespace {
+constexpr const char* kCpuHandleHint = "use Handle::create(Device::cpu()) for the reference engine";
+
 std::optional<DeviceProvider>& device_provider() {
   static std::optional<DeviceProvider> p;
   return p;
@@ -40,8 +42,7 @@ Result<std::shared_ptr<Handle>> Handle::create(Device device) {
   auto gpus = visible_gpus();
   if (!gpus)
     return make_error(ErrorCode::NotSupported, "cannot create a handle on ", device.to_string(),
-                      ": ", gpus.status().message(),
-                      " (use a cpu handle to run on the reference engine)");
+                      ": ", gpus.status().message(), "; ", kCpuHandleHint);
   if (device.index < 0 || device.index >= static_cast<int>(gpus->size()))
     return make_error(ErrorCode::InvalidArgument, "cannot create a handle on ", device.to_string(),
                       ": ", gpus->size(), " CUDA device(s) visible");

@@ -14,7 +14,7 @@ SystemInfo system_info() {
   auto gpus = visible_gpus();
   if (gpus) {
     s.gpus = *gpus;
-    if (s.gpus.empty()) s.gpu_error = "no CUDA device visible";
+    if (s.gpus.empty()) s.gpu_error = "no NVIDIA GPU visible";
   } else {
     s.gpu_error = gpus.status().message();
   }

@@ -177,7 +177,17 @@ TEST(Pipeline, CudaHandleWithoutGpuFailsPolitely) {
   if (!info.gpus.empty()) GTEST_SKIP() << "a GPU is present";
   auto h = Handle::create(Device::cuda(0));
   ASSERT_FALSE(h.is_ok());
-  EXPECT_NE(h.status().message().find("cpu handle"), std::string::npos) << h.status().message();
+  EXPECT_EQ(h.status().code(), ErrorCode::NotSupported);
+  const std::string msg = h.status().message();
+  // Why (in the user's terms, as system_info reports it) and the way out, once.
+  ASSERT_FALSE(info.gpu_error.empty());
+  EXPECT_NE(msg.find("cannot create a handle on cuda:0: " + info.gpu_error + "; "),
+            std::string::npos)
+      << msg;
+  const std::string hint = "use Handle::create(Device::cpu()) for the reference engine";
+  ASSERT_NE(msg.find(hint), std::string::npos) << msg;
+  EXPECT_EQ(msg.find(hint), msg.rfind(hint)) << msg;
+  EXPECT_EQ(msg.find("insufficient"), std::string::npos) << msg;  // cudart's words
 }
 
 }  // namespace

@@ -95,7 +95,15 @@ TEST(PlanStore, ACorruptFileIsMovedAsideAndReplaced) {
     std::ofstream f(dir + "/plans.sqlite3", std::ios::binary);
     f << std::string(4096, '\x5a');  // not a database
   }
+  ::testing::internal::CaptureStderr();  // the warning this test expects
   PlanCache c(4, dir);
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("[dnngraph] warning: plan cache: '" + dir +
+                        "/plans.sqlite3' is not a usable plan cache"),
+            std::string::npos)
+      << warned;
+  EXPECT_NE(warned.find("moved to '" + dir + "/plans.sqlite3.corrupt."), std::string::npos)
+      << warned;
   ASSERT_NE(c.disk_path(), "");
   c.put("k", entry(5));
   PlanCache again(4, dir);  // a new process, in effect
@@ -300,7 +308,15 @@ TEST_F(CachedBuild, ARefusedPlanIsDroppedAndRebuilt) {
   engine.c.refuse_loads = true;
   Graph b;
   make(b, 5);
-  ASSERT_TRUE(b.build(h).is_ok());
+  ::testing::internal::CaptureStderr();  // the warning this test expects
+  const Status built = b.build(h);
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(built.is_ok()) << built.to_string();
+  EXPECT_NE(warned.find("[dnngraph] warning: plan cache: the stored plan of graph 'cached' could "
+                        "not be restored (refused); the entry was dropped and the graph is "
+                        "built again"),
+            std::string::npos)
+      << warned;
   EXPECT_EQ(engine.c.builds, 2);
   EXPECT_EQ(PlanCache::global()->stats().dropped, 1);
 }

@@ -69,6 +69,7 @@ def _recording(fn: Any) -> Any:
             raise
 
     call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    call.__module__, call.__wrapped__ = fn.__module__, fn  # help() shows fn's signature
     return call
 
 

@@ -8,6 +8,7 @@ from .._dnngraph import Tensor, norm_forward_phase
 from .._dnngraph import pygraph as _native
 from .convert import _dtype
 from .errors import _missing
+from .signatures import attach
 
 
 # ---- method tables ----------------------------------------------------------------------------
@@ -209,9 +210,7 @@ def _make_op(fe_name: str, native_name: str, pos: tuple, renames: dict, fixed: d
         return self._track(getattr(_native, native_name)(self, **out))
 
     op.__name__ = op.__qualname__ = fe_name
-    doc = getattr(getattr(_native, native_name, None), "__doc__", "") or ""
-    op.__doc__ = (f"{fe_name}({', '.join(pos)}, ...): the frontend's call form of "
-                  f"{native_name}.\n\n{doc}")
+    attach(op, fe_name, native_name, getattr(_native, native_name, None), pos, renames, fixed)
     return op
 
 
