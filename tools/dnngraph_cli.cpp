@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "dnngraph/ir/json.hpp"
 #include "dnngraph/system.hpp"
 #include "dnngraph/version.hpp"
+#include "graph_file.hpp"
 #include "run.hpp"
 #include "tune.hpp"
 
@@ -39,14 +41,10 @@ std::string read_file(const std::string& path) {
     if (std::cin.bad()) throw FileError{"cannot read standard input"};
     return os.str();
   }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw FileError{"'" + path + "' is a directory"};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError{"cannot open '" + path + "' for reading"};
-  std::ostringstream os;
-  os << in.rdbuf();
-  if (in.bad()) throw FileError{"cannot read '" + path + "'"};
-  return os.str();
+  std::string error;
+  std::optional<std::string> text = dnngraph_cli::read_text(path, error);
+  if (!text) throw FileError{error};
+  return *std::move(text);
 }
 
 void write_output(const std::string& path, const std::string& text) {

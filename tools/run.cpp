@@ -19,6 +19,7 @@
 #include "dnngraph/ir/json.hpp"
 #include "dnngraph/storage.hpp"
 #include "dnngraph/system.hpp"
+#include "graph_file.hpp"
 #include "progress.hpp"
 
 #ifdef DNNGRAPH_WITH_CUDA
@@ -253,12 +254,11 @@ int cmd_run(const RunArgs& a) {
     std::cerr << "dnngraph run: " << what << "\n";
     return rc;
   };
-  std::ifstream in(a.graph, std::ios::binary);
-  if (!in) return fail(2, "cannot open '" + a.graph + "' for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string error;
+  const std::optional<std::string> text = dnngraph_cli::read_text(a.graph, error);
+  if (!text) return fail(2, error);
   Graph g;
-  if (Status s = ir::from_json(text.str(), g); !s) return fail(1, a.graph + ": " + s.to_string());
+  if (Status s = ir::from_json(*text, g); !s) return fail(1, a.graph + ": " + s.to_string());
   if (Status s = g.validate(); !s) return fail(1, a.graph + ": " + s.to_string());
   std::string engine = a.engine;
   if (engine.empty()) engine = cudnn_info().loaded && !system_info().gpus.empty() ? "cuda" : "cpu";
@@ -278,13 +278,11 @@ int cmd_run(const RunArgs& a) {
   if (!a.check) return 0;
 
   // The reference: the same graph (or --against's), the same inputs, on the CPU engine.
-  std::string ref_text = text.str(), ref_name = "the reference graph";
+  std::string ref_text = *text, ref_name = "the reference graph";
   if (!a.against.empty()) {
-    std::ifstream other(a.against, std::ios::binary);
-    if (!other) return fail(2, "cannot open '" + a.against + "' for reading");
-    std::ostringstream t;
-    t << other.rdbuf();
-    ref_text = t.str();
+    const std::optional<std::string> other = dnngraph_cli::read_text(a.against, error);
+    if (!other) return fail(2, error);
+    ref_text = *other;
     ref_name = a.against;
   }
   Graph ref;

@@ -14,6 +14,7 @@
 #include "dnngraph/ir/json.hpp"
 #include "dnngraph/plan_cache.hpp"
 #include "dnngraph/system.hpp"
+#include "graph_file.hpp"
 #include "progress.hpp"
 
 namespace dnngraph::tools {
@@ -189,12 +190,11 @@ int cmd_tune(const TuneArgs& a) {
     std::cerr << "dnngraph tune: " << what << "\n";
     return rc;
   };
-  std::ifstream in(a.graph, std::ios::binary);
-  if (!in) return fail(2, "cannot open '" + a.graph + "' for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string error;
+  const std::optional<std::string> text = dnngraph_cli::read_text(a.graph, error);
+  if (!text) return fail(2, error);
   Graph g;
-  if (Status s = ir::from_json(text.str(), g); !s) return fail(1, a.graph + ": " + s.to_string());
+  if (Status s = ir::from_json(*text, g); !s) return fail(1, a.graph + ": " + s.to_string());
   std::string device = a.device;
   if (device.empty()) {
     const SystemInfo si = system_info();

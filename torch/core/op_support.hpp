@@ -74,6 +74,25 @@ inline at::Tensor empty_grad_bhsd(const at::Tensor& t) {
 // relu'(z) = [y > 0]), or the pre-activation z, which the forward graph then emits as a
 // second output of the same graph.
 inline bool saves_preactivation(Act act) { return act != Act::None && act != Act::Relu; }
+// The tensor the backward reads act' from, given the training forward's (y, z): y for relu, z
+// for the others, undefined for none.
+inline Tensor saved_activation_input(Act act, const Tensor& y, const Tensor& z) {
+  return act == Act::Relu ? y : (saves_preactivation(act) ? z : Tensor());
+}
+
+// Saves what a convolution's backward needs: x, w, bias, the activation input (above) as
+// tensors, and the convolution's parameters and activation name.
+inline void save_conv_for_backward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
+                                   const OptTensor& bias, const Tensor& saved,
+                                   at::IntArrayRef stride, at::IntArrayRef padding,
+                                   at::IntArrayRef dilation, int64_t groups, c10::string_view act) {
+  ctx->save_for_backward({x, w, value_or_undefined(bias), saved});
+  ctx->saved_data["stride"] = stride.vec();
+  ctx->saved_data["padding"] = padding.vec();
+  ctx->saved_data["dilation"] = dilation.vec();
+  ctx->saved_data["groups"] = groups;
+  ctx->saved_data["act"] = std::string(act);
+}
 
 // The pointwise mode of act's derivative: out = act'(in1) * in0 (in0 = dY, in1 = z; for relu
 // the output y works as in1 too).

@@ -168,14 +168,8 @@ class ConvAddFn : public torch::autograd::Function<ConvAddFn> {
     static auto op = op_handle<AddTrainSig>("dnngraph::conv2d_bias_add_act_train");
     at::AutoDispatchBelowADInplaceOrView guard;
     auto [y, z] = op.call(x, w, bias, res, stride, padding, dilation, groups, act);
-    const Act a = parse_act("conv2d_bias_add_act", act);
-    const Tensor saved = a == Act::Relu ? y : (saves_preactivation(a) ? z : Tensor());
-    ctx->save_for_backward({x, w, value_or_undefined(bias), saved});
-    ctx->saved_data["stride"] = stride.vec();
-    ctx->saved_data["padding"] = padding.vec();
-    ctx->saved_data["dilation"] = dilation.vec();
-    ctx->saved_data["groups"] = groups;
-    ctx->saved_data["act"] = std::string(act);
+    const Tensor saved = saved_activation_input(parse_act("conv2d_bias_add_act", act), y, z);
+    save_conv_for_backward(ctx, x, w, bias, saved, stride, padding, dilation, groups, act);
     return {y};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
