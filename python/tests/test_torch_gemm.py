@@ -3,21 +3,11 @@ opcheck, torch.compile, non-contiguous inputs, errors."""
 
 import pytest
 
-from torch_util import DEVICES, assert_close, rand, ref_dtype, torch
+from torch_util import ACTS, DEVICES, TF, assert_close, rand, ref_dtype, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
 
-TF = torch.nn.functional
-ACTS = {
-    "none": lambda z: z,
-    "relu": TF.relu,
-    "gelu": TF.gelu,
-    "gelu_tanh": lambda z: TF.gelu(z, approximate="tanh"),
-    "silu": TF.silu,
-    "tanh": torch.tanh,
-    "sigmoid": torch.sigmoid,
-}
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -7,22 +7,12 @@ import json
 
 import pytest
 
-from torch_util import assert_close, rand, torch
+from torch_util import ACTS, TF, assert_close, rand, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
 
-TF = torch.nn.functional
 ops = torch.ops.dnngraph
-ACTS = {
-    "none": lambda z: z,
-    "relu": TF.relu,
-    "gelu": TF.gelu,
-    "gelu_tanh": lambda z: TF.gelu(z, approximate="tanh"),
-    "silu": TF.silu,
-    "tanh": torch.tanh,
-    "sigmoid": torch.sigmoid,
-}
 BWD_MODE = {
     "relu": "RELU_BWD",
     "gelu": "GELU_BWD",

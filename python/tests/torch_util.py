@@ -65,3 +65,16 @@ def assert_close(actual, expected, dtype, device="cpu", scale=1.0):
 def ref_dtype(dtype):
     """Reference computations of low-precision cases run in fp32 on the same inputs."""
     return torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype
+
+
+# The eager form of each activation name the ops take.
+TF = torch.nn.functional
+ACTS = {
+    "none": lambda z: z,
+    "relu": TF.relu,
+    "gelu": TF.gelu,
+    "gelu_tanh": lambda z: TF.gelu(z, approximate="tanh"),
+    "silu": TF.silu,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+}

@@ -23,16 +23,8 @@ try:
 except ImportError as e:  # built without torch
     pytest.skip(f"dnngraph.torch not built: {e}", allow_module_level=True)
 
-TF = torch.nn.functional
-ACTS = {
-    "none": lambda z: z,
-    "relu": TF.relu,
-    "gelu": TF.gelu,
-    "gelu_tanh": lambda z: TF.gelu(z, approximate="tanh"),
-    "silu": TF.silu,
-    "tanh": torch.tanh,
-    "sigmoid": torch.sigmoid,
-}
+from torch_util import ACTS, TF  # noqa: E402
+
 DTYPES = [torch.float32, torch.float64, torch.bfloat16]
 
 
