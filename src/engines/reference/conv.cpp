@@ -137,15 +137,16 @@ inline int64_t padded_pixel(const Geometry& g, int64_t n, int64_t d, int64_t h, 
   return ((n * g.padded[0] + d) * g.padded[1] + h) * g.padded[2] + w;
 }
 
-// X [N, C, in...] row-major -> zero-padded channels-last [N, padded..., C].
-std::vector<double> pad_channels_last(const Geometry& g, const Dense& x) {
-  std::vector<double> xp(static_cast<size_t>(g.N * g.padded_volume() * g.C), 0.0);
-  const int64_t iv = g.in_volume();
+// Calls f(plane, padded offset, source offset) for every padded position that holds an input
+// element (the others are padding): plane = n * C + c; the padded offset indexes a
+// channels-last [N, padded..., C] array, the source offset the plane's [in...] block. Planes
+// run in parallel, so f may accumulate into its plane.
+template <class F>
+void for_each_held_position(const Geometry& g, F&& f) {
   const auto src = source_coords(g);
 #pragma omp parallel for collapse(2) schedule(static) if (worth_threads(g))
   for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t c = 0; c < g.C; ++c) {
-      const double* plane = x.data.data() + (n * g.C + c) * iv;
+    for (int64_t c = 0; c < g.C; ++c)
       for (int64_t d = 0; d < g.padded[0]; ++d) {
         const int64_t sd = src[0][static_cast<size_t>(d)];
         if (sd < 0) continue;
@@ -155,12 +156,20 @@ std::vector<double> pad_channels_last(const Geometry& g, const Dense& x) {
           for (int64_t w = 0; w < g.padded[2]; ++w) {
             const int64_t sw = src[2][static_cast<size_t>(w)];
             if (sw >= 0)
-              xp[static_cast<size_t>(padded_pixel(g, n, d, h, w) * g.C + c)] =
-                  plane[(sd * g.in[1] + sh) * g.in[2] + sw];
+              f(n * g.C + c, padded_pixel(g, n, d, h, w) * g.C + c,
+                (sd * g.in[1] + sh) * g.in[2] + sw);
           }
         }
       }
-    }
+}
+
+// X [N, C, in...] row-major -> zero-padded channels-last [N, padded..., C].
+std::vector<double> pad_channels_last(const Geometry& g, const Dense& x) {
+  std::vector<double> xp(static_cast<size_t>(g.N * g.padded_volume() * g.C), 0.0);
+  const int64_t iv = g.in_volume();
+  for_each_held_position(g, [&](int64_t plane, int64_t p, int64_t s) {
+    xp[static_cast<size_t>(p)] = x[plane * iv + s];
+  });
   return xp;
 }
 
@@ -333,28 +342,10 @@ Status dgrad(KernelContext& ctx, const Geometry& g) {
   // position it holds (several, along a dim laid out by (output position, tap)).
   Dense dx({g.N, g.C, g.in[0], g.in[1], g.in[2]});
   const int64_t iv = g.in_volume();
-  const auto src = source_coords(g);
-#pragma omp parallel for collapse(2) schedule(static) if (worth_threads(g))
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t c = 0; c < g.C; ++c) {
-      double* plane = dx.data.data() + (n * g.C + c) * iv;
-      std::fill(plane, plane + iv, 0.0);
-      for (int64_t d = 0; d < g.padded[0]; ++d) {
-        const int64_t sd = src[0][static_cast<size_t>(d)];
-        if (sd < 0) continue;
-        for (int64_t h = 0; h < g.padded[1]; ++h) {
-          const int64_t sh = src[1][static_cast<size_t>(h)];
-          if (sh < 0) continue;
-          for (int64_t w2 = 0; w2 < g.padded[2]; ++w2) {
-            const int64_t sw = src[2][static_cast<size_t>(w2)];
-            if (sw >= 0)
-              plane[(sd * g.in[1] + sh) * g.in[2] + sw] +=
-                  dxp[static_cast<size_t>(padded_pixel(g, n, d, h, w2) * g.C + c)];
-          }
-        }
-      }
-      for (int64_t i = 0; i < iv; ++i) plane[i] = ctx.round_compute(plane[i]);
-    }
+  for_each_held_position(g, [&](int64_t plane, int64_t p, int64_t s) {
+    dx[plane * iv + s] += dxp[static_cast<size_t>(p)];
+  });
+  for (double& v : dx.data) v = ctx.round_compute(v);
   dx.dim = ctx.tensor(Role::DX).dim;
   ctx.store(Role::DX, dx);
   return Status::ok();
