@@ -80,13 +80,21 @@ verdict() {  # the exit status of run_tests under a mutation
 # name | file in the package | old | new | tests
 PY_MUTATIONS=(
   "sdpa is_inference default -> False|dnngraph/_compat/ops.py|kw[\"is_inference\"] = True  # the frontend default|kw[\"is_inference\"] = False  # the frontend default|python/tests/test_frontend_defaults.py"
-  "conv2d torch.ops path: stride<->padding|dnngraph/torch/functional.py|_pair(stride), _pair(padding), _pair(dilation)|_pair(padding), _pair(stride), _pair(dilation)|python/tests/test_torch_paths.py"
+  "conv2d torch.ops path: stride<->padding|dnngraph/torch/functional.py|        input, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups, activation|        input, weight, bias, _pair(padding), _pair(stride), _pair(dilation), groups, activation|python/tests/test_torch_paths.py"
   "layer_norm default eps 1e-5 -> 1e-6|dnngraph/torch/functional.py|    bias: Optional[torch.Tensor] = None,
     eps: float = 1e-5,|    bias: Optional[torch.Tensor] = None,
     eps: float = 1e-6,|python/tests/test_torch_paths.py"
   "experimental layer_norm default eps -> 1e-6|dnngraph/_experimental_ops.py|               bias: Optional[Any] = None, eps: float = 1e-5) -> Any:|               bias: Optional[Any] = None, eps: float = 1e-6) -> Any:|python/tests/test_frontend_defaults.py"
   "experimental rms_norm default eps -> 1e-6|dnngraph/_experimental_ops.py|def rms_norm(input: Any, weight: Any, bias: Optional[Any] = None, eps: float = 1e-5)|def rms_norm(input: Any, weight: Any, bias: Optional[Any] = None, eps: float = 1e-6)|python/tests/test_frontend_defaults.py"
-  "rms_norm default eps None -> 1e-6|dnngraph/torch/functional.py|    eps: Optional[float] = None,|    eps: Optional[float] = 1e-6,|python/tests/test_torch_paths.py"
+  "rms_norm default eps None -> 1e-6|dnngraph/torch/functional.py|def rms_norm(
+    input: torch.Tensor,
+    normalized_shape: Union[int, Sequence[int]],
+    weight: Optional[torch.Tensor] = None,
+    eps: Optional[float] = None,|def rms_norm(
+    input: torch.Tensor,
+    normalized_shape: Union[int, Sequence[int]],
+    weight: Optional[torch.Tensor] = None,
+    eps: Optional[float] = 1e-6,|python/tests/test_torch_paths.py"
 )
 
 python_mutations() {
