@@ -1,6 +1,6 @@
 #pragma once
 
 namespace dnngraph {
-inline constexpr const char* kVersion = "0.1.0";
+inline constexpr const char* kVersion = "0.4.0";
 const char* version();
 }  // namespace dnngraph

@@ -581,3 +581,21 @@ def test_data_ptr_class_changes_are_seen(handle, rng):
     Wrapped.is_cuda = property(lambda self: True)
     with pytest.raises(ValueError, match="CUDA device"):
         g.execute(pack, Wrapped(ws))
+
+
+def test_one_version_everywhere():
+    """The version the library reports is the one CMake, pyproject.toml and the newest
+    CHANGELOG section give."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+
+    def find(path, pattern):
+        with open(os.path.join(root, path)) as f:
+            m = re.search(pattern, f.read(), re.M)
+        assert m, f"{path}: no match for {pattern!r}"
+        return m.group(1)
+
+    v = cudnn.__version__
+    assert find("CMakeLists.txt", r"project\(dnngraph VERSION (\d+\.\d+\.\d+)") == v
+    assert find("pyproject.toml", r'^version = "(\d+\.\d+\.\d+)"') == v
+    major, minor, _ = v.split(".")
+    assert find("CHANGELOG.md", r"^## v(\d+\.\d+)") == f"{major}.{minor}"
