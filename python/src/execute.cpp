@@ -258,14 +258,6 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
       "that matches the tensor's strides exactly). workspace: a buffer of get_workspace_size()\n"
       "bytes, or None when 0.");
   cls.def(
-      "_execute_direct",
-      [](PyGraph& self, Pack pack, nb::handle workspace, const PyHandle* handle) {
-        run(self, pack, workspace, handle, std::nullopt);
-      },
-      nb::arg("pack"), nb::arg("workspace").none(), nb::arg("handle").none() = nb::none(),
-      "execute() of the pack and workspace as given (the compatible subclass's\n"
-      "_execute_with_ptrs).");
-  cls.def(
       "_time_execute",
       [](PyGraph& self, Pack pack, nb::handle workspace, int64_t calls, const PyHandle* handle) {
         if (calls < 1) throw nb::value_error("_time_execute: calls must be >= 1");

@@ -569,4 +569,4 @@ class pygraph(_native):
         if ws_size > 0:
             ws = _Ptr(int(workspace), _Shape({"dim": [ws_size], "stride": [1],
                                               "data_type": "UINT8"}), cuda)
-        _native._execute_direct(self, pack, ws, handle)
+        _native.execute(self, pack, ws, handle)
