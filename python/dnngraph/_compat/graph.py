@@ -76,7 +76,7 @@ class pygraph(_native):
             native_kw["kernel_cache"] = kernel_cache
         super().__init__(**native_kw)
         self.allow_unused_tensors = True  # the frontend ignores tensors no op uses
-        self._frontend_forms = True  # int addresses and None entries in execute, natively
+        self._frontend_forms = True  # execute takes the frontend's forms (python/src/execute.cpp)
         # The frontend reads sm_version only in its own support checks (the compute capability
         # its SDPA lowering assumes, else the device's); dnngraph plans for the handle's GPU (or
         # a deviceless handle's target), so it is kept for the caller and used for nothing
