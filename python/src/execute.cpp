@@ -125,7 +125,9 @@ bool needs_python_pack(nb::handle self, nb::handle pack, nb::handle tensor_uids)
   PyObject** dict = _PyObject_GetDictPtr(self.ptr());
   if (dict && *dict) {
     PyObject* b = PyDict_GetItem(*dict, g_names.bindings);  // borrowed
-    if (b && PyObject_IsTrue(b) == 1) return true;
+    const int bound = b ? PyObject_IsTrue(b) : 0;
+    if (bound < 0) throw nb::python_error();
+    if (bound) return true;
   }
   PyObject *key = nullptr, *value = nullptr;
   Py_ssize_t pos = 0;
