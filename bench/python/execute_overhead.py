@@ -68,21 +68,23 @@ def main():
 
     # Wall time and this thread's CPU time (the latter is less sensitive to a loaded machine).
     timers = {"wall": time.perf_counter, "cpu": time.thread_time}
-    cases = {"tensor keys": by_tensor, "uid keys": by_uid}
+    # (pack, workspace); None: the graph's own workspace (the plan has a virtual intermediate).
+    cases = {"tensor keys": (by_tensor, ws), "uid keys": (by_uid, ws),
+             "tensor keys, no ws": (by_tensor, None)}
     try:
         import torch
 
         ta, tb, ty = torch.ones(1, 16), torch.full((1, 16), -0.5), torch.zeros(1, 16)
-        cases["torch cpu tensors"] = {A: ta, B: tb, Y: ty}
+        cases["torch cpu tensors"] = ({A: ta, B: tb, Y: ty}, ws)
     except ImportError:
         pass
-    py = {k: tuple(per_call_us(lambda p=p: g.execute(p, ws), args.number, t)
-                   for t in timers.values()) for k, p in cases.items()}
+    py = {k: tuple(per_call_us(lambda p=p, w=w: g.execute(p, w), args.number, t)
+                   for t in timers.values()) for k, (p, w) in cases.items()}
 
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, dnngraph "
           f"{dnngraph.__version__}")
     for k, (wall, cpu) in py.items():
-        print(f"  python execute ({k:<17s}): {wall:7.3f} us/call wall, {cpu:7.3f} us/call cpu")
+        print(f"  python execute ({k:<18s}): {wall:7.3f} us/call wall, {cpu:7.3f} us/call cpu")
     if not os.path.exists(args.cpp):
         print(f"  (C++ benchmark {args.cpp} not built: build target bench_execute)")
         return

@@ -69,7 +69,9 @@ struct PyGraph {
   HandlePtr handle;  // from pygraph(handle=...), deserialize(handle, ...) or the default GPU one
   // The frontend's variant-pack forms in execute (set by the frontend-compatible subclass): a
   // Python int bound to a tensor in memory (or given as the workspace) is a raw address laid
-  // out as the tensor says, and entries whose key or value is None are skipped.
+  // out as the tensor says, and entries whose key or value is None are skipped. Its execute
+  // also builds a graph not built yet and uses the graph's own workspace when none is given
+  // (execute.cpp).
   bool frontend_forms = false;
 
   // uid -> tensor, for variant packs keyed by int. Rebuilt when a lookup misses; cleared when

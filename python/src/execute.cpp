@@ -114,39 +114,77 @@ void with_pack(PyGraph& self, nb::dict pack, nb::handle workspace, const PyHandl
       [&](Handle& h, Scratch& sc, const Converted& c) { return f(h, sc.pack, c.ws, c.ws_bytes); });
 }
 
-// Whether execute() can run `pack` as given: no frontend-only arguments, a built plan, a
-// workspace when the plan needs one, a dict whose keys are tensors or uids (not None) and whose
-// values are neither None nor ints, and no scalars bound by tensor_scalar() waiting to be added.
-static bool is_plain_call(PyGraph& g, nb::handle self, nb::handle pack, nb::handle workspace,
-                          nb::handle override_uids, nb::handle override_shapes,
-                          nb::handle override_strides, nb::handle tensor_uids) {
-  if (!override_uids.is_none() || !override_shapes.is_none() || !override_strides.is_none() ||
-      !tensor_uids.is_none() || !PyDict_Check(pack.ptr()))
-    return false;
-  if (g.graph.selected_plan_index() < 0) return false;
-  if (workspace.is_none()) {
-    auto ws = g.graph.get_workspace_size();
-    if (!ws || *ws > 0) return false;
-  }
+namespace {
+
+// Whether the compatible subclass's pack needs its Python _pack to become {tensor or uid:
+// value}: a tensor_uids list, a mapping that is not a dict, names as keys, or scalars bound by
+// tensor_scalar() to be added. A dict of tensors/uids (None entries and raw int addresses
+// included: convert() takes those for frontend_forms graphs) goes to run() as it is.
+bool needs_python_pack(nb::handle self, nb::handle pack, nb::handle tensor_uids) {
+  if (!tensor_uids.is_none() || !PyDict_Check(pack.ptr())) return true;
   PyObject** dict = _PyObject_GetDictPtr(self.ptr());
   if (dict && *dict) {
     PyObject* b = PyDict_GetItem(*dict, g_names.bindings);  // borrowed
-    if (b && PyObject_IsTrue(b) == 1) return false;
+    const int bound = b ? PyObject_IsTrue(b) : 0;
+    if (bound < 0) throw nb::python_error();
+    if (bound) return true;
   }
-  // A raw address (an int) as the workspace or as a buffer is the frontend's data_ptr() form,
-  // which the subclass turns into a buffer of the tensor's layout.
-  // The frontend's forms (raw int addresses, None entries) run here when the graph takes them;
-  // names as keys go to the subclass.
-  if (!g.frontend_forms && PyLong_CheckExact(workspace.ptr())) return false;
   PyObject *key = nullptr, *value = nullptr;
   Py_ssize_t pos = 0;
-  while (PyDict_Next(pack.ptr(), &pos, &key, &value)) {
-    if (PyUnicode_Check(key)) return false;
-    if (!g.frontend_forms && (value == Py_None || key == Py_None || PyLong_CheckExact(value)))
-      return false;
-  }
-  return true;
+  while (PyDict_Next(pack.ptr(), &pos, &key, &value))
+    if (PyUnicode_Check(key)) return true;
+  return false;
 }
+
+bool is_mapping(nb::handle obj) {
+  static PyObject* mapping =  // kept for the process's life
+      nb::object(nb::module_::import_("collections.abc").attr("Mapping")).release().ptr();
+  const int r = PyObject_IsInstance(obj.ptr(), mapping);
+  if (r < 0) throw nb::python_error();
+  return r == 1;
+}
+
+// get_last_error_string() (dnngraph._compat.errors) sees the message of an execute that raised.
+void remember(const std::string& what) {
+  try {
+    nb::module_::import_("dnngraph._compat.errors").attr("_remember")(nb::str(what.c_str()));
+  } catch (const nb::python_error&) {  // the caller's error is the one to report
+  }
+}
+
+// execute() of the compatible subclass (python/dnngraph/_compat/graph.py): every form the
+// frontend allows, on the one path into run(). Python is called only where the work is
+// Python's: the overrides' error, build() on a graph not built yet, the graph's own workspace
+// (_own_workspace: a numpy or torch buffer it keeps) when none is given and the plan needs
+// one, and _pack for the packs needs_python_pack names. The workspace size is read here only
+// to allocate the graph's own; it is checked once, by Graph::execute.
+void execute_frontend(PyGraph& g, nb::handle self, nb::handle pack, nb::handle workspace,
+                      nb::handle handle, nb::handle override_uids, nb::handle override_shapes,
+                      nb::handle override_strides, nb::handle tensor_uids) {
+  if (!override_uids.is_none() || !override_shapes.is_none() || !override_strides.is_none())
+    self.attr("_no_overrides")("execute", override_uids, override_shapes, override_strides);
+  if (tensor_uids.is_none() && !PyDict_Check(pack.ptr()) && !is_mapping(pack))
+    throw nb::type_error(
+        ("execute: tensor_dict must be a mapping {tensor, uid or name: array} (got " +
+         nb::cast<std::string>(
+             nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(pack.ptr()))).attr("__name__")) +
+         "; a list needs tensor_uids=)")
+            .c_str());
+  // (not the plan count: that checks every remaining candidate, which on cuDNN can compile
+  // kernels for each)
+  if (g.graph.selected_plan_index() < 0) self.attr("build")();
+  nb::object ws = nb::borrow(workspace);
+  if (workspace.is_none()) {
+    const int64_t need = unwrap(g.graph.get_workspace_size());
+    if (need > 0) ws = self.attr("_own_workspace")(need);
+  }
+  nb::object p = needs_python_pack(self, pack, tensor_uids) ? self.attr("_pack")(pack, tensor_uids)
+                                                            : nb::borrow(pack);
+  const PyHandle* h = handle.is_none() ? nullptr : nb::cast<const PyHandle*>(handle);
+  run(g, p, ws, h, std::nullopt);
+}
+
+}  // namespace
 
 void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
   auto intern = [](const char* s) { return PyUnicode_InternFromString(s); };
@@ -180,24 +218,26 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
   });
 
   // The frontend-compatible subclass (python/dnngraph/_compat/graph.py) keeps this method as its
-  // `execute`, so the common call costs no Python frame: a dict of tensors/uids -> arrays on a
-  // built graph runs here; anything else (None entries, name keys, overrides, tensor_uids,
-  // bound scalars, no workspace where one is needed, not built yet) goes to the subclass's
-  // `_execute_slow`. The base class has no `_execute_slow` and always runs here.
+  // `execute`, so no call costs a Python frame of its own: its graphs (frontend_forms) take
+  // execute_frontend's path, every other graph runs the pack as given.
   cls.def(
       "execute",
       [](nb::pointer_and_handle<PyGraph> self, nb::handle pack, nb::handle workspace,
          nb::handle handle, nb::handle override_uids, nb::handle override_shapes,
          nb::handle override_strides, nb::handle tensor_uids) {
         PyGraph& g = *self.p;
-        if (!is_plain_call(g, self.h, pack, workspace, override_uids, override_shapes,
-                           override_strides, tensor_uids)) {
-          nb::object slow = nb::getattr(self.h, "_execute_slow", nb::none());
-          if (!slow.is_none()) {
-            slow(pack, workspace, handle, override_uids, override_shapes, override_strides,
-                 tensor_uids);
-            return;
+        if (g.frontend_forms) {
+          try {
+            execute_frontend(g, self.h, pack, workspace, handle, override_uids, override_shapes,
+                             override_strides, tensor_uids);
+          } catch (const nb::python_error& e) {
+            remember(nb::cast<std::string>(nb::str(e.value())));
+            throw;
+          } catch (const std::exception& e) {
+            remember(e.what());
+            throw;
           }
+          return;
         }
         if (!PyMapping_Check(pack.ptr()))
           throw nb::type_error("execute: tensor_dict must be a mapping {tensor or uid: array}");
@@ -219,13 +259,6 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& cls) {
       "numbers too). Each array must have the tensor's data type, shape and strides (any layout\n"
       "that matches the tensor's strides exactly). workspace: a buffer of get_workspace_size()\n"
       "bytes, or None when 0.");
-  cls.def(
-      "_execute_direct",
-      [](PyGraph& self, Pack pack, nb::handle workspace, const PyHandle* handle) {
-        run(self, pack, workspace, handle, std::nullopt);
-      },
-      nb::arg("pack"), nb::arg("workspace").none(), nb::arg("handle").none() = nb::none(),
-      "execute() without the compatible subclass's dispatch (used by its slow path).");
   cls.def(
       "_time_execute",
       [](PyGraph& self, Pack pack, nb::handle workspace, int64_t calls, const PyHandle* handle) {

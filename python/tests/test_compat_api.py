@@ -351,9 +351,9 @@ def test_last_error_string_and_query_by_uid(handle):
     assert g.query_tensor_attributes_of_uid(X.get_uid()) is X
 
 
-def test_execute_is_the_native_method_and_slow_forms_still_work():
-    # No Python frame on the common call: the compatible class inherits the native execute,
-    # which hands None entries, name keys and a missing workspace to _execute_slow.
+def test_execute_is_the_native_method_and_takes_every_frontend_form():
+    # No Python frame of its own: the compatible class inherits the native execute, which takes
+    # None entries, name keys, a missing workspace and an unbuilt graph on one path into C++.
     assert cudnn.pygraph.execute is cudnn.NativeGraph.execute
     h = cudnn.create_handle("cpu")
     g = cudnn.pygraph(handle=h, io_data_type=cudnn.data_type.FLOAT)
@@ -375,6 +375,48 @@ def test_execute_is_the_native_method_and_slow_forms_still_work():
     np.testing.assert_allclose(y, a @ b, rtol=1e-5, atol=1e-6)
     with pytest.raises(TypeError, match="tensor_dict must be a mapping .*tensor_uids="):
         g.execute([a, b, y], ws)
+
+
+def test_execute_forms_that_call_back_into_python(handle):
+    # tensor_uids lists, non-dict mappings, the graph's own workspace and the overrides' error:
+    # the native execute calls the small Python helpers for these and returns to its one path.
+    import types
+
+    g = graph(handle)
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((1, 3, 5)).astype(np.float32)
+    b = rng.standard_normal((1, 5, 2)).astype(np.float32)
+    A, B = g.tensor_like(a, "A"), g.tensor_like(b, "B")
+    Y = g.relu(input=g.matmul(A, B))  # a virtual intermediate: the reference plan needs workspace
+    Y.set_output(True)
+    g.build()
+    need = g.get_workspace_size()
+    ref = np.maximum(a @ b, 0)
+    y = np.full((1, 3, 2), np.nan, np.float32)
+    g.execute({A: a, B: b, Y: y})  # no workspace: the graph's own, allocated once and kept
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+    if need > 0:
+        own = g.__dict__["_workspace"]
+        assert own.nbytes >= need
+        y[:] = np.nan
+        g.execute({A: a, B: b, Y: y}, None)
+        assert g.__dict__["_workspace"] is own
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+        with pytest.raises(ValueError, match="workspace too small"):
+            g.execute({A: a, B: b, Y: y}, np.empty(need - 1, np.uint8))
+        assert "workspace too small" in cudnn.get_last_error_string()
+    y[:] = np.nan
+    g.execute([a, b, y], tensor_uids=[A.get_uid(), B.get_uid(), Y.get_uid()])
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+    y[:] = np.nan
+    g.execute(types.MappingProxyType({A: a, B: b, Y: y}))
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+    with pytest.raises(cudnn.NotSupportedError, match="execute\\(override_uids"):
+        g.execute({A: a, B: b, Y: y}, override_shapes=[[1, 3, 5]])
+    assert "override_uids" in cudnn.get_last_error_string()
+    with pytest.raises(ValueError, match=r"tensor 'A' .*but the array has shape \(1, 2, 5\)"):
+        g.execute({A: a[:, :2], B: b, Y: y})  # a plain dict: the error is recorded too
+    assert "but the array has shape (1, 2, 5)" in cudnn.get_last_error_string()
 
 
 def test_cpu_execute_refuses_torch_tensors_too_small_for_the_tensor(handle):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Tuple
 
 from .. import _interop
@@ -20,7 +19,7 @@ from .enums import (
     cuda_graph_retention,
     numerical_note,
 )
-from .errors import _missing, _remember
+from .errors import _missing
 from .nodes import GraphContext, Node, _Shape, _graph_address, _note_key, _notes, _numel
 from .tensor import _index_tensor_4d
 
@@ -77,7 +76,7 @@ class pygraph(_native):
             native_kw["kernel_cache"] = kernel_cache
         super().__init__(**native_kw)
         self.allow_unused_tensors = True  # the frontend ignores tensors no op uses
-        self._frontend_forms = True  # int addresses and None entries in execute, natively
+        self._frontend_forms = True  # execute takes the frontend's forms (python/src/execute.cpp)
         # The frontend reads sm_version only in its own support checks (the compute capability
         # its SDPA lowering assumes, else the device's); dnngraph plans for the handle's GPU (or
         # a deviceless handle's target), so it is kept for the caller and used for nothing
@@ -525,28 +524,10 @@ class pygraph(_native):
             pack[k] = v  # (an int: a value or a raw address, told apart by the native execute)
         return pack
 
-    # execute() is the native method: it runs a plain call (a dict of tensors/uids -> arrays on
-    # a built graph) itself and hands everything else to _execute_slow (python/src/execute.cpp).
-    def _execute_slow(self, tensor_dict: Any, workspace: Any = None, handle: Any = None,
-                      override_uids: Any = None, override_shapes: Any = None,
-                      override_strides: Any = None, tensor_uids: Any = None) -> None:
-        if override_uids or override_shapes or override_strides:
-            self._no_overrides("execute", override_uids, override_shapes, override_strides)
-        if tensor_uids is None and not isinstance(tensor_dict, Mapping):
-            raise TypeError("execute: tensor_dict must be a mapping {tensor, uid or name: array} "
-                            f"(got {type(tensor_dict).__name__}; a list needs tensor_uids=)")
-        try:
-            # (not get_execution_plan_count: that checks every remaining candidate, which on
-            # cuDNN can compile kernels for each)
-            if _native.selected_plan_index(self) < 0:
-                self.build()
-            if workspace is None:
-                workspace = self._own_workspace(_native.get_workspace_size(self))
-            _native._execute_direct(self, self._pack(tensor_dict, tensor_uids), workspace, handle)
-        except Exception as e:
-            _remember(e)
-            raise
-
+    # execute() is the native method (python/src/execute.cpp): it takes every form above on one
+    # path into C++ and calls back into Python only for _no_overrides' error, build() on a graph
+    # not built yet, _own_workspace when no workspace is given and the plan needs one, and _pack
+    # for tensor_uids lists, name keys, non-dict mappings and scalars bound by tensor_scalar().
     def _own_workspace(self, size: int) -> Any:
         """A workspace the graph keeps, for execute(workspace=None) on a plan that needs one."""
         if size <= 0:
@@ -588,4 +569,4 @@ class pygraph(_native):
         if ws_size > 0:
             ws = _Ptr(int(workspace), _Shape({"dim": [ws_size], "stride": [1],
                                               "data_type": "UINT8"}), cuda)
-        _native._execute_direct(self, pack, ws, handle)
+        _native.execute(self, pack, ws, handle)
