@@ -55,7 +55,7 @@ from ._compat import (
     set_stream,
     tensor_reordering,
 )
-from . import datatypes, experimental
+from . import compat, datatypes, experimental
 from .fp4 import pack_fp4, unpack_fp4
 from .graph_api import graph, graph_cache, jit
 from .wrapper import Graph

@@ -71,6 +71,32 @@ def test_create_device_properties_needs_the_gpu():
             cudnn.create_device_properties(0)
 
 
+def test_create_device_properties_from_the_json_text():
+    # The frontend's form: create_device_properties(serialized) reads the properties (no GPU).
+    text = h200_text()
+    for form in (text, text.encode(), list(text.encode())):
+        p = cudnn.create_device_properties(form)
+        assert (p.device_name, p.compute_capability, p.sm_count) == ("NVIDIA H200", "9.0", 132)
+        assert p.serialize() == text
+    g, _ = deviceless_graph(cudnn.create_device_properties(text))
+    g.validate()
+
+
+def test_create_device_properties_bad_json_names_the_field():
+    broken = json.loads(h200_text())
+    del broken["multiProcessorCount"]
+    with pytest.raises(ValueError, match="'multiProcessorCount' is missing"):
+        cudnn.create_device_properties(json.dumps(broken))
+    broken = json.loads(h200_text())
+    broken["deviceVer"] = "nine hundred"
+    with pytest.raises(ValueError, match="deviceVer"):
+        cudnn.create_device_properties(json.dumps(broken))
+    with pytest.raises(ValueError, match="does not parse"):
+        cudnn.create_device_properties("{\"deviceVer\": 900,")
+    with pytest.raises(TypeError, match="device id \\(int\\) or the JSON text"):
+        cudnn.create_device_properties(0.5)
+
+
 def matmul(g):
     A = g.tensor(name="A", dim=[2, 64, 32], stride=[2048, 32, 1], data_type=cudnn.data_type.HALF)
     B = g.tensor(name="B", dim=[2, 32, 48], stride=[1536, 48, 1], data_type=cudnn.data_type.HALF)

@@ -32,12 +32,32 @@ int64_t TensorAttrs::volume() const {
   return checked_volume(dim).value_or(std::numeric_limits<int64_t>::max());
 }
 
+namespace {
+
+// The span of a tensor in elements. A ragged (THD) rank-4 tensor is placed per sequence by its
+// offsets, not by its batch stride (in the packed layout the batch stride equals the token
+// stride, so the plain span covers only b - 1 + s tokens): its buffer holds b sequences of up
+// to s rows each, b times the span of one sequence (the padded buffer the frontend allocates),
+// and execute checks each sequence against that.
+std::optional<int64_t> span_of(const TensorAttrs& t) {
+  const std::optional<int64_t> span = checked_span(t.dim, t.stride);
+  if (!span || !t.ragged_offset || t.dim.size() != 4 || t.dim[0] <= 1) return span;
+  std::vector<int64_t> one = t.dim;
+  one[0] = 1;
+  const std::optional<int64_t> per = checked_span(one, t.stride);
+  int64_t all = 0;
+  if (!per || __builtin_mul_overflow(*per, t.dim[0], &all)) return std::nullopt;
+  return std::max(*span, all);
+}
+
+}  // namespace
+
 int64_t TensorAttrs::storage_elements() const {
-  return checked_span(dim, stride).value_or(std::numeric_limits<int64_t>::max());
+  return span_of(*this).value_or(std::numeric_limits<int64_t>::max());
 }
 
 std::optional<int64_t> TensorAttrs::storage_bytes() const {
-  const std::optional<int64_t> span = checked_span(dim, stride);
+  const std::optional<int64_t> span = span_of(*this);
   if (!span) return std::nullopt;
   return data_type_bytes(data_type, *span);
 }

@@ -217,19 +217,29 @@ Status check_layout(const Tensor& t, const std::string& where) {
 // with the dims of extent > 1 sorted by stride: each stride must step past the whole span of
 // the smaller ones (every layout cuDNN and the frontend produce meets this; gaps are allowed, as
 // in a slice written in place).
-Status check_output_layout(const Tensor& t, const std::string& where) {
+// A ragged (THD) output is placed per sequence by its offsets, not by the batch stride (in the
+// packed layout the batch stride equals the token stride): the rule holds within one sequence
+// (dim 0 left out), and execute checks that the sequences its offsets place stay apart.
+Status check_output_layout(const Tensor& t, const std::string& where, bool ragged) {
+  ragged = ragged && t->dim.size() == 4;
   std::vector<std::pair<int64_t, int64_t>> by_stride;  // (stride, dim)
-  for (size_t d = 0; d < t->dim.size(); ++d)
+  for (size_t d = ragged ? 1 : 0; d < t->dim.size(); ++d)
     if (t->dim[d] > 1) by_stride.emplace_back(t->stride[d], t->dim[d]);
   std::sort(by_stride.begin(), by_stride.end());
   int64_t span = 1;  // elements covered by the dims sorted so far (fits: storage was checked)
+  std::vector<int64_t> example = packed_strides(t->dim);
+  if (ragged) {  // packed THD: the batch stride is the token stride h*d
+    example = packed_strides({t->dim[2], t->dim[1], t->dim[3]});
+    example = {example[0], example[1], example[0], 1};
+  }
   for (const auto& [stride, dim] : by_stride) {
     if (stride < span)
-      return make_error(ErrorCode::InvalidGraph, "tensor '", t->name, "'", where, " has dims ",
-                        dims_str(t->dim), " and strides ", dims_str(t->stride),
-                        ": elements would share addresses, but the op writes each of them; "
-                        "give strides that place every element apart (e.g. packed strides ",
-                        dims_str(packed_strides(t->dim)), ")");
+      return make_error(
+          ErrorCode::InvalidGraph, "tensor '", t->name, "'", where, " has dims ", dims_str(t->dim),
+          " and strides ", dims_str(t->stride), ": elements", ragged ? " of one sequence" : "",
+          " would share addresses, but the op writes each of them; give strides "
+          "that place every element apart (e.g. ",
+          ragged ? "the packed THD strides " : "packed strides ", dims_str(example), ")");
     span = stride * dim;
   }
   return Status::ok();
@@ -305,7 +315,8 @@ Status validate_graph(const std::string& name, std::vector<Tensor>& tensors,
     for (const Port& p : n.outputs) {
       const std::string where = detail::cat(" (output ", p.role, " of ", op_label(n), ")");
       DNNGRAPH_TRY(check_layout(p.tensor, where));
-      DNNGRAPH_TRY(check_output_layout(p.tensor, where));
+      const std::optional<Role> offsets = sdpa_ragged_role(n.kind(), p.role);
+      DNNGRAPH_TRY(check_output_layout(p.tensor, where, offsets && n.input(*offsets)));
     }
   }
   return assign_uids(tensors);
@@ -434,9 +445,15 @@ ValidatedGraphPtr Graph::take_snapshot() const {
   std::unordered_map<TensorKey, Tensor> copy;
   for (const Tensor& t : tensors_) {
     auto c = std::make_shared<TensorAttrs>(*t);
-    c->ragged_offset = nullptr;  // the node's port carries it (and must not alias the graph)
     copy.emplace(t.get(), c);
     v->tensors_.push_back(std::move(c));
+  }
+  // The node's port carries the offsets; the copy keeps a pointer to its own copy of them (never
+  // to the graph's), which marks it ragged for its extent (storage_elements).
+  for (const Tensor& c : v->tensors_) {
+    if (!c->ragged_offset) continue;
+    auto it = copy.find(c->ragged_offset.get());
+    c->ragged_offset = it == copy.end() ? nullptr : it->second;
   }
   v->nodes_ = nodes_;
   for (Node& n : v->nodes_) {

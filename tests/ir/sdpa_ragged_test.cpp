@@ -2,6 +2,8 @@
 // JSON and the fingerprint keep.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "dnngraph/ir/fingerprint.hpp"
 #include "dnngraph/ir/json.hpp"
 #include "ir/test_util.hpp"
@@ -61,8 +63,18 @@ TEST(SdpaRagged, ValidateBindsTheTensorAttributeToPorts) {
   EXPECT_EQ(n.input(Role::K_RAGGED_OFFSET), r.off);
   EXPECT_EQ(n.input(Role::O_RAGGED_OFFSET), r.off);
   EXPECT_EQ(n.input(Role::V_RAGGED_OFFSET), nullptr);
-  // The validated copy does not alias the user's tensors through the attribute.
-  for (const Tensor& t : r.g.validated()->tensors()) EXPECT_EQ(t->ragged_offset, nullptr);
+  // The validated copy does not alias the user's tensors through the attribute: a ragged
+  // copy points to the copy of its offsets.
+  const auto& copies = r.g.validated()->tensors();
+  int ragged_copies = 0;
+  for (const Tensor& t : copies) {
+    if (!t->ragged_offset) continue;
+    ++ragged_copies;
+    EXPECT_NE(t->ragged_offset, r.off);
+    EXPECT_NE(std::find(copies.begin(), copies.end(), t->ragged_offset), copies.end());
+    EXPECT_EQ(t->ragged_offset->name, "off");
+  }
+  EXPECT_EQ(ragged_copies, 3);  // q, k, o
 
   // JSON keeps the ports and the multiplier; the reloaded graph validates the same.
   const std::string text = to_json(r.g);
@@ -244,6 +256,43 @@ TEST(SdpaPaged, Errors) {
     expect_invalid(g, {"paged_attention_max_seq_len_kv", "without a page table"},
                    ErrorCode::NotSupported);
   }
+}
+
+// The packed THD layout serving code declares: dims [b, h, s, d], strides [h*d, d, h*d, 1] (the
+// batch stride is the token stride; the offsets place each sequence).
+constexpr int64_t kTok = kH * kD;
+const std::vector<int64_t> kThdStrides = {kTok, kD, kTok, 1};
+
+TEST(SdpaRagged, PackedThdOutputIsNotOverlapping) {
+  Ragged r;
+  r.q->set_stride(kThdStrides).set_ragged_offset(r.offsets());
+  r.add();
+  r.o->set_dim({kB, kH, kS, kD}).set_stride(kThdStrides).set_ragged_offset(r.offsets());
+  r.stats->set_dim({kB, kH, kS, 1}).set_stride({kH, 1, kH, 1}).set_ragged_offset(r.offsets());
+  ASSERT_TRUE(r.g.validate().is_ok()) << r.g.validate().to_string();
+  // Its extent is b sequences of s tokens (the strides alone span b - 1 + s tokens), in the
+  // graph and in the validated copy the engines read.
+  EXPECT_EQ(r.o->storage_elements(), kB * kS * kTok);
+  for (const Tensor& t : r.g.validated()->tensors()) {
+    if (t->name == r.o->name) {
+      EXPECT_EQ(t->storage_elements(), kB * kS * kTok);
+    }
+  }
+  // Without offsets the same layout writes one address twice.
+  Ragged dense;
+  dense.q->set_ragged_offset(dense.offsets());
+  dense.add();
+  dense.o->set_dim({kB, kH, kS, kD}).set_stride(kThdStrides);
+  expect_invalid(dense.g, {"'attn::O'", "elements would share addresses", "[16,8,16,1]"});
+}
+
+TEST(SdpaRagged, PackedThdOutputOverlapWithinASequenceIsRefused) {
+  Ragged r;
+  r.q->set_ragged_offset(r.offsets());
+  r.add();
+  // The token stride d steps over one head: two heads of one sequence share addresses.
+  r.o->set_dim({kB, kH, kS, kD}).set_stride({kTok, kD, kD, 1}).set_ragged_offset(r.offsets());
+  expect_invalid(r.g, {"'attn::O'", "elements of one sequence would share addresses"});
 }
 
 }  // namespace

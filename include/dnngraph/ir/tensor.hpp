@@ -91,7 +91,8 @@ class TensorAttrs {
   // negative (validate() rejects such a tensor, naming it).
   int64_t volume() const;
   // 1 + sum((dim-1)*stride): span in elements; INT64_MAX when it does not fit in int64 or a
-  // dim or stride is negative.
+  // dim or stride is negative. A ragged rank-4 tensor (ragged_offset set) spans at least b
+  // times one sequence's span: its offsets, not the batch stride, place the sequences.
   int64_t storage_elements() const;
   // The bytes storage_elements() elements of the data type occupy (FP4_E2M1: two elements per
   // byte, rounded up), or nullopt when that leaves int64.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from .._dnngraph import DeviceProperties, Handle, NotSupportedError
@@ -73,12 +74,28 @@ def _recording(fn: Any) -> Any:
     return call
 
 
-def create_device_properties(device_id: int = 0) -> DeviceProperties:
+def create_device_properties(device_id: Any = 0) -> DeviceProperties:
     """The properties of CUDA device ``device_id`` as cuDNN reads them (the frontend's
     ``cudnn.create_device_properties``): ``serialize()`` gives their JSON text, which
     ``DeviceProperties().deserialize(text)`` reads back on a machine without that GPU, to build
-    for it with ``pygraph(device_property=props)`` (docs/cudnn-engine.md)."""
-    return _native_device_properties(int(device_id))
+    for it with ``pygraph(device_property=props)`` (docs/cudnn-engine.md).
+
+    As in the frontend, ``device_id`` may instead be that JSON text (``str``, ``bytes`` or a
+    list of byte values): the properties are read from it, with no GPU needed (ValueError,
+    naming the field, when it does not parse)."""
+    if isinstance(device_id, str) and device_id.strip().lstrip("-").isdigit():
+        device_id = int(device_id)
+    if isinstance(device_id, (str, bytes, bytearray, list, tuple)):
+        props = DeviceProperties()
+        props.deserialize(bytes(device_id) if isinstance(device_id, bytearray) else device_id)
+        return props
+    try:
+        index = operator.index(device_id)
+    except TypeError:
+        raise TypeError("create_device_properties: expected a CUDA device id (int) or the JSON "
+                        "text DeviceProperties.serialize() gives (str, bytes or a list of byte "
+                        f"values), got {type(device_id).__name__}") from None
+    return _native_device_properties(index)
 
 
 _LACKING_FUNCTIONS = [

@@ -85,6 +85,8 @@ class KernelContext {
   static const Bound* find(const Ports& ports, Role role);
   Status check_ragged(Role role, const ir::TensorAttrs& t, const std::vector<int64_t>& base,
                       const std::vector<int64_t>& rows) const;
+  Status check_ragged_apart(Role role, const ir::TensorAttrs& t, const std::vector<int64_t>& base,
+                            const std::vector<int64_t>& rows) const;
   const ir::Node& node_;
   Ports inputs_;
   Ports outputs_;

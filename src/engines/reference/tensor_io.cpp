@@ -1,4 +1,5 @@
 // Strided gather/scatter for the reference engine (element conversions: src/ir/storage.cpp).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -140,6 +141,32 @@ Status KernelContext::check_ragged(Role role, const ir::TensorAttrs& t,
   return Status::ok();
 }
 
+// An output's sequences must not share elements (validate checked one sequence's layout; the
+// offsets place the sequences): with the sequences ordered by start, each must start past the
+// last element of the one before.
+Status KernelContext::check_ragged_apart(Role role, const ir::TensorAttrs& t,
+                                         const std::vector<int64_t>& base,
+                                         const std::vector<int64_t>& rows) const {
+  std::vector<std::pair<int64_t, size_t>> starts;  // (first element, sequence)
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i] > 0) starts.emplace_back(base[i], i);
+  std::sort(starts.begin(), starts.end());
+  for (size_t k = 1; k < starts.size(); ++k) {
+    const size_t prev = starts[k - 1].second, cur = starts[k].second;
+    // Bounded by the extent (check_ragged ran first): no wrap.
+    const int64_t last = base[prev] + (t.dim[1] - 1) * t.stride[1] +
+                         (rows[prev] - 1) * t.stride[2] + (t.dim[3] - 1) * t.stride[3];
+    if (base[cur] <= last)
+      return make_error(ErrorCode::InvalidArgument, op_kind_name(node_.kind()), " '", name(),
+                        "': ", role, " '", t.name, "': sequence ", cur, " starts at element ",
+                        base[cur], " (its ragged offset x multiplier), inside sequence ", prev,
+                        " (elements ", base[prev], " to ", last, " for its ", rows[prev],
+                        " rows): the op writes both; give ragged offsets that place the "
+                        "sequences apart (e.g. the running sum of the sequence lengths)");
+  }
+  return Status::ok();
+}
+
 Result<Dense> KernelContext::load_ragged(Role role, const std::vector<int64_t>& base,
                                          const std::vector<int64_t>& rows) const {
   const Bound& b = *find(inputs_, role);
@@ -156,6 +183,7 @@ Status KernelContext::store_ragged(Role role, const Dense& value, const std::vec
   const Bound& b = *find(outputs_, role);
   const ir::TensorAttrs& t = *b.attrs;
   DNNGRAPH_TRY(check_ragged(role, t, base, rows));
+  DNNGRAPH_TRY(check_ragged_apart(role, t, base, rows));
   for_each_ragged(t, base, rows, [&](int64_t e, int64_t off) {
     store_element(b.data, t.data_type, off, value[e]);
   });

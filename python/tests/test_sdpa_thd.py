@@ -1,0 +1,189 @@
+"""sdpa on packed THD tensors on the CPU engine: the layout serving code declares, dims
+[b, h, s_max, d] with strides [h*d, d, h*d, 1] (the batch stride equals the token stride: the
+ragged offsets, not the batch stride, place each sequence), in the frontend's keyword forms
+(tensor(ragged_offset=...) for inputs, set_ragged_offset on outputs). Numbers against an fp64
+attention computed per sequence here; outputs poisoned and checked untouched past the tokens;
+overlap rules checked per sequence at validate and between sequences at execute."""
+
+import math
+
+import numpy as np
+import pytest
+
+import dnngraph as cudnn
+from conftest import assert_close, build, workspace_for
+from sdpa_ref import fp32_graph
+
+F32, I32 = cudnn.data_type.FLOAT, cudnn.data_type.INT32
+
+
+def attend_one(q, k, v, scale, causal_bottom_right=False):
+    """fp64 attention of one sequence q [h, sq, d], k/v [h, skv, d]: O [h, sq, d] and the
+    log-sum-exp [h, sq, 1]. causal_bottom_right: query i sees keys j <= i + (skv - sq)."""
+    s = scale * np.einsum("hid,hjd->hij", q, k)
+    if causal_bottom_right:
+        sq, skv = q.shape[1], k.shape[1]
+        keep = np.arange(skv)[None, :] <= np.arange(sq)[:, None] + (skv - sq)
+        s = np.where(keep[None], s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - m)
+    z = e.sum(axis=-1, keepdims=True)
+    return np.einsum("hij,hjd->hid", e / z, v), m + np.log(z)
+
+
+class Packed:
+    """b sequences of `lens` tokens, h heads of width d, packed one after another (token t of
+    the batch at element t*h*d) in a buffer of b*s_max tokens, NaN past the tokens."""
+
+    def __init__(self, lens, s_max, h, d):
+        self.lens, self.s_max, self.h, self.d = list(lens), s_max, h, d
+        self.cum = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        self.buf = np.full(len(lens) * s_max * h * d, np.nan, dtype=np.float32)
+
+    def fill(self, rng):
+        n = int(self.cum[-1]) * self.h * self.d
+        self.buf[:n] = rng.standard_normal(n).astype(np.float32)
+        return self
+
+    def dims(self):
+        return [len(self.lens), self.h, self.s_max, self.d]
+
+    def strides(self):
+        t = self.h * self.d
+        return [t, self.d, t, 1]
+
+    def offsets(self, unit):
+        return (self.cum * self.h * self.d // unit).astype(np.int32).reshape(-1, 1, 1, 1)
+
+    def seq(self, i):
+        t = self.buf[self.cum[i] * self.h * self.d:self.cum[i + 1] * self.h * self.d]
+        return t.astype(np.float64).reshape(self.lens[i], self.h, self.d).transpose(1, 0, 2)
+
+    def tail_untouched(self):
+        return np.all(np.isnan(self.buf[int(self.cum[-1]) * self.h * self.d:]))
+
+
+def int_input(g, pack, name, a):
+    a = np.asarray(a, np.int32).reshape(-1, 1, 1, 1)
+    t = g.tensor(name=name, dim=list(a.shape), stride=[1, 1, 1, 1], data_type=I32)
+    pack[t] = a
+    return t
+
+
+def thd_input(g, pack, name, p, unit):
+    r = int_input(g, pack, name + "_ragged", p.offsets(unit))
+    t = g.tensor(name=name, dim=p.dims(), stride=p.strides(), data_type=F32, ragged_offset=r,
+                 ragged_offset_multiplier=unit)
+    pack[t] = p.buf
+    return t
+
+
+def thd_output(g, pack, t, name, p, unit, offsets=None):
+    off = p.offsets(unit) if offsets is None else offsets
+    t.set_output(True).set_dim(p.dims()).set_stride(p.strides()).set_data_type(F32)
+    t.set_ragged_offset(int_input(g, pack, name + "_ragged", off))
+    t.set_ragged_offset_multiplier(unit)
+    pack[t] = p.buf
+
+
+def thd_graph(handle, rng, lens_q, lens_kv, sq, skv, h, d, unit_tokens, bottom_right=False,
+              o_offsets=None):
+    q = Packed(lens_q, sq, h, d).fill(rng)
+    k = Packed(lens_kv, skv, h, d).fill(rng)
+    v = Packed(lens_kv, skv, h, d).fill(rng)
+    o, st = Packed(lens_q, sq, h, d), Packed(lens_q, sq, h, 1)
+    g, pack = fp32_graph(handle), {}
+    unit = h * d if unit_tokens else 1
+    Q, K, V = (thd_input(g, pack, n, p, unit) for n, p in (("Q", q), ("K", k), ("V", v)))
+    O, ST = g.sdpa(Q, K, V, attn_scale=1.0 / math.sqrt(d), generate_stats=True,
+                   use_padding_mask=True, use_causal_mask_bottom_right=bottom_right,
+                   seq_len_q=int_input(g, pack, "seq_q", lens_q),
+                   seq_len_kv=int_input(g, pack, "seq_kv", lens_kv), name="sdpa_thd")
+    thd_output(g, pack, O, "O", o, unit, o_offsets)
+    thd_output(g, pack, ST, "Stats", st, h if unit_tokens else 1)
+    return g, pack, (q, k, v, o, st)
+
+
+def check_per_sequence(tensors, d, bottom_right=False):
+    q, k, v, o, st = tensors
+    for i in range(len(q.lens)):
+        ref_o, ref_lse = attend_one(q.seq(i), k.seq(i), v.seq(i), 1.0 / math.sqrt(d),
+                                    bottom_right)
+        assert_close(o.seq(i), ref_o, rtol=1e-5)
+        assert_close(st.seq(i), ref_lse, rtol=1e-5)
+    assert o.tail_untouched() and st.tail_untouched(), "wrote past the packed tokens"
+
+
+@pytest.mark.parametrize("unit_tokens", [False, True])
+def test_packed_thd_three_sequences(handle, rng, unit_tokens):
+    # 5 + 9 + 3 = 17 tokens: more than the b - 1 + s_max = 14 tokens the strides alone span.
+    g, pack, t = thd_graph(handle, rng, [5, 9, 3], [5, 9, 3], 12, 12, 2, 8, unit_tokens)
+    build(g)
+    g.execute(pack, workspace_for(g))
+    check_per_sequence(t, 8)
+
+
+def test_chunked_prefill_bottom_right(handle, rng):
+    # Each query chunk is the last lens_q tokens of its sequence's lens_kv (s_q < s_kv).
+    g, pack, t = thd_graph(handle, rng, [4, 2, 3], [10, 6, 3], 4, 10, 2, 8, True,
+                           bottom_right=True)
+    build(g)
+    g.execute(pack, workspace_for(g))
+    check_per_sequence(t, 8, bottom_right=True)
+
+
+def test_serving_dims_validate(handle):
+    # The frontend's serving declaration: [4, 8, 256, 128] with strides [1024, 128, 1024, 1].
+    g, b, h, s, d = fp32_graph(handle), 4, 8, 256, 128
+    dims, strides = [b, h, s, d], [h * d, d, h * d, 1]
+
+    def ragged(name):
+        return g.tensor(name=name, dim=[b + 1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=I32)
+
+    def seq(name):
+        return g.tensor(name=name, dim=[b, 1, 1, 1], stride=[1, 1, 1, 1], data_type=I32)
+
+    Q, K, V = (g.tensor(name=n, dim=dims, stride=strides, data_type=F32, ragged_offset=ragged(n))
+               for n in ("Q", "K", "V"))
+    O, _ = g.sdpa(Q, K, V, attn_scale=0.125, generate_stats=False, use_padding_mask=True,
+                  seq_len_q=seq("sq"), seq_len_kv=seq("skv"), name="sdpa_thd")
+    O.set_output(True).set_dim(dims).set_stride(strides).set_ragged_offset(ragged("O_r"))
+    g.validate()
+
+
+def test_overlap_within_a_sequence_is_refused(handle):
+    g, b, h, s, d = fp32_graph(handle), 2, 2, 4, 8
+    dims = [b, h, s, d]
+    r = g.tensor(name="r", dim=[b + 1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=I32)
+    sl = g.tensor(name="sl", dim=[b, 1, 1, 1], stride=[1, 1, 1, 1], data_type=I32)
+    Q, K, V = (g.tensor(name=n, dim=dims, stride=[h * d, d, h * d, 1], data_type=F32,
+                        ragged_offset=r) for n in ("Q", "K", "V"))
+    O, _ = g.sdpa(Q, K, V, generate_stats=False, use_padding_mask=True, seq_len_q=sl,
+                  seq_len_kv=sl, name="sdpa_thd")
+    # The token stride d steps over one head only: heads of one sequence share addresses.
+    O.set_output(True).set_dim(dims).set_stride([h * d, d, d, 1]).set_ragged_offset(r)
+    with pytest.raises(ValueError, match=r"'sdpa_thd::O'.*elements of one sequence would share "
+                                         r"addresses.*THD strides \[16,8,16,1\]"):
+        g.validate()
+
+
+def test_overlapping_output_sequences_fail_at_execute(handle, rng):
+    # O's offsets (in tokens) start sequence 1 at token 3, inside sequence 0's 5 tokens.
+    bad = np.array([0, 3, 14, 17], np.int32).reshape(-1, 1, 1, 1)
+    g, pack, (_, _, _, o, _) = thd_graph(handle, rng, [5, 9, 3], [5, 9, 3], 12, 12, 2, 8, True,
+                                         o_offsets=bad)
+    build(g)
+    with pytest.raises(ValueError, match="'sdpa_thd::O': sequence 1 starts at element 48.*inside "
+                                         "sequence 0"):
+        g.execute(pack, workspace_for(g))
+    assert np.all(np.isnan(o.buf)), "a refused execute wrote the output"
+
+
+def test_offsets_past_the_buffer_fail_at_execute(handle, rng):
+    # Sequence 2's 3 tokens at token 40: past the 3 * 12 tokens of the buffer.
+    bad = np.array([0, 5, 40, 43], np.int32).reshape(-1, 1, 1, 1)
+    g, pack, _ = thd_graph(handle, rng, [5, 9, 3], [5, 9, 3], 12, 12, 2, 8, True,
+                           o_offsets=bad)
+    build(g)
+    with pytest.raises(ValueError, match="'sdpa_thd::O': sequence 2 starts at element 640"):
+        g.execute(pack, workspace_for(g))
