@@ -134,6 +134,15 @@ auto call_unboxed(const c10::TypedOperatorHandle<Sig>& op, Args&&... args) {
 
 PyObject* not_plain() { Py_RETURN_NOTIMPLEMENTED; }
 
+// (a, b) as a Python tuple of two tensors.
+PyObject* wrap_pair(Tensor a, Tensor b) {
+  PyObject* t = PyTuple_New(2);
+  if (!t) return nullptr;
+  PyTuple_SET_ITEM(t, 0, THPVariable_Wrap(std::move(a)));
+  PyTuple_SET_ITEM(t, 1, THPVariable_Wrap(std::move(b)));
+  return t;
+}
+
 bool arity(Py_ssize_t nargs, Py_ssize_t want, const char* name) {
   if (nargs == want) return true;
   PyErr_Format(PyExc_TypeError, "dnngraph.torch._fast.%s takes %zd arguments (%zd given)", name,
@@ -212,11 +221,7 @@ PyObject* matmul_epilogue(PyObject*, PyObject* const* a, Py_ssize_t n) {
   static const auto op = find_op<Sig>("dnngraph::matmul_epilogue");
   auto [y, m] = call_unboxed(op, *A, *B, bias, alpha, act, want_amax);
   if (!want_amax) return THPVariable_Wrap(std::move(y));
-  PyObject* r = PyTuple_New(2);
-  if (!r) return nullptr;
-  PyTuple_SET_ITEM(r, 0, THPVariable_Wrap(std::move(y)));
-  PyTuple_SET_ITEM(r, 1, THPVariable_Wrap(std::move(m)));
-  return r;
+  return wrap_pair(std::move(y), std::move(m));
   END_HANDLE_TH_ERRORS
 }
 
@@ -281,11 +286,7 @@ PyObject* add_rms_norm(PyObject*, PyObject* const* a, Py_ssize_t n) {
                                                  const OptTensor&, std::optional<double>);
   static const auto op = find_op<Sig>("dnngraph::add_rms_norm");
   auto [sum, y, rstd] = call_unboxed(op, *x, *r, c10::fromIntArrayRefSlow(shape), w, eps);
-  PyObject* t = PyTuple_New(2);
-  if (!t) return nullptr;
-  PyTuple_SET_ITEM(t, 0, THPVariable_Wrap(std::move(sum)));
-  PyTuple_SET_ITEM(t, 1, THPVariable_Wrap(std::move(y)));
-  return t;
+  return wrap_pair(std::move(sum), std::move(y));
   END_HANDLE_TH_ERRORS
 }
 

@@ -33,7 +33,7 @@ import dnngraph as _dnngraph  # noqa: E402,F401
 
 _torch.ops.load_library(_lib_path)
 
-from . import functional  # noqa: E402
+from . import functional, modules  # noqa: E402
 from .modules import (  # noqa: E402
     Conv2dBiasAct,
     LayerNorm,
@@ -81,14 +81,7 @@ def fallback_count() -> int:
 
 __all__ = [
     "functional",
-    "LayerNorm",
-    "RMSNorm",
-    "Linear",
-    "Conv2dBiasAct",
-    "MultiheadAttention",
-    "SwiGLU",
-    "LlamaAttention",
-    "LlamaBlock",
+    *modules.__all__,
     "cache_info",
     "clear_cache",
     "set_cache_capacity",
