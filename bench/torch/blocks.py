@@ -126,6 +126,22 @@ def profile(name, model, x, device, rows=15):
     print(prof.key_averages().table(sort_by=key, row_limit=rows))
 
 
+def run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name, failures):
+    ours, ref = torch_blocks.pair(kind, device, dtype, **sizes)
+    x = make_input(kind, shape, device, dtype)
+    variants = {"dnngraph": ours, "eager": ref}
+    if not args.no_compile:
+        variants["compile"] = torch.compile(ref, backend=backend)
+        variants["compile(ours)"] = torch.compile(ours, backend=backend)
+    for vname in ("dnngraph", "compile(ours)"):
+        if vname in variants and not check(f"{vname} vs eager", variants[vname], ref, x, tol):
+            failures.append(f"{name}: {vname} differs from eager")
+    ms = {v: time_ms(m, x, iters, device) for v, m in variants.items()}
+    if args.profile:
+        profile(name, ours, x, device)
+    return ms
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--blocks", default=",".join(BLOCKS), help="comma-separated: " + ", ".join(BLOCKS))
@@ -148,30 +164,25 @@ def main():
     table = smoke and SMOKE or BLOCKS
     failures = []
     rows = []
+    cols = ["dnngraph", "eager"] + ([] if args.no_compile else ["compile", "compile(ours)"])
     for name in args.blocks.split(","):
         kind, sizes, shape = table[name]
-        print(f"{name}: {kind} {sizes} x{tuple(shape)} {dtype} on {device}")
+        print(f"{name}: {kind} {sizes} x{tuple(shape)} {dtype} on {device}", flush=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            ours, ref = torch_blocks.pair(kind, device, dtype, **sizes)
-            x = make_input(kind, shape, device, dtype)
-            variants = {"dnngraph": ours, "eager": ref}
-            if not args.no_compile:
-                variants["compile"] = torch.compile(ref, backend=backend)
-                variants["compile(ours)"] = torch.compile(ours, backend=backend)
-            for vname in ("dnngraph", "compile(ours)"):
-                if vname in variants and not check(f"{vname} vs eager", variants[vname], ref, x, tol):
-                    failures.append(f"{name}: {vname} differs from eager")
-            ms = {v: time_ms(m, x, iters, device) for v, m in variants.items()}
-            if args.profile:
-                profile(name, ours, x, device)
+            try:
+                ms = run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name, failures)
+            except Exception as e:  # one block's failure must not hide the others' rows
+                failures.append(f"{name}: {type(e).__name__}: {str(e)[:300]}")
+                print(f"  FAILED: {type(e).__name__}: {e}", flush=True)
+                continue
         fallbacks = sorted({str(w.message) for w in caught if "dnngraph::" in str(w.message)})
         for f in fallbacks:
             print(f"  fallback warning: {f}")
         if fallbacks and args.strict:
             failures.append(f"{name}: {len(fallbacks)} fallback warning(s)")
         rows.append((name, ms))
-    cols = ["dnngraph", "eager"] + ([] if args.no_compile else ["compile", "compile(ours)"])
+        print("  " + ", ".join(f"{c} {ms[c]:.3f} ms" for c in cols), flush=True)
     print()
     print("| block | " + " | ".join(cols) + " | eager/ours |" + ("" if args.no_compile else " compile/ours |"))
     print("| --- " * (len(cols) + (2 if not args.no_compile else 1) + 1) + "|")

@@ -30,7 +30,24 @@ def pytest_configure(config):
 
 
 def _fallback_policy_of(item):
-    return "warn" if item.get_closest_marker("aten_fallback") else "error"
+    if item.get_closest_marker("aten_fallback") or getattr(item, "_dnngraph_fallback_allowed", None):
+        return "warn"
+    return "error"
+
+
+@pytest.fixture
+def allow_aten_fallback(request):
+    """For a parametrized case the engine cannot plan by design (e.g. fp32 attention on cuDNN):
+    ``allow_aten_fallback("why")`` inside the test turns the policy to "warn" for that case."""
+
+    def allow(why):
+        assert why, "say why this case runs on ATen"
+        request.node._dnngraph_fallback_allowed = why
+        dt = sys.modules.get("dnngraph.torch")
+        if dt is not None:
+            dt.set_fallback_policy("warn")
+
+    return allow
 
 
 @pytest.fixture(autouse=True)

@@ -129,5 +129,19 @@ bool unfused_backward();
 void set_unfused_backward(bool v);
 // Logs once per op, at info level (DNNGRAPH_LOG=info), that the unfused path runs and why.
 void note_unfused(const char* op, const Status& why);
+// An elementwise part of an op that the engine has no plan for runs as ATen's kernels, the
+// ones eager PyTorch runs for the same step: the unfused backward's dZ = act'(saved) * dY and
+// bias gradient (cuDNN 9.19 fuses a reduction only into a matmul's or convolution's epilogue,
+// so pointwise ops and a reduction alone have no engine), the residual add in front of a norm
+// whose fused graph has no plan, a rotation made only of pointwise ops. Not a fallback of the
+// op (its products and norms still run as dnngraph graphs; the fallback counter is untouched):
+// logged once per op and part at info level (DNNGRAPH_LOG=info) with why, and listed in
+// docs/performance.md.
+void note_aten_part(const char* op, const char* part, const Status& why);
+// Whether an op sends a graph of pointwise ops alone (an activation or its derivative) to the
+// engine of `device`: on the CPU engine yes; on a GPU no, ATen's kernel computes it
+// (note_aten_part): cuDNN 9.19 has no engine for most such graphs, and one of its engines
+// failed at execute on a large channels-last tensor (docs/performance.md). `why` says so.
+bool pointwise_graph_on(const at::Device& device, Status* why);
 
 }  // namespace dnngraph::torch_ops

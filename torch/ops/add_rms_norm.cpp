@@ -1,6 +1,6 @@
 // dnngraph::add_rms_norm: the residual add fused with RMSNorm (pre-norm transformer blocks),
 //   sum = x + residual,  y = rms_norm(sum) * weight,
-// one graph returning (sum, y, rstd). The backward is one graph too:
+// one graph returning (sum, y, rstd). The backward is rms_norm's backward graph and an add:
 //   dsum_total = rms_norm_backward(dy, sum, weight, rstd) + dsum,  dweight,
 // and dsum_total is the gradient of both x and residual.
 // Rows as in norm.cpp: [M, D, 1, 1] with D the normalized elements; rstd [M] as
@@ -12,8 +12,8 @@
 namespace dnngraph::torch_ops {
 namespace {
 
-enum Uid : int64_t { X = 1, RES = 2, SCALE = 3, DY = 4, DSUM = 5, SUM = 6, RSTD = 7 };
-enum OutUid : int64_t { OUT_SUM = 100, OUT_Y, OUT_RSTD, OUT_DS, OUT_DW };
+enum Uid : int64_t { X = 1, RES = 2, SCALE = 3 };
+enum OutUid : int64_t { OUT_SUM = 100, OUT_Y, OUT_RSTD };
 
 struct Rows {
   int64_t m = 1, d = 1;
@@ -43,10 +43,6 @@ void rows_out(const ir::Tensor& t, int64_t uid, const char* name, const Rows& r,
   t->set_output(true).set_name(name).set_uid(uid);
   t->set_dim({m, r.d, 1, 1}).set_stride({r.d, 1, r.d, r.d});
   t->set_data_type(data_type_of(like, "output", name));
-}
-ir::Tensor stats(Graph& g, int64_t uid, const char* name, const Rows& r, const Tensor& t) {
-  return tensor_like(g, uid, name, {r.m, 1, 1, 1}, {1, 1, 1, 1},
-                     data_type_of(t, g.name().c_str(), name));
 }
 
 double default_eps(at::ScalarType t) {
@@ -88,12 +84,7 @@ std::tuple<Tensor, Tensor, Tensor> add_rms_norm(const Tensor& x_in, const Tensor
   Tensor rstd = at::empty(r.stat_shape, x.options().dtype(st));
   if (x.numel() == 0) return {sum, y, rstd};
   const Tensor scale = weight_or_ones(w, x, shape);
-  auto aten = [&] {
-    sum.copy_(x + res);
-    const Tensor sf = sum.to(st).reshape({r.m, r.d});
-    rstd.copy_(at::rsqrt(sf.pow(2).mean({1}, true) + eps).reshape(r.stat_shape));
-    y.copy_((sf * rstd.reshape({r.m, 1}) * scale.to(st).reshape({1, r.d})).reshape(x.sizes()));
-  };
+
   Key key(op);
   key.add(x).add(res).add(scale).add(eps).add_device(x.device());
   auto g = cached_graph(key, x.device(), op, [&](Graph& gr) {
@@ -109,10 +100,15 @@ std::tuple<Tensor, Tensor, Tensor> add_rms_norm(const Tensor& x_in, const Tensor
     out[1]->set_dim({r.m, 1, 1, 1}).set_stride({1, 1, 1, 1});
     out[1]->set_data_type(data_type_of(st, op, "rstd"));
   });
-  if (!g->graph) {
-    warn_fallback(op, g->unsupported);
-    aten();
-    return {sum, y, rstd};
+  if (!g->graph) {  // the add by ATen, then rms_norm's own graph (it warns if it has none)
+    note_aten_part(op, "the residual add", g->unsupported);
+    using RmsSig = std::tuple<Tensor, Tensor>(const Tensor&, c10::SymIntArrayRef, const OptTensor&,
+                                              std::optional<double>);
+    static auto rms = op_handle<RmsSig>("dnngraph::rms_norm");
+    at::add_out(sum, x, res);
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [yy, rr] = rms.call(sum, c10::fromIntArrayRefSlow(shape), w, eps);
+    return {sum, yy, rr};
   }
   execute(*g, x.device(), op,
           {{X, &x}, {RES, &res}, {SCALE, &scale}, {OUT_SUM, &sum}, {OUT_Y, &y}, {OUT_RSTD, &rstd}});
@@ -139,56 +135,20 @@ std::tuple<Tensor, Tensor> add_rms_norm_backward(const OptTensor& dsum_in, const
                       t->sizes(), " but 'sum' has ", sum_in.sizes());
   }
   if (has(w)) check_same_dtype(op, sum_in, "sum", *w, "weight");
-  const Rows r = rows_of(op, sum_in, shape, w);
-  const Tensor s = sum_in.contiguous(), dy = dy_in.contiguous(), rs = rstd_in.contiguous();
-  const Tensor dsum = has(dsum_in) ? dsum_in->contiguous() : Tensor();
-  TORCH_CHECK_VALUE(rs.numel() == r.m, "dnngraph::", op, ": 'rstd' needs one value per row (", r.m,
-                    "), found ", rs.numel());
-  const Tensor scale = weight_or_ones(w, s, shape);
-  Tensor ds = at::empty_like(s), dw = at::empty(shape, scale.options());
-  auto finish = [&]() -> std::tuple<Tensor, Tensor> {
-    return {mask[0] ? ds : Tensor(), mask[1] && has(w) ? dw : Tensor()};
-  };
-  if (s.numel() == 0) {
-    dw.zero_();
-    return finish();
-  }
-  Key key(op);
-  key.add(dsum).add(dy).add(s).add(rs).add(scale).add_device(s.device());
-  auto g = cached_graph(key, s.device(), op, [&](Graph& gr) {
-    set_numerics(gr, s);
-    ir::Tensor sc = tensor_like(gr, SCALE, "weight", {1, r.d, 1, 1}, {r.d, 1, r.d, r.d},
-                                data_type_of(scale, op, "weight"));
-    auto out = gr.rmsnorm_backward(rows(gr, DY, "dy", r, dy), rows(gr, SUM, "sum", r, s), sc,
-                                   stats(gr, RSTD, "rstd", r, rs), false);
-    ir::Tensor d = out[0];
-    if (dsum.defined()) d = gr.add(d, rows(gr, DSUM, "dsum", r, dsum));
-    rows_out(d, OUT_DS, "dsum_total", r, s, r.m);
-    out[1]->set_output(true).set_name("dweight").set_uid(OUT_DW);
-    out[1]->set_dim({1, r.d, 1, 1}).set_stride({r.d, 1, r.d, r.d});
-    out[1]->set_data_type(data_type_of(scale, op, "dweight"));
-  });
-  if (!g->graph) {
-    warn_fallback(op, g->unsupported);
-    const at::ScalarType st = rs.scalar_type();
-    const Tensor sf = s.to(st).reshape({r.m, r.d}), rf = rs.reshape({r.m, 1});
-    const Tensor gy = dy.to(st).reshape({r.m, r.d});
-    const Tensor gx = gy * scale.to(st).reshape({1, r.d}), xhat = sf * rf;
-    Tensor dx = rf * (gx - xhat * (gx * xhat).mean({1}, true));
-    if (dsum.defined()) dx = dx + dsum.to(st).reshape({r.m, r.d});
-    ds.copy_(dx.reshape(s.sizes()));
-    dw.copy_((gy * xhat).sum({0}).reshape(shape));
-    return finish();
-  }
-  execute(*g, s.device(), op,
-          {{DY, &dy},
-           {SUM, &s},
-           {SCALE, &scale},
-           {RSTD, &rs},
-           {DSUM, &dsum},
-           {OUT_DS, &ds},
-           {OUT_DW, &dw}});
-  return finish();
+  rows_of(op, sum_in, shape, w);
+  // rms_norm's backward graph, then dsum added by ATen: cuDNN 9.19 plans that graph with the add
+  // fused behind it but fails at execute (a null pointer for the virtual dx), so the add is left
+  // out of the graph on every engine.
+  using RmsBwdSig =
+      std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, c10::SymIntArrayRef, const Tensor&,
+                                 const OptTensor&, std::array<bool, 2>);
+  static auto rms_backward = op_handle<RmsBwdSig>("dnngraph::rms_norm_backward");
+  at::AutoDispatchBelowADInplaceOrView guard;
+  auto [ds, dw] = rms_backward.call(dy_in, sum_in, c10::fromIntArrayRefSlow(shape), rstd_in, w,
+                                    {mask[0], mask[1]});
+  if (!mask[0]) return {Tensor(), dw};
+  if (has(dsum_in)) ds.add_(*dsum_in);
+  return {ds, dw};
 }
 
 // ---------------------------------------------------------------- Meta

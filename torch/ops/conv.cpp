@@ -141,11 +141,10 @@ std::tuple<Tensor, Tensor> conv2d_bias_act_train(const Tensor& x, const Tensor& 
   return {y, want_z ? z : at::empty({0}, x.options())};
 }
 
-// One of the two gradient graphs: dX = dgrad(dZ, W) or dW = wgrad(dZ, X).
+// One of the two gradient graphs: dX = dgrad(dZ, W) or dW = wgrad(dZ, X), written into `out`
+// (allocated by the caller in the memory format p.format).
 Tensor conv_grad(const char* op, bool data, const Tensor& dz, const Tensor& other,
-                 std::vector<int64_t> out_dims, const ConvParams& p) {
-  const Tensor& ref = data ? other : dz;  // the tensor whose options the result takes
-  Tensor out = at::empty(out_dims, ref.options().memory_format(p.format));
+                 const Tensor& out, const ConvParams& p) {
   auto aten = [&] {
     // Only the shape of the tensor being differentiated matters to ATen.
     const Tensor input = data ? at::empty_like(out) : other;
@@ -221,30 +220,38 @@ bool conv_grad_fused(const char* op, const ConvBackward& b, const ConvParams& p,
   return true;
 }
 
-// The unfused path's dZ (and dbias), materialized by one graph in dY's memory format.
+// The unfused path's dZ (and dbias), materialized by one graph in dY's memory format; without
+// an activation dZ is dY itself. Where the engine has no plan for the graph, ATen's kernels
+// compute the same (note_aten_part).
 Tensor conv_dz_graph(const char* op, const ConvBackward& b, const ConvParams& p,
                      const Tensor& dbias) {
-  Tensor dz = at::empty(b.dy.sizes(), b.dy.options().memory_format(p.format));
-  auto aten = [&] {
-    dz.copy_(aten_act_backward(b.act, b.dy, b.saved));
-    if (dbias.defined()) dbias.copy_(dz.sum({0, 2, 3}, true));
-    return dz;
-  };
+  const bool has_act = b.act != Act::None;
+  if (!has_act && !dbias.defined()) return b.dy;
+  Status why;
+  if (!dbias.defined() && !pointwise_graph_on(b.dy.device(), &why)) {
+    note_aten_part(op, "the activation derivative", why);
+    return aten_act_backward(b.act, b.dy, b.saved).contiguous(p.format);
+  }
+  Tensor dz = has_act ? at::empty(b.dy.sizes(), b.dy.options().memory_format(p.format)) : b.dy;
   Key key("conv2d_dz");
   key.add(b.dy).add(b.saved).add(dz).add(dbias).add(static_cast<int64_t>(b.act));
   key.add_device(b.dy.device());
   auto g = cached_graph(key, b.dy.device(), op, [&](Graph& gr) {
     set_numerics(gr, b.dy);
     ir::Tensor d = conv_dz(gr, b);
-    if (b.act == Act::None) d = gr.unary(PointwiseMode::Identity, d);
-    output_like(d, DZ, "dz", dz);
+    if (has_act) output_like(d, DZ, "dz", dz);
     if (dbias.defined()) output_like(gr.reduction(d, {ReductionMode::Add}), DBIAS, "dbias", dbias);
   });
   if (!g->graph) {
-    warn_fallback(op, g->unsupported);
-    return aten();
+    note_aten_part(
+        op, has_act ? "the activation derivative and the bias gradient" : "the bias gradient",
+        g->unsupported);
+    if (has_act) dz = aten_act_backward(b.act, b.dy, b.saved).contiguous(p.format);
+    if (dbias.defined()) dbias.copy_(dz.sum({0, 2, 3}, true));
+    return dz;
   }
-  execute(*g, b.dy.device(), op, {{DY, &b.dy}, {SAVED, &b.saved}, {DZ, &dz}, {DBIAS, &dbias}});
+  execute(*g, b.dy.device(), op,
+          {{DY, &b.dy}, {SAVED, &b.saved}, {DZ, has_act ? &dz : nullptr}, {DBIAS, &dbias}});
   return dz;
 }
 
@@ -294,8 +301,8 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_train_backward(
   }
   if (data_ok && weight_ok) return {dx, dw, db};
   const Tensor dz = conv_dz_graph(op, b, p, weight_ok ? Tensor() : db4);
-  if (!data_ok) dx.copy_(conv_grad(op, true, dz, b.w, b.x.sizes().vec(), p));
-  if (!weight_ok && dw.defined()) dw.copy_(conv_grad(op, false, dz, b.x, b.w.sizes().vec(), p));
+  if (!data_ok) conv_grad(op, true, dz, b.w, dx, p);
+  if (!weight_ok && dw.defined()) conv_grad(op, false, dz, b.x, dw, p);
   return {dx, dw, db};
 }
 

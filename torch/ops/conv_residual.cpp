@@ -105,6 +105,11 @@ Tensor activation_backward(const Tensor& dy_in, const Tensor& saved_in, c10::str
   Tensor dz = at::empty(dy.sizes(), dy.options().memory_format(fmt));
   if (dz.numel() == 0) return dz;
   const Tensor saved = act == Act::None ? Tensor() : saved_in.contiguous(fmt);
+  Status why;
+  if (!pointwise_graph_on(dy.device(), &why)) {
+    note_aten_part(op, "the activation derivative", why);
+    return dz.copy_(act == Act::None ? dy : aten_act_backward(act, dy, saved));
+  }
   Key key(op);
   key.add(dy).add(saved).add(static_cast<int64_t>(act)).add_device(dy.device());
   auto g = cached_graph(key, dy.device(), op, [&](Graph& gr) {

@@ -32,6 +32,23 @@ void note_unfused(const char* op, const Status& why) {
                                   "graphs (dZ written once). Why: " +
                                   why.message());
 }
+void note_aten_part(const char* op, const char* part, const Status& why) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!log_enabled(LogLevel::Info) || !said.insert(std::string(op) + part).second) return;
+  log_message(LogLevel::Info, std::string("dnngraph::") + op + ": " + part +
+                                  " runs as ATen's kernels, the ones eager PyTorch runs for it. " +
+                                  "Why: " + why.message());
+}
+
+bool pointwise_graph_on(const at::Device& device, Status* why) {
+  if (!device.is_cuda()) return true;
+  *why = make_error(ErrorCode::NotSupported,
+                    "a graph of pointwise ops alone is not sent to the GPU engine by the torch "
+                    "ops (docs/performance.md, \"Training: what runs where\")");
+  return false;
+}
 
 namespace gemm {
 namespace {
@@ -61,6 +78,13 @@ Tensor matmul_operand(const Tensor& t_in) {
 
 bool activation_graph(const char* op, const Tensor& z, Act act, const Tensor& y,
                       const Tensor& amax) {
+  Status why;
+  if (!pointwise_graph_on(z.device(), &why)) {
+    note_aten_part(op, "the activation", why);
+    y.copy_(aten_act(act, z));
+    if (amax.defined()) amax.copy_(y.abs().max());
+    return true;
+  }
   Key key("activation");
   key.add(z).add(y).add(amax).add(static_cast<int64_t>(act)).add_device(z.device());
   auto g = cached_graph(key, z.device(), op, [&](Graph& gr) {
@@ -205,43 +229,56 @@ bool run_fused(const char* op, const BackwardProblem& p, bool data, const Tensor
   return true;
 }
 
-// dZ (and dbias) materialized by one graph, for the unfused path.
+// dZ (and dbias) materialized by one graph, for the unfused path. Without an activation dZ is
+// dY itself (nothing is written). Where the engine has no plan for the graph, ATen's kernels
+// compute the same (note_aten_part).
 Tensor dz_graph(const char* op, const BackwardProblem& p, const Tensor& dbias_out) {
-  Tensor dz = at::empty(p.dy.sizes(), p.dy.options());
-  auto aten = [&] {
-    dz.copy_(aten_act_backward(p.act, p.dy, p.saved));
-    if (dbias_out.defined()) dbias_out.copy_(dz.sum_to_size(dbias_out.sizes()));
-    return dz;
-  };
+  const bool has_act = p.act != Act::None;
+  if (!has_act && !dbias_out.defined()) return p.dy;
+  Status why;
+  if (!dbias_out.defined() && !pointwise_graph_on(p.dy.device(), &why)) {
+    note_aten_part(op, "the activation derivative", why);
+    return aten_act_backward(p.act, p.dy, p.saved);
+  }
+  Tensor dz = has_act ? at::empty(p.dy.sizes(), p.dy.options()) : p.dy;
   Key key("matmul_dz");
   key.add(p.dy).add(p.saved).add(static_cast<int64_t>(p.act)).add(dbias_out);
   key.add_device(p.dy.device());
   auto g = cached_graph(key, p.dy.device(), op, [&](Graph& gr) {
     set_numerics(gr, p.dy);
     ir::Tensor d = dz_in(gr, p);
-    if (p.act == Act::None) d = gr.unary(PointwiseMode::Identity, d);
-    output_like(d, DZ, "dz", dz);
+    if (has_act) output_like(d, DZ, "dz", dz);
     if (dbias_out.defined())
       output_like(gr.reduction(d, {ReductionMode::Add}), DBIAS, "dbias", dbias_out);
   });
   if (!g->graph) {
-    warn_fallback(op, g->unsupported);
-    return aten();
+    note_aten_part(
+        op, has_act ? "the activation derivative and the bias gradient" : "the bias gradient",
+        g->unsupported);
+    if (has_act) dz = aten_act_backward(p.act, p.dy, p.saved);
+    if (dbias_out.defined()) dbias_out.copy_(dz.sum_to_size(dbias_out.sizes()));
+    return dz;
   }
-  execute(*g, p.dy.device(), op, {{DY, &p.dy}, {SAVED, &p.saved}, {DZ, &dz}, {DBIAS, &dbias_out}});
+  execute(*g, p.dy.device(), op,
+          {{DY, &p.dy}, {SAVED, &p.saved}, {DZ, has_act ? &dz : nullptr}, {DBIAS, &dbias_out}});
   return dz;
 }
 
-// The unfused path: dZ once, then the plain matmul graphs.
+// The unfused path: dZ once, then the plain product graphs writing into the outputs (the same
+// graphs as the fused path's without an activation); an epilogue graph and a copy only where
+// the engine has no plan for those.
 void run_unfused(const char* op, const BackwardProblem& p, const Tensor& da_out,
                  const Tensor& db_out, const Tensor& dbias_out) {
-  const Tensor dz = dz_graph(op, p, dbias_out);
-  if (da_out.defined()) {
-    Tensor da = epilogue(op, dz, p.b.transpose(1, 2), Tensor(), p.alpha, Act::None, false).y;
+  BackwardProblem q = p;
+  q.dy = dz_graph(op, p, dbias_out);
+  q.act = Act::None;
+  q.saved = Tensor();
+  if (da_out.defined() && !run_fused(op, q, true, da_out, {}, {})) {
+    Tensor da = epilogue(op, q.dy, p.b.transpose(1, 2), Tensor(), p.alpha, Act::None, false).y;
     da_out.copy_(p.a.size(0) == 1 && da.size(0) != 1 ? da.sum(0, true) : da);
   }
-  if (db_out.defined()) {
-    Tensor db = epilogue(op, p.a.transpose(1, 2), dz, Tensor(), p.alpha, Act::None, false).y;
+  if (db_out.defined() && !run_fused(op, q, false, {}, db_out, {})) {
+    Tensor db = epilogue(op, p.a.transpose(1, 2), q.dy, Tensor(), p.alpha, Act::None, false).y;
     db_out.copy_(p.b.size(0) == 1 && db.size(0) != 1 ? db.sum(0, true) : db);
   }
 }
