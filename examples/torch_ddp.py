@@ -4,8 +4,14 @@ gradients, and the losses (averaged over the processes) equal a single process's
 the whole batch.
 
     python examples/torch_ddp.py [--kind transformer|resnet] [--backend gloo|nccl] [--world 2]
+    python examples/torch_ddp.py --bench [--world 2] [--dim 1024 --heads 16 --hidden 4096
+                                 --batch 16 --seq 1024] [--iters 30]
 
 gloo runs on the CPU (the reference engine); nccl on one GPU per process (cuDNN).
+--bench (GPUs, NCCL) times a bf16 training step (forward, backward with DDP's gradient
+all-reduce, SGD) of the transformer block at model size on each GPU, and the same step on one
+GPU without DDP on the per-GPU share of the batch, and prints their ratio: the cost of data
+parallelism per GPU (the target is at most 1.15).
 """
 
 import argparse
@@ -91,13 +97,125 @@ def ddp_losses(kind, backend="gloo", world=2, steps=3, lr=0.05):
             return json.load(f)
 
 
+# The step-time comparison: the GPT block of bench/torch/blocks.py (gpt_d1024), bf16.
+BENCH_SIZES = dict(dim=1024, heads=16, hidden=4096, batch=16, seq=1024)
+TARGET_RATIO = 1.15
+
+
+def _bench_model(sizes, device):
+    torch.manual_seed(0)
+    block = torch_blocks.TransformerBlock(sizes["dim"], sizes["heads"], sizes["hidden"], ours=True)
+    return block.to(device, torch.bfloat16)
+
+
+def _bench_batch(sizes, world, device):
+    """The per-GPU share of the batch (the batch split over `world` GPUs)."""
+    assert sizes["batch"] % world == 0, "the batch must split evenly over the GPUs"
+    g = torch.Generator().manual_seed(1)
+    shape = (sizes["batch"] // world, sizes["seq"], sizes["dim"])
+    x, t = (torch.randn(*shape, generator=g).to(device, torch.bfloat16) for _ in range(2))
+    return x, t
+
+
+def step_ms(model, x, target, iters, warmup=5):
+    """Median time of a training step (zero_grad, forward, MSE loss, backward, SGD step) in ms,
+    between CUDA events on the current stream, each step waited for."""
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.mse_loss(model(x), target).backward()
+        opt.step()
+
+    for _ in range(warmup):  # graphs built and cached, allocator and NCCL warm
+        step()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(iters):
+        start.record()
+        step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
+def single_gpu_step_ms(sizes, world, iters, device="cuda:0"):
+    """The step on one GPU, no DDP, on the per-GPU share of the batch."""
+    import dnngraph.torch  # noqa: F401
+
+    x, t = _bench_batch(sizes, world, device)
+    return step_ms(_bench_model(sizes, device), x, t, iters)
+
+
+def _bench_worker(rank, world, port, sizes, iters, result_path):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    ddp = None
+    try:
+        import dnngraph.torch  # noqa: F401
+
+        device = f"cuda:{rank}"
+        ddp = DistributedDataParallel(_bench_model(sizes, device), device_ids=[rank],
+                                      gradient_as_bucket_view=True)
+        x, t = _bench_batch(sizes, world, device)
+        times = [None] * world
+        dist.all_gather_object(times, step_ms(ddp, x, t, iters))
+        if rank == 0:
+            with open(result_path, "w") as f:
+                json.dump(times, f)
+        dist.barrier()
+    finally:
+        ddp = None
+        gc.collect()
+        dist.destroy_process_group()
+
+
+def ddp_step_ms(sizes, world, iters):
+    """Each rank's median step time (ms) of the DDP training over `world` GPUs."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "times.json")
+        mp.spawn(_bench_worker, args=(world, free_port(), sizes, iters, path), nprocs=world,
+                 join=True)
+        with open(path) as f:
+            return json.load(f)
+
+
+def bench(sizes, world, iters):
+    """Prints both step times and their ratio; 0 when the ratio meets the target."""
+    single = single_gpu_step_ms(sizes, world, iters)
+    per_rank = ddp_step_ms(sizes, world, iters)
+    ratio = max(per_rank) / single
+    share = f"{sizes['batch'] // world}x{sizes['seq']}"
+    print(f"transformer block d{sizes['dim']} h{sizes['heads']} ff{sizes['hidden']} bf16, batch "
+          f"{sizes['batch']}x{sizes['seq']} over {world} GPUs ({share} per GPU), median of {iters} "
+          "steps (forward, backward, SGD):")
+    print(f"  single GPU, batch {share}, no DDP: {single:.3f} ms")
+    print(f"  DDP over {world} GPUs (NCCL), per GPU: " +
+          ", ".join(f"rank {r} {t:.3f} ms" for r, t in enumerate(per_rank)))
+    verdict = "within" if ratio <= TARGET_RATIO else "OVER"
+    print(f"  ratio (slowest rank / single GPU): {ratio:.3f} ({verdict} the target {TARGET_RATIO})")
+    return 0 if ratio <= TARGET_RATIO else 1
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kind", default="transformer", choices=["transformer", "resnet"])
     p.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--bench", action="store_true", help="time the DDP step on GPUs (NCCL)")
+    for k, v in BENCH_SIZES.items():
+        p.add_argument(f"--{k}", type=int, default=v, help=f"--bench: {k} (default {v})")
+    p.add_argument("--iters", type=int, default=30, help="--bench: timed steps")
     args = p.parse_args()
+    if args.bench:
+        if torch.cuda.device_count() < args.world:
+            p.error(f"--bench needs {args.world} GPUs; this machine has {torch.cuda.device_count()}")
+        return bench({k: getattr(args, k) for k in BENCH_SIZES}, args.world, args.iters)
     device = "cuda:0" if args.backend == "nccl" else "cpu"
     ref = single_process(args.kind, device, args.steps)
     got = ddp_losses(args.kind, args.backend, args.world, args.steps)
