@@ -24,7 +24,7 @@ import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_blocks  # noqa: E402
-from torch_ddp import free_port  # noqa: E402
+from torch_ddp import compare_losses, free_port  # noqa: E402
 
 KIND = "transformer"
 
@@ -113,28 +113,6 @@ def fsdp_run(backend="gloo", world=2, steps=3, lr=0.05, bf16=False):
             return json.load(f)
 
 
-def tolerance(backend, bf16):
-    """(atol, rtol) of the loss comparison: float32 on the CPU is tight; cuDNN may use TF32 and
-    other summation orders; bf16 compute is held to bf16's."""
-    if bf16:
-        return 2e-2, 2e-2
-    return (1e-5, 1e-4) if backend == "gloo" else (5e-3, 5e-3)
-
-
-def compare(got, ref, backend, bf16):
-    """None when the losses match and the sharded run learns as much as the reference (the
-    decrease over the steps within 30%: a gradient scaled by the world size would double it);
-    else what differs."""
-    atol, rtol = tolerance(backend, bf16)
-    bad = [(i, a, b) for i, (a, b) in enumerate(zip(got, ref)) if abs(a - b) > atol + rtol * abs(b)]
-    if len(got) != len(ref) or bad:
-        return f"losses differ (step, fsdp, single): {bad} (atol {atol}, rtol {rtol})"
-    drop, ref_drop = got[0] - got[-1], ref[0] - ref[-1]
-    if len(got) > 1 and not (ref_drop > 0 and abs(drop - ref_drop) <= 0.3 * ref_drop):
-        return f"the loss decrease {drop:.6f} differs from the single process's {ref_drop:.6f}"
-    return None
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
@@ -155,7 +133,7 @@ def main():
         print(f"  rank {r['rank']}: {r['device']}, outputs on {r['output_devices']}, "
               f"{r['local_params']} parameters held, {r['cached_graphs']} graphs cached, "
               f"{r['fallbacks']} fallbacks")
-    why = compare(got, ref, args.backend, args.bf16)
+    why = compare_losses(got, ref, args.backend, args.bf16)
     print("MATCH" if why is None else f"DIFFER: {why}")
     return 0 if why is None else 1
 
