@@ -7,7 +7,8 @@ the whole batch.
     python examples/torch_ddp.py --bench [--world 2] [--dim 1024 --heads 16 --hidden 4096
                                  --batch 16 --seq 1024] [--iters 30]
 
-gloo runs on the CPU (the reference engine); nccl on one GPU per process (cuDNN).
+gloo runs on the CPU (the reference engine); nccl on one GPU per process (cuDNN), where the
+transformer block trains in bf16 with one attention head of 64 (see config).
 --bench (GPUs, NCCL) times a bf16 training step (forward, backward with DDP's gradient
 all-reduce, SGD) of the transformer block at model size on each GPU, and the same step on one
 GPU without DDP on the per-GPU share of the batch, and prints their ratio: the cost of data
@@ -37,14 +38,42 @@ def free_port():
         return s.getsockname()[1]
 
 
-def single_process(kind, device, steps, lr=0.05):
-    """The reference: one process, the whole batch."""
-    model, _ = torch_blocks.pair(kind, device)
-    x, target = torch_blocks.batch(kind, device)
-    return torch_blocks.train(model, x, target, steps=steps, lr=lr)
+def config(kind, device):
+    """(dtype, block sizes) of the training on `device`. On a GPU the transformer block computes
+    in bf16 with one attention head of 64 (cuDNN's fused attention takes fp16/bf16, and its
+    backward has no engine at the head dim of 16 of the CPU block); elsewhere float32 and the
+    blocks' default sizes."""
+    if kind == "transformer" and str(device).startswith("cuda"):
+        return torch.bfloat16, dict(heads=1)
+    return torch.float32, {}
 
 
-def _worker(rank, world, kind, backend, port, steps, result_path, lr):
+def train(model, x, target, steps, lr, world=1):
+    """SGD steps on the MSE loss (computed in float32); with world > 1, the loss of each step
+    averaged over the processes (equal shards: the mean of the shards' means is the batch's)."""
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x).float(), target.float())
+        loss.backward()  # under DDP: the gradients averaged over the ranks
+        opt.step()
+        mean = loss.detach().clone()
+        if world > 1:
+            dist.all_reduce(mean)
+        losses.append(mean.item() / world)
+    return losses
+
+
+def single_process(kind, device, steps, lr=0.05, dtype=None):
+    """The reference: one process, the whole batch (dtype: config's unless given)."""
+    dtype = dtype or config(kind, device)[0]
+    model, _ = torch_blocks.pair(kind, device, dtype, **config(kind, device)[1])
+    x, target = torch_blocks.batch(kind, device, dtype)
+    return train(model, x, target, steps, lr)
+
+
+def _worker(rank, world, kind, backend, port, steps, result_path, lr, dtype):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group(backend, rank=rank, world_size=world)
@@ -56,23 +85,16 @@ def _worker(rank, world, kind, backend, port, steps, result_path, lr):
             device = f"cuda:{rank}"
         else:
             device = "cpu"
-        model, _ = torch_blocks.pair(kind, device)  # same seed: same parameters on every rank
+        dtype = dtype or config(kind, device)[0]
+        # Same seed: the same parameters on every rank.
+        model, _ = torch_blocks.pair(kind, device, dtype, **config(kind, device)[1])
         ddp = DistributedDataParallel(model, device_ids=[rank] if backend == "nccl" else None)
-        x, target = torch_blocks.batch(kind, device)
+        x, target = torch_blocks.batch(kind, device, dtype)
         assert x.shape[0] % world == 0, "the batch must split evenly over the processes"
         xs, ts = x.chunk(world)[rank], target.chunk(world)[rank]
         if kind == "resnet":
             xs = xs.contiguous(memory_format=torch.channels_last)
-        opt = torch.optim.SGD(ddp.parameters(), lr=lr)
-        losses = []
-        for _ in range(steps):
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(ddp(xs), ts)
-            loss.backward()  # DDP averages the gradients over the ranks
-            opt.step()
-            mean = loss.detach().clone()
-            dist.all_reduce(mean)  # equal shards: the mean of the shards' means is the batch's
-            losses.append(mean.item() / world)
+        losses = train(ddp, xs, ts, steps, lr, world)
         if rank == 0:
             with open(result_path, "w") as f:
                 json.dump(losses, f)
@@ -82,17 +104,18 @@ def _worker(rank, world, kind, backend, port, steps, result_path, lr):
         # interpreter shutdown, gloo's process group can be destroyed with its threads still
         # running: SIGABRT, "terminate called without an active exception", in about 1 run of
         # 10 with torch 2.15 on CPU, also with a plain torch model; 0 of 140 runs after this.
-        ddp = opt = model = None
+        ddp = model = None
         gc.collect()
         dist.destroy_process_group()
 
 
-def ddp_losses(kind, backend="gloo", world=2, steps=3, lr=0.05):
-    """Losses of a DDP training over `world` spawned processes."""
+def ddp_losses(kind, backend="gloo", world=2, steps=3, lr=0.05, dtype=None):
+    """Losses of a DDP training over `world` spawned processes (dtype: config's unless
+    given)."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "losses.json")
-        mp.spawn(_worker, args=(world, kind, backend, free_port(), steps, path, lr), nprocs=world,
-                 join=True)
+        mp.spawn(_worker, args=(world, kind, backend, free_port(), steps, path, lr, dtype),
+                 nprocs=world, join=True)
         with open(path) as f:
             return json.load(f)
 
@@ -239,11 +262,13 @@ def main():
             p.error(f"--bench needs {args.world} GPUs; this machine has {torch.cuda.device_count()}")
         return bench({k: getattr(args, k) for k in BENCH_SIZES}, args.world, args.iters)
     device = "cuda:0" if args.backend == "nccl" else "cpu"
+    dtype, sizes = config(args.kind, device)
     ref = single_process(args.kind, device, args.steps)
     got = ddp_losses(args.kind, args.backend, args.world, args.steps)
-    print(f"{args.kind} {args.backend} x{args.world}: DDP losses {[f'{v:.6f}' for v in got]}")
-    print(f"{args.kind} single process:   losses {[f'{v:.6f}' for v in ref]}")
-    why = compare_losses(got, ref, args.backend)
+    what = f"{args.kind} {str(dtype).replace('torch.', '')}{' ' + str(sizes) if sizes else ''}"
+    print(f"{what} {args.backend} x{args.world}: DDP losses {[f'{v:.6f}' for v in got]}")
+    print(f"{what} single process:   losses {[f'{v:.6f}' for v in ref]}")
+    why = compare_losses(got, ref, args.backend, bf16=dtype == torch.bfloat16)
     print("MATCH" if why is None else f"DIFFER: {why}")
     return 0 if why is None else 1
 

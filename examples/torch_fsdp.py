@@ -4,11 +4,14 @@ every parameter, gathers them for its forward and backward, trains on its shard 
 and the gradients are reduce-scattered (averaged) over the processes. The losses (averaged over
 the processes) equal a single process's training of the plain block on the whole batch.
 
-    python examples/torch_fsdp.py [--backend gloo|nccl] [--world 2] [--steps 3] [--bf16]
+    python examples/torch_fsdp.py [--backend gloo|nccl] [--world 2] [--steps 3]
+                                  [--precision fp32|bf16]
 
-gloo runs on the CPU (the reference engine); nccl on one GPU per process (cuDNN). --bf16
-(nccl) computes in bfloat16 with float32 parameters and gradient reduction
-(``MixedPrecisionPolicy``), compared with the float32 single process at bf16 tolerance.
+gloo runs on the CPU (the reference engine); nccl on one GPU per process (cuDNN). bf16 (the
+default with nccl) computes in bfloat16 with float32 parameters and gradient reduction
+(``MixedPrecisionPolicy``) and is compared with the float32 single process at bf16 tolerance.
+On a GPU the block has one attention head of 64 (torch_ddp.config) and the reference is its
+PyTorch twin (cuDNN's fused attention takes no float32).
 """
 
 import argparse
@@ -24,16 +27,18 @@ import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_blocks  # noqa: E402
-from torch_ddp import compare_losses, free_port  # noqa: E402
+import torch_ddp  # noqa: E402
 
 KIND = "transformer"
 
 
-def single_process(device, steps, lr=0.05):
-    """The reference: the plain (unsharded) block of the same seed, one process, whole batch."""
-    model, _ = torch_blocks.pair(KIND, device)
+def single_process(device, steps, lr=0.05, twin=False):
+    """The reference: the plain (unsharded) block of the same seed and sizes in float32, one
+    process, the whole batch; twin: its PyTorch twin (torch's own ops), which a GPU needs for
+    float32 attention."""
+    ours, ref = torch_blocks.pair(KIND, device, **torch_ddp.config(KIND, device)[1])
     x, target = torch_blocks.batch(KIND, device)
-    return torch_blocks.train(model, x, target, steps=steps, lr=lr)
+    return torch_ddp.train(ref if twin else ours, x, target, steps, lr)
 
 
 def shard(model, mesh, bf16):
@@ -80,7 +85,8 @@ def _worker(rank, world, backend, port, steps, result_path, lr, bf16):
             device, mesh = f"cuda:{rank}", init_device_mesh("cuda", (world,))
         else:
             device, mesh = "cpu", init_device_mesh("cpu", (world,))
-        model, _ = torch_blocks.pair(KIND, device)  # same seed: same parameters on every rank
+        # Same seed and sizes as the reference: the same parameters on every rank.
+        model, _ = torch_blocks.pair(KIND, device, **torch_ddp.config(KIND, device)[1])
         local = sum(p.to_local().numel() for p in shard(model, mesh, bf16).parameters())
         x, target = torch_blocks.batch(KIND, device)
         assert x.shape[0] % world == 0, "the batch must split evenly over the processes"
@@ -107,8 +113,8 @@ def fsdp_run(backend="gloo", world=2, steps=3, lr=0.05, bf16=False):
     dict: device, the devices of the outputs, parameters held, graphs cached, fallbacks]}."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "fsdp.json")
-        mp.spawn(_worker, args=(world, backend, free_port(), steps, path, lr, bf16), nprocs=world,
-                 join=True)
+        mp.spawn(_worker, args=(world, backend, torch_ddp.free_port(), steps, path, lr, bf16),
+                 nprocs=world, join=True)
         with open(path) as f:
             return json.load(f)
 
@@ -118,22 +124,24 @@ def main():
     p.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--steps", type=int, default=3)
-    p.add_argument("--bf16", action="store_true", help="bfloat16 compute (nccl)")
+    p.add_argument("--precision", choices=["fp32", "bf16"],
+                   help="the forward and backward's dtype (default: fp32 with gloo, bf16 with nccl)")
     args = p.parse_args()
-    if args.bf16 and args.backend != "nccl":
-        p.error("--bf16 needs --backend nccl (the reference engine's bf16 is not the point here)")
+    bf16 = (args.precision or ("bf16" if args.backend == "nccl" else "fp32")) == "bf16"
     device = "cuda:0" if args.backend == "nccl" else "cpu"
-    ref = single_process(device, args.steps)
-    run = fsdp_run(args.backend, args.world, args.steps, bf16=args.bf16)
+    twin = args.backend == "nccl"
+    ref = single_process(device, args.steps, twin=twin)
+    run = fsdp_run(args.backend, args.world, args.steps, bf16=bf16)
     got = run["losses"]
-    mode = "bf16" if args.bf16 else "fp32"
-    print(f"{KIND} FSDP2 {args.backend} x{args.world} {mode}: losses {[f'{v:.6f}' for v in got]}")
-    print(f"{KIND} single process fp32:  losses {[f'{v:.6f}' for v in ref]}")
+    mode = "bf16 compute, fp32 parameters" if bf16 else "fp32"
+    print(f"{KIND} FSDP2 {args.backend} x{args.world} ({mode}): losses {[f'{v:.6f}' for v in got]}")
+    print(f"{KIND} single process, {'PyTorch twin' if twin else 'same block'} in fp32: losses "
+          f"{[f'{v:.6f}' for v in ref]}")
     for r in run["ranks"]:
         print(f"  rank {r['rank']}: {r['device']}, outputs on {r['output_devices']}, "
               f"{r['local_params']} parameters held, {r['cached_graphs']} graphs cached, "
               f"{r['fallbacks']} fallbacks")
-    why = compare_losses(got, ref, args.backend, args.bf16)
+    why = torch_ddp.compare_losses(got, ref, args.backend, bf16)
     print("MATCH" if why is None else f"DIFFER: {why}")
     return 0 if why is None else 1
 

@@ -4,20 +4,20 @@
 # scripts/gpu-check.sh does with TORCH_ONLY=1 (same build tree, same configure line), then runs
 # the multi-GPU work, most important first, within a time budget:
 #   dist_tests    python/tests/test_torch_distributed.py: DDP (transformer, resnet) and FSDP2
-#                 (fp32, bf16) over 2 GPUs with NCCL against one GPU, every op on cuda:0 and
+#                 (bf16 compute) over 2 GPUs with NCCL against one GPU, every op on cuda:0 and
 #                 cuda:1 in one process, and the gloo CPU runs
 #   stream_tests  python/tests/test_torch_streams.py (every op family under torch.cuda.device(1)
 #                 and on side streams of both GPUs) and test_torch_runtime.py (streams, threads,
 #                 CUDA graphs, two devices)
 #   ddp_bench     examples/torch_ddp.py --bench: per-GPU DDP step time vs one GPU on half the
 #                 batch (target ratio <= 1.15)
-#   fsdp_bf16, fsdp_fp32, ddp_nccl   the examples' own printouts (losses, per-rank devices,
-#                 parameters held, graphs cached)
+#   fsdp_nccl, ddp_nccl   the examples' own printouts (losses, per-rank devices, parameters
+#                 held, graphs cached)
 # Prints a table, writes the logs under $OUT (at most 8 files: env.txt, build.log, table.txt,
 # dist_tests.log, stream_tests.log, ddp_bench.log, examples.log, logs.tgz).
 # Usage: bash scripts/two-gpu-check.sh [build-dir]   (default build/gpu, shared with gpu-check.sh)
 # Knobs (environment): SKIP_BUILD=1 (use the build tree as it is), BUDGET_S (default 540: the whole run, build included), STEPS (default
-# "dist_tests stream_tests ddp_bench fsdp_bf16 fsdp_fp32 ddp_nccl"), BENCH_ARGS (more arguments
+# "dist_tests stream_tests ddp_bench fsdp_nccl ddp_nccl"), BENCH_ARGS (more arguments
 # of torch_ddp.py --bench), PY (default python3).
 set -uo pipefail
 # NVLink multicast stays off in every process started here (and in the ones they spawn): on
@@ -31,7 +31,7 @@ out=${OUT:-$root/two-gpu-check-out}
 build=${1:-build/gpu}
 budget=${BUDGET_S:-540}
 py=${PY:-python3}  # the Python that holds torch
-steps=" ${STEPS:-dist_tests stream_tests ddp_bench fsdp_bf16 fsdp_fp32 ddp_nccl} "
+steps=" ${STEPS:-dist_tests stream_tests ddp_bench fsdp_nccl ddp_nccl} "
 mkdir -p "$out"
 start=$(date +%s)
 declare -A rc secs note
@@ -107,8 +107,7 @@ run stream_tests stream_tests.log 150 $pytest python/tests/test_torch_streams.py
 grep -E "FAILED|Error|SKIPPED" "$out/stream_tests.log" | head -30
 run ddp_bench ddp_bench.log 150 $py examples/torch_ddp.py --bench ${BENCH_ARGS:-}
 cat "$out/ddp_bench.log"
-run fsdp_bf16 examples.log 90 $py examples/torch_fsdp.py --backend nccl --bf16
-run fsdp_fp32 examples.log 90 $py examples/torch_fsdp.py --backend nccl
+run fsdp_nccl examples.log 90 $py examples/torch_fsdp.py --backend nccl
 run ddp_nccl examples.log 90 $py examples/torch_ddp.py --backend nccl
 grep -vE "^\s*$|Warning|warn" "$out/examples.log" | head -40
 
