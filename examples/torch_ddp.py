@@ -76,15 +76,14 @@ def single_process(kind, device, steps, lr=0.05, dtype=None):
 def _worker(rank, world, kind, backend, port, steps, result_path, lr, dtype):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
+    if backend == "nccl":
+        torch.cuda.set_device(rank)  # before the group: NCCL binds each rank to its GPU
     dist.init_process_group(backend, rank=rank, world_size=world)
+    ddp = model = None
     try:
         import dnngraph.torch  # noqa: F401  (the ops, in this process)
 
-        if backend == "nccl":
-            torch.cuda.set_device(rank)
-            device = f"cuda:{rank}"
-        else:
-            device = "cpu"
+        device = f"cuda:{rank}" if backend == "nccl" else "cpu"
         dtype = dtype or config(kind, device)[0]
         # Same seed: the same parameters on every rank.
         model, _ = torch_blocks.pair(kind, device, dtype, **config(kind, device)[1])

@@ -73,6 +73,8 @@ def _train(model, xs, ts, steps, lr, world):
 def _worker(rank, world, backend, port, steps, result_path, lr, bf16):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
+    if backend == "nccl":
+        torch.cuda.set_device(rank)  # before the group: NCCL binds each rank to its GPU
     dist.init_process_group(backend, rank=rank, world_size=world)
     model = opt = None
     try:
@@ -80,11 +82,8 @@ def _worker(rank, world, backend, port, steps, result_path, lr, bf16):
 
         from torch.distributed.device_mesh import init_device_mesh
 
-        if backend == "nccl":
-            torch.cuda.set_device(rank)
-            device, mesh = f"cuda:{rank}", init_device_mesh("cuda", (world,))
-        else:
-            device, mesh = "cpu", init_device_mesh("cpu", (world,))
+        device = f"cuda:{rank}" if backend == "nccl" else "cpu"
+        mesh = init_device_mesh("cuda" if backend == "nccl" else "cpu", (world,))
         # Same seed and sizes as the reference: the same parameters on every rank.
         model, _ = torch_blocks.pair(KIND, device, **torch_ddp.config(KIND, device)[1])
         local = sum(p.to_local().numel() for p in shard(model, mesh, bf16).parameters())
