@@ -75,12 +75,14 @@ else
 fi
 echo "build: rc=${rc[build]} (${secs[build]} s)"
 
-summary() {  # the line that says how a step went
+summary() {  # name, log, its first line of this step: the line that says how the step went
+  local pattern
   case "$1" in
-    *_tests) grep -E "[0-9]+ (passed|failed|error|skipped)" "$2" | tail -1 ;;
-    ddp_bench) grep -E "ratio|Error|error:" "$2" | tail -1 ;;
-    *) grep -E "^(MATCH|DIFFER)|Error" "$2" | tail -1 ;;
+    *_tests) pattern="[0-9]+ (passed|failed|error|skipped)" ;;
+    ddp_bench) pattern="ratio|Error|error:" ;;
+    *) pattern="^(MATCH|DIFFER)|Error" ;;
   esac
+  tail -n +"$3" "$2" | grep -E "$pattern" | tail -1 | cut -c1-160
 }
 
 run() {  # name, log, timeout, command...: runs within what is left of the budget
@@ -91,11 +93,11 @@ run() {  # name, log, timeout, command...: runs within what is left of the budge
   if [ "${rc[build]}" != 0 ]; then rc[$name]=n/a; note[$name]="not run: the build failed"; return; fi
   if [ "$left" -lt 30 ]; then rc[$name]=n/a; note[$name]="not run: out of time"; return; fi
   [ "$t" -gt "$left" ] && t=$left
-  local s=$(date +%s)
+  local s=$(date +%s) from=$(( $(cat "$out/$log" 2>/dev/null | wc -l) + 1 ))
   echo "==== $name: $* (timeout ${t} s)" >>"$out/$log"
   timeout "$t" env PYTHONPATH="$build/python" "$@" >>"$out/$log" 2>&1
   rc[$name]=$?; secs[$name]=$(( $(date +%s) - s ))
-  [ "${rc[$name]}" = 124 ] && note[$name]="TIMED OUT after ${t} s" || note[$name]=$(summary "$name" "$out/$log")
+  [ "${rc[$name]}" = 124 ] && note[$name]="TIMED OUT after ${t} s" || note[$name]=$(summary "$name" "$out/$log" "$from")
   echo "$name: rc=${rc[$name]} (${secs[$name]} s) ${note[$name]}"
 }
 
