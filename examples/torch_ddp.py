@@ -197,7 +197,8 @@ def _bench_worker(rank, world, port, sizes, iters, result_path):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    dist.init_process_group("nccl", rank=rank, world_size=world,
+                            device_id=torch.device("cuda", rank))
     ddp = None
     try:
         import dnngraph.torch  # noqa: F401
@@ -258,7 +259,8 @@ def main():
     args = p.parse_args()
     if args.bench:
         if torch.cuda.device_count() < args.world:
-            p.error(f"--bench needs {args.world} GPUs; this machine has {torch.cuda.device_count()}")
+            p.error(f"--bench needs {args.world} GPUs; this machine has "
+                    f"{torch.cuda.device_count()}")
         return bench({k: getattr(args, k) for k in BENCH_SIZES}, args.world, args.iters)
     device = "cuda:0" if args.backend == "nccl" else "cpu"
     dtype, sizes = config(args.kind, device)

@@ -124,7 +124,8 @@ def main():
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--precision", choices=["fp32", "bf16"],
-                   help="the forward and backward's dtype (default: fp32 with gloo, bf16 with nccl)")
+                   help="the forward and backward's dtype (default: fp32 with gloo, bf16 with "
+                   "nccl)")
     args = p.parse_args()
     bf16 = (args.precision or ("bf16" if args.backend == "nccl" else "fp32")) == "bf16"
     device = "cuda:0" if args.backend == "nccl" else "cpu"

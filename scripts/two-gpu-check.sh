@@ -16,9 +16,9 @@
 # Prints a table, writes the logs under $OUT (at most 8 files: env.txt, build.log, table.txt,
 # dist_tests.log, stream_tests.log, ddp_bench.log, examples.log, logs.tgz).
 # Usage: bash scripts/two-gpu-check.sh [build-dir]   (default build/gpu, shared with gpu-check.sh)
-# Knobs (environment): SKIP_BUILD=1 (use the build tree as it is), BUDGET_S (default 540: the whole run, build included), STEPS (default
-# "dist_tests stream_tests ddp_bench fsdp_nccl ddp_nccl"), BENCH_ARGS (more arguments
-# of torch_ddp.py --bench), PY (default python3).
+# Knobs (environment): SKIP_BUILD=1 (use the build tree as it is), BUDGET_S (default 540: the
+# whole run, build included), STEPS (default "dist_tests stream_tests ddp_bench fsdp_nccl
+# ddp_nccl"), BENCH_ARGS (more arguments of torch_ddp.py --bench), PY (default python3).
 set -uo pipefail
 # NVLink multicast stays off in every process started here (and in the ones they spawn): on
 # these shared hosts a program that uses it can take the GPUs out of service.

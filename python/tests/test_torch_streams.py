@@ -152,7 +152,8 @@ def reference(name, inputs, grads, out_grads):
 def check(name, got, want, dtype, device, what):
     assert len(got) == len(want), f"{name}: {len(got)} results, expected {len(want)}"
     for i, (a, b) in enumerate(zip(got, want)):
-        assert a.device == torch.device(device), f"{name} {what}: result {i} on {a.device}, not {device}"
+        assert a.device == torch.device(device), (
+            f"{name} {what}: result {i} on {a.device}, not {device}")
         scale = 1 if i == 0 else 4  # gradients: longer sums
         assert_close(a, b.to(a.device), dtype, str(a.device), scale=scale)
 
