@@ -63,7 +63,9 @@ else
     -DDNNGRAPH_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v $py)" \
     >"$out/build.log" 2>&1
   [ -d "$build/torch" ] && targets="$targets dnngraph_torch"  # configured when torch imports
-  cmake --build "$build" -j"$(nproc)" --target $targets >>"$out/build.log" 2>&1
+  # Bounded too: the whole script ends within the budget.
+  timeout $(( budget - ($(date +%s) - start) - 30 )) \
+    cmake --build "$build" -j"$(nproc)" --target $targets >>"$out/build.log" 2>&1
   rc[build]=$?
 fi
 secs[build]=$(( $(date +%s) - s )); order+=(build)
