@@ -71,11 +71,14 @@ fi
 secs[build]=$(( $(date +%s) - s )); order+=(build)
 lib="$build/python/dnngraph/torch/libdnngraph_torch.so"
 if [ "${rc[build]}" != 0 ] || [ ! -f "$lib" ]; then
-  note[build]="FAILED (no $lib?)"; grep -E "error|FAILED" "$out/build.log" | head -40
+  [ "${rc[build]}" = 0 ] && rc[build]=1
+  note[build]="FAILED (rc ${rc[build]}; $lib built: $([ -f "$lib" ] && echo yes || echo no))"
+  grep -E "error|FAILED" "$out/build.log" | head -40
 else
   note[build]="$targets"
 fi
 echo "build: rc=${rc[build]} (${secs[build]} s)"
+pypath=$(cd "$build" 2>/dev/null && pwd)/python  # absolute: the spawned processes inherit it
 
 summary() {  # name, log, its first line of this step: the line that says how the step went
   local pattern
@@ -97,7 +100,7 @@ run() {  # name, log, timeout, command...: runs within what is left of the budge
   [ "$t" -gt "$left" ] && t=$left
   local s=$(date +%s) from=$(( $(cat "$out/$log" 2>/dev/null | wc -l) + 1 ))
   echo "==== $name: $* (timeout ${t} s)" >>"$out/$log"
-  timeout "$t" env PYTHONPATH="$build/python" "$@" >>"$out/$log" 2>&1
+  timeout "$t" env PYTHONPATH="$pypath" "$@" >>"$out/$log" 2>&1
   rc[$name]=$?; secs[$name]=$(( $(date +%s) - s ))
   [ "${rc[$name]}" = 124 ] && note[$name]="TIMED OUT after ${t} s" || note[$name]=$(summary "$name" "$out/$log" "$from")
   echo "$name: rc=${rc[$name]} (${secs[$name]} s) ${note[$name]}"
@@ -106,16 +109,17 @@ run() {  # name, log, timeout, command...: runs within what is left of the budge
 
 pytest="$py -m pytest -q -p no:cacheprovider -rfEs"
 run dist_tests dist_tests.log 240 $pytest -s python/tests/test_torch_distributed.py
-grep -E "^(PASSED|FAILED|SKIPPED)|DDP |FSDP2 |losses|Error|assert" "$out/dist_tests.log" | head -40
+show() { [ -f "$out/$1" ] && grep -E "$2" "$out/$1" | head -"${3:-40}"; }
+show dist_tests.log "^(PASSED|FAILED|SKIPPED)|DDP |FSDP2 |losses|Error|assert"
 run stream_tests stream_tests.log 150 $pytest python/tests/test_torch_streams.py python/tests/test_torch_runtime.py
-grep -E "FAILED|Error|SKIPPED" "$out/stream_tests.log" | head -30
+show stream_tests.log "FAILED|Error|SKIPPED" 30
 # A measurement: an op that falls back is counted and reported there rather than raising.
 run ddp_bench ddp_bench.log 150 env DNNGRAPH_TORCH_FALLBACK=warn $py examples/torch_ddp.py --bench \
   ${BENCH_ARGS:-}
-cat "$out/ddp_bench.log"
+show ddp_bench.log "."
 run fsdp_nccl examples.log 90 $py examples/torch_fsdp.py --backend nccl
 run ddp_nccl examples.log 90 $py examples/torch_ddp.py --backend nccl
-grep -vE "^\s*$|Warning|warn" "$out/examples.log" | head -40
+show examples.log "^(====|transformer|resnet|  rank|MATCH|DIFFER)|Error"
 
 {
   echo "---- two-GPU check ($gpus GPUs, $(( $(date +%s) - start )) s of $budget)"
