@@ -4,11 +4,13 @@ non-default stream of cuda:0 and of cuda:1, and on cuda:1's side stream while cu
 current device.
 
 The check is by ordering, not by timing: the expected stream is held closed by a spinning
-kernel (``torch.cuda._sleep``), the op's inputs (poisoned with NaN) are written behind it on
-that stream, then the op runs and a CUDA event is recorded on the expected stream. The event is
-still pending when the call returns (the op did not make the host wait for the stream), and
-once it completes the results equal those of the same op run ungated: an op that ran on any
-other stream would have read the NaN inputs. Outputs and gradients are on the inputs' device.
+kernel (``torch.cuda._sleep``), the op's inputs (NaN until then) are written behind it on that
+stream and a CUDA event is recorded there; then the op runs and a second event is recorded on
+the expected stream. The first event is still pending when the call returns (the op did not
+make the host wait for the GPU), and once the second completes the results equal those of the
+same op run ungated: an op that ran on any other stream would have read the NaN inputs.
+Outputs and gradients are on the inputs' device. Two controls show the check failing: a
+layer_norm run on another stream, and one that synchronizes the device.
 
 The single-device cases need CUDA; those on cuda:1 need 2 GPUs. On the CPU, the cases are
 checked against torch (the same functions the GPU checks call)."""
@@ -141,9 +143,8 @@ def _leaves(tensors, grads):
     return [t.detach().clone().requires_grad_(g) for t, g in zip(tensors, grads)]
 
 
-def reference(name, inputs, grads, out_grads):
-    """torch's results in fp32 (or the inputs' wider dtype) on the same inputs."""
-    _, _, ref = CASES[name]
+def reference(ref, inputs, grads, out_grads):
+    """torch's results (ref) in fp32 on the same inputs."""
     wide = [t.detach().float() for t in inputs]
     res, _ = forward_backward(ref, _leaves(wide, grads), grads, [g.float() for g in out_grads])
     return res
@@ -165,18 +166,20 @@ def test_cases_match_torch_on_cpu(name):
     inputs, grads, dtype = make("cpu")
     inputs = _tables(name, inputs)
     got, out_grads = forward_backward(ours, _leaves(inputs, grads), grads)
-    check(name, got, reference(name, inputs, grads, out_grads), dtype, "cpu", "on the CPU")
+    check(name, got, reference(CASES[name][2], inputs, grads, out_grads), dtype, "cpu",
+          "on the CPU")
 
 
-def _gated_run(name, device, stream, setting):
-    """The case on `device` under `setting` (a context manager factory), gated on `stream`."""
-    make, ours, _ = CASES[name]
+def _gated_run(name, device, stream, setting, case=None):
+    """The case (CASES[name] unless given) on `device` under `setting` (a context manager
+    factory), gated on `stream`."""
+    make, ours, ref = case or CASES[name]
     inputs, grads, dtype = make(device)
     inputs = _tables(name, inputs)
     with setting():  # warm: the graphs built and cached, the expected results
         want, out_grads = forward_backward(ours, _leaves(inputs, grads), grads)
     torch.cuda.synchronize(device)  # those were made on the setting's stream
-    check(name, want, reference(name, inputs, grads, out_grads), dtype, device, "ungated")
+    check(name, want, reference(ref, inputs, grads, out_grads), dtype, device, "ungated")
     torch.cuda.synchronize(device)
     sources = [t.detach() for t in inputs] + [g.detach() for g in out_grads]
     with torch.cuda.device(stream.device), torch.cuda.stream(stream):
@@ -185,17 +188,19 @@ def _gated_run(name, device, stream, setting):
         torch.cuda._sleep(GATE_CYCLES)  # the gate
         for s, t in zip(staged, sources):
             s.copy_(t)  # behind the gate
+        opened = torch.cuda.Event()
+        opened.record(stream)  # completes once the gate has opened and the inputs are written
     n = len(inputs)
     leaves = [t.requires_grad_(g) for t, g in zip(staged[:n], grads)]
     with setting():
         got, _ = forward_backward(ours, leaves, grads, staged[n:] or None)
+    still_closed = not opened.query()
     done = torch.cuda.Event()
-    done.record(stream)
-    pending = not done.query()
+    done.record(stream)  # after the op's work, if it went to this stream
     done.synchronize()
-    assert pending, (
-        f"{name}: the work was done when the call returned, before the gate on {stream} opened: "
-        "the op made the host wait for the GPU (or enqueuing took longer than the gate)")
+    assert still_closed, (
+        f"{name}: the gate on {stream} had opened when the call returned: the op made the host "
+        "wait for the GPU (or enqueuing took longer than the gate)")
     check(name, got, want, dtype, device, f"on {stream} behind the gate")
 
 
@@ -245,3 +250,28 @@ def test_tensors_on_cuda1_under_device_0(name):
     """The tensors' device wins over the current device: cuda:1's default stream."""
     _gated_run(name, "cuda:1", torch.cuda.default_stream(1), lambda: torch.cuda.device(0))
 
+
+
+# Controls: the check fails for work on another stream and for a call that waits for the GPU.
+def _layer_norm_on_another_stream(x, w, b):
+    with torch.cuda.stream(torch.cuda.Stream(device=x.device)):
+        return (TF.layer_norm(x, [64], w, b),)
+
+
+def _layer_norm_then_a_device_sync(x, w, b):
+    y = TF.layer_norm(x, [64], w, b)
+    torch.cuda.synchronize(x.device)
+    return (y,)
+
+
+@needs_cuda
+@pytest.mark.parametrize("op, error", [
+    (_layer_norm_on_another_stream, "Mismatched elements|nan"),
+    (_layer_norm_then_a_device_sync, "the op made the host wait"),
+], ids=["another_stream", "device_sync"])
+def test_the_check_catches_wrong_work(op, error):
+    case = (lambda d: _make([(4, 8, 64), (64,), (64,)], d, grads=[False] * 3), op,
+            lambda x, w, b: (TF.layer_norm(x, [64], w, b),))
+    s = _side_stream(0)
+    with pytest.raises(AssertionError, match=error):
+        _gated_run("control", "cuda:0", s, lambda: torch.cuda.stream(s), case)
