@@ -1,7 +1,7 @@
 """dnngraph.torch ops run on the device of their tensors and on that device's current stream:
 every op family (forward and backward, and an out= form) under ``torch.cuda.device(1)``, on a
-non-default stream of cuda:0 and of cuda:1, and on cuda:1's side stream while cuda:0 is the
-current device.
+non-default stream of cuda:0 and of cuda:1, on cuda:1's side stream while cuda:0 is the current
+device, and (two families) on cuda:1 tensors under ``torch.cuda.device(0)``.
 
 The check is by ordering, not by timing: the expected stream is held closed by a spinning
 kernel (``torch.cuda._sleep``), the op's inputs (NaN until then) are written behind it on that
