@@ -99,16 +99,20 @@ Status Graph::build_plans(BuildPlanPolicy policy) {
   // HEURISTICS_CHOICE restores the plan a build of the same graph with the same heuristics
   // modes stored, in this process or an earlier one, instead of compiling it (the heuristics
   // and support checks before it have run; the restored graph holds that one candidate, as
-  // after build()). Not with a kernel cache or a deviceless handle, as in build().
+  // after build()), and only when the stored plan is the candidate this call would build
+  // first. Not for candidates made by engine and knobs (create_execution_plan: the key names
+  // heuristics modes), a kernel cache or a deviceless handle (as in build()).
   PlanCache* cache = nullptr;
   Engine* engine = state_->engine;
   const HandlePtr handle = state_->handle;
   std::string key;
   if (policy == BuildPlanPolicy::HeuristicsChoice && state_->stage >= Stage::Checked &&
-      state_->selected < 0 && engine && engine->loads_plans() && handle && !handle->target() &&
-      !state_->kernel_cache && (cache = PlanCache::global())) {
+      state_->selected < 0 && !state_->supported.empty() && !state_->by_engine && engine &&
+      engine->loads_plans() && handle && !handle->target() && !state_->kernel_cache &&
+      (cache = PlanCache::global())) {
     key = plan_cache_key(*engine, *handle, state_->settings.modes, "heuristics_choice");
-    if (auto hit = cache->get(key); hit && !hit->plan.empty()) {
+    const std::string& first = state_->statuses[state_->supported.front()].info.name;
+    if (auto hit = cache->get(key); hit && !hit->plan.empty() && hit->engine_config == first) {
       Status s = restore_plan(handle, *engine, hit->plan);
       if (s) return s;
       cache->drop(key, detail::cat("the stored plan of graph '", name(),
@@ -190,6 +194,7 @@ void clear_candidates(PipelineState& st) {
   st.supported.clear();
   st.checked = 0;
   st.selected = -1;
+  st.by_engine = false;
 }
 }  // namespace
 
@@ -243,6 +248,7 @@ Status Graph::create_execution_plan(int64_t engine, const KnobChoices& knobs) {
     clear_candidates(*state_);
     state_->stage = Stage::Planned;
   }
+  state_->by_engine = true;
   for (const auto& have : state_->candidates)
     if (have->info().name == (*c)->info().name) return Status::ok();  // already a candidate
   state_->candidates.push_back(std::move(c).value());

@@ -196,6 +196,11 @@ class SerialLowered final : public LoweredGraph {
     for (int i = 0; i < 3; ++i) v.push_back(std::make_unique<SerialCandidate>(c_, i));
     return v;
   }
+  Result<int64_t> engine_count() override { return 3; }
+  Result<std::unique_ptr<Candidate>> engine_candidate(int64_t engine, const KnobChoices&) override {
+    return std::unique_ptr<Candidate>(
+        std::make_unique<SerialCandidate>(c_, static_cast<int>(engine)));
+  }
 
  private:
   Calls& c_;
@@ -359,6 +364,22 @@ TEST_F(CachedBuild, TheStepByStepFormUsesTheCache) {
   ASSERT_TRUE(e.check_support().is_ok());
   ASSERT_TRUE(e.build_plans().is_ok());
   EXPECT_EQ(engine.c.builds, 4);
+  // A candidate chosen by engine index: s2 is built, not the stored s1 restored, and not
+  // stored under the heuristics' key (a later build() still restores s1).
+  Graph f;
+  make(f, 11);
+  ASSERT_TRUE(f.build_operation_graph(h).is_ok());
+  ASSERT_TRUE(f.create_execution_plan(2).is_ok());
+  ASSERT_TRUE(f.check_support().is_ok());
+  ASSERT_TRUE(f.build_plans().is_ok());
+  EXPECT_EQ(engine.c.builds, 5);
+  EXPECT_EQ(engine.c.loads, 2);
+  EXPECT_EQ(f.get_workspace_size().value(), 24);  // candidate s2
+  Graph g;
+  make(g, 11);
+  ASSERT_TRUE(g.build(h).is_ok());
+  EXPECT_EQ(engine.c.loads, 3);
+  EXPECT_EQ(g.get_workspace_size().value(), 16);  // s1
 }
 
 TEST_F(CachedBuild, DisabledByTheEnvironmentAndForAll) {
