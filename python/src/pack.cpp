@@ -1,5 +1,6 @@
 // A variant pack's values checked against their tensors (data type, extent, layout, device)
 // and Python numbers encoded for pass-by-value tensors; convert() fills the C++ pack.
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -111,10 +112,6 @@ std::string join(const std::vector<int64_t>& v) {
   return s + (v.size() == 1 ? ",)" : ")");
 }
 
-// The array's layout against the tensor's: the same extents and strides once dims of extent
-// 1 (whose stride is never used) are dropped. Any layout that matches exactly is accepted, and
-// so is a flat contiguous 1-D array holding exactly the memory of a dense tensor (the raw
-// buffer idiom of cuDNN's frontend).
 // A ragged (THD) rank-4 tensor [b, h, s, d] is placed by its offsets, so serving code passes
 // the packed tokens: a flat contiguous array of any length, or [tokens, h, d] whose strides are
 // the tensor's token, head and element strides (unit dims dropped). Its extent is checked
@@ -122,19 +119,24 @@ std::string join(const std::vector<int64_t>& v) {
 bool ragged_layout_fits(const Buffer& b, const ir::TensorAttrs& t, int64_t esize) {
   if (!t.ragged_offset || t.dim.size() != 4 || t.stride.size() != 4) return false;
   if (b.shape.size() == 1 && (b.shape[0] <= 1 || b.strides[0] == esize)) return true;
-  std::vector<std::pair<int64_t, int64_t>> want, have;
+  std::vector<std::pair<int64_t, int64_t>> heads, have;  // (extent, stride) of h and d
+  for (size_t i : {size_t{1}, size_t{3}})
+    if (t.dim[i] != 1) heads.emplace_back(t.dim[i], t.stride[i]);
   for (size_t i = 0; i < b.shape.size(); ++i) {
     if (b.shape[i] == 1) continue;
     if (b.strides[i] % esize) return false;
     have.emplace_back(b.shape[i], b.strides[i] / esize);
   }
-  if (have.empty()) return true;                       // one element
-  want.emplace_back(have.front().first, t.stride[2]);  // the token dim: any number of tokens
-  for (size_t i : {size_t{1}, size_t{3}})
-    if (t.dim[i] != 1) want.emplace_back(t.dim[i], t.stride[i]);
-  return want == have;
+  if (have == heads) return true;  // one token
+  // The token dim first (any number of tokens), at the tensor's token stride.
+  return !have.empty() && have.front().second == t.stride[2] &&
+         std::equal(have.begin() + 1, have.end(), heads.begin(), heads.end());
 }
 
+// The array's layout against the tensor's: the same extents and strides once dims of extent
+// 1 (whose stride is never used) are dropped. Any layout that matches exactly is accepted, and
+// so is a flat contiguous 1-D array holding exactly the memory of a dense tensor (the raw
+// buffer idiom of cuDNN's frontend).
 void check_layout(const Buffer& b, const ir::TensorAttrs& t, int64_t esize,
                   const std::string& who) {
   if (ragged_layout_fits(b, t, esize)) return;

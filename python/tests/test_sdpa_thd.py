@@ -218,6 +218,27 @@ def test_buffers_of_the_token_total(handle, rng, form, unit_tokens):
     check_per_sequence(t, 8)
 
 
+@pytest.mark.parametrize("form", ["flat", "tokens", "torch"])
+def test_a_one_token_buffer(handle, rng, form):
+    # Decode of one sequence: Q and O hold one token ([1, h, d]), K and V five.
+    g, pack, t = thd_graph(handle, rng, [1], [5], 4, 8, 2, 8, True, bottom_right=True,
+                           exact=True, form=form)
+    build(g)
+    g.execute(pack, workspace_for(g))
+    check_per_sequence(t, 8, bottom_right=True)
+
+
+def test_heads_first_token_buffer_is_refused(handle, rng):
+    # [h, tokens, d] holds the tokens in another order than the tensor's token stride says.
+    g, pack, (q, _, _, _, _) = thd_graph(handle, rng, [5, 9, 3], [5, 9, 3], 12, 12, 2, 8, True,
+                                         exact=True)
+    Q = next(t for t in pack if getattr(t, "get_name", lambda: "")() == "Q")
+    pack[Q] = np.ascontiguousarray(q.buf.reshape(-1, 2, 8).transpose(1, 0, 2))
+    build(g)
+    with pytest.raises(ValueError, match=r"tensor 'Q' .* but the array has shape \(2, 17, 8\)"):
+        g.execute(pack, workspace_for(g))
+
+
 def test_chunked_prefill_buffers_of_the_token_total(handle, rng):
     g, pack, t = thd_graph(handle, rng, [4, 2, 3], [10, 6, 3], 4, 10, 2, 8, True,
                            bottom_right=True, exact=True, form="tokens")
