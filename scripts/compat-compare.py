@@ -52,6 +52,8 @@ def child(impl: str, name: str, out: str, iters: int) -> None:
             outs = {k: harness._np(v) if not isinstance(v, np.ndarray) else v.astype(np.float64)
                     for k, v in result.outputs.items()}
             np.savez(out + ".npz", **outs)
+            if result.notes:
+                facts["notes"] = {k: str(v) for k, v in result.notes.items()}
             try:
                 facts["ref_error"] = harness.check(result)
                 facts["status"] = "ok"
@@ -145,7 +147,7 @@ def main() -> None:
                                                                  base.get("PYTHONPATH")])))
     env_dg = dict(base, PYTHONPATH=os.pathsep.join(filter(None, [
         os.path.join(a.build, "python"), COMPAT, base.get("PYTHONPATH")])))
-    rows = []
+    rows, notes = [], []
     text = table(rows, len(names))
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
@@ -177,7 +179,12 @@ def main() -> None:
                          t(d, "first_run_ms", "ms"), t(f, "execute_us", "us"),
                          t(d, "execute_us", "us")])
             print(f"{name}: frontend {fmt(f)} | dnngraph {fmt(d)} | diff {diff}", flush=True)
-            text = table(rows, len(names))
+            for impl, x in (("frontend", f), ("dnngraph", d)):
+                if x.get("notes"):
+                    line = "; ".join(f"{k}: {v}" for k, v in x["notes"].items())
+                    notes.append(f"- {name}, {impl}: {line}")
+                    print(f"  {impl} notes: {line}", flush=True)
+            text = table(rows, len(names), notes)
             if a.markdown:  # after each program: a run cut short still leaves its rows
                 with open(a.markdown, "w") as out:
                     out.write(text + "\n")
@@ -185,7 +192,7 @@ def main() -> None:
     print(text)
 
 
-def table(rows: list, planned: int) -> str:
+def table(rows: list, planned: int, notes: list | None = None) -> str:
     head = ["program", "frontend", "dnngraph", "max rel diff", "same result",
             "frontend first run", "dnngraph first run", "frontend execute", "dnngraph execute"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -195,6 +202,8 @@ def table(rows: list, planned: int) -> str:
     lines.append(f"{agree} of {len(rows)} programs give the same result with both"
                  + (f" ({planned - len(rows)} of {planned} not run)." if len(rows) < planned
                     else "."))
+    if notes:  # what programs report beyond their outputs (e.g. build times)
+        lines += ["", "Notes:"] + notes
     return "\n".join(lines)
 
 

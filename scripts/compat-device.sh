@@ -7,12 +7,17 @@
 #                                     # scripts/compat-compare.py on every program  (~7 min)
 #   bash scripts/compat-device.sh 2   # the frontend's own tests, both libraries: the default
 #                                     # selection, then the wider SDPA one            (~8 min)
+#   bash scripts/compat-device.sh 3   # serving: the serve_* programs beside the frontend,
+#                                     # then scripts/compat-serve-latency.py (build latency
+#                                     # in fresh processes: plan cache cold and warm on disk,
+#                                     # dynamic shapes over 21 shapes)                (~5 min)
 #
-# Part 2 reuses part 1's build/gpu when the machine is still warm and builds it otherwise.
+# Parts 2 and 3 reuse part 1's build/gpu when the machine is still warm and build it otherwise.
 # Writes a few files to $OUT (the device tool returns at most 8): part 1 gpu_tests.log,
-# pytest.log, compat.md, summary.txt; part 2 table-default.txt, table-sdpa.txt, logs.tgz.
+# pytest.log, compat.md, summary.txt; part 2 table-default.txt, table-sdpa.txt, logs.tgz;
+# part 3 serve-compat.md, serve-latency.md, summary.txt.
 set -uo pipefail
-part=${1:?usage: bash scripts/compat-device.sh 1|2}
+part=${1:?usage: bash scripts/compat-device.sh 1|2|3}
 root=$(pwd)
 out=${OUT:-$root/compat-device-out}
 mkdir -p "$out"
@@ -43,8 +48,16 @@ case "$part" in
   (cd "$work" && tar czf "$out/logs.tgz" fs-default fs-sdpa 2>/dev/null)
   cat "$out"/table-*.txt
   ;;
+3)
+  [ -f build/gpu/python/dnngraph/__init__.py ] || gpu_check 0 >"$work/build.txt" 2>&1
+  serve=$(cd tests/compat/compat_programs && ls serve_*.py | sed 's/\.py$//' | paste -sd, -)
+  python3 scripts/compat-compare.py --build build/gpu --markdown "$out/serve-compat.md" \
+    --programs "$serve" 2>&1 | tee "$out/summary.txt"
+  python3 scripts/compat-serve-latency.py --build build/gpu --markdown "$out/serve-latency.md" \
+    2>&1 | tee -a "$out/summary.txt"
+  ;;
 *)
-  echo "usage: bash scripts/compat-device.sh 1|2" >&2
+  echo "usage: bash scripts/compat-device.sh 1|2|3" >&2
   exit 2
   ;;
 esac

@@ -77,7 +77,8 @@ class Graph : public ir::Graph {
   // candidate reports).
   Status check_support();
   // HeuristicsChoice builds the first supported candidate that builds (and nothing else);
-  // All builds them all.
+  // All builds them all. HeuristicsChoice on an engine that reloads plans (cuDNN) first asks
+  // the plan cache (plan_cache.hpp), under build()'s key, and restores what it holds.
   Status build_plans(BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice);
   // All five steps. With HeuristicsChoice on an engine that reloads plans (cuDNN), the plan
   // cache (plan_cache.hpp) is asked first and given the result.

@@ -174,7 +174,8 @@ void bind_op_sdpa(nb::class_<PyGraph>& cls) {
       "attn_scale * Q K^T [b, h_q, s_q, s_kv] FLOAT and returns the modified score, applied\n"
       "before the bias and the softmax (e.g. softcapping: cap * tanh(score / cap)). Tensors it\n"
       "reads besides the score (scalars, tables) are graph tensors. Not with the causal,\n"
-      "padding, band or ALiBi masks (docs/sdpa-score-mod.md).\n"
+      "band or ALiBi masks (docs/sdpa-score-mod.md); with seq_len_q / seq_len_kv the padding\n"
+      "mask applies after it.\n"
       "Returns (O, stats); stats (log-sum-exp, fp32) is None when is_inference.");
 
   frontend_form(cls, "sdpa", {"q", "k", "v"});

@@ -1,5 +1,6 @@
 // A variant pack's values checked against their tensors (data type, extent, layout, device)
 // and Python numbers encoded for pass-by-value tensors; convert() fills the C++ pack.
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -11,6 +12,7 @@
 
 #include <nanobind/ndarray.h>
 
+#include "dnngraph/ir/sdpa.hpp"
 #include "dnngraph/storage.hpp"
 #include "execute.hpp"
 
@@ -110,12 +112,34 @@ std::string join(const std::vector<int64_t>& v) {
   return s + (v.size() == 1 ? ",)" : ")");
 }
 
+// A ragged (THD) rank-4 tensor [b, h, s, d] is placed by its offsets, so serving code passes
+// the packed tokens: a flat contiguous array of any length, or [tokens, h, d] whose strides are
+// the tensor's token, head and element strides (unit dims dropped). Its extent is checked
+// against the offsets (check_ragged_extents).
+bool ragged_layout_fits(const Buffer& b, const ir::TensorAttrs& t, int64_t esize) {
+  if (!t.ragged_offset || t.dim.size() != 4 || t.stride.size() != 4) return false;
+  if (b.shape.size() == 1 && (b.shape[0] <= 1 || b.strides[0] == esize)) return true;
+  std::vector<std::pair<int64_t, int64_t>> heads, have;  // (extent, stride) of h and d
+  for (size_t i : {size_t{1}, size_t{3}})
+    if (t.dim[i] != 1) heads.emplace_back(t.dim[i], t.stride[i]);
+  for (size_t i = 0; i < b.shape.size(); ++i) {
+    if (b.shape[i] == 1) continue;
+    if (b.strides[i] % esize) return false;
+    have.emplace_back(b.shape[i], b.strides[i] / esize);
+  }
+  if (have == heads) return true;  // one token
+  // The token dim first (any number of tokens), at the tensor's token stride.
+  return !have.empty() && have.front().second == t.stride[2] &&
+         std::equal(have.begin() + 1, have.end(), heads.begin(), heads.end());
+}
+
 // The array's layout against the tensor's: the same extents and strides once dims of extent
 // 1 (whose stride is never used) are dropped. Any layout that matches exactly is accepted, and
 // so is a flat contiguous 1-D array holding exactly the memory of a dense tensor (the raw
 // buffer idiom of cuDNN's frontend).
 void check_layout(const Buffer& b, const ir::TensorAttrs& t, int64_t esize,
                   const std::string& who) {
+  if (ragged_layout_fits(b, t, esize)) return;
   if (b.shape.size() == 1 && (b.shape[0] <= 1 || b.strides[0] == esize)) {
     int64_t elements = 1;
     for (int64_t d : t.dim) elements *= d;
@@ -232,6 +256,7 @@ void check_bit_buffer(const Buffer& b, const ir::TensorAttrs& t, const std::stri
 }
 
 // Checks one value against its tensor (as built): device, element type, layout, memory size.
+// A ragged tensor's size is left to check_ragged_extents (its offsets place its sequences).
 void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) {
   // One element in whole bytes (a BOOLEAN scalar by value: one byte, 0 or 1; the sub-byte types
   // in memory are checked by check_bit_buffer / check_packed_buffer below).
@@ -264,7 +289,7 @@ void check_buffer(const Buffer& b, const ir::TensorAttrs& t, const Device& dev) 
          ": pass an array of the tensor's data type");
   if (b.has_layout && esize > 0) check_layout(b, t, esize, who());
   if (b.bytes == -2) fail(who() + ": the array's extent overflows");
-  if (b.bytes >= 0 && esize > 0) {
+  if (b.bytes >= 0 && esize > 0 && !(t.ragged_offset && t.dim.size() == 4)) {
     // Checked: a tensor edited after build may have dims whose byte extent leaves int64.
     const int64_t need = t.is_pass_by_value ? esize : t.storage_bytes().value_or(INT64_MAX);
     if (b.bytes < need)
@@ -302,6 +327,82 @@ std::string virtual_in_pack(const PyGraph& self, const ir::TensorAttrs* t) {
          "set_output(True) on it before build(), then pass an array for it";
 }
 
+// A ragged tensor's array whose size check_ragged_extents makes once the pack is read.
+struct RaggedArray {
+  const ir::TensorAttrs* t;
+  int64_t bytes;
+};
+
+// The pointer the pack binds to `uid` (this call's entries), or null.
+const void* bound(const Scratch& sc, int64_t uid) {
+  for (const auto& [u, p] : sc.entries)
+    if (u == uid) return p;
+  return nullptr;
+}
+
+// Element i of the [n,1,1,1] integer tensor `t` at `p`.
+int64_t int_at(const void* p, const ir::TensorAttrs& t, int64_t i) {
+  return static_cast<int64_t>(
+      load_element(p, t.data_type, i * (t.stride.empty() ? 1 : t.stride[0])));
+}
+
+// On the CPU a ragged (THD) tensor's array must hold every sequence where its offsets put it:
+// for each sequence i with rows_i > 0 (its SEQ_LEN), offset[i] x multiplier plus the span of
+// rows_i rows. Serving code allocates only the packed tokens (fewer than b x s_max), so that,
+// not the tensor's declared extent, is the bound. The offsets and lengths are host memory here,
+// already checked against their own tensors. Checked before anything runs, so a refused call
+// writes nothing. Lengths outside 1..s and negative offsets are left to the engine, which
+// refuses them naming the op.
+void check_ragged_extents(const PyGraph& self, const Scratch& sc,
+                          const std::vector<RaggedArray>& arrays) {
+  const ir::ValidatedGraphPtr snap = self.graph.validated();
+  const std::vector<ir::SdpaRaggedTensor> ragged =
+      snap ? ir::sdpa_ragged_tensors(snap->nodes()) : std::vector<ir::SdpaRaggedTensor>{};
+  for (const RaggedArray& a : arrays) {
+    const ir::TensorAttrs& t = *a.t;
+    const std::string who = "execute: tensor '" + t.name + "' (uid " + std::to_string(t.uid) + ")";
+    bool placed = false;
+    for (const ir::SdpaRaggedTensor& r : ragged) {
+      if (r.tensor->uid != t.uid) continue;
+      const void* off = bound(sc, r.offsets->uid);
+      const void* rows = r.rows ? bound(sc, r.rows->uid) : nullptr;
+      placed = true;
+      if (!off || (r.rows && !rows)) continue;  // execute names the missing tensor
+      for (int64_t i = 0; i < t.dim[0]; ++i) {
+        const int64_t n = std::min(rows ? int_at(rows, *r.rows, i) : t.dim[2], t.dim[2]);
+        const int64_t unit = int_at(off, *r.offsets, i);
+        int64_t start = 0, end = 0;
+        if (n < 1 || unit < 0) continue;
+        const std::optional<int64_t> span = ir::ragged_sequence_span(t, n);
+        const bool wraps = !span ||
+                           __builtin_mul_overflow(unit, t.ragged_offset_multiplier, &start) ||
+                           __builtin_add_overflow(start, *span, &end);
+        const std::optional<int64_t> need =
+            wraps ? std::nullopt : data_type_bytes(t.data_type, end);
+        if (need && a.bytes >= *need) continue;
+        const int64_t esize = data_type_bytes(t.data_type, 1).value_or(1);
+        fail(who + ": sequence " + std::to_string(i) + " starts at element " +
+             (wraps ? "(past int64)" : std::to_string(start)) + " (ragged offset " +
+             std::to_string(unit) + " x multiplier " + std::to_string(t.ragged_offset_multiplier) +
+             " of '" + r.offsets->name + "') and its " + std::to_string(n) + " rows (" +
+             (r.rows ? "'" + r.rows->name + "'" : "s") + ") reach element " +
+             (wraps ? "(past int64)" : std::to_string(end - 1)) + ", but the array holds " +
+             std::to_string(a.bytes / esize) + " elements (" + std::to_string(a.bytes) +
+             " bytes): pass an array that holds every sequence at its offset, or fix the ragged "
+             "offsets or the sequence lengths");
+      }
+    }
+    if (placed) continue;
+    // Not placed by an attention node of the graph as validated (edited since): the whole
+    // declared extent.
+    const int64_t need = t.storage_bytes().value_or(INT64_MAX);
+    if (a.bytes < need)
+      fail(who + " needs " + std::to_string(need) + " bytes (" + t.describe() +
+           ") but the array holds " + std::to_string(a.bytes) +
+           ": pass an array that holds the whole tensor");
+  }
+}
+
 }  // namespace
 
 // Fills sc.pack from the Python mapping (and checks every value against the tensor as the
@@ -329,6 +430,7 @@ Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const De
   if (sc.views.size() < n + 1) sc.views.resize(n + 1);
   sc.entries.clear();
   size_t n_scalars = 0;
+  std::vector<RaggedArray> ragged;  // allocates only for ragged tensors
 
   for (size_t k = 0; k < n; ++k) {
     PyObject* item = PyList_GET_ITEM(items, static_cast<Py_ssize_t>(k));
@@ -389,10 +491,13 @@ Converted convert(PyGraph& self, nb::handle pack, nb::handle workspace, const De
       const bool want_extent = dev.kind == Device::Kind::CPU && !t->is_pass_by_value;
       Buffer b = get_buffer(value, t->is_output, sc, Who{t, uid}, false, want_where, want_extent);
       check_buffer(b, *t, dev);
+      if (want_extent && t->ragged_offset && t->dim.size() == 4 && b.bytes >= 0)
+        ragged.push_back({t, b.bytes});
       ptr = b.ptr;
     }
     sc.entries.emplace_back(uid, ptr);
   }
+  if (!ragged.empty()) check_ragged_extents(self, sc, ragged);
   // Same uids as last time: overwrite in place; otherwise rebuild the map.
   bool same = sc.pack.size() == sc.entries.size();
   for (size_t i = 0; same && i < sc.entries.size(); ++i) {

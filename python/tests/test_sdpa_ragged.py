@@ -30,10 +30,11 @@ class Thd:
     declared as [b, h, s_max, d] with strides [s_max*h*d, d, h*d, 1]; the tokens of sequence i
     start at token cum[i]. Offsets count elements (unit = 1) or tokens (unit = h*d)."""
 
-    def __init__(self, lens, s_max, h, d, dtype=np.float32):
+    def __init__(self, lens, s_max, h, d, dtype=np.float32, exact=False):
         self.lens, self.s_max, self.h, self.d = list(lens), s_max, h, d
         self.cum = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        self.buf = np.empty(len(lens) * s_max * h * d, dtype=dtype)
+        tokens = int(self.cum[-1]) if exact else len(lens) * s_max  # exact: the token total
+        self.buf = np.empty(tokens * h * d, dtype=dtype)
         self.buf.fill(np.nan)  # poison: what is not a token stays NaN
 
     def fill(self, rng):
@@ -90,18 +91,14 @@ def set_ragged_output(g, t, thd, pack, name, io=F32, unit=None):
     pack[t] = thd.buf
 
 
-def stats_thd(lens, s_max, h):
-    return Thd(lens, s_max, h, 1)
-
-
 def run_forward(handle, rng, lens_q, lens_kv, sq, skv, hq, hk, d, causal=False, io=F32,
-                dtype=np.float32, unit=None, **kw):
+                dtype=np.float32, unit=None, exact=False, **kw):
     b = len(lens_q)
-    q = Thd(lens_q, sq, hq, d, dtype).fill(rng)
-    k = Thd(lens_kv, skv, hk, d, dtype).fill(rng)
-    v = Thd(lens_kv, skv, hk, d, dtype).fill(rng)
-    o = Thd(lens_q, sq, hq, d, dtype)
-    st = stats_thd(lens_q, sq, hq)
+    q = Thd(lens_q, sq, hq, d, dtype, exact).fill(rng)
+    k = Thd(lens_kv, skv, hk, d, dtype, exact).fill(rng)
+    v = Thd(lens_kv, skv, hk, d, dtype, exact).fill(rng)
+    o = Thd(lens_q, sq, hq, d, dtype, exact)
+    st = Thd(lens_q, sq, hq, 1, exact=exact)
     g = new_graph(handle, io)
     pack = {}
     Q, K, V = (ragged_tensor(g, n, t, pack, io, unit) for n, t in (("Q", q), ("K", k), ("V", v)))
@@ -149,13 +146,17 @@ def test_max_total_seq_len_accepted_and_checked(handle, rng):
         run_forward(handle, rng, [2, 3], [4, 1], 3, 4, 2, 2, 8, max_total_seq_len_q=4)
 
 
-def test_backward_against_dense_numpy(handle, rng):
+@pytest.mark.parametrize("exact", [False, True])
+def test_backward_against_dense_numpy(handle, rng, exact):
+    # exact: every buffer (Q, K, V, O, dO, Stats, dQ, dK, dV) holds only the packed tokens.
     lens_q, lens_kv, hq, hk, d = [4, 1, 5], [3, 6, 5], 4, 2, 8
     scale = 1.0 / math.sqrt(d)
     (q, k, v, o, st), b = run_forward(handle, rng, lens_q, lens_kv, 5, 6, hq, hk, d,
-                                      causal=True)
-    do = Thd(lens_q, 5, hq, d).fill(rng)
-    dq, dk, dv = Thd(lens_q, 5, hq, d), Thd(lens_kv, 6, hk, d), Thd(lens_kv, 6, hk, d)
+                                      causal=True, exact=exact)
+    assert q.buf.size == (10 if exact else 15) * hq * d
+    do = Thd(lens_q, 5, hq, d, exact=exact).fill(rng)
+    dq, dk, dv = (Thd(lens_q, 5, hq, d, exact=exact), Thd(lens_kv, 6, hk, d, exact=exact),
+                  Thd(lens_kv, 6, hk, d, exact=exact))
     g = new_graph(handle)
     pack = {}
     Q, K, V, O, DO = (ragged_tensor(g, n, t, pack) for n, t in
@@ -268,8 +269,10 @@ def test_offset_out_of_bounds_is_an_error(handle, rng):
     O.set_output(True).set_dim([2, 2, 4, 8]).set_stride([64, 8, 16, 1])
     pack[O] = out
     build(g)
-    with pytest.raises(Exception, match=r"Q 'Q': sequence 1 starts at element 80.*outside"):
+    with pytest.raises(ValueError, match=r"'Q' \(uid \d+\): sequence 1 starts at element 80 .*"
+                                         r"reach element 143, but the array holds 128 elements"):
         g.execute(pack, workspace_for(g))
+    assert np.all(np.isnan(out)), "a refused execute wrote the output"
     bad[1] = -1
     with pytest.raises(Exception, match=r"Q_RAGGED_OFFSET 'Q_ragged'\[1\] = -1"):
         g.execute(pack, workspace_for(g))

@@ -2,7 +2,8 @@
 against numpy: softcapping (cap * tanh(score / cap), its bprop through TANH_BWD on a tensor the
 forward callback saved, as the cuDNN frontend's Softcap helper does) in fp32 and bf16, a second
 modifier (a bias-like add of a scalar tensor plus a causal mask built from gen_index, with a
-bprop that zeroes the masked gradient), the refusals, and the JSON / serialize round trip."""
+bprop that zeroes the masked gradient), a softcap with the padding mask (sequence lengths), the
+refusals, and the JSON / serialize round trip."""
 
 import math
 
@@ -95,14 +96,29 @@ def outputs(pack, tensors, arrays_like, dt):
     return got
 
 
-def run(handle, q, k, v, do, scale, make_mods, io=F32):
+def seq_lens(g, pack, lens):
+    """seq_len_q / seq_len_kv keywords (the padding mask) for per-batch lengths (lq, lkv)."""
+    if lens is None:
+        return {}
+    kw = {}
+    for key, n in zip(("seq_len_q", "seq_len_kv"), lens):
+        a = np.asarray(n, np.int32).reshape(-1, 1, 1, 1)
+        t = g.tensor(name=key, dim=list(a.shape), stride=[1, 1, 1, 1],
+                     data_type=cudnn.data_type.INT32)
+        pack[t] = a
+        kw[key] = t
+    return kw
+
+
+def run(handle, q, k, v, do, scale, make_mods, io=F32, lens=None):
     """Forward then backward through dnngraph; make_mods(graph) -> (score_mod, score_mod_bprop,
-    {tensor: host value})."""
+    {tensor: host value}); lens: (seq_len_q, seq_len_kv) per batch item, the padding mask."""
     g = new_graph(handle, io)
     Q, K, V = (tensor(g, a, n, io) for a, n in zip((q, k, v), "QKV"))
     fwd, _, extra = make_mods(g)
     pack = {Q: q, K: k, V: v, **extra}
-    O, ST = g.sdpa(q=Q, k=K, v=V, is_inference=False, attn_scale=scale, score_mod=fwd)
+    O, ST = g.sdpa(q=Q, k=K, v=V, is_inference=False, attn_scale=scale, score_mod=fwd,
+                   **seq_lens(g, pack, lens))
     o, lse = outputs(pack, (O, ST), (q, np.zeros(q.shape[:3] + (1,), np.float32)), io)
     ST.set_data_type(F32)
     build(g)
@@ -115,7 +131,7 @@ def run(handle, q, k, v, do, scale, make_mods, io=F32):
     fwd, bprop, extra = make_mods(g)
     pack = {**dict(zip((Q, K, V, O, DO), arrays)), S: lse, **extra}
     grads = g.sdpa_backward(q=Q, k=K, v=V, o=O, dO=DO, stats=S, attn_scale=scale, score_mod=fwd,
-                            score_mod_bprop=bprop)
+                            score_mod_bprop=bprop, **seq_lens(g, pack, lens))
     got = outputs(pack, grads, (q, k, v), io)
     build(g)
     g.execute(pack, workspace_for(g))
@@ -238,16 +254,54 @@ def test_mask_combinations_refused(handle, kw, words):
         g.validate()
 
 
-def test_padding_mask_refused(handle):
+def padded_reference(q, k, v, do, scale, mod, dmod, lens_q, lens_kv):
+    """fp64 per batch item on its first lens_q queries and lens_kv keys; padded query rows give
+    O = 0, stats -inf and dQ = 0; keys past lens_kv get dK = dV = 0."""
+    o, dq = np.zeros(q.shape), np.zeros(q.shape)
+    lse = np.full(q.shape[:3] + (1,), -np.inf)
+    dk, dv = np.zeros(k.shape), np.zeros(v.shape)
+    for i, (lq, lkv) in enumerate(zip(lens_q, lens_kv)):
+        r = reference(q[i:i + 1, :, :lq], k[i:i + 1, :, :lkv], v[i:i + 1, :, :lkv],
+                      do[i:i + 1, :, :lq], scale, mod, dmod)
+        for out, part, n in zip((o, lse, dq, dk, dv), r, (lq, lq, lq, lkv, lkv)):
+            out[i, :, :n] = part[0]
+    return o, lse, dq, dk, dv
+
+
+@pytest.mark.parametrize("lens_q,lens_kv", [([5, 3, 1], [7, 4, 6]), ([1, 1, 1], [7, 3, 5])])
+def test_softcap_with_the_padding_mask(handle, rng, lens_q, lens_kv):
+    # The frontend's modifier programs give seq_len_q / seq_len_kv with score_mod (a softcap);
+    # the second case is decode (one query per sequence).
+    b, h, sq, skv, d, cap = 3, 2, 5, 7, 8, 2.0
+    scale = 1.0 / math.sqrt(d)
+    q, k, v, do = inputs(rng, b, h, sq, skv, d, np.float32)
+    got = run(handle, q, k, v, do, scale, softcap_mods(cap), lens=(lens_q, lens_kv))
+    ref = padded_reference(q, k, v, do, scale, *softcap_ref(cap), lens_q, lens_kv)
+    for name, a, r in zip(("O", "stats", "dQ", "dK", "dV"), got, ref):
+        a = np.asarray(a, np.float64)
+        live = np.isfinite(r)
+        assert_close(a[live], r[live], rtol=1e-5, atol=1e-6), name
+        assert np.array_equal(a[~live], r[~live]), name + ": padded rows"
+    # Both masks matter: the padding (keys past lens_kv left out) and the cap.
+    plain = padded_reference(q, k, v, do, scale, lambda s: s, lambda s, dt: dt, lens_q, lens_kv)
+    assert not np.allclose(got[0], plain[0], rtol=1e-2, atol=1e-2)
+    full = reference(q, k, v, do, scale, *softcap_ref(cap))
+    n = lens_q[1]  # item 1 has keys past its length
+    assert not np.allclose(got[0][1, :, :n], full[0][1, :, :n], rtol=1e-2, atol=1e-2)
+
+
+def test_padding_mask_and_modifier_validate_with_paged_kv(handle):
+    # Paged decode with a modifier, as the frontend's flexible-graph program: page tables and
+    # sequence lengths without use_padding_mask=True.
     g, Q, K, V = modifier_graph(handle)
-    lens = g.tensor(name="lens", dim=[1, 1, 1, 1], stride=[1, 1, 1, 1],
-                    data_type=cudnn.data_type.INT32)
-    O, _ = g.sdpa(q=Q, k=K, v=V, is_inference=True, use_padding_mask=True, seq_len_q=lens,
-                  seq_len_kv=lens, score_mod=lambda gr, s: gr.mul(s, 0.5))
+    I32 = cudnn.data_type.INT32
+    lens = g.tensor(name="lens", dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=I32)
+    table = g.tensor(name="table", dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=I32)
+    O, _ = g.sdpa(q=Q, k=K, v=V, is_inference=True, seq_len_q=lens, seq_len_kv=lens,
+                  paged_attention_k_table=table, paged_attention_v_table=table,
+                  score_mod=lambda gr, s: gr.mul(s, 0.5))
     O.set_output(True)
-    with pytest.raises(cudnn.cudnnGraphNotSupportedError,
-                       match=r"cannot be combined with the padding mask"):
-        g.validate()
+    g.validate()
 
 
 def test_bad_modifiers_are_clear_errors(handle):

@@ -3,12 +3,15 @@
 ragged offsets, not the batch stride, place each sequence), in the frontend's keyword forms
 (tensor(ragged_offset=...) for inputs, set_ragged_offset on outputs). Numbers against an fp64
 attention computed per sequence here; outputs poisoned and checked untouched past the tokens;
-overlap rules checked per sequence at validate and between sequences at execute."""
+overlap rules checked per sequence at validate and between sequences at execute. Buffers
+holding exactly the packed tokens (what serving code allocates) are checked against the
+offsets and lengths at execute, before anything runs."""
 
 import math
 
 import numpy as np
 import pytest
+import torch
 
 import dnngraph as cudnn
 from conftest import assert_close, build, workspace_for
@@ -33,12 +36,14 @@ def attend_one(q, k, v, scale, causal_bottom_right=False):
 
 class Packed:
     """b sequences of `lens` tokens, h heads of width d, packed one after another (token t of
-    the batch at element t*h*d) in a buffer of b*s_max tokens, NaN past the tokens."""
+    the batch at element t*h*d) in a buffer of b*s_max tokens, NaN past the tokens; exact: a
+    buffer of the token total only."""
 
-    def __init__(self, lens, s_max, h, d):
+    def __init__(self, lens, s_max, h, d, exact=False):
         self.lens, self.s_max, self.h, self.d = list(lens), s_max, h, d
         self.cum = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        self.buf = np.full(len(lens) * s_max * h * d, np.nan, dtype=np.float32)
+        tokens = int(self.cum[-1]) if exact else len(lens) * s_max
+        self.buf = np.full(tokens * h * d, np.nan, dtype=np.float32)
 
     def fill(self, rng):
         n = int(self.cum[-1]) * self.h * self.d
@@ -70,37 +75,46 @@ def int_input(g, pack, name, a):
     return t
 
 
-def thd_input(g, pack, name, p, unit):
+def as_given(p, form):
+    """The packed buffer as serving code passes it: flat, [tokens, h, d] or a torch tensor."""
+    if form == "flat":
+        return p.buf
+    tokens = p.buf.reshape(-1, p.h, p.d)
+    return torch.from_numpy(tokens) if form == "torch" else tokens
+
+
+def thd_input(g, pack, name, p, unit, form="flat"):
     r = int_input(g, pack, name + "_ragged", p.offsets(unit))
     t = g.tensor(name=name, dim=p.dims(), stride=p.strides(), data_type=F32, ragged_offset=r,
                  ragged_offset_multiplier=unit)
-    pack[t] = p.buf
+    pack[t] = as_given(p, form)
     return t
 
 
-def thd_output(g, pack, t, name, p, unit, offsets=None):
+def thd_output(g, pack, t, name, p, unit, offsets=None, form="flat"):
     off = p.offsets(unit) if offsets is None else offsets
     t.set_output(True).set_dim(p.dims()).set_stride(p.strides()).set_data_type(F32)
     t.set_ragged_offset(int_input(g, pack, name + "_ragged", off))
     t.set_ragged_offset_multiplier(unit)
-    pack[t] = p.buf
+    pack[t] = as_given(p, form)
 
 
 def thd_graph(handle, rng, lens_q, lens_kv, sq, skv, h, d, unit_tokens, bottom_right=False,
-              o_offsets=None):
-    q = Packed(lens_q, sq, h, d).fill(rng)
-    k = Packed(lens_kv, skv, h, d).fill(rng)
-    v = Packed(lens_kv, skv, h, d).fill(rng)
-    o, st = Packed(lens_q, sq, h, d), Packed(lens_q, sq, h, 1)
+              o_offsets=None, exact=False, form="flat"):
+    q = Packed(lens_q, sq, h, d, exact).fill(rng)
+    k = Packed(lens_kv, skv, h, d, exact).fill(rng)
+    v = Packed(lens_kv, skv, h, d, exact).fill(rng)
+    o, st = Packed(lens_q, sq, h, d, exact), Packed(lens_q, sq, h, 1, exact)
     g, pack = fp32_graph(handle), {}
     unit = h * d if unit_tokens else 1
-    Q, K, V = (thd_input(g, pack, n, p, unit) for n, p in (("Q", q), ("K", k), ("V", v)))
+    Q, K, V = (thd_input(g, pack, n, p, unit, form)
+               for n, p in (("Q", q), ("K", k), ("V", v)))
     O, ST = g.sdpa(Q, K, V, attn_scale=1.0 / math.sqrt(d), generate_stats=True,
                    use_padding_mask=True, use_causal_mask_bottom_right=bottom_right,
                    seq_len_q=int_input(g, pack, "seq_q", lens_q),
                    seq_len_kv=int_input(g, pack, "seq_kv", lens_kv), name="sdpa_thd")
-    thd_output(g, pack, O, "O", o, unit, o_offsets)
-    thd_output(g, pack, ST, "Stats", st, h if unit_tokens else 1)
+    thd_output(g, pack, O, "O", o, unit, o_offsets, form)
+    thd_output(g, pack, ST, "Stats", st, h if unit_tokens else 1, form=form)
     return g, pack, (q, k, v, o, st)
 
 
@@ -185,5 +199,77 @@ def test_offsets_past_the_buffer_fail_at_execute(handle, rng):
     g, pack, _ = thd_graph(handle, rng, [5, 9, 3], [5, 9, 3], 12, 12, 2, 8, True,
                            o_offsets=bad)
     build(g)
-    with pytest.raises(ValueError, match="'sdpa_thd::O': sequence 2 starts at element 640"):
+    with pytest.raises(ValueError, match=r"'sdpa_thd::O' \(uid \d+\): sequence 2 starts at "
+                                         r"element 640 \(ragged offset 40 x multiplier 16 of "
+                                         r"'O_ragged'\) and its 3 rows \('seq_q'\) reach "
+                                         r"element 687, but the array holds 576 elements"):
         g.execute(pack, workspace_for(g))
+
+
+@pytest.mark.parametrize("form", ["flat", "tokens", "torch"])
+@pytest.mark.parametrize("unit_tokens", [False, True])
+def test_buffers_of_the_token_total(handle, rng, form, unit_tokens):
+    # 5 + 9 + 3 = 17 tokens in each buffer, not 3 x 12: what serving code allocates.
+    g, pack, t = thd_graph(handle, rng, [5, 9, 3], [5, 9, 3], 12, 12, 2, 8, unit_tokens,
+                           exact=True, form=form)
+    assert t[3].buf.size == 17 * 2 * 8
+    build(g)
+    g.execute(pack, workspace_for(g))
+    check_per_sequence(t, 8)
+
+
+@pytest.mark.parametrize("form", ["flat", "tokens", "torch"])
+def test_a_one_token_buffer(handle, rng, form):
+    # Decode of one sequence: Q and O hold one token ([1, h, d]), K and V five.
+    g, pack, t = thd_graph(handle, rng, [1], [5], 4, 8, 2, 8, True, bottom_right=True,
+                           exact=True, form=form)
+    build(g)
+    g.execute(pack, workspace_for(g))
+    check_per_sequence(t, 8, bottom_right=True)
+
+
+def test_heads_first_token_buffer_is_refused(handle, rng):
+    # [h, tokens, d] holds the tokens in another order than the tensor's token stride says.
+    g, pack, (q, _, _, _, _) = thd_graph(handle, rng, [5, 9, 3], [5, 9, 3], 12, 12, 2, 8, True,
+                                         exact=True)
+    Q = next(t for t in pack if getattr(t, "get_name", lambda: "")() == "Q")
+    pack[Q] = np.ascontiguousarray(q.buf.reshape(-1, 2, 8).transpose(1, 0, 2))
+    build(g)
+    with pytest.raises(ValueError, match=r"tensor 'Q' .* but the array has shape \(2, 17, 8\)"):
+        g.execute(pack, workspace_for(g))
+
+
+def test_chunked_prefill_buffers_of_the_token_total(handle, rng):
+    g, pack, t = thd_graph(handle, rng, [4, 2, 3], [10, 6, 3], 4, 10, 2, 8, True,
+                           bottom_right=True, exact=True, form="tokens")
+    build(g)
+    g.execute(pack, workspace_for(g))
+    check_per_sequence(t, 8, bottom_right=True)
+
+
+@pytest.mark.parametrize("form", ["flat", "torch"])
+def test_offset_past_a_token_total_buffer_is_refused(handle, rng, form):
+    # O's last sequence moved one token on: its 3 rows end one token past the 17-token buffer.
+    bad = np.array([0, 5, 15, 18], np.int32).reshape(-1, 1, 1, 1)
+    g, pack, (_, _, _, o, st) = thd_graph(handle, rng, [5, 9, 3], [5, 9, 3], 12, 12, 2, 8, True,
+                                          o_offsets=bad, exact=True, form=form)
+    build(g)
+    with pytest.raises(ValueError, match=r"'sdpa_thd::O' \(uid \d+\): sequence 2 starts at "
+                                         r"element 240 .* reach element 287, but the array "
+                                         r"holds 272 elements \(1088 bytes\)"):
+        g.execute(pack, workspace_for(g))
+    assert np.all(np.isnan(o.buf)) and np.all(np.isnan(st.buf)), "a refused execute wrote"
+
+
+def test_lengths_past_a_token_total_buffer_are_refused(handle, rng):
+    # seq_len_q says 4 tokens for the last sequence; the buffers hold its 3.
+    g, pack, (_, _, _, o, st) = thd_graph(handle, rng, [5, 9, 3], [5, 9, 3], 12, 12, 2, 8, True,
+                                          exact=True)
+    seq_q = next(t for t in pack if getattr(t, "get_name", lambda: "")() == "seq_q")
+    pack[seq_q] = np.array([5, 9, 4], np.int32).reshape(-1, 1, 1, 1)
+    build(g)
+    with pytest.raises(ValueError, match=r"'Q' \(uid \d+\): sequence 2 .* its 4 rows "
+                                         r"\('seq_q'\) reach element 287, but the array holds "
+                                         r"272 elements"):
+        g.execute(pack, workspace_for(g))
+    assert np.all(np.isnan(o.buf)) and np.all(np.isnan(st.buf)), "a refused execute wrote"

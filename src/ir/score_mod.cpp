@@ -162,13 +162,15 @@ Status infer_score_mods(Node& n, const SdpaOptions& a, bool backward,
                           "'");
   }
   // The cuDNN frontend disables its own mask subgraphs when a modifier is set, and refuses
-  // them together; so do we, so that a graph that validates here also builds there.
-  const char* clash = a.alibi_mask     ? "use_alibi_mask"
-                      : a.padding_mask ? "the padding mask (seq_len_q / seq_len_kv)"
-                      : a.causal       ? "the causal mask"
-                      : a.right_bound  ? "diagonal_band_right_bound"
-                      : a.left_bound   ? "diagonal_band_left_bound (sliding window)"
-                                       : nullptr;
+  // them together; so do we, so that a graph that validates here also builds there. Sequence
+  // lengths (the padding mask) combine with a modifier, as the frontend's modifier programs
+  // give them (paged decode with seq_len_q / seq_len_kv): keys past a sequence's length are
+  // left out after the modifier, as without one.
+  const char* clash = a.alibi_mask    ? "use_alibi_mask"
+                      : a.causal      ? "the causal mask"
+                      : a.right_bound ? "diagonal_band_right_bound"
+                      : a.left_bound  ? "diagonal_band_left_bound (sliding window)"
+                                      : nullptr;
   if (clash)  // NotSupported, as the frontend raises it (cudnnGraphNotSupportedError)
     return make_error(ErrorCode::NotSupported, op_label(n), ": a score modifier (",
                       n.subgraphs.front().name, ") cannot be combined with ", clash,

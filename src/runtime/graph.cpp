@@ -28,6 +28,18 @@ Status stage_error(const Graph& g, const char* call, const char* needs) {
                     "() called before ", needs, "()");
 }
 
+// Stores the selected plan of a graph `engine` built under `key` (`bytes`: its serialize()),
+// when the engine stored its compiled plan there.
+void store_plan(PlanCache& cache, const std::string& key, const PipelineState& st,
+                const Engine* engine, Result<std::string> bytes) {
+  if (st.engine != engine || st.selected < 0 || !bytes ||
+      bytes->find("\"plan\":null") != std::string::npos)
+    return;
+  cache.put(
+      key, PlanCacheEntry{st.statuses[st.supported[static_cast<size_t>(st.selected)]].info.name, -1,
+                          std::move(bytes).value()});
+}
+
 }  // namespace
 
 Graph::Graph() : state_(std::make_unique<PipelineState>()) {}
@@ -83,7 +95,33 @@ Status Graph::build_plan_at_index(int64_t index) {
 }
 Status Graph::build_plans(BuildPlanPolicy policy) {
   Exclusive lock(state_->mu);
-  return build_plans_unlocked(policy);
+  // The step-by-step form (the frontend's five steps) shares build()'s plan cache entries:
+  // HEURISTICS_CHOICE restores the plan a build of the same graph with the same heuristics
+  // modes stored, in this process or an earlier one, instead of compiling it (the heuristics
+  // and support checks before it have run; the restored graph holds that one candidate, as
+  // after build()), and only when the stored plan is the candidate this call would build
+  // first. Not for candidates made by engine and knobs (create_execution_plan: the key names
+  // heuristics modes), a kernel cache or a deviceless handle (as in build()).
+  PlanCache* cache = nullptr;
+  Engine* engine = state_->engine;
+  const HandlePtr handle = state_->handle;
+  std::string key;
+  if (policy == BuildPlanPolicy::HeuristicsChoice && state_->stage >= Stage::Checked &&
+      state_->selected < 0 && !state_->supported.empty() && !state_->by_engine && engine &&
+      engine->loads_plans() && handle && !handle->target() && !state_->kernel_cache &&
+      (cache = PlanCache::global())) {
+    key = plan_cache_key(*engine, *handle, state_->settings.modes, "heuristics_choice");
+    const std::string& first = state_->statuses[state_->supported.front()].info.name;
+    if (auto hit = cache->get(key); hit && !hit->plan.empty() && hit->engine_config == first) {
+      Status s = restore_plan(handle, *engine, hit->plan);
+      if (s) return s;
+      cache->drop(key, detail::cat("the stored plan of graph '", name(),
+                                   "' could not be restored (", s.message(), ")"));
+    }
+  }
+  DNNGRAPH_TRY(build_plans_unlocked(policy));
+  if (cache) store_plan(*cache, key, *state_, engine, serialize_unlocked());
+  return Status::ok();
 }
 
 Status Graph::build_operation_graph_unlocked(const HandlePtr& handle) {
@@ -156,6 +194,7 @@ void clear_candidates(PipelineState& st) {
   st.supported.clear();
   st.checked = 0;
   st.selected = -1;
+  st.by_engine = false;
 }
 }  // namespace
 
@@ -209,6 +248,7 @@ Status Graph::create_execution_plan(int64_t engine, const KnobChoices& knobs) {
     clear_candidates(*state_);
     state_->stage = Stage::Planned;
   }
+  state_->by_engine = true;
   for (const auto& have : state_->candidates)
     if (have->info().name == (*c)->info().name) return Status::ok();  // already a candidate
   state_->candidates.push_back(std::move(c).value());
@@ -369,15 +409,8 @@ Status Graph::build(const HandlePtr& handle, const std::vector<HeurMode>& modes,
   DNNGRAPH_TRY(create_execution_plans_unlocked(modes));
   DNNGRAPH_TRY(check_support_unlocked());
   DNNGRAPH_TRY(build_plans_unlocked(policy));
-  if (engine && state_->engine == engine) {
-    auto bytes = serialize_unlocked();
-    if (bytes && bytes->find("\"plan\":null") == std::string::npos)
-      cache->put(
-          key,
-          PlanCacheEntry{
-              state_->statuses[state_->supported[static_cast<size_t>(state_->selected)]].info.name,
-              -1, std::move(bytes).value()});
-  }
+  if (engine && state_->engine == engine)
+    store_plan(*cache, key, *state_, engine, serialize_unlocked());
   return Status::ok();
 }
 

@@ -31,6 +31,7 @@ struct PipelineState {
   std::vector<size_t> supported;                       // indexes into candidates
   std::vector<std::unique_ptr<Plan>> plans;            // one slot per supported candidate
   int64_t selected = -1;                               // index into supported
+  bool by_engine = false;  // a candidate came from create_execution_plan (not the heuristics)
   // Non-virtual tensors without a constant value: each needs a pointer in a variant pack.
   std::vector<ir::Tensor> required;
   // Copies of every non-virtual tensor when lowered, sorted by uid: what the plans were built
@@ -56,6 +57,7 @@ struct PipelineState {
     statuses.clear();
     supported.clear();
     selected = -1;
+    by_engine = false;
     required.clear();
     built.clear();
     required_built.clear();

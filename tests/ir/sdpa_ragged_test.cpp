@@ -6,6 +6,7 @@
 
 #include "dnngraph/ir/fingerprint.hpp"
 #include "dnngraph/ir/json.hpp"
+#include "dnngraph/ir/sdpa.hpp"
 #include "ir/test_util.hpp"
 
 namespace dnngraph::ir {
@@ -90,6 +91,32 @@ TEST(SdpaRagged, ValidateBindsTheTensorAttributeToPorts) {
   r.k->set_ragged_offset_multiplier(8);
   ASSERT_TRUE(r.g.validate().is_ok());
   EXPECT_NE(fingerprint(r.g), before);
+}
+
+TEST(SdpaRagged, RaggedTensorsNameTheirOffsetsAndLengths) {
+  Ragged r;
+  r.q->set_ragged_offset(r.offsets());
+  r.v->set_ragged_offset(r.offsets());
+  r.add();
+  r.o->set_dim({kB, kH, kS, kD}).set_stride({kS * kH * kD, kD, kH * kD, 1});
+  r.o->set_ragged_offset(r.offsets());
+  ASSERT_TRUE(r.g.validate().is_ok()) << r.g.validate().to_string();
+  const auto ragged = sdpa_ragged_tensors(r.g.validated()->nodes());
+  ASSERT_EQ(ragged.size(), 3u);  // Q, V, O in kSdpaRaggedRoles order
+  const std::pair<const char*, const char*> want[] = {{"q", "lq"}, {"v", "lkv"}, {"attn::O", "lq"}};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(ragged[i].tensor->name, want[i].first);
+    EXPECT_EQ(ragged[i].offsets->name, "off");
+    ASSERT_TRUE(ragged[i].rows);
+    EXPECT_EQ(ragged[i].rows->name, want[i].second) << want[i].first;
+  }
+  // One sequence of 3 rows: heads at stride d, rows at stride h*d, elements at stride 1.
+  EXPECT_EQ(ragged_sequence_span(*r.q, 3), 1 + (kH - 1) * kD + 2 * kH * kD + (kD - 1));
+  EXPECT_EQ(ragged_sequence_span(*r.q, 1), kH * kD);
+  EXPECT_EQ(ragged_sequence_span(*r.q, 0), std::nullopt);
+  TensorAttrs huge = *r.q;
+  huge.stride[2] = INT64_MAX / 2;
+  EXPECT_EQ(ragged_sequence_span(huge, 4), std::nullopt);
 }
 
 TEST(SdpaRagged, OffsetShapeTypeAndPlace) {

@@ -196,6 +196,11 @@ class SerialLowered final : public LoweredGraph {
     for (int i = 0; i < 3; ++i) v.push_back(std::make_unique<SerialCandidate>(c_, i));
     return v;
   }
+  Result<int64_t> engine_count() override { return 3; }
+  Result<std::unique_ptr<Candidate>> engine_candidate(int64_t engine, const KnobChoices&) override {
+    return std::unique_ptr<Candidate>(
+        std::make_unique<SerialCandidate>(c_, static_cast<int>(engine)));
+  }
 
  private:
   Calls& c_;
@@ -319,6 +324,62 @@ TEST_F(CachedBuild, ARefusedPlanIsDroppedAndRebuilt) {
       << warned;
   EXPECT_EQ(engine.c.builds, 2);
   EXPECT_EQ(PlanCache::global()->stats().dropped, 1);
+}
+
+// The frontend's five steps share build()'s entries: HEURISTICS_CHOICE in build_plans restores
+// what build() or an earlier step-by-step build stored (also from disk), instead of compiling.
+TEST_F(CachedBuild, TheStepByStepFormUsesTheCache) {
+  auto steps = [&](Graph& g, BuildPlanPolicy policy = BuildPlanPolicy::HeuristicsChoice) {
+    make(g, 11);
+    ASSERT_TRUE(g.build_operation_graph(h).is_ok());
+    ASSERT_TRUE(g.create_execution_plans({HeurMode::A, HeurMode::Fallback}).is_ok());
+    ASSERT_TRUE(g.check_support().is_ok());
+    const Status s = g.build_plans(policy);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_EQ(g.get_workspace_size().value(), 16);  // candidate s1
+  };
+  Graph a;
+  steps(a);
+  EXPECT_EQ(engine.c.builds, 1);
+  EXPECT_EQ(PlanCache::global()->stats().stores, 1);
+  PlanCache::reset_global();  // a new process: the disk only
+  Graph b;
+  steps(b);
+  EXPECT_EQ(engine.c.builds, 1);  // restored, not built
+  EXPECT_EQ(engine.c.loads, 1);
+  EXPECT_EQ(PlanCache::global()->stats().disk_hits, 1);
+  Graph c;  // build() finds the step-by-step entry (one key for both forms)
+  make(c, 11);
+  ASSERT_TRUE(c.build(h).is_ok());
+  EXPECT_EQ(engine.c.builds, 1);
+  EXPECT_EQ(engine.c.loads, 2);
+  Graph d;  // ALL builds every supported candidate and is never cached
+  steps(d, BuildPlanPolicy::All);
+  EXPECT_EQ(engine.c.builds, 3);
+  EXPECT_EQ(engine.c.loads, 2);
+  Graph e;  // other heuristics modes: another key
+  make(e, 11);
+  ASSERT_TRUE(e.build_operation_graph(h).is_ok());
+  ASSERT_TRUE(e.create_execution_plans({HeurMode::B}).is_ok());
+  ASSERT_TRUE(e.check_support().is_ok());
+  ASSERT_TRUE(e.build_plans().is_ok());
+  EXPECT_EQ(engine.c.builds, 4);
+  // A candidate chosen by engine index: s2 is built, not the stored s1 restored, and not
+  // stored under the heuristics' key (a later build() still restores s1).
+  Graph f;
+  make(f, 11);
+  ASSERT_TRUE(f.build_operation_graph(h).is_ok());
+  ASSERT_TRUE(f.create_execution_plan(2).is_ok());
+  ASSERT_TRUE(f.check_support().is_ok());
+  ASSERT_TRUE(f.build_plans().is_ok());
+  EXPECT_EQ(engine.c.builds, 5);
+  EXPECT_EQ(engine.c.loads, 2);
+  EXPECT_EQ(f.get_workspace_size().value(), 24);  // candidate s2
+  Graph g;
+  make(g, 11);
+  ASSERT_TRUE(g.build(h).is_ok());
+  EXPECT_EQ(engine.c.loads, 3);
+  EXPECT_EQ(g.get_workspace_size().value(), 16);  // s1
 }
 
 TEST_F(CachedBuild, DisabledByTheEnvironmentAndForAll) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "dnngraph/ir/ops.hpp"
 
@@ -27,5 +28,19 @@ inline constexpr std::pair<Role, Role> kSdpaRaggedRoles[] = {
 // op table gives that kind such a port (sdpa: Q, K, V, O, STATS; sdpa_backward: also DO, DQ,
 // DK, DV); nullopt otherwise.
 std::optional<Role> sdpa_ragged_role(OpKind kind, Role role);
+
+// A ragged (THD) tensor of an sdpa / sdpa_backward node with the tensors that place its
+// sequences: `offsets` (its <ROLE>_RAGGED_OFFSET) and `rows` (its sequence lengths: SEQ_LEN_Q
+// for Q, O, STATS, DO, DQ; SEQ_LEN_KV for K, V, DK, DV).
+struct SdpaRaggedTensor {
+  Tensor tensor, offsets, rows;
+};
+// Every ragged tensor of the (validated) nodes, once per node that binds it.
+std::vector<SdpaRaggedTensor> sdpa_ragged_tensors(const std::vector<Node>& nodes);
+
+// The elements of ragged rank-4 tensor `t` ([b, h, s, d]) that one sequence of `rows` rows
+// (1..s) spans from its first element: 1 + (h-1)*stride[1] + (rows-1)*stride[2] +
+// (d-1)*stride[3]; nullopt when that leaves int64.
+std::optional<int64_t> ragged_sequence_span(const TensorAttrs& t, int64_t rows);
 
 }  // namespace dnngraph::ir
