@@ -39,21 +39,30 @@ Tensor rotate(const char* op, const Tensor& x, const Tensor& cos_in, const Tenso
   const Tensor sin = sin_in.contiguous().view({1, 1, x.size(2), half});
   const Tensor x1 = x.narrow(3, 0, half), x2 = x.narrow(3, half, half);
   const Tensor y1 = y.narrow(3, 0, half), y2 = y.narrow(3, half, half);
+  // The second halves start D/2 elements in: an engine that needs 16-byte aligned tensors (cuDNN)
+  // cannot take them when D/2 elements are fewer bytes than that.
+  const bool aligned = x.device().is_cpu() || ((half * x.element_size()) % 16 == 0 &&
+                                               reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0);
   Key key(op);
   key.add(x1).add(x2).add(cos).add(sin).add(inverse).add_device(x.device());
-  auto g = cached_graph(key, x.device(), op, [&](Graph& gr) {
-    set_numerics(gr, x);
-    ir::Tensor a = tensor_like(gr, X1, "x1", x1), b = tensor_like(gr, X2, "x2", x2);
-    ir::Tensor c = tensor_like(gr, COS, "cos", cos), s = tensor_like(gr, SIN, "sin", sin);
-    // forward: y1 = a c - b s, y2 = b c + a s; inverse: y1 = a c + b s, y2 = b c - a s.
-    ir::Tensor ac = gr.mul(a, c), bs = gr.mul(b, s), bc = gr.mul(b, c), as = gr.mul(a, s);
-    ir::Tensor o1 = inverse ? gr.add(ac, bs) : gr.binary(PointwiseMode::Sub, ac, bs);
-    ir::Tensor o2 = inverse ? gr.binary(PointwiseMode::Sub, bc, as) : gr.add(bc, as);
-    output_like(o1, Y1, "y1", y1);
-    output_like(o2, Y2, "y2", y2);
-  });
-  if (!g->graph) {  // cuDNN 9.19 has no engine for this graph of pointwise ops alone
-    note_aten_part(op, "the rotation", g->unsupported);
+  std::shared_ptr<const BuiltGraph> g;
+  if (aligned)
+    g = cached_graph(key, x.device(), op, [&](Graph& gr) {
+      set_numerics(gr, x);
+      ir::Tensor a = tensor_like(gr, X1, "x1", x1), b = tensor_like(gr, X2, "x2", x2);
+      ir::Tensor c = tensor_like(gr, COS, "cos", cos), s = tensor_like(gr, SIN, "sin", sin);
+      // forward: y1 = a c - b s, y2 = b c + a s; inverse: y1 = a c + b s, y2 = b c - a s.
+      ir::Tensor ac = gr.mul(a, c), bs = gr.mul(b, s), bc = gr.mul(b, c), as = gr.mul(a, s);
+      ir::Tensor o1 = inverse ? gr.add(ac, bs) : gr.binary(PointwiseMode::Sub, ac, bs);
+      ir::Tensor o2 = inverse ? gr.binary(PointwiseMode::Sub, bc, as) : gr.add(bc, as);
+      output_like(o1, Y1, "y1", y1);
+      output_like(o2, Y2, "y2", y2);
+    });
+  if (!g || !g->graph) {  // cuDNN 9.19 has no engine for most of these shapes
+    note_aten_part(op, "the rotation",
+                   g ? g->unsupported
+                     : make_error(ErrorCode::NotSupported, "the halves of 'x' (D/2 = ", half,
+                                  " elements) are not 16-byte aligned for the GPU engine"));
     const Tensor sg = inverse ? -sin : sin;
     y1.copy_(x1 * cos - x2 * sg);
     y2.copy_(x2 * cos + x1 * sg);
