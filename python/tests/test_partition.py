@@ -1,0 +1,114 @@
+"""dnngraph.partition(graph, handle): the largest groups of connected ops the handle's engine can
+build as one graph (the CPU reference engine takes every graph), each with its standalone graph
+in the JSON graph format. Refusals by an engine are covered by the C++ tests (a test engine);
+here: the Python surface, the boundary tensors, and partitions run through run_graph."""
+
+import json
+
+import numpy as np
+import pytest
+
+import dnngraph as cudnn
+from conftest import assert_close, build, conv2d_nchw, poisoned, tensor_of, workspace_for
+
+F32 = cudnn.data_type.FLOAT
+
+
+def chain(handle, rng):
+    """conv -> bias -> relu -> matmul; the relu's output R is also a graph output."""
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    b = rng.standard_normal((1, 3, 1, 1)).astype(np.float32)
+    w2 = rng.standard_normal((1, 3, 5, 4)).astype(np.float32)
+    g = cudnn.pygraph(handle=handle, name="chain", io_data_type=F32)
+    X, W, B, W2 = (tensor_of(g, a, n) for a, n in ((x, "X"), (w, "W"), (b, "B"), (w2, "W2")))
+    conv = g.conv_fprop(image=X, weight=W, padding=[1, 1], stride=[1, 1], dilation=[1, 1],
+                        name="conv")
+    R = g.relu(input=g.bias(input=conv, bias=B, name="bias"), name="relu")
+    R.set_output(True).set_name("R")
+    Y = g.matmul(A=R, B=W2, name="mm")
+    Y.set_output(True).set_name("Y")
+    return g, dict(X=x, W=w, B=b, W2=w2)
+
+
+def test_a_chain_is_one_supported_partition(handle, rng):
+    g, _ = chain(handle, rng)
+    parts = cudnn.partition(g, handle)
+    assert len(parts) == 1
+    p = parts[0]
+    assert isinstance(p, cudnn.Partition)
+    assert p.ops == ["conv", "bias", "relu", "mm"]
+    assert p.op_indices == [0, 1, 2, 3]
+    assert p.supported and p.reason == ""
+    assert "supported" in repr(p) and "conv" in repr(p)
+
+
+def test_the_handle_defaults_to_the_graphs(handle, rng):
+    g, _ = chain(handle, rng)
+    assert [p.ops for p in cudnn.partition(g)] == [["conv", "bias", "relu", "mm"]]
+
+
+def test_the_subgraph_json_runs_like_the_graph(handle, rng):
+    torch = pytest.importorskip("torch")
+    dt = pytest.importorskip("dnngraph.torch")
+    g, arrays = chain(handle, rng)
+    (p,) = cudnn.partition(g, handle)
+    desc = json.loads(p.subgraph_json())
+    by_name = {t["name"]: t for t in desc["tensors"]}
+    for name in ("X", "W", "B", "W2"):
+        assert not by_name[name]["virtual"] and not by_name[name]["output"]
+    assert by_name["R"]["output"] and by_name["Y"]["output"]
+    # The whole graph on the reference engine ...
+    build(g)
+    r, y = poisoned((1, 3, 5, 5)), poisoned((1, 3, 5, 4))
+    pack = {uid_of(g, n): a for n, a in arrays.items()}
+    pack.update({uid_of(g, "R"): r, uid_of(g, "Y"): y})
+    g.execute(pack, workspace_for(g))
+    assert_close(r, np.maximum(conv2d_nchw(arrays["X"], arrays["W"], (1, 1), (1, 1), (1, 1))
+                               + arrays["B"], 0), rtol=1e-4)
+    # ... and the partition through run_graph: inputs by uid, outputs by uid.
+    ins = sorted(("X", "W", "B", "W2"), key=lambda n: by_name[n]["uid"])
+    outs = sorted(("R", "Y"), key=lambda n: by_name[n]["uid"])
+    got = dt.run_graph(p.subgraph_json(), [torch.from_numpy(arrays[n]) for n in ins])
+    got = dict(zip(outs, got))
+    assert_close(got["R"].numpy(), r)
+    assert_close(got["Y"].numpy(), y)
+
+
+def uid_of(graph, name):
+    for t in json.loads(graph.to_json())["tensors"]:
+        if t["name"] == name:
+            return t["uid"]
+    raise KeyError(name)
+
+
+def test_unconnected_ops_are_separate_partitions(handle, rng):
+    g = cudnn.pygraph(handle=handle, name="two", io_data_type=F32)
+    a = tensor_of(g, rng.standard_normal((2, 3)).astype(np.float32), "A")
+    b = tensor_of(g, rng.standard_normal((2, 3)).astype(np.float32), "B")
+    g.relu(input=a, name="ra").set_output(True)
+    g.tanh(input=b, name="tb").set_output(True)
+    parts = cudnn.partition(g, handle)
+    assert [p.ops for p in parts] == [["ra"], ["tb"]]
+    assert all(p.supported for p in parts)
+
+
+def test_an_op_reading_two_groups_merges_them(handle, rng):
+    # relu reads X and tanh X2: two groups, until the add reads both and merges them.
+    g = cudnn.pygraph(handle=handle, name="merge", io_data_type=F32)
+    x = tensor_of(g, rng.standard_normal((2, 3)).astype(np.float32), "X")
+    x2 = tensor_of(g, rng.standard_normal((2, 3)).astype(np.float32), "X2")
+    r = g.relu(input=x, name="r")
+    t = g.tanh(input=x2, name="t")
+    g.add(a=r, b=t, name="s").set_output(True)
+    parts = cudnn.partition(g, handle)
+    assert [p.ops for p in parts] == [["r", "t", "s"]]
+
+
+def test_an_invalid_graph_is_a_value_error(handle):
+    g = cudnn.pygraph(handle=handle, name="bad", io_data_type=F32)
+    a = g.tensor(name="A", dim=[2, 3], stride=[3, 1], data_type=F32)
+    b = g.tensor(name="B", dim=[5, 7], stride=[7, 1], data_type=F32)
+    g.matmul(A=a, B=b, name="mm").set_output(True)
+    with pytest.raises(ValueError, match="mm"):
+        cudnn.partition(g, handle)
