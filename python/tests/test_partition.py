@@ -112,3 +112,85 @@ def test_an_invalid_graph_is_a_value_error(handle):
     g.matmul(A=a, B=b, name="mm").set_output(True)
     with pytest.raises(ValueError, match="mm"):
         cudnn.partition(g, handle)
+
+
+def partition_io(text):
+    """(input uids, output uids) of a standalone graph, in run_graph's order."""
+    desc = json.loads(text)
+    tensors = desc["tensors"]
+    made = {tensors[r]["uid"] for n in desc["nodes"] for r in n["outputs"].values()}
+    ins, outs = [], []
+    for t in tensors:
+        if t["virtual"] or t.get("value") is not None:
+            continue
+        (outs if t["uid"] in made else ins).append(t["uid"])
+    return sorted(ins), sorted(outs)
+
+
+def run_partitions(parts, values):
+    """Runs each partition through run_graph in order; `values` maps uid -> tensor and gains
+    every partition's outputs."""
+    dt = pytest.importorskip("dnngraph.torch")
+    for p in parts:
+        assert p.supported, p.reason
+        ins, outs = partition_io(p.subgraph_json())
+        for uid, t in zip(outs, dt.run_graph(p.subgraph_json(), [values[u] for u in ins])):
+            values[uid] = t
+    return values
+
+
+def test_unconnected_partitions_run_one_after_the_other(handle, rng):
+    torch = pytest.importorskip("torch")
+    g = cudnn.pygraph(handle=handle, name="two", io_data_type=F32)
+    a = rng.standard_normal((2, 3)).astype(np.float32)
+    b = rng.standard_normal((2, 3)).astype(np.float32)
+    A, B = tensor_of(g, a, "A"), tensor_of(g, b, "B")
+    g.relu(input=A, name="ra").set_output(True).set_name("RA")
+    g.tanh(input=B, name="tb").set_output(True).set_name("TB")
+    parts = cudnn.partition(g, handle)
+    values = run_partitions(parts, {uid_of(g, "A"): torch.from_numpy(a),
+                                    uid_of(g, "B"): torch.from_numpy(b)})
+    assert_close(values[uid_of(g, "RA")].numpy(), np.maximum(a, 0))
+    assert_close(values[uid_of(g, "TB")].numpy(), np.tanh(b.astype(np.float64)))
+
+
+def _cuda():
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")
+def test_cudnn_partitions_of_a_chain_run_like_torch():
+    """On cuDNN: conv -> bias -> relu (NHWC bf16) and the matmul after it, cut where cuDNN says,
+    each partition run through run_graph on the GPU, against torch."""
+    import torch
+    h = cudnn.create_handle(device="cuda")
+    g = cudnn.pygraph(handle=h, name="gpu_chain", io_data_type=cudnn.data_type.BFLOAT16,
+                      intermediate_data_type=F32, compute_data_type=F32)
+    bf = cudnn.data_type.BFLOAT16
+    X = g.tensor(name="X", dim=[4, 32, 8, 8], stride=[2048, 1, 256, 32], data_type=bf)
+    W = g.tensor(name="W", dim=[64, 32, 3, 3], stride=[288, 1, 96, 32], data_type=bf)
+    B = g.tensor(name="B", dim=[1, 64, 1, 1], stride=[64, 1, 64, 64], data_type=bf)
+    W2 = g.tensor(name="W2", dim=[1, 1, 8, 16], stride=[128, 128, 16, 1], data_type=bf)
+    conv = g.conv_fprop(image=X, weight=W, padding=[1, 1], stride=[1, 1], dilation=[1, 1],
+                        name="conv")
+    R = g.relu(input=g.bias(input=conv, bias=B, name="bias"), name="relu")
+    R.set_output(True).set_name("R").set_data_type(bf)
+    Y = g.matmul(A=R, B=W2, name="mm")
+    Y.set_output(True).set_name("Y").set_data_type(bf)
+    parts = cudnn.partition(g, h)
+    assert [op for p in parts for op in p.ops] == ["conv", "bias", "relu", "mm"]
+    x = torch.randn(4, 32, 8, 8, device="cuda").to(torch.bfloat16, memory_format=torch.channels_last)
+    w = torch.randn(64, 32, 3, 3, device="cuda").to(torch.bfloat16,
+                                                   memory_format=torch.channels_last) * 0.1
+    b = torch.randn(1, 64, 1, 1, device="cuda").to(torch.bfloat16)
+    w2 = torch.randn(1, 1, 8, 16, device="cuda").to(torch.bfloat16)
+    values = run_partitions(parts, {uid_of(g, "X"): x, uid_of(g, "W"): w, uid_of(g, "B"): b,
+                                    uid_of(g, "W2"): w2})
+    r = torch.relu(torch.nn.functional.conv2d(x.float(), w.float(), padding=1) + b.float())
+    torch.testing.assert_close(values[uid_of(g, "R")].float(), r, atol=5e-2, rtol=2e-2)
+    torch.testing.assert_close(values[uid_of(g, "Y")].float(), r.bfloat16().float() @ w2.float(),
+                               atol=1e-1, rtol=2e-2)

@@ -94,6 +94,19 @@ def test_multi_output_graph_with_a_constant(handle):
     assert got["Y"].is_contiguous(memory_format=torch.channels_last)  # the graph's strides
 
 
+def test_a_dynamic_shape_graph_runs_at_each_shape():
+    for m in (3, 7):
+        desc = json.loads(MATMUL_RELU)
+        desc["dynamic_shape"] = True
+        for t in desc["tensors"]:
+            if t["name"] in ("a", "ab", "y"):
+                t["dim"][1] = m
+                t["stride"] = [t["dim"][1] * t["dim"][2], t["dim"][2], 1]
+        a, b = rand(2, m, 4), rand(2, 4, 5)
+        (y,) = run_graph(json.dumps(desc), [a, b])
+        torch.testing.assert_close(y, reference(a, b), **tol(torch.float32))
+
+
 def test_compiles_with_the_fake_kernel():
     a, b = rand(2, 3, 4), rand(2, 4, 5)
 

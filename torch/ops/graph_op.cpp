@@ -195,6 +195,17 @@ at::Tensor empty_output(const IoTensor& out, const at::TensorOptions& like) {
   return t;
 }
 
+// One kernel cache per device for the graphs with dynamic shapes (docs/torch.md).
+KernelCachePtr kernel_cache_for(const at::Device& device) {
+  static std::mutex mu;
+  static std::unordered_map<int64_t, KernelCachePtr> caches;
+  const int64_t slot = device.is_cpu() ? -1 : device.index();
+  std::lock_guard<std::mutex> lock(mu);
+  KernelCachePtr& c = caches[slot];
+  if (!c) c = KernelCache::create();
+  return c;
+}
+
 std::vector<at::Tensor> run_graph(c10::string_view json_in, at::TensorList inputs) {
   const std::string_view json(json_in.data(), json_in.size());
   const TextId id = text_id(json);
@@ -225,6 +236,8 @@ std::vector<at::Tensor> run_graph(c10::string_view json_in, at::TensorList input
   }
   auto g = cached_graph(key, device, kOp, [&](Graph& gr) {
     if (Status s = ir::from_json(json, gr); !s.is_ok()) throw_status(kOp, s);
+    // Graphs that declare dynamic shapes share the device's kernels across their shapes.
+    if (gr.dynamic_shape_enabled()) gr.set_kernel_cache(kernel_cache_for(device));
   });
   // No ATen form of an arbitrary graph exists: an engine without a plan is an error.
   if (!g->graph) throw_status(kOp, g->unsupported);
