@@ -313,6 +313,47 @@ TEST_F(PartitionTest, AnswersAreCachedPerFingerprint) {
   EXPECT_EQ((*parts)[1].reason.find("first"), std::string::npos) << (*parts)[1].reason;
 }
 
+// An SDPA node carries its score modifier's ops: the standalone graph gets its own copies of
+// them (and of the graph tensor they read), and writes and reads back as JSON.
+TEST_F(PartitionTest, AScoreModifierTravelsWithItsNode) {
+  picky.r.modes = {PointwiseMode::Relu};
+  Graph g;
+  g.set_name("attn").set_io_data_type(DataType::Float);
+  auto in = [&](const char* name, std::vector<int64_t> d) {
+    std::vector<int64_t> st = ir::packed_strides(d);
+    return g.tensor(f32(name, std::move(d)).set_stride(std::move(st)));
+  };
+  auto q = g.relu(in("Q", {1, 2, 4, 8}), {.name = "pre"});
+  auto k = in("K", {1, 2, 6, 8}), v = in("V", {1, 2, 6, 8});
+  auto cap = g.scalar(ir::Scalar::of_float(2.5), "cap");
+  ir::SdpaInputs e;
+  e.score_mod = [cap](ir::Graph& gr, ir::Tensor sc) {
+    return gr.mul(gr.unary(PointwiseMode::Tanh, gr.binary(PointwiseMode::Div, sc, cap)), cap);
+  };
+  ir::SdpaAttrs a;
+  a.is_inference = true;
+  g.sdpa(q, k, v, a, e, {.name = "attn"})[0]->set_output(true).set_name("O");
+  Status ok = g.validate();
+  ASSERT_TRUE(ok.is_ok()) << ok.to_string();
+  auto parts = partition(g, h);
+  ASSERT_TRUE(parts.is_ok()) << parts.status().message();
+  ASSERT_EQ(parts->size(), 2u);
+  EXPECT_FALSE((*parts)[0].supported);
+  ASSERT_TRUE((*parts)[1].supported) << (*parts)[1].reason;
+  auto sub = partition_graph(g, (*parts)[1]);
+  ASSERT_TRUE(sub.is_ok()) << sub.status().message();
+  const ir::Node& copied = (*sub)->nodes()[0];
+  const ir::Node& orig = g.validated()->nodes()[1];
+  ASSERT_EQ(copied.subgraphs.size(), 1u);
+  EXPECT_EQ(copied.subgraphs[0].nodes.size(), 3u);
+  EXPECT_NE(copied.subgraphs[0].input.get(), orig.subgraphs[0].input.get());
+  EXPECT_FALSE((*sub)->find_tensor_by_name(q->name)->is_virtual);  // relu's output: an input
+  Graph loaded;
+  ASSERT_TRUE(ir::from_json(ir::to_json(**sub), loaded).is_ok());
+  EXPECT_TRUE(loaded.validate().is_ok());
+  EXPECT_EQ(ir::to_json(loaded), ir::to_json(**sub));
+}
+
 TEST_F(PartitionTest, BadCallsAreCleanErrors) {
   Graph g;
   g.set_name("raw");
