@@ -31,7 +31,8 @@ struct Partition {
 // an unsupported partition of one op otherwise. "Can build" is the pipeline's answer up to
 // check_support (validate with the engine's prechecks, build_operation_graph,
 // create_execution_plans with heuristics A then FALLBACK, check_support): no plan is built. The
-// answers are cached per (device, fingerprint of the candidate graph) for the process.
+// answers are cached for the process per device, engines and fingerprint of the candidate graph
+// with its uids renumbered (so the same ops on other tensors, the next layer, ask no more).
 // Partitions come in an order that runs them: every partition after those whose outputs it
 // reads.
 Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h);

@@ -110,6 +110,26 @@ std::unique_ptr<Graph> cut(const ir::ValidatedGraph& v, const Wiring& w,
   return g;
 }
 
+// Uids 1, 2, ... in the order the cut made its tensors (the nodes' ports, then their subgraphs'
+// tensors): the support question does not depend on uids, and the same ops on other tensors (the
+// next layer of a model) then have the same fingerprint.
+void renumber(Graph& g) {
+  int64_t next = 1;
+  std::unordered_map<const ir::TensorAttrs*, bool> seen;
+  auto number = [&](const ir::Tensor& t) {
+    if (t && seen.emplace(t.get(), true).second) t->set_uid(next++);
+  };
+  for (const ir::Tensor& t : g.tensors()) number(t);
+  for (const ir::Node& n : g.nodes())
+    for (const ir::Subgraph& sg : n.subgraphs) {
+      number(sg.input);
+      number(sg.output);
+      for (const ir::Node& sn : sg.nodes)
+        for (const auto* ports : {&sn.inputs, &sn.outputs})
+          for (const ir::Port& p : *ports) number(p.tensor);
+    }
+}
+
 // ---------------------------------------------------------------- the support cache
 
 struct Answer {
@@ -249,6 +269,7 @@ class Grouper {
     for (size_t m = 0; m < n_; ++m)
       if (has_bit(u, m)) ops.push_back(m), in[m] = 1;
     std::unique_ptr<Graph> sub = cut(v_, w_, ops, in, v_.name());
+    renumber(*sub);
     return engine_accepts(*sub, h_);
   }
   bool try_merge(size_t i, const std::vector<size_t>& groups);

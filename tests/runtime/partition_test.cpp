@@ -179,13 +179,18 @@ TEST_F(PartitionTest, ARefusedMiddleOpSplitsTheChain) {
 // X -> a = relu -> b = tanh(a), c = sigmoid(a) -> d = b + c.
 struct Diamond {
   Graph g;
-  explicit Diamond(std::string name = "diamond") {
+  explicit Diamond(std::string name = "diamond", int64_t first_uid = 0) {
     g.set_name(name).set_io_data_type(DataType::Float);
     auto x = g.tensor(f32("X", {4, 8}).set_stride({8, 1}));
+    if (first_uid) x->set_uid(first_uid);
     auto a = g.relu(x, {.name = name + "_a"});
     auto b = g.unary(PointwiseMode::Tanh, a, {.name = name + "_b"});
     auto c = g.unary(PointwiseMode::Sigmoid, a, {.name = name + "_c"});
-    g.add(b, c, {.name = name + "_d"})->set_output(true).set_name("D");
+    auto d = g.add(b, c, {.name = name + "_d"});
+    d->set_output(true).set_name("D");
+    int64_t uid = first_uid;
+    if (first_uid)
+      for (const ir::Tensor& t : {a, b, c, d}) t->set_uid(++uid);
     EXPECT_TRUE(g.validate().is_ok());
   }
 };
@@ -302,8 +307,10 @@ TEST_F(PartitionTest, AnswersAreCachedPerFingerprint) {
   const auto stats = partition_cache_stats();
   EXPECT_GT(checks, 0);
   EXPECT_EQ(stats[2], checks);  // every miss asked the engine once
-  // Same structure, other names: no engine call, and the refusal names this graph's op.
-  Diamond d2("second");
+  // Same structure, other names and uids (the next layer): no engine call, and the refusal
+  // names this graph's op.
+  Diamond d2("second", 100);
+  ASSERT_EQ(d2.g.find_tensor_by_name("X")->uid, 100);
   auto parts = partition(d2.g, h);
   ASSERT_TRUE(parts.is_ok());
   EXPECT_EQ(picky.r.checks, checks);
