@@ -162,35 +162,37 @@ def _cuda():
     return torch.cuda.is_available()
 
 
-@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")
-def test_cudnn_partitions_of_a_chain_run_like_torch():
-    """On cuDNN: conv -> bias -> relu (NHWC bf16) and the matmul after it, cut where cuDNN says,
-    each partition run through run_graph on the GPU, against torch."""
-    import torch
-    h = cudnn.create_handle(device="cuda")
-    g = cudnn.pygraph(handle=h, name="gpu_chain", io_data_type=cudnn.data_type.BFLOAT16,
-                      intermediate_data_type=F32, compute_data_type=F32)
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if _cuda() else []))
+def test_bf16_partitions_run_like_torch(device):
+    """conv -> bias -> relu (NHWC bf16) is one partition, and so is an unconnected matmul ->
+    gelu (on cuDNN too); both run through run_graph on the device, against torch."""
+    torch = pytest.importorskip("torch")
+    h = cudnn.create_handle(device=device)
     bf = cudnn.data_type.BFLOAT16
+    g = cudnn.pygraph(handle=h, name="gpu_two", io_data_type=bf, intermediate_data_type=F32,
+                      compute_data_type=F32)
     X = g.tensor(name="X", dim=[4, 32, 8, 8], stride=[2048, 1, 256, 32], data_type=bf)
     W = g.tensor(name="W", dim=[64, 32, 3, 3], stride=[288, 1, 96, 32], data_type=bf)
     B = g.tensor(name="B", dim=[1, 64, 1, 1], stride=[64, 1, 64, 64], data_type=bf)
-    W2 = g.tensor(name="W2", dim=[1, 1, 8, 16], stride=[128, 128, 16, 1], data_type=bf)
     conv = g.conv_fprop(image=X, weight=W, padding=[1, 1], stride=[1, 1], dilation=[1, 1],
                         name="conv")
     R = g.relu(input=g.bias(input=conv, bias=B, name="bias"), name="relu")
     R.set_output(True).set_name("R").set_data_type(bf)
-    Y = g.matmul(A=R, B=W2, name="mm")
+    M = g.tensor(name="M", dim=[2, 64, 32], stride=[2048, 32, 1], data_type=bf)
+    N = g.tensor(name="N", dim=[2, 32, 48], stride=[1536, 48, 1], data_type=bf)
+    Y = g.gelu(input=g.matmul(A=M, B=N, name="mm"), name="act")
     Y.set_output(True).set_name("Y").set_data_type(bf)
     parts = cudnn.partition(g, h)
-    assert [op for p in parts for op in p.ops] == ["conv", "bias", "relu", "mm"]
-    x = torch.randn(4, 32, 8, 8, device="cuda").to(torch.bfloat16, memory_format=torch.channels_last)
-    w = torch.randn(64, 32, 3, 3, device="cuda").to(torch.bfloat16,
-                                                   memory_format=torch.channels_last) * 0.1
-    b = torch.randn(1, 64, 1, 1, device="cuda").to(torch.bfloat16)
-    w2 = torch.randn(1, 1, 8, 16, device="cuda").to(torch.bfloat16)
+    assert sorted(p.ops for p in parts) == [["conv", "bias", "relu"], ["mm", "act"]], parts
+    x = torch.randn(4, 32, 8, 8, device=device).to(torch.bfloat16, memory_format=torch.channels_last)
+    w = (torch.randn(64, 32, 3, 3, device=device) * 0.1).to(torch.bfloat16,
+                                                           memory_format=torch.channels_last)
+    b = torch.randn(1, 64, 1, 1, device=device).to(torch.bfloat16)
+    m = torch.randn(2, 64, 32, device=device).to(torch.bfloat16)
+    n = (torch.randn(2, 32, 48, device=device) * 0.2).to(torch.bfloat16)
     values = run_partitions(parts, {uid_of(g, "X"): x, uid_of(g, "W"): w, uid_of(g, "B"): b,
-                                    uid_of(g, "W2"): w2})
+                                    uid_of(g, "M"): m, uid_of(g, "N"): n})
     r = torch.relu(torch.nn.functional.conv2d(x.float(), w.float(), padding=1) + b.float())
     torch.testing.assert_close(values[uid_of(g, "R")].float(), r, atol=5e-2, rtol=2e-2)
-    torch.testing.assert_close(values[uid_of(g, "Y")].float(), r.bfloat16().float() @ w2.float(),
-                               atol=1e-1, rtol=2e-2)
+    y = torch.nn.functional.gelu(m.float() @ n.float())
+    torch.testing.assert_close(values[uid_of(g, "Y")].float(), y, atol=5e-2, rtol=2e-2)
