@@ -107,6 +107,25 @@ def test_a_dynamic_shape_graph_runs_at_each_shape():
         torch.testing.assert_close(y, reference(a, b), **tol(torch.float32))
 
 
+def test_a_pass_by_value_input_is_read_on_the_host():
+    desc = json.loads(MATMUL_RELU)
+    desc["tensors"][3]["output"] = False
+    desc["tensors"][3]["virtual"] = True  # y is now relu's virtual output ...
+    desc["tensors"] += [
+        {"name": "s", "uid": 5, "dim": [1], "stride": [1], "data_type": "FLOAT",
+         "pass_by_value": True},
+        {"name": "z", "uid": 6, "dim": [2, 3, 5], "stride": [15, 5, 1], "data_type": "FLOAT",
+         "output": True},
+    ]
+    desc["nodes"].append({"name": "scale", "kind": "pointwise", "attrs": {"mode": "MUL"},
+                          "inputs": {"IN_0": "y", "IN_1": "s"}, "outputs": {"OUT_0": "z"}})
+    a, b = rand(2, 3, 4), rand(2, 4, 5)
+    (z,) = run_graph(json.dumps(desc), [a, b, torch.tensor(0.75)])  # ... times s, by uid
+    torch.testing.assert_close(z, reference(a, b) * 0.75, **tol(torch.float32))
+    with pytest.raises(ValueError, match=r"input 2 \('s'\) is a pass-by-value scalar.*2 elements"):
+        run_graph(json.dumps(desc), [a, b, torch.ones(2)])
+
+
 def test_compiles_with_the_fake_kernel():
     a, b = rand(2, 3, 4), rand(2, 4, 5)
 

@@ -178,12 +178,14 @@ void check_inputs(const Signature& sig, at::TensorList inputs) {
                       "') is undefined");
     TORCH_CHECK_VALUE(want.by_value || t.device() == device, "dnngraph::", kOp, ": input ", k,
                       " ('", want.name, "') is on ", t.device(),
-                      " but the graph's first input "
-                      "is on ",
-                      device, "; move them to one device");
+                      " but the graph's first input is on ", device, "; move them to one device");
+    TORCH_CHECK_VALUE(!want.by_value || t.numel() == 1, "dnngraph::", kOp, ": input ", k, " ('",
+                      want.name, "') is a pass-by-value scalar of the graph but has ", t.numel(),
+                      " elements; give a one-element tensor");
     TORCH_CHECK_VALUE(t.scalar_type() == want.dtype, "dnngraph::", kOp, ": input ", k, " ('",
                       want.name, "') has dtype ", t.scalar_type(), "; the graph expects ",
                       want.dtype);
+    if (want.by_value) continue;  // any one-element tensor
     bool same = t.dim() == static_cast<int64_t>(want.dims.size());
     for (size_t d = 0; same && d < want.dims.size(); ++d) same = t.sym_size(d) == want.dims[d];
     TORCH_CHECK_VALUE(same, "dnngraph::", kOp, ": input ", k, " ('", want.name, "') has shape ",
@@ -225,8 +227,8 @@ std::vector<at::Tensor> run_graph(c10::string_view json_in, at::TensorList input
   const at::Device device = device_of(*sig, inputs);
   TORCH_CHECK_NOT_IMPLEMENTED(device.is_cpu() || device.is_cuda(), "dnngraph::", kOp,
                               ": the inputs are on ", device,
-                              "; dnngraph runs on cpu (reference "
-                              "engine) and cuda (cuDNN) tensors only");
+                              "; dnngraph runs on cpu (reference engine) and cuda (cuDNN) tensors "
+                              "only");
   // Each input in the graph's layout (a copy when its strides differ) and a pass-by-value scalar
   // on the host.
   std::vector<at::Tensor> bound(inputs.size());
