@@ -4,6 +4,7 @@ in the JSON graph format. Refusals by an engine are covered by the C++ tests (a 
 here: the Python surface, the boundary tensors, and partitions run through run_graph."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -12,6 +13,18 @@ import dnngraph as cudnn
 from conftest import assert_close, build, conv2d_nchw, poisoned, tensor_of, workspace_for
 
 F32 = cudnn.data_type.FLOAT
+
+
+def torch_ops():
+    """(torch, dnngraph.torch), or a skip when either is missing. The op library is looked for
+    before importing: a build tree without it has a bare dnngraph/torch folder, which would
+    import as an empty namespace package."""
+    torch = pytest.importorskip("torch")
+    lib = os.path.join(os.path.dirname(cudnn.__file__), "torch", "libdnngraph_torch.so")
+    if not os.path.exists(lib):
+        pytest.skip("dnngraph.torch is not built")
+    import dnngraph.torch as dt
+    return torch, dt
 
 
 def chain(handle, rng):
@@ -49,8 +62,7 @@ def test_the_handle_defaults_to_the_graphs(handle, rng):
 
 
 def test_the_subgraph_json_runs_like_the_graph(handle, rng):
-    torch = pytest.importorskip("torch")
-    dt = pytest.importorskip("dnngraph.torch")
+    torch, dt = torch_ops()
     g, arrays = chain(handle, rng)
     (p,) = cudnn.partition(g, handle)
     desc = json.loads(p.subgraph_json())
@@ -130,7 +142,7 @@ def partition_io(text):
 def run_partitions(parts, values):
     """Runs each partition through run_graph in order; `values` maps uid -> tensor and gains
     every partition's outputs."""
-    dt = pytest.importorskip("dnngraph.torch")
+    _, dt = torch_ops()
     for p in parts:
         assert p.supported, p.reason
         ins, outs = partition_io(p.subgraph_json())
@@ -140,7 +152,7 @@ def run_partitions(parts, values):
 
 
 def test_unconnected_partitions_run_one_after_the_other(handle, rng):
-    torch = pytest.importorskip("torch")
+    torch, _ = torch_ops()
     g = cudnn.pygraph(handle=handle, name="two", io_data_type=F32)
     a = rng.standard_normal((2, 3)).astype(np.float32)
     b = rng.standard_normal((2, 3)).astype(np.float32)
@@ -166,7 +178,7 @@ def _cuda():
 def test_bf16_partitions_run_like_torch(device):
     """conv -> bias -> relu (NHWC bf16) is one partition, and so is an unconnected matmul ->
     gelu (on cuDNN too); both run through run_graph on the device, against torch."""
-    torch = pytest.importorskip("torch")
+    torch, _ = torch_ops()
     h = cudnn.create_handle(device=device)
     bf = cudnn.data_type.BFLOAT16
     g = cudnn.pygraph(handle=h, name="gpu_two", io_data_type=bf, intermediate_data_type=F32,
