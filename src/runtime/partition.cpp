@@ -186,10 +186,35 @@ std::string device_key(const Handle& h) {
   return key;
 }
 
+std::string flat(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+// A refusal on one line: check_support's message lists every candidate's reason on a line of its
+// own (dozens on cuDNN); this keeps the distinct reasons, the first few of them.
+std::string one_line(const Graph& sub, const Status& s) {
+  const std::vector<CandidateStatus>& cands = sub.candidates();
+  if (cands.empty() || s.message().find('\n') == std::string::npos) return flat(s.message());
+  std::vector<std::string> distinct;
+  for (const CandidateStatus& c : cands) {
+    if (c.support.is_ok()) continue;
+    std::string m = flat(c.support.message());
+    if (std::find(distinct.begin(), distinct.end(), m) == distinct.end()) distinct.push_back(m);
+  }
+  constexpr size_t kShown = 3;
+  std::string out = detail::cat("engine '", cands.front().info.engine, "': none of its ",
+                                cands.size(), " candidate(s) supports it: ");
+  for (size_t i = 0; i < distinct.size() && i < kShown; ++i) out += (i ? "; " : "") + distinct[i];
+  if (distinct.size() > kShown)
+    out += detail::cat("; and ", distinct.size() - kShown, " other reason(s)");
+  return out;
+}
+
 // Whether the engine on h's device can build `sub` as one graph: the pipeline up to
-// check_support. `sub` is validated here.
+// check_support. `sub` is validated here. A refusal comes back on one line.
 Status engine_accepts(Graph& sub, const HandlePtr& h) {
-  DNNGRAPH_TRY(sub.validate());
+  if (Status v = sub.validate(); !v.is_ok()) return Status(v.code(), flat(v.message()));
   const std::string key = device_key(*h) + ":" + ir::fingerprint(sub).hex();
   SupportCache& cache = support_cache();
   {
@@ -206,6 +231,7 @@ Status engine_accepts(Graph& sub, const HandlePtr& h) {
   if (s.is_ok()) s = sub.build_operation_graph(h);
   if (s.is_ok()) s = sub.create_execution_plans({HeurMode::A, HeurMode::Fallback});
   if (s.is_ok()) s = sub.check_support();
+  if (!s.is_ok()) s = Status(s.code(), one_line(sub, s));
   if (s.is_ok() || s.code() == ErrorCode::NotSupported) {  // other errors are not answers
     std::lock_guard<std::mutex> lock(cache.mu);
     if (cache.map.size() >= SupportCache::kCapacity) cache.map.clear();

@@ -17,7 +17,8 @@ namespace {
 struct Refusals {
   std::set<PointwiseMode> modes;
   std::set<ir::OpKind> kinds;
-  int checks = 0;  // check_support calls
+  int candidates = 1;  // each with a reason of its own when more than one
+  int checks = 0;      // check_support calls
 };
 
 // The first node the engine refuses, or null.
@@ -39,8 +40,9 @@ class PickyPlan final : public Plan {
 
 class PickyCandidate final : public Candidate {
  public:
-  PickyCandidate(Refusals& r, ir::ValidatedGraphPtr g) : r_(r), g_(std::move(g)) {
-    info_.engine = info_.name = "picky";
+  PickyCandidate(Refusals& r, ir::ValidatedGraphPtr g, int i) : r_(r), g_(std::move(g)), i_(i) {
+    info_.engine = "picky";
+    info_.name = "picky" + std::to_string(i);
   }
   const CandidateInfo& info() const override { return info_; }
   Status check_support() override {
@@ -48,7 +50,8 @@ class PickyCandidate final : public Candidate {
     if (const ir::Node* n = refused(r_, *g_))
       return make_error(ErrorCode::NotSupported, "op '", n->name,
                         "': the picky engine has no "
-                        "kernel for it");
+                        "kernel for it",
+                        r_.candidates > 1 ? " in config " + std::to_string(i_) : "");
     return Status::ok();
   }
   Result<std::unique_ptr<Plan>> build() override {
@@ -58,6 +61,7 @@ class PickyCandidate final : public Candidate {
  private:
   Refusals& r_;
   ir::ValidatedGraphPtr g_;
+  int i_;
   CandidateInfo info_;
 };
 
@@ -66,7 +70,8 @@ class PickyLowered final : public LoweredGraph {
   PickyLowered(Refusals& r, ir::ValidatedGraphPtr g) : r_(r), g_(std::move(g)) {}
   Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode) override {
     std::vector<std::unique_ptr<Candidate>> out;
-    out.push_back(std::make_unique<PickyCandidate>(r_, g_));
+    for (int i = 0; i < r_.candidates; ++i)
+      out.push_back(std::make_unique<PickyCandidate>(r_, g_, i));
     return out;
   }
 
@@ -157,8 +162,24 @@ TEST_F(PartitionTest, ARefusedLastOpIsItsOwnPartitionWithTheReason) {
   EXPECT_TRUE((*parts)[0].supported);
   EXPECT_EQ(c.names((*parts)[1]), (Names{"mm"}));
   EXPECT_FALSE((*parts)[1].supported);
-  EXPECT_NE((*parts)[1].reason.find("op 'mm': the picky engine has no kernel"), std::string::npos)
-      << (*parts)[1].reason;
+  EXPECT_EQ((*parts)[1].reason,
+            "engine 'picky': none of its 1 candidate(s) supports it: op 'mm': the picky engine "
+            "has no kernel for it");
+}
+
+// Every candidate's reason on one line, the first three distinct ones shown.
+TEST_F(PartitionTest, ARefusalIsOneLineWithTheFirstDistinctReasons) {
+  picky.r.kinds = {ir::OpKind::Matmul};
+  picky.r.candidates = 5;
+  Chain c;
+  auto parts = partition(c.g, h);
+  ASSERT_TRUE(parts.is_ok()) << parts.status().message();
+  ASSERT_EQ(parts->size(), 2u);
+  EXPECT_EQ((*parts)[1].reason,
+            "engine 'picky': none of its 5 candidate(s) supports it: op 'mm': the picky engine "
+            "has no kernel for it in config 0; op 'mm': the picky engine has no kernel for it in "
+            "config 1; op 'mm': the picky engine has no kernel for it in config 2; and 2 other "
+            "reason(s)");
 }
 
 TEST_F(PartitionTest, ARefusedMiddleOpSplitsTheChain) {
