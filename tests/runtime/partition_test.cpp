@@ -260,6 +260,32 @@ TEST_F(PartitionTest, AnOpReadingTwoGroupsMergesThem) {
   EXPECT_TRUE((*parts)[0].supported);
 }
 
+// relu(X1) starts a group, sigmoid(X2) is refused, and the add joins relu's group: that group
+// reads the sigmoid's output, so it comes after it although its first op comes first.
+TEST_F(PartitionTest, PartitionsComeInAnOrderThatRunsThem) {
+  picky.r.modes = {PointwiseMode::Sigmoid};
+  Graph g;
+  g.set_name("order").set_io_data_type(DataType::Float);
+  auto x1 = g.tensor(f32("X1", {2, 3}).set_stride({3, 1}));
+  auto x2 = g.tensor(f32("X2", {2, 3}).set_stride({3, 1}));
+  auto r = g.relu(x1, {.name = "r"});
+  auto sg = g.unary(PointwiseMode::Sigmoid, x2, {.name = "sg"});
+  g.add(r, sg, {.name = "sum"})->set_output(true).set_name("S");
+  ASSERT_TRUE(g.validate().is_ok());
+  auto parts = partition(g, h);
+  ASSERT_TRUE(parts.is_ok()) << parts.status().message();
+  ASSERT_EQ(parts->size(), 2u);
+  auto names = [&](const Partition& p) {
+    Names out;
+    for (size_t i : p.ops) out.push_back(g.nodes()[i].name);
+    return out;
+  };
+  EXPECT_EQ(names((*parts)[0]), (Names{"sg"}));
+  EXPECT_FALSE((*parts)[0].supported);
+  EXPECT_EQ(names((*parts)[1]), (Names{"r", "sum"}));
+  EXPECT_TRUE((*parts)[1].supported);
+}
+
 // An output read inside its partition and by the graph's user, and a virtual tensor that crosses
 // partitions: both become non-virtual in the standalone graphs, with their uids.
 TEST_F(PartitionTest, BoundaryTensorsBecomeInputsAndOutputs) {
