@@ -12,6 +12,7 @@
 #include "dnngraph/ir/json.hpp"
 #include "dnngraph/ir/sdpa.hpp"
 #include "dnngraph/log.hpp"
+#include "dnngraph/partition.hpp"
 #include "dnngraph/status.hpp"
 #include "dnngraph/storage.hpp"
 #include "dnngraph/system.hpp"

@@ -130,6 +130,7 @@ void bind_execute(nb::module_& m, nb::class_<PyGraph>& g);
 void bind_serialize(nb::class_<PyGraph>& g);
 void bind_log(nb::module_& m);
 void bind_tune(nb::class_<PyGraph>& g);
+void bind_partition(nb::module_& m);
 
 // The SdpaOptions and optional inputs SDPA and FP8 SDPA share, from the frontend's keywords
 // (ops_sdpa.cpp): the scale (a float attribute or an ATTN_SCALE tensor), the causal / band

@@ -22,6 +22,7 @@ NB_MODULE(_dnngraph, m) {
   bind_serialize(graph);
   bind_log(m);
   bind_tune(graph);
+  bind_partition(m);
   // Used by __init__.py at exit, where torch keeps graphs alive that nanobind would report.
   m.def("_set_leak_warnings", [](bool on) { nb::set_leak_warnings(on); });
 }

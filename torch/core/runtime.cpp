@@ -370,7 +370,7 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
 }
 
 void execute(const BuiltGraph& g, const at::Device& device, const char* op,
-             std::initializer_list<std::pair<int64_t, const at::Tensor*>> pack) {
+             c10::ArrayRef<std::pair<int64_t, const at::Tensor*>> pack) {
   // One variant pack per thread, reused: a call of the same op finds the map's nodes for the
   // same uids and only overwrites the pointers (no allocation). It is rebuilt when the uids
   // differ, so that it never holds a uid the graph does not have or misses one it has.

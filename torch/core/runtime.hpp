@@ -108,7 +108,11 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
 // an optional input it was built without, are skipped), the device's current stream (set on the
 // handle only when it changed), a workspace from torch's caching allocator for this call.
 void execute(const BuiltGraph& g, const at::Device& device, const char* op,
-             std::initializer_list<std::pair<int64_t, const at::Tensor*>> pack);
+             c10::ArrayRef<std::pair<int64_t, const at::Tensor*>> pack);
+inline void execute(const BuiltGraph& g, const at::Device& device, const char* op,
+                    std::initializer_list<std::pair<int64_t, const at::Tensor*>> pack) {
+  execute(g, device, op, c10::ArrayRef<std::pair<int64_t, const at::Tensor*>>(pack));
+}
 
 // Called by an op whose engine has no plan for its inputs, before it runs on ATen instead. Counts
 // the fallback, then follows the fallback policy: "warn" (the default) warns once per op and

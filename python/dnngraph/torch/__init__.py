@@ -34,6 +34,7 @@ import dnngraph as _dnngraph  # noqa: E402,F401
 _torch.ops.load_library(_lib_path)
 
 from . import functional, modules  # noqa: E402
+from .functional import run_graph  # noqa: E402,F401
 from .modules import (  # noqa: E402
     Conv2dBiasAct,
     LayerNorm,
@@ -88,4 +89,5 @@ __all__ = [
     "set_fallback_policy",
     "fallback_policy",
     "fallback_count",
+    "run_graph",
 ]

@@ -50,6 +50,7 @@ __all__ = [
     "swiglu",
     "rope",
     "rope_cos_sin",
+    "run_graph",
 ]
 
 
@@ -239,3 +240,11 @@ def rope_cos_sin(
     inv = base ** (-torch.arange(0, head_dim, 2, device=device, dtype=torch.float64) / head_dim)
     ang = torch.arange(seq_len, device=device, dtype=torch.float64)[:, None] * inv[None, :]
     return ang.cos().to(dtype), ang.sin().to(dtype)
+
+
+def run_graph(graph_json: str, inputs: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+    """Runs a graph given in dnngraph's JSON graph format (``torch.ops.dnngraph.run_graph``):
+    ``inputs`` bind, in order, to its non-virtual tensors that no op produces (constants aside),
+    by ascending uid; returns its non-virtual tensors that an op produces, by ascending uid,
+    allocated with the dims, strides and dtypes the graph declares. No autograd."""
+    return _ops.run_graph.default(graph_json, list(inputs))
