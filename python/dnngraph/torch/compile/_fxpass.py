@@ -1,0 +1,361 @@
+"""The backend's pass over one ATen FX graph: candidates, the engine's partitions, the rewrite.
+
+1. ``canonicalize``: reductions without keepdim become a keepdim reduction and a view (the
+   view stays in ATen), so every mapped value has its own dims inside a dnngraph graph.
+2. Candidates: torch's ``CapabilityBasedPartitioner`` groups connected mapped nodes into
+   convex sets (no path leaves a set and comes back).
+3. Each candidate becomes one dnngraph graph; ``dnngraph.partition`` splits it into what the
+   engine of the tensors' device takes (cuDNN's ``check_support``; the CPU engine takes all).
+4. Each claimed partition that replaces at least two ATen ops becomes one ``run_graph`` call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import operator
+
+import torch
+import torch.fx as fx
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+from torch.fx.passes.tools_common import legalize_graph
+
+import dnngraph as dg
+
+from . import _ops
+from ._lower import Ctx, Unmappable, apply_request, meta
+from ._runtime import dg_dtype, handle_for, partition_graph, run_graph_op, standin_register
+from ._runtime import uses_standin
+
+aten = torch.ops.aten
+
+_KEEPDIM_REDUCTIONS = {aten.sum.dim_IntList, aten.mean.dim, aten.amax.default}
+
+
+@dataclasses.dataclass
+class Decision:
+    """What became of one ATen node: ``partition`` (index of its fused graph) or None with
+    ``reason``."""
+
+    node: str
+    op: str
+    partition: int | None
+    reason: str
+
+
+@dataclasses.dataclass
+class Report:
+    """The decisions for one FX graph (``explain`` prints them)."""
+
+    graph: str
+    decisions: list[Decision]
+    partitions: list[list[str]]  # ATen node names per fused graph
+
+
+def _op_name(node) -> str:
+    t = node.target
+    if t is operator.getitem:
+        return "getitem"
+    return str(getattr(t, "__name__", t)) if not hasattr(t, "_schema") else str(t)
+
+
+# ---- 1. canonical reductions -----------------------------------------------------------------
+
+
+def _fake_mode(gm):
+    for n in gm.graph.nodes:
+        v = meta(n)
+        if isinstance(v, torch._subclasses.FakeTensor):
+            return v.fake_mode
+    return None
+
+
+def canonicalize(gm: fx.GraphModule):
+    """Reductions without keepdim -> keepdim reduction + view (values computed on fakes)."""
+    mode = _fake_mode(gm)
+    if mode is None:
+        return
+    g = gm.graph
+    for node in list(g.nodes):
+        if node.op != "call_function":
+            continue
+        x = node.args[0] if node.args else None
+        xv, yv = meta(x), meta(node)
+        if not isinstance(xv, torch.Tensor) or not isinstance(yv, torch.Tensor):
+            continue
+        if node.target is aten.sum.default and xv.dim() > 0 and not node.kwargs:
+            target, dims = aten.sum.dim_IntList, list(range(xv.dim()))
+        elif node.target in _KEEPDIM_REDUCTIONS and yv.dim() != xv.dim() and xv.dim() > 0:
+            target = node.target
+            dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+            dims = list(range(xv.dim())) if not dims else list(dims)
+            if node.kwargs.get("dtype") is not None:
+                continue
+        else:
+            continue
+        with g.inserting_before(node):
+            red = g.call_function(target, (x, dims, True))
+            view = g.call_function(aten.view.default, (red, list(yv.shape)))
+        with mode:
+            red.meta["val"] = target(xv, dims, True)
+            view.meta["val"] = red.meta["val"].view(list(yv.shape))
+        node.replace_all_uses_with(view)
+        g.erase_node(node)
+    g.lint()
+
+
+# ---- 2. candidates ---------------------------------------------------------------------------
+
+
+class _Support(OperatorSupportBase):
+    def __init__(self, refused: dict):
+        self.refused = refused
+
+    def is_node_supported(self, submodules, node) -> bool:
+        if node in self.refused:
+            return False
+        if node.target is operator.getitem:
+            return True
+        reason = _ops.why_not(node)
+        if reason is not None:
+            self.refused[node] = reason
+            return False
+        return True
+
+
+def _candidates(gm, refused):
+    part = CapabilityBasedPartitioner(
+        gm, _Support(refused), allows_single_node_partition=True, skip_horizontal_fusion=True
+    )
+    out = []
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    for p in part.propose_partitions():
+        nodes = sorted(p.nodes, key=order.__getitem__)
+        if any(n.target is not operator.getitem for n in nodes):
+            out.append(nodes)
+    return out
+
+
+# ---- 3. one dnngraph graph per node set ------------------------------------------------------
+
+
+def _compute_nodes(nodes):
+    return [n for n in nodes if n.target is not operator.getitem]
+
+
+class _Built:
+    def __init__(self, g, ctx, op_owner, inputs, outputs):
+        self.g, self.ctx = g, ctx
+        self.op_owner = op_owner  # dnngraph op index -> FX node
+        self.inputs = inputs  # [(FX node, layout request)]
+        self.outputs = outputs  # [(FX node | None, dims in the graph)]
+
+
+def _node_count(g) -> int:
+    return len(json.loads(g.to_json())["nodes"])
+
+
+def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
+    """One dnngraph graph computing ``nodes``; raises Unmappable naming the node that failed."""
+    g = dg.pygraph(name=name, handle=handle, intermediate_data_type=dg.data_type.FLOAT,
+                   compute_data_type=dg.data_type.FLOAT)
+    ctx = Ctx(g, set(nodes))
+    op_owner = []
+    for n in nodes:
+        try:
+            _ops.lower(ctx, n)
+        except Unmappable as e:
+            e.nodes = [n]
+            raise
+        except (ValueError, TypeError, RuntimeError, dg.NotSupportedError) as e:
+            err = Unmappable(f"dnngraph refused the mapping: {e}")
+            err.nodes = [n]
+            raise err from e
+        if owners:
+            count = _node_count(g)
+            op_owner.extend([n] * (count - len(op_owner)))
+    node_set = set(nodes)
+    outputs = []
+    for n in nodes:
+        if n not in ctx.values:
+            continue
+        if any(u not in node_set for u in n.users):
+            outputs.append((n, ctx.dims[n]))
+    inputs = list(ctx.inputs.keys())
+    uid = 1
+    for key in inputs:
+        ctx.inputs[key].set_uid(uid)
+        uid += 1
+    for n, dims in outputs:
+        v = meta(n)
+        t = ctx.values[n]
+        t.set_output(True).set_uid(uid).set_data_type(dg_dtype(v.dtype))
+        t.set_dim(list(dims)).set_stride(_strides_for(v, dims))
+        uid += 1
+    for t in ctx.extra_outputs:
+        t.set_output(True).set_uid(uid)
+        uid += 1
+        outputs.append((None, None))
+    try:
+        g.validate()
+    except (ValueError, TypeError, RuntimeError, dg.NotSupportedError) as e:
+        err = Unmappable(f"dnngraph refused the graph: {e}")
+        err.nodes = _compute_nodes(nodes)
+        raise err from e
+    return _Built(g, ctx, op_owner, inputs, outputs)
+
+
+def _strides_for(v: torch.Tensor, dims):
+    """Strides for a graph output of dims ``dims`` (``v``'s with size-1 dims inserted) that
+    match ``v``'s memory, so a view gives ``v``'s shape back."""
+    m = torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device="meta")
+    if list(v.shape) != list(dims):
+        m = m.view(list(dims))
+    return list(m.stride())
+
+
+# ---- 4. rewrite ------------------------------------------------------------------------------
+
+
+def _replace(gm, nodes, built: _Built, graph_json: str):
+    g = gm.graph
+    op = run_graph_op()
+    anchor = nodes[-1]
+    with g.inserting_before(anchor):
+        ins = []
+        for fxn, request in built.inputs:
+            ins.append(apply_request(
+                fxn, request,
+                lambda n, d: g.call_function(aten.view.default, (n, d)),
+                lambda n, d: g.call_function(aten.slice.Tensor, (n, d, 0, 1)),
+                lambda n, size, stride: g.call_function(aten.as_strided.default, (n, size, stride)),
+            ))
+        call = g.call_function(op, (graph_json, ins))
+        for i, (fxn, dims) in enumerate(built.outputs):
+            if fxn is None:
+                continue
+            item = g.call_function(operator.getitem, (call, i))
+            shape = list(meta(fxn).shape)
+            if list(dims) != shape:
+                item = g.call_function(aten.view.default, (item, shape))
+            fxn.replace_all_uses_with(item)
+    for n in reversed(nodes):
+        g.erase_node(n)
+
+
+def _convex(nodes, order) -> bool:
+    s = set(nodes)
+    hi = max(order[n] for n in nodes)
+    stack = [u for n in nodes for u in n.users if u not in s]
+    seen = set()
+    while stack:
+        n = stack.pop()
+        if n in seen or order.get(n, hi + 1) > hi:
+            continue
+        seen.add(n)
+        for u in n.users:
+            if u in s:
+                return False
+            stack.append(u)
+    return True
+
+
+def _device(nodes):
+    for n in nodes:
+        v = meta(n)
+        if isinstance(v, torch.Tensor):
+            return v.device
+    return torch.device("cpu")
+
+
+def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2) -> Report:
+    """Finds the partitions of ``gm`` and (``rewrite``) replaces each claimed one with a
+    ``run_graph`` call. Returns the decision for every ATen op."""
+    canonicalize(gm)
+    refused: dict[fx.Node, str] = {}
+    claimed: list[tuple[list, _Built]] = []
+    engine_refused: dict[fx.Node, str] = {}
+    for _ in range(64):  # a node that fails to lower is refused and the candidates redone
+        try:
+            claimed, engine_refused = _plan(gm, refused, min_ops)
+            break
+        except Unmappable as e:
+            bad = [n for n in getattr(e, "nodes", []) if n not in refused]
+            if not bad:
+                raise
+            for n in bad:
+                refused[n] = str(e)
+    report = _report(gm, graph_name, claimed, refused, engine_refused)
+    if rewrite and claimed:
+        for nodes, built in claimed:
+            graph_json = built.g.to_json()
+            if uses_standin():
+                standin_register(graph_json, built.g)
+            _replace(gm, nodes, built, graph_json)
+        legalize_graph(gm)
+        gm.graph.lint()
+        gm.recompile()
+    return report
+
+
+def _plan(gm, refused, min_ops):
+    """(claimed [(nodes, built graph)], {node: engine's reason}) for the graph as it is."""
+    claimed, engine_refused = [], {}
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    for nodes in _candidates(gm, refused):
+        handle = handle_for(_device(nodes))
+        cand = build_graph(nodes, handle)
+        parts = partition_graph(cand.g, handle)
+        for p in parts:
+            owners = []
+            for i in p.op_indices:
+                if cand.op_owner[i] not in owners:
+                    owners.append(cand.op_owner[i])
+            if not p.supported:
+                for n in owners:
+                    engine_refused[n] = f"engine refused: {p.reason}"
+                continue
+            owners_set = set(owners)
+            split = [n for n in owners if any(
+                cand.op_owner[j] is n and j not in p.op_indices
+                for j in range(len(cand.op_owner)))]
+            if split:
+                for n in owners:
+                    engine_refused[n] = f"partition splits '{split[0].name}'s ops"
+                continue
+            members = sorted(
+                owners_set | {u for n in owners for u in n.users
+                              if u.target is operator.getitem and u in cand.ctx.values},
+                key=order.__getitem__)
+            if len(_compute_nodes(members)) < min_ops:
+                for n in members:
+                    engine_refused[n] = "single op: ATen runs it as one kernel already"
+                continue
+            if not _convex(members, order):
+                for n in members:
+                    engine_refused[n] = "partition is not convex in the FX graph"
+                continue
+            claimed.append((members, build_graph(members, handle, owners=False)))
+    return claimed, engine_refused
+
+
+def _report(gm, name, claimed, refused, engine_refused) -> Report:
+    where = {}
+    partitions = []
+    for k, (nodes, _) in enumerate(claimed):
+        partitions.append([n.name for n in _compute_nodes(nodes)])
+        for n in nodes:
+            where[n] = k
+    decisions = []
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target is operator.getitem:
+            continue
+        if n in where:
+            decisions.append(Decision(n.name, _op_name(n), where[n], ""))
+        elif n.target in _ops.VIEWS:
+            decisions.append(Decision(n.name, _op_name(n), None, "view: stays in ATen"))
+        else:
+            reason = refused.get(n) or engine_refused.get(n) or _ops.why_not(n) or "not claimed"
+            decisions.append(Decision(n.name, _op_name(n), None, reason))
+    return Report(name, decisions, partitions)

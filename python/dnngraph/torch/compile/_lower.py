@@ -1,0 +1,212 @@
+"""ATen FX nodes as dnngraph ops: the table of mapped ops and the context that builds a graph.
+
+A mapped op has exactly the semantics of its ATen op. ``LOWERINGS[target](ctx, node)`` adds the
+node's ops to ``ctx.g`` and records the dnngraph tensor of each value it defines (the node, or
+its ``getitem`` users for ops that return tuples). ``CHECKS[target](node)`` tells, before any
+graph is built, why a node cannot be mapped (``None`` when it can).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx as fx
+
+import dnngraph as dg
+
+from ._runtime import dg_dtype
+
+aten = torch.ops.aten
+
+
+class Unmappable(Exception):
+    """A node that cannot join a dnngraph graph; the message is the reason."""
+
+
+def meta(node):
+    v = node.meta.get("val") if isinstance(node, fx.Node) else None
+    return v
+
+
+def concrete(shape) -> bool:
+    return all(isinstance(s, int) for s in shape)
+
+
+class Ctx:
+    """Builds one dnngraph graph from a set of FX nodes.
+
+    ``values``: FX node -> dnngraph tensor for values defined inside. ``inputs``: the external
+    values read, each as (FX node, layout request) -> tensor; the backend feeds them in that
+    order after giving each value its dims with views (``layout_request``)."""
+
+    def __init__(self, g, nodes):
+        self.g = g
+        self.nodes = nodes
+        self.values: dict[fx.Node, object] = {}
+        self.dims: dict[fx.Node, list] = {}  # dims in the graph of each value defined inside
+        self.inputs: dict[tuple, object] = {}
+        self.extra_outputs: list[object] = []  # outputs no FX value reads (dropped)
+
+    # -- operands --
+    def tensor(self, arg, rank=None, dims=None, cut=False):
+        """The dnngraph tensor of FX value ``arg``: its own if defined inside, else a graph
+        input. ``rank`` pads the dims in front (torch's broadcasting); ``dims`` gives them
+        (size-1 dims inserted into the value's)."""
+        if not isinstance(arg, fx.Node):
+            raise Unmappable(f"operand {arg!r} is not a tensor")
+        v = meta(arg)
+        if not isinstance(v, torch.Tensor):
+            raise Unmappable(f"operand '{arg.name}' is not a tensor")
+        if arg in self.values:
+            have = self.dims[arg]
+            want = list(dims) if dims is not None else _padded(list(v.shape), rank)
+            if want != have:
+                raise Unmappable(
+                    f"'{arg.name}' (dims {have} in the graph) is read with dims {want} "
+                    "(needs a reshape)"
+                )
+            return self.values[arg]
+        if dg_dtype(v.dtype) is None:
+            raise Unmappable(f"input '{arg.name}' has dtype {v.dtype} (floating types only)")
+        if not concrete(v.shape):
+            raise Unmappable(f"input '{arg.name}' has symbolic dims {list(v.shape)}")
+        request = layout_request(v, rank=rank, dims=dims, cut=cut)
+        key = (arg, request)
+        t = self.inputs.get(key)
+        if t is None:
+            shape, stride = adapted_layout(v, request)
+            t = self.g.tensor(
+                name=f"{arg.name}", dim=list(shape), stride=list(stride),
+                data_type=dg_dtype(v.dtype),
+            )
+            self.inputs[key] = t
+        return t
+
+    def operand(self, arg, rank):
+        """A pointwise operand: a Python number becomes a constant, a tensor is padded."""
+        if isinstance(arg, bool):
+            raise Unmappable("boolean scalar operand")
+        if isinstance(arg, (int, float)):
+            return float(arg)
+        return self.tensor(arg, rank=rank, cut=True)
+
+    def define(self, node, t, dims=None):
+        """Records ``t`` as FX value ``node`` (its dims in the graph: ``dims``, else the
+        value's). Its data type is set when it becomes a graph output; inside, it keeps the
+        graph's intermediate type (fp32)."""
+        v = meta(node)
+        if dg_dtype(v.dtype) is None:
+            raise Unmappable(f"'{node.name}' has dtype {v.dtype} (floating types only)")
+        self.values[node] = t
+        self.dims[node] = list(dims) if dims is not None else list(v.shape)
+        # Set, not inferred: a pointwise op whose operands all broadcast a dim (cut to 1)
+        # still writes the value's full extent.
+        t.set_dim(self.dims[node])
+        return t
+
+    def define_items(self, node, outs, dims=None):
+        """Records the outputs of a tuple-returning op on its getitem users; outputs nobody
+        reads are kept as extra outputs (engines want the statistics of a training norm
+        written)."""
+        seen = set()
+        for user in node.users:
+            if user.op == "call_function" and user.target is operator.getitem:
+                i = user.args[1]
+                if outs[i] is None:
+                    raise Unmappable(f"'{node.name}' output {i} is not computed")
+                self.define(user, outs[i], dims[i] if dims else None)
+                seen.add(i)
+            else:
+                raise Unmappable(f"'{node.name}' is read whole, not through getitem")
+        for i, t in enumerate(outs):
+            if t is not None and i not in seen:
+                self.extra_outputs.append(t)
+
+
+def _padded(shape, rank):
+    if rank is None or rank <= len(shape):
+        return list(shape)
+    return [1] * (rank - len(shape)) + list(shape)
+
+
+def layout_request(v: torch.Tensor, rank=None, dims=None, cut=False):
+    """(view dims, dims cut to 1) that give external value ``v`` its dims inside a graph:
+    ``dims`` (the value's with size-1 dims inserted) or its dims padded in front to ``rank``;
+    with ``cut``, dims that torch broadcast with stride 0 become extent 1 (a pointwise operand
+    broadcasts them again), since engines take strides >= 1."""
+    view_dims = list(dims) if dims is not None else _padded(list(v.shape), rank)
+    if view_dims != list(v.shape):
+        numel = 1
+        for d in view_dims:
+            numel *= d
+        if numel != v.numel():
+            raise Unmappable(f"dims {list(v.shape)} cannot be read as {view_dims}")
+    m = torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device="meta")
+    try:
+        m = m.view(view_dims)
+    except RuntimeError as e:
+        raise Unmappable(f"dims {list(v.shape)} cannot be viewed as {view_dims}: {e}") from e
+    cuts = []
+    if cut:
+        cuts = [d for d, (n, s) in enumerate(zip(m.shape, m.stride())) if s == 0 and n > 1]
+    return tuple(view_dims), tuple(cuts)
+
+
+def _meta_apply(v: torch.Tensor, request):
+    """(shape, strides after the views, strides given to the graph) of ``v`` under
+    ``request``: a dim of extent 1 and stride 0 (left by a broadcast) gets stride 1, since
+    engines take strides >= 1."""
+    view_dims, cuts = request
+    m = torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device="meta")
+    if list(m.shape) != list(view_dims):
+        m = m.view(list(view_dims))
+    for d in cuts:
+        m = m.narrow(d, 0, 1)
+    raw = list(m.stride())
+    fixed = [1 if (s == 0 and n == 1) else s for n, s in zip(m.shape, raw)]
+    return list(m.shape), raw, fixed
+
+
+def adapted_layout(v: torch.Tensor, request):
+    """Shape and strides in the graph of external value ``v`` read under ``request``."""
+    shape, _, fixed = _meta_apply(v, request)
+    return tuple(shape), tuple(fixed)
+
+
+def apply_request(node, request, view, narrow, restride):
+    """Builds (with ``view``, ``narrow``, ``restride``) the views of FX value ``node`` that
+    give it its layout in the graph."""
+    v = meta(node)
+    shape, raw, fixed = _meta_apply(v, request)
+    view_dims, cuts = request
+    x = node
+    if list(v.shape) != list(view_dims):
+        x = view(x, list(view_dims))
+    for d in cuts:
+        x = narrow(x, d)
+    if fixed != raw:
+        x = restride(x, shape, fixed)
+    return x
+
+
+def check_floating(node):
+    v = meta(node)
+    vals = v if isinstance(v, (tuple, list)) else [v]
+    for x in vals:
+        if x is None:
+            continue
+        if not isinstance(x, torch.Tensor):
+            return f"output is {type(x).__name__}, not a tensor"
+        if dg_dtype(x.dtype) is None:
+            return f"dtype {x.dtype} (dnngraph maps float32/float16/bfloat16/float64)"
+        if not concrete(x.shape):
+            return f"symbolic shape {list(x.shape)}"
+    for a in node.all_input_nodes:
+        x = meta(a)
+        if isinstance(x, torch.Tensor):
+            if dg_dtype(x.dtype) is None:
+                return f"input '{a.name}' has dtype {x.dtype}"
+            if not concrete(x.shape):
+                return f"input '{a.name}' has symbolic shape"
+    return None
