@@ -24,7 +24,7 @@ from torch.fx.passes.tools_common import legalize_graph
 import dnngraph as dg
 
 from . import _ops
-from ._lower import Ctx, Unmappable, apply_request, meta
+from ._lower import RESHAPES, Ctx, Unmappable, apply_request, meta
 from ._runtime import dg_dtype, handle_for, partition_graph, run_graph_op, standin_register
 from ._runtime import uses_standin
 
@@ -141,7 +141,8 @@ def _candidates(gm, refused):
 
 
 def _compute_nodes(nodes):
-    return [n for n in nodes if n.target is not operator.getitem]
+    """The nodes that compute (getitem and views aside)."""
+    return [n for n in nodes if n.target is not operator.getitem and n.target not in RESHAPES]
 
 
 class _Built:
@@ -166,7 +167,8 @@ def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
         try:
             _ops.lower(ctx, n)
         except Unmappable as e:
-            e.nodes = [n]
+            if not getattr(e, "nodes", None):
+                e.nodes = [n]
             raise
         except (ValueError, TypeError, RuntimeError, dg.NotSupportedError) as e:
             err = Unmappable(f"dnngraph refused the mapping: {e}")
@@ -176,27 +178,30 @@ def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
             count = _node_count(g)
             op_owner.extend([n] * (count - len(op_owner)))
     node_set = set(nodes)
-    outputs = []
+    outputs = []  # (FX node | None, dims in the graph, run_graph output index)
+    out_index = {}  # id(dnngraph tensor) -> output index
     for n in nodes:
-        if n not in ctx.values:
+        if n not in ctx.values or not any(u not in node_set for u in n.users):
             continue
-        if any(u not in node_set for u in n.users):
-            outputs.append((n, ctx.dims[n]))
+        t = ctx.values[n]
+        k = out_index.get(id(t))
+        if k is None:
+            k = out_index[id(t)] = len(out_index)
+            _mark_output(t, meta(n), ctx.dims[n])
+        outputs.append((n, ctx.dims[n], k))
+    for t in ctx.extra_outputs:
+        out_index[id(t)] = len(out_index)
+        t.set_output(True)
     inputs = list(ctx.inputs.keys())
+    # uids: inputs 1..n in order, then the outputs in order (run_graph's binding order).
     uid = 1
     for key in inputs:
         ctx.inputs[key].set_uid(uid)
         uid += 1
-    for n, dims in outputs:
-        v = meta(n)
-        t = ctx.values[n]
-        t.set_output(True).set_uid(uid).set_data_type(dg_dtype(v.dtype))
-        t.set_dim(list(dims)).set_stride(_strides_for(v, dims))
+    tensors = {id(t): t for t in list(ctx.values.values()) + ctx.extra_outputs}
+    for tid, _k in sorted(out_index.items(), key=lambda kv: kv[1]):
+        tensors[tid].set_uid(uid)
         uid += 1
-    for t in ctx.extra_outputs:
-        t.set_output(True).set_uid(uid)
-        uid += 1
-        outputs.append((None, None))
     try:
         g.validate()
     except (ValueError, TypeError, RuntimeError, dg.NotSupportedError) as e:
@@ -206,13 +211,21 @@ def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
     return _Built(g, ctx, op_owner, inputs, outputs)
 
 
+def _mark_output(t, v: torch.Tensor, dims):
+    t.set_output(True).set_data_type(dg_dtype(v.dtype))
+    t.set_dim(list(dims)).set_stride(_strides_for(v, dims))
+
+
 def _strides_for(v: torch.Tensor, dims):
     """Strides for a graph output of dims ``dims`` (``v``'s with size-1 dims inserted) that
     match ``v``'s memory, so a view gives ``v``'s shape back."""
     m = torch.empty_strided(tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device="meta")
     if list(v.shape) != list(dims):
-        m = m.view(list(dims))
-    return list(m.stride())
+        try:
+            m = m.view(list(dims))
+        except RuntimeError:  # not viewable: packed (a view gives the value's dims back)
+            m = torch.empty(list(dims), device="meta")
+    return [1 if (s == 0 and n == 1) else s for n, s in zip(m.shape, m.stride())]
 
 
 # ---- 4. rewrite ------------------------------------------------------------------------------
@@ -232,20 +245,25 @@ def _replace(gm, nodes, built: _Built, graph_json: str):
                 lambda n, size, stride: g.call_function(aten.as_strided.default, (n, size, stride)),
             ))
         call = g.call_function(op, (graph_json, ins))
-        for i, (fxn, dims) in enumerate(built.outputs):
-            if fxn is None:
-                continue
-            item = g.call_function(operator.getitem, (call, i))
+        items = {}
+        for fxn, dims, k in built.outputs:
+            if k not in items:
+                items[k] = g.call_function(operator.getitem, (call, k))
+            item = items[k]
             shape = list(meta(fxn).shape)
             if list(dims) != shape:
                 item = g.call_function(aten.view.default, (item, shape))
             fxn.replace_all_uses_with(item)
     for n in reversed(nodes):
-        g.erase_node(n)
+        if not n.users:  # views of inputs read outside stay
+            g.erase_node(n)
 
 
-def _convex(nodes, order) -> bool:
-    s = set(nodes)
+def _convex(nodes, order, kept=()) -> bool:
+    """No path leaves ``nodes`` and comes back (``kept``: members that stay in the graph,
+    views of inputs, count as outside)."""
+    s = set(nodes) - set(kept)
+    nodes = [n for n in nodes if n in s]
     hi = max(order[n] for n in nodes)
     stack = [u for n in nodes for u in n.users if u not in s]
     seen = set()
@@ -324,20 +342,33 @@ def _plan(gm, refused, min_ops):
                 for n in owners:
                     engine_refused[n] = f"partition splits '{split[0].name}'s ops"
                 continue
-            members = sorted(
-                owners_set | {u for n in owners for u in n.users
-                              if u.target is operator.getitem and u in cand.ctx.values},
-                key=order.__getitem__)
+            members = _members(owners_set, nodes, cand.ctx, order)
             if len(_compute_nodes(members)) < min_ops:
                 for n in members:
                     engine_refused[n] = "single op: ATen runs it as one kernel already"
                 continue
-            if not _convex(members, order):
+            if not _convex(members, order, kept=cand.ctx.aliases):
                 for n in members:
                     engine_refused[n] = "partition is not convex in the FX graph"
                 continue
             claimed.append((members, build_graph(members, handle, owners=False)))
     return claimed, engine_refused
+
+
+def _members(owners, cand_nodes, ctx, order):
+    """The FX nodes a partition replaces: the owners of its ops, their getitems, the views
+    of its values and the views of inputs it reads."""
+    members = set(owners)
+    members |= {u for n in owners for u in n.users
+                if u.target is operator.getitem and u in ctx.values}
+    views = [n for n in cand_nodes if n.target in RESHAPES]
+    for n in views:  # views of values computed here (in order: chains of views)
+        if n.args[0] in members and n in ctx.values:
+            members.add(n)
+    for n in reversed(views):  # views of inputs read here
+        if n in ctx.aliases and any(u in members for u in n.users):
+            members.add(n)
+    return sorted(members, key=order.__getitem__)
 
 
 def _report(gm, name, claimed, refused, engine_refused) -> Report:
@@ -353,7 +384,7 @@ def _report(gm, name, claimed, refused, engine_refused) -> Report:
             continue
         if n in where:
             decisions.append(Decision(n.name, _op_name(n), where[n], ""))
-        elif n.target in _ops.VIEWS:
+        elif n.target in _ops.VIEWS or n.target in RESHAPES:
             decisions.append(Decision(n.name, _op_name(n), None, "view: stays in ATen"))
         else:
             reason = refused.get(n) or engine_refused.get(n) or _ops.why_not(n) or "not claimed"

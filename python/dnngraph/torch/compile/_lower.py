@@ -18,6 +18,7 @@ import dnngraph as dg
 from ._runtime import dg_dtype
 
 aten = torch.ops.aten
+RESHAPES = {aten.view.default, aten._unsafe_view.default}
 
 
 class Unmappable(Exception):
@@ -47,6 +48,7 @@ class Ctx:
         self.dims: dict[fx.Node, list] = {}  # dims in the graph of each value defined inside
         self.inputs: dict[tuple, object] = {}
         self.extra_outputs: list[object] = []  # outputs no FX value reads (dropped)
+        self.aliases: dict[fx.Node, fx.Node] = {}  # views of graph inputs -> the input
 
     # -- operands --
     def tensor(self, arg, rank=None, dims=None, cut=False):
@@ -62,11 +64,19 @@ class Ctx:
             have = self.dims[arg]
             want = list(dims) if dims is not None else _padded(list(v.shape), rank)
             if want != have:
-                raise Unmappable(
+                err = Unmappable(
                     f"'{arg.name}' (dims {have} in the graph) is read with dims {want} "
                     "(needs a reshape)"
                 )
+                # A view inside the graph is what cannot be followed: it stays in ATen.
+                err.nodes = [arg] if arg.target in RESHAPES else None
+                raise err
             return self.values[arg]
+        if arg in self.aliases:
+            # A view of a graph input: read the input with the dims asked of the view.
+            src = self.aliases[arg]
+            want = list(dims) if dims is not None else _padded(list(v.shape), rank)
+            return self.tensor(src, dims=want, cut=cut)
         if dg_dtype(v.dtype) is None:
             raise Unmappable(f"input '{arg.name}' has dtype {v.dtype} (floating types only)")
         if not concrete(v.shape):
@@ -82,6 +92,43 @@ class Ctx:
             )
             self.inputs[key] = t
         return t
+
+    def pointwise(self, node, args):
+        """The operands of pointwise node ``node`` (numbers become constants) and the dims
+        of its result in the graph. Operands broadcast as in torch. When an operand is an
+        intermediate read through ``view`` (dims in the graph other than its value's), the op
+        runs in that operand's dims and the other operands are viewed to match."""
+        F = list(meta(node).shape)
+        if not F:
+            raise Unmappable("0-dim result (a scalar tensor)")
+        D = F
+        for a in args:
+            if isinstance(a, fx.Node) and a in self.values and self.dims[a] != list(meta(a).shape):
+                if list(meta(a).shape) != F:
+                    raise Unmappable(f"'{a.name}' is reshaped inside the graph and broadcast")
+                D = self.dims[a]
+                break
+        out = []
+        for a in args:
+            if isinstance(a, bool):
+                raise Unmappable("boolean scalar operand")
+            if isinstance(a, (int, float)):
+                out.append(float(a))
+                continue
+            if not isinstance(a, fx.Node) or not isinstance(meta(a), torch.Tensor):
+                raise Unmappable(f"operand {a!r} is not a tensor or a number")
+            o = _padded(list(meta(a).shape), len(F))
+            od = o if D == F else map_shape(o, F, D)
+            if od is None:
+                err = Unmappable(f"'{a.name}' (dims {o}) does not broadcast in dims {D}")
+                err.nodes = [a] if a.target in RESHAPES else None
+                raise err
+            out.append(self.tensor(a, dims=od, cut=True))
+        return out, D
+
+    def dims_of(self, arg):
+        """Dims of FX value ``arg`` in the graph (its own unless reshaped inside)."""
+        return self.dims[arg] if arg in self.values else list(meta(arg).shape)
 
     def operand(self, arg, rank):
         """A pointwise operand: a Python number becomes a constant, a tensor is padded."""
@@ -128,6 +175,48 @@ def _padded(shape, rank):
     if rank is None or rank <= len(shape):
         return list(shape)
     return [1] * (rank - len(shape)) + list(shape)
+
+
+def _groups(F, D):
+    """Row-major correspondence of two shapes with as many elements: [(dims of F, dims of
+    D)], each pair spanning the same elements."""
+    groups, i, j = [], 0, 0
+    while i < len(F) and j < len(D):
+        fi, dj, pf, pd = [i], [j], F[i], D[j]
+        i, j = i + 1, j + 1
+        while pf != pd:
+            if pf < pd and i < len(F):
+                fi.append(i)
+                pf *= F[i]
+                i += 1
+            elif pd < pf and j < len(D):
+                dj.append(j)
+                pd *= D[j]
+                j += 1
+            else:
+                return None
+        groups.append((fi, dj))
+    if not groups:
+        return None
+    groups[-1][0].extend(range(i, len(F)))  # trailing 1s
+    groups[-1][1].extend(range(j, len(D)))
+    return groups
+
+
+def map_shape(o, F, D):
+    """Dims in D (a reshape of F) of an operand of dims ``o`` broadcast to F, or None when a
+    group of dims is neither whole nor all 1 in ``o``."""
+    groups = _groups(F, D)
+    if groups is None:
+        return None
+    out = [1] * len(D)
+    for fi, dj in groups:
+        if all(o[k] == F[k] for k in fi):
+            for k in dj:
+                out[k] = D[k]
+        elif not all(o[k] == 1 for k in fi):
+            return None
+    return out
 
 
 def layout_request(v: torch.Tensor, rank=None, dims=None, cut=False):

@@ -37,18 +37,15 @@ def _out_rank(node):
 
 def _unary(method, **kw):
     def lower(ctx: Ctx, node):
-        r = _out_rank(node)
-        x = ctx.operand(node.args[0], r)
-        ctx.define(node, getattr(ctx.g, method)(x, **kw))
+        (x,), d = ctx.pointwise(node, node.args[:1])
+        ctx.define(node, getattr(ctx.g, method)(x, **kw), d)
 
     return lower
 
 
 def _binary(method, alpha_on_second=False):
     def lower(ctx: Ctx, node):
-        r = _out_rank(node)
-        a = ctx.operand(node.args[0], r)
-        b = ctx.operand(node.args[1], r)
+        (a, b), d = ctx.pointwise(node, node.args[:2])
         alpha = node.kwargs.get("alpha", 1)
         if alpha_on_second and alpha != 1:
             b = b * alpha if isinstance(b, float) else ctx.g.mul(b, float(alpha))
@@ -58,7 +55,7 @@ def _binary(method, alpha_on_second=False):
             if method not in ("add", "mul", "max", "min"):
                 raise Unmappable("scalar first operand of a non-commutative op")
             a, b = b, a  # dnngraph's first operand is a tensor
-        ctx.define(node, getattr(ctx.g, method)(a, b))
+        ctx.define(node, getattr(ctx.g, method)(a, b), d)
 
     return lower
 
@@ -70,16 +67,14 @@ def _check_div(node):
 
 
 def _gelu(ctx: Ctx, node):
-    r = _out_rank(node)
-    x = ctx.operand(node.args[0], r)
+    (x,), d = ctx.pointwise(node, node.args[:1])
     approx = node.kwargs.get("approximate", "none")
     g = ctx.g.gelu_approx_tanh(x) if approx == "tanh" else ctx.g.gelu(x)
-    ctx.define(node, g)
+    ctx.define(node, g, d)
 
 
 def _pow(ctx: Ctx, node):
-    r = _out_rank(node)
-    x = ctx.operand(node.args[0], r)
+    (x,), d = ctx.pointwise(node, node.args[:1])
     e = node.args[1]
     if e == 2:
         y = ctx.g.mul(x, x)
@@ -91,7 +86,7 @@ def _pow(ctx: Ctx, node):
         y = ctx.g.rsqrt(x)
     else:
         y = ctx.g.pow(x, float(e))
-    ctx.define(node, y)
+    ctx.define(node, y, d)
 
 
 def _check_pow(node):
@@ -102,8 +97,8 @@ def _check_pow(node):
 
 
 def _to_copy(ctx: Ctx, node):
-    r = _out_rank(node)
-    ctx.define(node, ctx.g.identity(ctx.operand(node.args[0], r)))
+    (x,), d = ctx.pointwise(node, node.args[:1])
+    ctx.define(node, ctx.g.identity(x), d)
 
 
 def _check_to_copy(node):
@@ -120,43 +115,55 @@ def _check_to_copy(node):
 
 def _threshold_backward(ctx: Ctx, node):
     # grad where self > threshold else 0: RELU_BWD with the threshold as lower clip.
-    r = _out_rank(node)
-    grad = ctx.operand(node.args[0], r)
-    x = ctx.operand(node.args[1], r)
-    ctx.define(node, ctx.g.relu_backward(grad, x, lower_clip=float(node.args[2])))
+    (grad, x), d = ctx.pointwise(node, node.args[:2])
+    ctx.define(node, ctx.g.relu_backward(grad, x, lower_clip=float(node.args[2])), d)
 
 
 def _gelu_backward(ctx: Ctx, node):
-    r = _out_rank(node)
-    grad = ctx.operand(node.args[0], r)
-    x = ctx.operand(node.args[1], r)
+    (grad, x), d = ctx.pointwise(node, node.args[:2])
     if node.kwargs.get("approximate", "none") == "tanh":
-        ctx.define(node, ctx.g.gelu_approx_tanh_backward(grad, x))
+        ctx.define(node, ctx.g.gelu_approx_tanh_backward(grad, x), d)
     else:
-        ctx.define(node, ctx.g.gelu_backward(grad, x))
+        ctx.define(node, ctx.g.gelu_backward(grad, x), d)
 
 
 def _silu_backward(ctx: Ctx, node):
-    r = _out_rank(node)
-    ctx.define(
-        node, ctx.g.silu_backward(ctx.operand(node.args[0], r), ctx.operand(node.args[1], r))
-    )
+    (grad, x), d = ctx.pointwise(node, node.args[:2])
+    ctx.define(node, ctx.g.silu_backward(grad, x), d)
 
 
 def _sigmoid_backward(ctx: Ctx, node):
     # ATen's takes the output y: grad * y * (1 - y).
-    r = _out_rank(node)
-    grad, y = ctx.operand(node.args[0], r), ctx.operand(node.args[1], r)
+    (grad, y), d = ctx.pointwise(node, node.args[:2])
     one_minus = ctx.g.sub(ctx.g.mul(y, -1.0), -1.0)
-    ctx.define(node, ctx.g.mul(ctx.g.mul(grad, y), one_minus))
+    ctx.define(node, ctx.g.mul(ctx.g.mul(grad, y), one_minus), d)
 
 
 def _tanh_backward(ctx: Ctx, node):
     # ATen's takes the output y: grad * (1 - y * y).
-    r = _out_rank(node)
-    grad, y = ctx.operand(node.args[0], r), ctx.operand(node.args[1], r)
+    (grad, y), d = ctx.pointwise(node, node.args[:2])
     one_minus = ctx.g.sub(ctx.g.mul(ctx.g.mul(y, y), -1.0), -1.0)
-    ctx.define(node, ctx.g.mul(grad, one_minus))
+    ctx.define(node, ctx.g.mul(grad, one_minus), d)
+
+
+def _view(ctx: Ctx, node):
+    """A view of an intermediate keeps its dims in the graph (its consumers run in them); a
+    view of an input is the input read with the view's dims."""
+    x = node.args[0]
+    if x in ctx.values:
+        ctx.values[node] = ctx.values[x]
+        ctx.dims[node] = ctx.dims[x]
+    elif x in ctx.aliases:
+        ctx.aliases[node] = ctx.aliases[x]
+    else:
+        ctx.aliases[node] = x
+
+
+def _check_view(node):
+    v, x = meta(node), meta(node.args[0])
+    if not isinstance(x, torch.Tensor) or x.dim() == 0 or v.dim() == 0:
+        return "view of or to a 0-dim tensor"
+    return None
 
 
 # ---- reductions ------------------------------------------------------------------------------
@@ -199,7 +206,6 @@ def _mm(ctx: Ctx, node):
 
 def _addmm(ctx: Ctx, node):
     # beta * input + alpha * (m1 @ m2)  (addmm and baddbmm)
-    r = _out_rank(node)
     bias, m1, m2 = node.args[:3]
     beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
     y = _matmul(ctx, m1, m2)
@@ -208,7 +214,7 @@ def _addmm(ctx: Ctx, node):
     if beta == 0:
         ctx.define(node, y)
         return
-    b = ctx.operand(bias, r)
+    b = ctx.pointwise(node, [bias])[0][0]
     if beta != 1:
         b = ctx.g.mul(b, float(beta))
     ctx.define(node, ctx.g.add(y, b))
@@ -286,19 +292,27 @@ def _check_layer_norm(node):
     return None
 
 
+def _norm_dims(ctx, x, shape):
+    xd = ctx.dims_of(x)
+    k = len(shape)
+    if list(xd[len(xd) - k:]) != list(shape):
+        raise Unmappable(f"'{x.name}' has dims {xd} in the graph; normalized dims {list(shape)}")
+    return xd, [1] * (len(xd) - k) + list(shape), list(xd[: len(xd) - k]) + [1] * k
+
+
 def _native_layer_norm(ctx: Ctx, node):
     x, shape, w, b, eps = node.args[:5]
-    r = meta(x).dim()
-    pd = _norm_param_dims(r, shape)
+    xd, pd, sd = _norm_dims(ctx, x, shape)
     stats_used = any(u.args[1] in (1, 2) for u in node.users)
     phase = dg.norm_forward_phase.TRAINING if stats_used else dg.norm_forward_phase.INFERENCE
     y, mean, rstd = ctx.g.layernorm(
-        phase, ctx.tensor(x), ctx.tensor(w, dims=pd), ctx.tensor(b, dims=pd), float(eps)
+        phase, ctx.tensor(x, dims=xd), ctx.tensor(w, dims=pd), ctx.tensor(b, dims=pd),
+        float(eps),
     )
     for s in (mean, rstd):
         if s is not None:
             s.set_data_type(F32)
-    ctx.define_items(node, [y, mean, rstd])
+    ctx.define_items(node, [y, mean, rstd], [xd, sd, sd])
 
 
 def _check_layer_norm_bwd(node):
@@ -309,14 +323,12 @@ def _check_layer_norm_bwd(node):
 
 def _native_layer_norm_backward(ctx: Ctx, node):
     grad, x, shape, mean, rstd, w = node.args[:6]
-    r = meta(x).dim()
-    pd = _norm_param_dims(r, shape)
-    sd = list(meta(mean).shape)
+    xd, pd, sd = _norm_dims(ctx, x, shape)
     dx, dw, db = ctx.g.layernorm_backward(
-        ctx.tensor(grad), ctx.tensor(x), ctx.tensor(w, dims=pd),
+        ctx.tensor(grad, dims=xd), ctx.tensor(x, dims=xd), ctx.tensor(w, dims=pd),
         ctx.tensor(mean, dims=sd), ctx.tensor(rstd, dims=sd),
     )
-    ctx.define_items(node, [dx, dw, db], [None, pd, pd])
+    ctx.define_items(node, [dx, dw, db], [xd, pd, pd])
 
 
 # ---- attention -------------------------------------------------------------------------------
@@ -413,6 +425,8 @@ TABLE = {
     aten.gelu.default: (_gelu, None),
     aten.pow.Tensor_Scalar: (_pow, _check_pow),
     aten._to_copy.default: (_to_copy, _check_to_copy),
+    aten.view.default: (_view, _check_view),
+    aten._unsafe_view.default: (_view, _check_view),
     aten.threshold_backward.default: (_threshold_backward, None),
     aten.gelu_backward.default: (_gelu_backward, None),
     aten.silu_backward.default: (_silu_backward, None),
@@ -442,7 +456,7 @@ TABLE = {
 # Ops that only re-index memory: they stay in ATen (free there) and are not reported as
 # "not mapped".
 VIEWS = {
-    aten.view.default, aten._unsafe_view.default, aten.t.default, aten.transpose.int,
+    aten.t.default, aten.transpose.int,
     aten.permute.default, aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim,
     aten.squeeze.dims, aten.slice.Tensor, aten.select.int, aten.detach.default,
     aten.alias.default, aten.as_strided.default, aten.narrow.default,
