@@ -434,7 +434,7 @@ TABLE = {
     aten.tanh_backward.default: (_tanh_backward, None),
     aten.sum.dim_IntList: (_reduction(dg.reduction_mode.ADD), _check_reduction),
     aten.mean.dim: (_reduction(dg.reduction_mode.AVG), _check_reduction),
-    aten.amax.default: (_reduction(dg.reduction_mode.AMAX), _check_reduction),
+    aten.amax.default: (_reduction(dg.reduction_mode.MAX), _check_reduction),  # AMAX is max|x|
     aten.mm.default: (_mm, None),
     aten.bmm.default: (_mm, None),
     aten.addmm.default: (_addmm, None),
