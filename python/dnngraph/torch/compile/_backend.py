@@ -62,37 +62,45 @@ def _maybe(ctx):
     return ctx if ctx is not None else contextlib.nullcontext()
 
 
-def _compiler(kind: str, inner: str, mode, gm, example_inputs):
+def _compiler(kind: str, inner: str, mode, fuse_pointwise, gm, example_inputs):
     name = f"{kind}_{next(_graph_ids)}"
-    report = run_pass(gm, graph_name=name)
+    report = run_pass(gm, graph_name=name, pointwise=fuse_pointwise)
     reports = _collecting()
     if reports is not None:
         reports.append(report)
     return _inner_compile(gm, example_inputs, inner, mode)
 
 
-def make_backend(inner: str = "inductor", mode=None):
-    """The backend callable (``torch.compile(model, backend=make_backend("eager"))``)."""
+def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = False):
+    """The backend callable (``torch.compile(model, backend=make_backend("eager"))``).
+
+    ``fuse_pointwise``: also claim partitions of pointwise and reduction ops alone (by default
+    they go to the inner compiler, which fuses them as well)."""
     if inner not in INNERS:
         raise ValueError(
             f"dnngraph backend: options['inner'] is {inner!r}; expected one of {INNERS}"
         )
     return aot_autograd(
-        fw_compiler=functools.partial(_compiler, "forward", inner, mode),
-        bw_compiler=functools.partial(_compiler, "backward", inner, mode),
-        inference_compiler=functools.partial(_compiler, "inference", inner, mode),
+        fw_compiler=functools.partial(_compiler, "forward", inner, mode, fuse_pointwise),
+        bw_compiler=functools.partial(_compiler, "backward", inner, mode, fuse_pointwise),
+        inference_compiler=functools.partial(
+            _compiler, "inference", inner, mode, fuse_pointwise
+        ),
     )
 
 
 def dnngraph_backend(gm, example_inputs, options=None, mode=None):
-    """``torch.compile(model, backend="dnngraph", options={"inner": "inductor" | "eager"})``."""
+    """``torch.compile(model, backend="dnngraph", options={"inner": "inductor" | "eager",
+    "fuse_pointwise": False})``."""
     options = dict(options or {})
     inner = options.pop("inner", "inductor")
+    fuse_pointwise = bool(options.pop("fuse_pointwise", False))
     if options:
         raise ValueError(
-            f"dnngraph backend: unknown options {sorted(options)}; the backend takes 'inner'"
+            f"dnngraph backend: unknown options {sorted(options)}; the backend takes 'inner' "
+            "and 'fuse_pointwise'"
         )
-    return make_backend(inner, mode)(gm, example_inputs)
+    return make_backend(inner, mode, fuse_pointwise)(gm, example_inputs)
 
 
 def register():

@@ -24,6 +24,7 @@ from torch.fx.passes.tools_common import legalize_graph
 import dnngraph as dg
 
 from . import _ops
+from ._ops import rms_norm_pattern
 from ._lower import RESHAPES, Ctx, Unmappable, apply_request, meta
 from ._runtime import dg_dtype, handle_for, partition_graph, run_graph_op, standin_register
 from ._runtime import uses_standin
@@ -102,7 +103,79 @@ def canonicalize(gm: fx.GraphModule):
             view.meta["val"] = red.meta["val"].view(list(yv.shape))
         node.replace_all_uses_with(view)
         g.erase_node(node)
-    g.lint()
+    if _fuse_rms_norms(g, mode):
+        legalize_graph(gm)  # the weight may be defined after the pattern's first op
+    gm.graph.lint()
+
+
+def _only_user(node, user):
+    return list(node.users) == [user]
+
+
+def _match_rms(mul):
+    """(x, weight, eps, rsqrt, xhat) when ``mul`` is ``(x * rsqrt(mean(x^2, -1) + eps)) * w``."""
+    if mul.op != "call_function" or mul.target is not aten.mul.Tensor:
+        return None
+    xhat, w = mul.args[:2]
+    if not isinstance(xhat, fx.Node) or xhat.target is not aten.mul.Tensor:
+        return None
+    x, r = xhat.args[:2]
+    if not isinstance(r, fx.Node) or r.target is not aten.rsqrt.default:
+        return None
+    add = r.args[0]
+    if not isinstance(add, fx.Node) or add.target not in (aten.add.Scalar, aten.add.Tensor):
+        return None
+    mean, eps = add.args[:2]
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or "alpha" in add.kwargs:
+        return None
+    if not isinstance(mean, fx.Node) or mean.target is not aten.mean.dim:
+        return None
+    sq = mean.args[0]
+    xv = meta(x)
+    if not isinstance(xv, torch.Tensor) or list(mean.args[1]) not in ([-1], [xv.dim() - 1]):
+        return None
+    if not isinstance(sq, fx.Node) or sq.target is not aten.pow.Tensor_Scalar:
+        return None
+    if sq.args[0] is not x or sq.args[1] != 2:
+        return None
+    wv = meta(w)
+    if not isinstance(w, fx.Node) or not isinstance(wv, torch.Tensor) or wv.dim() != 1:
+        return None
+    if not (_only_user(sq, mean) and _only_user(mean, add) and _only_user(add, r)):
+        return None
+    return x, w, float(eps), r, xhat
+
+
+def _fuse_rms_norms(g, mode):
+    """Each decomposed RMSNorm becomes one ``rms_norm_pattern`` call (its rstd and x * rstd
+    too, where the graph reads them: the backward saves them). Returns how many."""
+    count = 0
+    for mul in list(g.nodes):
+        m = _match_rms(mul)
+        if m is None:
+            continue
+        x, w, eps, r, xhat = m
+        with g.inserting_before(r.args[0].args[0].args[0]):  # the first op, pow
+            call = g.call_function(rms_norm_pattern, (x, w, eps))
+            items = [g.call_function(operator.getitem, (call, i)) for i in range(3)]
+        with mode:
+            call.meta["val"] = rms_norm_pattern(meta(x), meta(w), eps)
+        for i, it in enumerate(items):
+            it.meta["val"] = call.meta["val"][i]
+        mul.replace_all_uses_with(items[0])
+        g.erase_node(mul)
+        xhat.replace_all_uses_with(items[2])
+        r.replace_all_uses_with(items[1])
+        add = r.args[0]
+        mean = add.args[0]
+        sq = mean.args[0]
+        for n in (xhat, r, add, mean, sq):
+            g.erase_node(n)
+        for it in items:
+            if not it.users:
+                g.erase_node(it)
+        count += 1
+    return count
 
 
 # ---- 2. candidates ---------------------------------------------------------------------------
@@ -287,16 +360,21 @@ def _device(nodes):
     return torch.device("cpu")
 
 
-def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2) -> Report:
+def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
+             pointwise=False) -> Report:
     """Finds the partitions of ``gm`` and (``rewrite``) replaces each claimed one with a
-    ``run_graph`` call. Returns the decision for every ATen op."""
+    ``run_graph`` call. Returns the decision for every ATen op.
+
+    A partition is claimed when it replaces at least ``min_ops`` ATen ops and (unless
+    ``pointwise``) holds an anchor op: a GEMM, convolution, norm or attention. Pointwise and
+    reduction ops alone are left to the inner compiler, which fuses them itself."""
     canonicalize(gm)
     refused: dict[fx.Node, str] = {}
     claimed: list[tuple[list, _Built]] = []
     engine_refused: dict[fx.Node, str] = {}
     for _ in range(64):  # a node that fails to lower is refused and the candidates redone
         try:
-            claimed, engine_refused = _plan(gm, refused, min_ops)
+            claimed, engine_refused = _plan(gm, refused, min_ops, pointwise)
             break
         except Unmappable as e:
             bad = [n for n in getattr(e, "nodes", []) if n not in refused]
@@ -317,7 +395,18 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2) ->
     return report
 
 
-def _plan(gm, refused, min_ops):
+def _no_gain(members, min_ops, pointwise):
+    compute = _compute_nodes(members)
+    # A fused pattern stands for the ATen ops it replaced.
+    count = sum(_ops.PATTERN_SIZE.get(n.target, 1) for n in compute)
+    if count < min_ops:
+        return "single op: ATen runs it as one kernel already"
+    if not pointwise and not any(n.target in _ops.ANCHORS for n in compute):
+        return "pointwise/reduction ops only: left to the inner compiler, which fuses them"
+    return None
+
+
+def _plan(gm, refused, min_ops, pointwise):
     """(claimed [(nodes, built graph)], {node: engine's reason}) for the graph as it is."""
     claimed, engine_refused = [], {}
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -343,9 +432,10 @@ def _plan(gm, refused, min_ops):
                     engine_refused[n] = f"partition splits '{split[0].name}'s ops"
                 continue
             members = _members(owners_set, nodes, cand.ctx, order)
-            if len(_compute_nodes(members)) < min_ops:
+            why = _no_gain(members, min_ops, pointwise)
+            if why:
                 for n in members:
-                    engine_refused[n] = "single op: ATen runs it as one kernel already"
+                    engine_refused[n] = why
                 continue
             if not _convex(members, order, kept=cand.ctx.aliases):
                 for n in members:

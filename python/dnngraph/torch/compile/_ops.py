@@ -331,6 +331,33 @@ def _native_layer_norm_backward(ctx: Ctx, node):
     ctx.define_items(node, [dx, dw, db], [xd, pd, pd])
 
 
+def rms_norm_pattern(x, weight, eps):
+    """What the decomposition of ``nn.RMSNorm`` computes: ``(y, rstd, x * rstd)``. The backend
+    puts one call of it in place of the decomposed ops; left unclaimed, it runs those ops."""
+    rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    xhat = x * rstd
+    return xhat * weight, rstd, xhat
+
+
+def _rms_norm(ctx: Ctx, node):
+    x, w, eps = node.args
+    xd, pd, sd = _norm_dims(ctx, x, [meta(w).shape[0]])
+    used = {u.args[1] for u in node.users}
+    phase = dg.norm_forward_phase.TRAINING if used & {1, 2} else dg.norm_forward_phase.INFERENCE
+    xt = ctx.tensor(x, dims=xd)
+    y, rstd = ctx.g.rmsnorm(
+        norm_forward_phase=phase, input=xt, scale=ctx.tensor(w, dims=pd), epsilon=float(eps)
+    )
+    xhat = ctx.g.mul(xt, rstd) if 2 in used else None
+    if rstd is not None:
+        rstd.set_data_type(F32)
+    ctx.define_items(node, [y, rstd, xhat], [xd, sd, xd])
+
+
+# How many ATen ops each pattern replaced.
+PATTERN_SIZE = {rms_norm_pattern: 6}
+
+
 # ---- attention -------------------------------------------------------------------------------
 
 
@@ -446,11 +473,23 @@ TABLE = {
         _native_layer_norm_backward,
         _check_layer_norm_bwd,
     ),
+    rms_norm_pattern: (_rms_norm, None),
     aten._scaled_dot_product_flash_attention_for_cpu.default: (_sdpa_cpu, _check_sdpa_cpu),
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: (
         _sdpa_cpu_backward,
         _check_sdpa_cpu_bwd,
     ),
+}
+
+# The ops a partition needs to be worth a graph: pointwise and reduction ops alone are fused as
+# well by the inner compiler.
+ANCHORS = {
+    rms_norm_pattern,
+    aten.mm.default, aten.bmm.default, aten.addmm.default, aten.baddbmm.default,
+    aten.convolution.default, aten.convolution_backward.default,
+    aten.native_layer_norm.default, aten.native_layer_norm_backward.default,
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
 }
 
 # Ops that only re-index memory: they stay in ATen (free there) and are not reported as
