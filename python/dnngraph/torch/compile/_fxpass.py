@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import operator
 
 import torch
@@ -30,6 +31,7 @@ from ._runtime import dg_dtype, handle_for, partition_graph, run_graph_op, stand
 from ._runtime import uses_standin
 
 aten = torch.ops.aten
+log = logging.getLogger("dnngraph")
 
 _KEEPDIM_REDUCTIONS = {aten.sum.dim_IntList, aten.mean.dim, aten.amax.default}
 
@@ -327,9 +329,22 @@ def _replace(gm, nodes, built: _Built, graph_json: str):
             if list(dims) != shape:
                 item = g.call_function(aten.view.default, (item, shape))
             fxn.replace_all_uses_with(item)
+        for fxn, v in built.ctx.placeholders.items():
+            fxn.replace_all_uses_with(_placeholder(g, v))
     for n in reversed(nodes):
         if not n.users:  # views of inputs read outside stay
             g.erase_node(n)
+
+
+def _placeholder(g, v):
+    """An int, or an empty tensor like ``v`` (an attention kernel's state the backward reads
+    only with dropout)."""
+    if not isinstance(v, torch.Tensor):
+        return v
+    return g.call_function(
+        aten.empty_strided.default, (list(v.shape), list(v.stride())),
+        {"dtype": v.dtype, "device": v.device},
+    )
 
 
 def _convex(nodes, order, kept=()) -> bool:
@@ -372,16 +387,14 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
     refused: dict[fx.Node, str] = {}
     claimed: list[tuple[list, _Built]] = []
     engine_refused: dict[fx.Node, str] = {}
-    for _ in range(64):  # a node that fails to lower is refused and the candidates redone
-        try:
-            claimed, engine_refused = _plan(gm, refused, min_ops, pointwise)
-            break
-        except Unmappable as e:
-            bad = [n for n in getattr(e, "nodes", []) if n not in refused]
-            if not bad:
-                raise
-            for n in bad:
-                refused[n] = str(e)
+    try:
+        claimed, engine_refused = _plan_until_stable(gm, refused, min_ops, pointwise)
+    except Exception as e:  # never fail the compile: the graph runs unchanged
+        log.warning("dnngraph backend: %s left unchanged: %s: %s", graph_name,
+                    type(e).__name__, e)
+        claimed, engine_refused = [], {}
+        for n in gm.graph.nodes:
+            refused.setdefault(n, f"backend error: {type(e).__name__}: {e}")
     report = _report(gm, graph_name, claimed, refused, engine_refused)
     if rewrite and claimed:
         for nodes, built in claimed:
@@ -393,6 +406,25 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
         gm.graph.lint()
         gm.recompile()
     return report
+
+
+def _plan_until_stable(gm, refused, min_ops, pointwise):
+    """A node that fails to lower is refused and the candidates are made again."""
+    for _ in range(256):
+        try:
+            return _plan(gm, refused, min_ops, pointwise)
+        except Unmappable as e:
+            bad = []
+            for n in getattr(e, "nodes", None) or []:
+                if n.target is operator.getitem:  # refuse the op, not its getitem
+                    n = n.args[0]
+                if n not in refused:
+                    bad.append(n)
+            if not bad:
+                raise
+            for n in bad:
+                refused[n] = str(e)
+    raise RuntimeError("candidates did not settle")
 
 
 def _no_gain(members, min_ops, pointwise):
@@ -450,7 +482,7 @@ def _members(owners, cand_nodes, ctx, order):
     of its values and the views of inputs it reads."""
     members = set(owners)
     members |= {u for n in owners for u in n.users
-                if u.target is operator.getitem and u in ctx.values}
+                if u.target is operator.getitem and (u in ctx.values or u in ctx.placeholders)}
     views = [n for n in cand_nodes if n.target in RESHAPES]
     for n in views:  # views of values computed here (in order: chains of views)
         if n.args[0] in members and n in ctx.values:

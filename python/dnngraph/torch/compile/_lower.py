@@ -49,6 +49,7 @@ class Ctx:
         self.inputs: dict[tuple, object] = {}
         self.extra_outputs: list[object] = []  # outputs no FX value reads (dropped)
         self.aliases: dict[fx.Node, fx.Node] = {}  # views of graph inputs -> the input
+        self.placeholders: dict[fx.Node, object] = {}  # getitems made up (define_items)
 
     # -- operands --
     def tensor(self, arg, rank=None, dims=None, cut=False):
@@ -152,14 +153,18 @@ class Ctx:
         t.set_dim(self.dims[node])
         return t
 
-    def define_items(self, node, outs, dims=None):
+    def define_items(self, node, outs, dims=None, placeholders=()):
         """Records the outputs of a tuple-returning op on its getitem users; outputs nobody
         reads are kept as extra outputs (engines want the statistics of a training norm
-        written)."""
+        written). Outputs in ``placeholders`` (random-number state, sequence offsets of
+        attention kernels, unused with dropout 0) become empty tensors or their int values."""
         seen = set()
         for user in node.users:
             if user.op == "call_function" and user.target is operator.getitem:
                 i = user.args[1]
+                if i in placeholders:
+                    self.placeholders[user] = meta(user)
+                    continue
                 if outs[i] is None:
                     raise Unmappable(f"'{node.name}' output {i} is not computed")
                 self.define(user, outs[i], dims[i] if dims else None)
@@ -279,10 +284,12 @@ def apply_request(node, request, view, narrow, restride):
     return x
 
 
-def check_floating(node):
+def check_floating(node, outputs=None, inputs=None):
+    """Why ``node`` is outside what the backend maps (non-floating or symbolic tensors), or
+    None. ``outputs``: how many of a tuple's outputs to check; ``inputs``: which arguments."""
     v = meta(node)
-    vals = v if isinstance(v, (tuple, list)) else [v]
-    for x in vals:
+    vals = list(v) if isinstance(v, (tuple, list)) else [v]
+    for x in vals[:outputs]:
         if x is None:
             continue
         if not isinstance(x, torch.Tensor):
@@ -291,7 +298,9 @@ def check_floating(node):
             return f"dtype {x.dtype} (dnngraph maps float32/float16/bfloat16/float64)"
         if not concrete(x.shape):
             return f"symbolic shape {list(x.shape)}"
-    for a in node.all_input_nodes:
+    args = node.all_input_nodes if inputs is None else [
+        node.args[i] for i in inputs if isinstance(node.args[i], fx.Node)]
+    for a in args:
         x = meta(a)
         if isinstance(x, torch.Tensor):
             if dg_dtype(x.dtype) is None:
