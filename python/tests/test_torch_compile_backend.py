@@ -272,6 +272,48 @@ def test_conv_resnet_block():
     check(Basic(), rand(2, 8, 6, 6, grad=True))
 
 
+def test_batch_norm_inference_joins_conv():
+    m = nn.Sequential(nn.Conv2d(4, 8, 3), nn.BatchNorm2d(8), nn.ReLU()).eval()
+    with torch.no_grad():
+        m[1].weight.uniform_(0.5, 1.5)
+        m[1].bias.uniform_(-0.5, 0.5)
+        m[1].running_mean.uniform_(-1, 1)
+        m[1].running_var.uniform_(0.5, 2)
+        reports, calls = check(m, rand(2, 4, 8, 8), backward=False)
+    assert calls == 1
+    fused = _fused_ops(reports)
+    assert "aten.convolution.default" in fused and "aten.relu.default" in fused
+    kept = {d.reason for d in reports[0].decisions if d.op == "aten.rsqrt.default"}
+    assert kept == {"per-channel batch-norm constants: computed in ATen"}
+
+
+def test_cuda_attention_forms_rewritten(monkeypatch):
+    # The CUDA flash-attention ops, traced on fake CUDA tensors: forward and backward become
+    # one run_graph; the kernel's random-number state the backward reads becomes empty tensors.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    aten = torch.ops.aten
+
+    def f(q, k, v):
+        r = aten._scaled_dot_product_flash_attention.default(q, k, v, 0.0, True)
+        o = r[0] * 2.0
+        dq, dk, dv = aten._scaled_dot_product_flash_attention_backward.default(
+            o, q, k, v, r[0], r[1], r[2], r[3], r[4], r[5], 0.0, True, r[6], r[7])
+        return o, r[1], r[6], r[7], dq + 1.0, dk, dv
+
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        qkv = [torch.empty(2, 4, 16, 64, dtype=torch.bfloat16, device="cuda") for _ in range(3)]
+        gm = make_fx(f, tracing_mode="fake")(*qkv)
+    monkeypatch.setattr(_fxpass, "_device", lambda nodes: torch.device("cpu"))
+    report = _fxpass.run_pass(gm)
+    assert len(report.partitions) == 1
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert sum(1 for t in targets if "run_graph" in str(t)) == 1
+    assert not any("flash_attention" in str(t) for t in targets)
+    assert targets.count(torch.ops.aten.empty_strided.default) == 2
+
+
 # ---- boundaries, fallback, explain ------------------------------------------------------------
 
 

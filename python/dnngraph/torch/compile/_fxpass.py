@@ -105,9 +105,50 @@ def canonicalize(gm: fx.GraphModule):
             view.meta["val"] = red.meta["val"].view(list(yv.shape))
         node.replace_all_uses_with(view)
         g.erase_node(node)
+    _unfold_batch_norms(g, mode)
     if _fuse_rms_norms(g, mode):
         legalize_graph(gm)  # the weight may be defined after the pattern's first op
     gm.graph.lint()
+
+
+def _emit(g, mode, target, *args, keep_in_aten=False):
+    node = g.call_function(target, args)
+    with mode:
+        node.meta["val"] = target(*[meta(a) if isinstance(a, fx.Node) else a for a in args])
+    if keep_in_aten:
+        node.meta["dnngraph_keep_in_aten"] = True
+    return node
+
+
+def _unfold_batch_norms(g, mode):
+    """Inference batch norm -> ``x * scale + shift`` with ``scale = w * rsqrt(var + eps)`` and
+    ``shift = b - mean * scale`` per channel: the per-channel ops stay in ATen (tiny), the
+    two pointwise ops on x join the convolution's graph."""
+    target = aten._native_batch_norm_legit_no_training.default
+    for bn in list(g.nodes):
+        if bn.op != "call_function" or bn.target is not target:
+            continue
+        x, w, b, mean, var, _momentum, eps = bn.args[:7]
+        xv = meta(x)
+        users = list(bn.users)
+        if (w is None or b is None or not isinstance(xv, torch.Tensor) or xv.dim() < 3
+                or any(u.target is not operator.getitem or u.args[1] != 0 for u in users)):
+            continue
+        c = xv.shape[1]
+        shape = [1, c] + [1] * (xv.dim() - 2)
+        with g.inserting_before(bn):
+            k = dict(keep_in_aten=True)
+            inv = _emit(g, mode, aten.rsqrt.default, _emit(g, mode, aten.add.Tensor, var, eps, **k), **k)
+            scale = _emit(g, mode, aten.mul.Tensor, w, inv, **k)
+            shift = _emit(g, mode, aten.sub.Tensor, b,
+                          _emit(g, mode, aten.mul.Tensor, mean, scale, **k), **k)
+            scale = _emit(g, mode, aten.view.default, scale, shape, **k)
+            shift = _emit(g, mode, aten.view.default, shift, shape, **k)
+            y = _emit(g, mode, aten.add.Tensor, _emit(g, mode, aten.mul.Tensor, x, scale), shift)
+        for u in users:
+            u.replace_all_uses_with(y)
+            g.erase_node(u)
+        g.erase_node(bn)
 
 
 def _only_user(node, user):
@@ -189,6 +230,9 @@ class _Support(OperatorSupportBase):
 
     def is_node_supported(self, submodules, node) -> bool:
         if node in self.refused:
+            return False
+        if node.meta.get("dnngraph_keep_in_aten"):
+            self.refused[node] = "per-channel batch-norm constants: computed in ATen"
             return False
         if node.target is operator.getitem:
             return True
@@ -330,7 +374,8 @@ def _replace(gm, nodes, built: _Built, graph_json: str):
                 item = g.call_function(aten.view.default, (item, shape))
             fxn.replace_all_uses_with(item)
         for fxn, v in built.ctx.placeholders.items():
-            fxn.replace_all_uses_with(_placeholder(g, v))
+            if fxn.users:
+                fxn.replace_all_uses_with(_placeholder(g, v))
     for n in reversed(nodes):
         if not n.users:  # views of inputs read outside stay
             g.erase_node(n)
