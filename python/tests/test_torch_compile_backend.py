@@ -487,3 +487,10 @@ def test_bench_cpu_smoke():
     assert "MISMATCH" not in r.stdout
     for name in ("gpt_d1024", "gpt_d768", "llama", "resnet_c64", "resnet_c256", "resnet50"):
         assert f"| {name} " in r.stdout, r.stdout
+
+
+def test_docs_example_runs_as_written():
+    text = open(os.path.join(ROOT, "docs", "torch.md")).read()
+    section = text.split("## torch.compile backend", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/torch.md", "exec"), {})

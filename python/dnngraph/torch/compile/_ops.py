@@ -14,7 +14,7 @@ import torch
 
 import dnngraph as dg
 
-from ._lower import Ctx, Unmappable, check_floating, meta
+from ._lower import Ctx, Unmappable, check_floating, map_shape, meta
 
 aten = torch.ops.aten
 PW = dg.pointwise_mode
@@ -164,9 +164,14 @@ def _reduction(mode):
         xv, yv = meta(x), meta(node)
         if xv.dim() == 0 or yv.dim() != xv.dim():
             raise Unmappable("reduction without keepdim (the backend adds a view first)")
-        t = ctx.g.reduction(ctx.tensor(x), mode=mode)
-        t.set_dim(list(yv.shape))
-        ctx.define(node, t)
+        xd, od = ctx.dims_of(x), list(yv.shape)
+        if xd != list(xv.shape):  # x reshaped inside the graph: reduce in its dims
+            od = map_shape(od, list(xv.shape), xd)
+            if od is None:
+                raise Unmappable(f"'{x.name}' is reshaped inside the graph across reduced dims")
+        t = ctx.g.reduction(ctx.tensor(x, dims=xd), mode=mode)
+        t.set_dim(od)
+        ctx.define(node, t, od)
 
     return lower
 
