@@ -267,13 +267,13 @@ def _compute_nodes(nodes):
 class _Built:
     def __init__(self, g, ctx, op_owner, inputs, outputs):
         self.g, self.ctx = g, ctx
-        self.op_owner = op_owner  # dnngraph op index -> FX node
+        self.op_owner = op_owner  # dnngraph op name -> FX node
         self.inputs = inputs  # [(FX node, layout request)]
         self.outputs = outputs  # [(FX node | None, dims in the graph)]
 
 
-def _node_count(g) -> int:
-    return len(json.loads(g.to_json())["nodes"])
+def _op_names(g) -> list:
+    return [n["name"] for n in json.loads(g.to_json())["nodes"]]
 
 
 def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
@@ -281,7 +281,7 @@ def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
     g = dg.pygraph(name=name, handle=handle, intermediate_data_type=dg.data_type.FLOAT,
                    compute_data_type=dg.data_type.FLOAT)
     ctx = Ctx(g, set(nodes))
-    op_owner = []
+    op_owner = {}
     for n in nodes:
         try:
             _ops.lower(ctx, n)
@@ -294,8 +294,8 @@ def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
             err.nodes = [n]
             raise err from e
         if owners:
-            count = _node_count(g)
-            op_owner.extend([n] * (count - len(op_owner)))
+            for name in _op_names(g):
+                op_owner.setdefault(name, n)
     node_set = set(nodes)
     outputs = []  # (FX node | None, dims in the graph, run_graph output index)
     out_index = {}  # id(dnngraph tensor) -> output index
@@ -492,18 +492,19 @@ def _plan(gm, refused, min_ops, pointwise):
         cand = build_graph(nodes, handle)
         parts = partition_graph(cand.g, handle)
         for p in parts:
+            # Ops are matched by name: validate() may order them otherwise than they were made.
             owners = []
-            for i in p.op_indices:
-                if cand.op_owner[i] not in owners:
-                    owners.append(cand.op_owner[i])
+            for name in p.ops:
+                if cand.op_owner[name] not in owners:
+                    owners.append(cand.op_owner[name])
             if not p.supported:
                 for n in owners:
                     engine_refused[n] = f"engine refused: {p.reason}"
                 continue
             owners_set = set(owners)
+            in_p = set(p.ops)
             split = [n for n in owners if any(
-                cand.op_owner[j] is n and j not in p.op_indices
-                for j in range(len(cand.op_owner)))]
+                o is n and name not in in_p for name, o in cand.op_owner.items())]
             if split:
                 for n in owners:
                     engine_refused[n] = f"partition splits '{split[0].name}'s ops"
