@@ -6,7 +6,7 @@ import operator
 import os
 
 import pytest
-from torch_util import assert_close, rand, torch  # noqa: F401  (skips without dnngraph.torch)
+from torch_util import assert_close, needs_cuda, rand, torch  # noqa: F401  (skips without dnngraph.torch)
 
 import torch.nn as nn
 import torch.nn.functional as F
@@ -63,7 +63,8 @@ def check(model, *inputs, inner="eager", backward=True, dtype=torch.float32, sca
         t.grad = None
     ref = model(*inputs)
     if backward:
-        (ref.float() * torch.linspace(0.5, 1.5, ref.numel()).view(ref.shape)).sum().backward()
+        w = torch.linspace(0.5, 1.5, ref.numel(), device=ref.device).view(ref.shape)
+        (ref.float() * w).sum().backward()
     ref_grads = [t.grad.clone() for t in leaves] if backward else []
     for t in leaves:
         t.grad = None
@@ -73,16 +74,16 @@ def check(model, *inputs, inner="eager", backward=True, dtype=torch.float32, sca
     def step():
         out = compiled(*inputs)
         if backward:
-            w = torch.linspace(0.5, 1.5, out.numel()).view(out.shape)
+            w = torch.linspace(0.5, 1.5, out.numel(), device=out.device).view(out.shape)
             (out.float() * w).sum().backward()
         return out
 
     with _backend.collect_reports() as reports:
         out, calls = _run_graph_calls(step)
-    assert_close(out, ref, dtype, scale=scale)
+    assert_close(out, ref, dtype, device=out.device.type, scale=scale)
     for t, g in zip(leaves, ref_grads):
         assert t.grad is not None
-        assert_close(t.grad, g, dtype, scale=scale)
+        assert_close(t.grad, g, dtype, device=out.device.type, scale=scale)
     if fused:
         assert calls > 0, "no dnngraph graph ran"
     return list(reports), calls
@@ -494,3 +495,68 @@ def test_docs_example_runs_as_written():
     section = text.split("## torch.compile backend", 1)[1].split("\n## ", 1)[0]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/torch.md", "exec"), {})
+
+
+# ---- GPU (cuDNN): skipped without CUDA -------------------------------------------------------
+
+
+def _gpu(m):
+    return m.to("cuda", torch.bfloat16)
+
+
+@needs_cuda
+def test_gpu_conv_bias_relu_bf16():
+    m = _gpu(ConvBiasRelu(16, 32)).to(memory_format=torch.channels_last)
+    x = rand(4, 16, 16, 16, dtype=torch.bfloat16, device="cuda")
+    x = x.contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    reports, calls = check(m, x, dtype=torch.bfloat16, inner="inductor", scale=2.0)
+    assert "aten.convolution.default" in _fused_ops(reports, "forward")
+
+
+@needs_cuda
+def test_gpu_gpt_block_bf16():
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "bench", "torch"))
+    import compile_backend
+
+    m = _gpu(compile_backend.GPTBlock(128, 2, 512))
+    x = rand(2, 64, 128, dtype=torch.bfloat16, device="cuda", grad=True)
+    reports, calls = check(m, x, dtype=torch.bfloat16, inner="inductor", scale=2.0)
+    assert calls >= 2
+
+
+@needs_cuda
+def test_gpu_sdpa_layer_norm_rms_norm_bf16():
+    ln, rms = _gpu(nn.LayerNorm(64)), _gpu(nn.RMSNorm(64, eps=1e-6))
+    lin = _gpu(nn.Linear(64, 64))
+
+    def f(q, k, v, x):
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2.0
+        return a.sum() + lin(rms(ln(x) + x)).sum()
+
+    q, k, v = (rand(2, 4, 128, 64, dtype=torch.bfloat16, device="cuda", grad=True)
+               for _ in range(3))
+    x = rand(2, 32, 64, dtype=torch.bfloat16, device="cuda", grad=True)
+
+    def model(q, k, v, x):
+        return f(q, k, v, x).reshape(1)
+
+    check(model, q, k, v, x, dtype=torch.bfloat16, inner="inductor", scale=4.0, fused=False)
+    e = explain(model, q, k, v, x)
+    assert all(reason for _, _, _, reason in e.left_out)
+
+
+@needs_cuda
+def test_gpu_bench_smallest_blocks():
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "torch", "compile_backend.py"),
+         "--blocks", "resnet_c256,gpt_d768", "--iters", "3"],
+        capture_output=True, text=True, env=env, timeout=900,
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert "MISMATCH" not in r.stdout
