@@ -371,6 +371,33 @@ def test_engine_refusal_keeps_ops_in_aten(monkeypatch):
     assert reasons == {"engine refused: test engine: no tanh"}
 
 
+def test_engine_split_into_partitions(monkeypatch):
+    # An engine that takes each candidate as two partitions (the first half of its ops in
+    # topological order, then the rest): the second reads the first's outputs.
+    real = _fxpass.partition_graph
+
+    class Part:
+        def __init__(self, ops):
+            self.ops, self.supported, self.reason = ops, True, ""
+
+    def halves(graph, handle):
+        out = []
+        for p in real(graph, handle):
+            if p.supported and len(p.ops) >= 4:
+                k = len(p.ops) // 2
+                out += [Part(p.ops[:k]), Part(p.ops[k:])]
+            else:
+                out.append(p)
+        return out
+
+    monkeypatch.setattr(_fxpass, "partition_graph", halves)
+    m = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16), nn.LayerNorm(16))
+    reports, calls = check(m, rand(2, 5, 16, grad=True))
+    fw = [r for r in reports if r.graph.startswith("forward")]
+    assert len(fw[0].partitions) == 2
+    assert calls >= 3
+
+
 def test_fallback_for_unsupported_arguments():
     def f(x, y):
         return torch.div(x, y, rounding_mode="floor") * 2.0 + torch.where(x > 0, x, y)

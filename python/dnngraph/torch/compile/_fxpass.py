@@ -350,7 +350,9 @@ def _strides_for(v: torch.Tensor, dims):
 # ---- 4. rewrite ------------------------------------------------------------------------------
 
 
-def _replace(gm, nodes, built: _Built, graph_json: str):
+def _replace(gm, nodes, built: _Built, graph_json: str, replaced: dict):
+    """Puts one run_graph call in place of ``nodes``. ``replaced``: FX node -> the node that
+    holds its value now (partitions rewritten before this one), updated here."""
     g = gm.graph
     op = run_graph_op()
     anchor = nodes[-1]
@@ -362,6 +364,7 @@ def _replace(gm, nodes, built: _Built, graph_json: str):
                 lambda n, d: g.call_function(aten.view.default, (n, d)),
                 lambda n, d: g.call_function(aten.slice.Tensor, (n, d, 0, 1)),
                 lambda n, size, stride: g.call_function(aten.as_strided.default, (n, size, stride)),
+                source=replaced.get(fxn),
             ))
         call = g.call_function(op, (graph_json, ins))
         items = {}
@@ -373,9 +376,11 @@ def _replace(gm, nodes, built: _Built, graph_json: str):
             if list(dims) != shape:
                 item = g.call_function(aten.view.default, (item, shape))
             fxn.replace_all_uses_with(item)
+            replaced[fxn] = item
         for fxn, v in built.ctx.placeholders.items():
             if fxn.users:
-                fxn.replace_all_uses_with(_placeholder(g, v))
+                replaced[fxn] = _placeholder(g, v)
+                fxn.replace_all_uses_with(replaced[fxn])
     for n in reversed(nodes):
         if not n.users:  # views of inputs read outside stay
             g.erase_node(n)
@@ -442,11 +447,12 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
             refused.setdefault(n, f"backend error: {type(e).__name__}: {e}")
     report = _report(gm, graph_name, claimed, refused, engine_refused)
     if rewrite and claimed:
+        replaced = {}
         for nodes, built in claimed:
             graph_json = built.g.to_json()
             if uses_standin():
                 standin_register(graph_json, built.g)
-            _replace(gm, nodes, built, graph_json)
+            _replace(gm, nodes, built, graph_json, replaced)
         legalize_graph(gm)
         gm.graph.lint()
         gm.recompile()

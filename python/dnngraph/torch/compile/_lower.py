@@ -268,13 +268,14 @@ def adapted_layout(v: torch.Tensor, request):
     return tuple(shape), tuple(fixed)
 
 
-def apply_request(node, request, view, narrow, restride):
+def apply_request(node, request, view, narrow, restride, source=None):
     """Builds (with ``view``, ``narrow``, ``restride``) the views of FX value ``node`` that
-    give it its layout in the graph."""
+    give it its layout in the graph, on ``source`` (the node that now holds ``node``'s value,
+    when a partition rewritten before replaced it)."""
     v = meta(node)
     shape, raw, fixed = _meta_apply(v, request)
     view_dims, cuts = request
-    x = node
+    x = node if source is None else source
     if list(v.shape) != list(view_dims):
         x = view(x, list(view_dims))
     for d in cuts:
