@@ -511,10 +511,11 @@ def _plan(gm, refused, min_ops, pointwise):
             in_p = set(p.ops)
             split = [n for n in owners if any(
                 o is n and name not in in_p for name, o in cand.op_owner.items())]
-            if split:
-                for n in owners:
-                    engine_refused[n] = f"partition splits '{split[0].name}'s ops"
-                continue
+            if split:  # the engine cut an ATen op's ops apart: that op stays in ATen
+                err = Unmappable(f"the engine splits the ops of '{split[0].name}' across "
+                                 "partitions")
+                err.nodes = split
+                raise err
             members = _members(owners_set, nodes, cand.ctx, order)
             why = _no_gain(members, min_ops, pointwise)
             if why:
