@@ -7,13 +7,31 @@ convolution, dropout, a mask) makes ``check`` return the reason and the node sta
 
 from __future__ import annotations
 
-import math
 import operator
 
 import torch
 
 import dnngraph as dg
 
+from ._attention import (
+    CHECKED,
+    check_biased,
+    check_cudnn_attention,
+    check_cudnn_attention_bwd,
+    check_efficient_bwd,
+    check_flash,
+    check_flash_bwd,
+    check_sdpa_cpu,
+    check_sdpa_cpu_bwd,
+    cudnn_attention,
+    cudnn_attention_backward,
+    efficient,
+    efficient_backward,
+    flash,
+    flash_backward,
+    sdpa_cpu,
+    sdpa_cpu_backward,
+)
 from ._lower import Ctx, Unmappable, check_floating, map_shape, meta
 
 aten = torch.ops.aten
@@ -348,157 +366,8 @@ def _rms_norm(ctx: Ctx, node):
     ctx.define_items(node, [y, rstd, xhat], [xd, sd, xd])
 
 
-# (outputs, arguments) the mapping reads of the attention ops: the others are placeholders.
-CHECKED = {
-    aten._scaled_dot_product_flash_attention.default: (2, [0, 1, 2]),
-    aten._scaled_dot_product_cudnn_attention.default: (2, [0, 1, 2]),
-    aten._scaled_dot_product_efficient_attention.default: (2, [0, 1, 2]),
-    aten._scaled_dot_product_flash_attention_backward.default: (3, [0, 1, 2, 3, 4, 5]),
-    aten._scaled_dot_product_cudnn_attention_backward.default: (3, [0, 1, 2, 3, 4, 5]),
-    aten._scaled_dot_product_efficient_attention_backward.default: (3, [0, 1, 2, 3, 5, 6]),
-}
-
 # How many ATen ops each pattern replaced.
 PATTERN_SIZE = {rms_norm_pattern: 6}
-
-
-# ---- attention -------------------------------------------------------------------------------
-
-
-def _check_sdpa_cpu(node):
-    if node.args[3] if len(node.args) > 3 else 0.0:
-        return "dropout_p > 0"
-    if node.kwargs.get("attn_mask") is not None:
-        return "attention mask"
-    return None
-
-
-def _scale(node, q):
-    s = node.kwargs.get("scale")
-    return float(s) if s is not None else 1.0 / math.sqrt(meta(q).shape[-1])
-
-
-def _stats_dims(lse):
-    """Dims of the statistics in the graph ([B, H, S_q, 1]) for torch's logsumexp."""
-    shape = list(meta(lse).shape)
-    return shape if len(shape) == 4 and shape[-1] == 1 else shape + [1]
-
-
-def _sdpa_fwd(ctx: Ctx, node, causal, out_count):
-    q, k, v = node.args[:3]
-    lse_used = any(u.args[1] == 1 for u in node.users)
-    o, stats = ctx.g.sdpa(
-        ctx.tensor(q), ctx.tensor(k), ctx.tensor(v), is_inference=not lse_used,
-        attn_scale=_scale(node, q), use_causal_mask=bool(causal),
-    )
-    outs = [o, stats] + [None] * (out_count - 2)
-    dims = [None] * out_count
-    if stats is not None:
-        stats.set_data_type(F32)
-        lse = next(u for u in node.users if u.args[1] == 1)
-        dims[1] = _stats_dims(lse)
-        qv = meta(q)
-        if math.prod(dims[1]) != qv.shape[0] * qv.shape[1] * qv.shape[2]:
-            raise Unmappable(f"logsumexp of dims {list(meta(lse).shape)} (padded)")
-    ctx.define_items(node, outs, dims, placeholders=range(2, out_count))
-
-
-def _sdpa_bwd(ctx: Ctx, node, grad, q, k, v, out, lse, causal, outputs=3):
-    dq, dk, dv = ctx.g.sdpa_backward(
-        ctx.tensor(q), ctx.tensor(k), ctx.tensor(v), ctx.tensor(out), ctx.tensor(grad),
-        ctx.tensor(lse, dims=_stats_dims(lse)), attn_scale=_scale(node, q),
-        use_causal_mask=bool(causal),
-    )
-    ctx.define_items(node, [dq, dk, dv] + [None] * (outputs - 3))
-
-
-def _arg(node, i, name, default):
-    return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
-
-
-def _sdpa_cpu(ctx: Ctx, node):
-    _sdpa_fwd(ctx, node, _arg(node, 4, "is_causal", False), 2)
-
-
-def _sdpa_cpu_backward(ctx: Ctx, node):
-    grad, q, k, v, out, lse = node.args[:6]
-    _sdpa_bwd(ctx, node, grad, q, k, v, out, lse, _arg(node, 7, "is_causal", False))
-
-
-def _check_sdpa_cpu_bwd(node):
-    if node.args[6]:
-        return "dropout_p > 0"
-    if node.kwargs.get("attn_mask") is not None:
-        return "attention mask"
-    return None
-
-
-# CUDA forms: flash, cuDNN and memory-efficient attention. Their extra outputs (sequence
-# offsets, maxima, random-number state, debug mask) only serve dropout and nested tensors.
-
-
-def _check_flash(node):
-    if _arg(node, 3, "dropout_p", 0.0):
-        return "dropout_p > 0"
-    if _arg(node, 5, "return_debug_mask", False):
-        return "debug mask"
-    return None
-
-
-def _flash(ctx: Ctx, node):
-    _sdpa_fwd(ctx, node, _arg(node, 4, "is_causal", False), 9)
-
-
-def _check_flash_bwd(node):
-    return "dropout_p > 0" if node.args[10] else None
-
-
-def _flash_backward(ctx: Ctx, node):
-    grad, q, k, v, out, lse = node.args[:6]
-    _sdpa_bwd(ctx, node, grad, q, k, v, out, lse, node.args[11])
-
-
-def _check_biased(node):
-    if node.args[3] is not None:
-        return "attention bias"
-    if _arg(node, 5, "dropout_p", 0.0):
-        return "dropout_p > 0"
-    return None
-
-
-def _check_cudnn_attention(node):
-    return _check_biased(node) or ("debug mask" if _arg(node, 7, "return_debug_mask", False)
-                                   else None)
-
-
-def _cudnn_attention(ctx: Ctx, node):
-    _sdpa_fwd(ctx, node, _arg(node, 6, "is_causal", False), 9)
-
-
-def _check_cudnn_attention_bwd(node):
-    if node.args[8] is not None:
-        return "attention bias"
-    return "dropout_p > 0" if node.args[13] else None
-
-
-def _cudnn_attention_backward(ctx: Ctx, node):
-    grad, q, k, v, out, lse = node.args[:6]
-    _sdpa_bwd(ctx, node, grad, q, k, v, out, lse, node.args[14])
-
-
-def _efficient(ctx: Ctx, node):
-    _sdpa_fwd(ctx, node, _arg(node, 6, "is_causal", False), 4)
-
-
-def _check_efficient_bwd(node):
-    if node.args[4] is not None:
-        return "attention bias"
-    return "dropout_p > 0" if node.args[9] else None
-
-
-def _efficient_backward(ctx: Ctx, node):
-    grad, q, k, v, _bias, out, lse = node.args[:7]
-    _sdpa_bwd(ctx, node, grad, q, k, v, out, lse, _arg(node, 11, "is_causal", False), 4)
 
 
 def _getitem(ctx: Ctx, node):
@@ -557,25 +426,25 @@ TABLE = {
         _check_layer_norm_bwd,
     ),
     rms_norm_pattern: (_rms_norm, None),
-    aten._scaled_dot_product_flash_attention_for_cpu.default: (_sdpa_cpu, _check_sdpa_cpu),
+    aten._scaled_dot_product_flash_attention_for_cpu.default: (sdpa_cpu, check_sdpa_cpu),
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: (
-        _sdpa_cpu_backward,
-        _check_sdpa_cpu_bwd,
+        sdpa_cpu_backward,
+        check_sdpa_cpu_bwd,
     ),
-    aten._scaled_dot_product_flash_attention.default: (_flash, _check_flash),
+    aten._scaled_dot_product_flash_attention.default: (flash, check_flash),
     aten._scaled_dot_product_flash_attention_backward.default: (
-        _flash_backward,
-        _check_flash_bwd,
+        flash_backward,
+        check_flash_bwd,
     ),
-    aten._scaled_dot_product_cudnn_attention.default: (_cudnn_attention, _check_cudnn_attention),
+    aten._scaled_dot_product_cudnn_attention.default: (cudnn_attention, check_cudnn_attention),
     aten._scaled_dot_product_cudnn_attention_backward.default: (
-        _cudnn_attention_backward,
-        _check_cudnn_attention_bwd,
+        cudnn_attention_backward,
+        check_cudnn_attention_bwd,
     ),
-    aten._scaled_dot_product_efficient_attention.default: (_efficient, _check_biased),
+    aten._scaled_dot_product_efficient_attention.default: (efficient, check_biased),
     aten._scaled_dot_product_efficient_attention_backward.default: (
-        _efficient_backward,
-        _check_efficient_bwd,
+        efficient_backward,
+        check_efficient_bwd,
     ),
 }
 
