@@ -171,6 +171,16 @@ def test_layer_norm_forward_backward_residual():
     assert "aten.native_layer_norm_backward.default" in _fused_ops(reports, "backward")
 
 
+def test_layer_norm_backward_unused_gradient_bf16():
+    # No gradient for the bias: the norm backward's dbias is written and dropped.
+    ln = nn.LayerNorm(32).to(torch.bfloat16)
+    ln.bias.requires_grad_(False)
+    lin = nn.Linear(32, 32).to(torch.bfloat16)
+    reports, _ = check(lambda x: lin(ln(x)) + 1.0, rand(4, 32, dtype=torch.bfloat16, grad=True),
+                       dtype=torch.bfloat16)
+    assert "aten.native_layer_norm_backward.default" in _fused_ops(reports, "backward")
+
+
 def test_rms_norm_forward_backward():
     norm = nn.RMSNorm(32, eps=1e-6)
     with torch.no_grad():

@@ -272,13 +272,25 @@ class _Built:
         self.outputs = outputs  # [(FX node | None, dims in the graph)]
 
 
+def _io_type(nodes):
+    for n in nodes:
+        v = meta(n)
+        for x in (v if isinstance(v, (tuple, list)) else [v]):
+            if isinstance(x, torch.Tensor) and dg_dtype(x.dtype) is not None:
+                return dg_dtype(x.dtype)
+    return dg.data_type.FLOAT
+
+
 def _op_names(g) -> list:
     return [n["name"] for n in json.loads(g.to_json())["nodes"]]
 
 
 def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
     """One dnngraph graph computing ``nodes``; raises Unmappable naming the node that failed."""
-    g = dg.pygraph(name=name, handle=handle, intermediate_data_type=dg.data_type.FLOAT,
+    # io type: the first value's (what an output no value reads, such as an unused gradient of
+    # a norm backward, is written in); every input and read output has its own type set.
+    g = dg.pygraph(name=name, handle=handle, io_data_type=_io_type(nodes),
+                   intermediate_data_type=dg.data_type.FLOAT,
                    compute_data_type=dg.data_type.FLOAT)
     ctx = Ctx(g, set(nodes))
     op_owner = {}
