@@ -13,7 +13,6 @@ import operator
 import torch
 import torch.fx as fx
 
-import dnngraph as dg
 
 from ._runtime import dg_dtype
 
