@@ -13,7 +13,6 @@ import operator
 import torch
 import torch.fx as fx
 
-
 from ._runtime import dg_dtype
 
 aten = torch.ops.aten
