@@ -85,8 +85,10 @@ class Ctx:
         t = self.inputs.get(key)
         if t is None:
             shape, stride = adapted_layout(v, request)
+            # Named by position, not after the FX node: the same subgraph in every layer of a
+            # model then has the same JSON, and run_graph builds it once.
             t = self.g.tensor(
-                name=f"{arg.name}", dim=list(shape), stride=list(stride),
+                name=f"in{len(self.inputs)}", dim=list(shape), stride=list(stride),
                 data_type=dg_dtype(v.dtype),
             )
             self.inputs[key] = t
