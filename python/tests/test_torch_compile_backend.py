@@ -260,6 +260,26 @@ def test_reductions_without_keepdim():
     check(f, rand(2, 3, 4, grad=True), backward=False, pointwise=True)
 
 
+def test_where_with_a_mask_made_inside():
+    def f(x, y):
+        return torch.where(x > 0.25, x * 2.0, y) + torch.where(y <= x, y, x)
+
+    # Forward only: in training the backward saves the masks, which then leave the graph (a
+    # torch bool tensor cannot be written: dnngraph's BOOLEAN is bit-packed) and stay in ATen.
+    reports, _ = check(f, rand(4, 8), rand(4, 8), backward=False, pointwise=True)
+    assert "aten.where.self" in _fused_ops(reports)
+
+
+def test_where_with_a_mask_from_outside_stays():
+    def f(x, y, m):
+        return torch.where(m, x, y) * 2.0 + torch.relu(x @ y.t())[:, :1]
+
+    reports, _ = check(f, rand(4, 8), rand(4, 8), torch.rand(4, 8) > 0.5, backward=False,
+                       pointwise=True)
+    (d,) = [d for d in reports[0].decisions if d.op == "aten.where.self"]
+    assert d.partition is None and "bit-packed" in d.reason
+
+
 def test_silu_sigmoid_and_casts_bf16():
     def f(x, w):
         h = F.silu(x @ w)

@@ -154,6 +154,11 @@ def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
     for n in nodes:
         if n not in ctx.values or not any(u not in node_set for u in n.users):
             continue
+        if meta(n).dtype == torch.bool:
+            # dnngraph's BOOLEAN is bit-packed, torch's bool one byte: a mask stays inside.
+            err = Unmappable(f"'{n.name}' is a boolean mask read outside the graph")
+            err.nodes = [n]
+            raise err
         t = ctx.values[n]
         k = out_index.get(id(t))
         if k is None:

@@ -144,7 +144,7 @@ class Ctx:
         value's). Its data type is set when it becomes a graph output; inside, it keeps the
         graph's intermediate type (fp32)."""
         v = meta(node)
-        if dg_dtype(v.dtype) is None:
+        if dg_dtype(v.dtype) is None and v.dtype != torch.bool:  # masks: inside only
             raise Unmappable(f"'{node.name}' has dtype {v.dtype} (floating types only)")
         self.values[node] = t
         self.dims[node] = list(dims) if dims is not None else list(v.shape)

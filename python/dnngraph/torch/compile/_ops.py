@@ -67,6 +67,17 @@ def _binary(method, alpha_on_second=False):
     return lower
 
 
+def _where(ctx: Ctx, node):
+    cond = node.args[0]
+    if cond not in ctx.values:
+        raise Unmappable(f"mask '{getattr(cond, 'name', cond)}' is not computed in the graph "
+                         "(a torch bool tensor cannot be read: dnngraph's BOOLEAN is bit-packed)")
+    (c, a, b), d = ctx.pointwise(node, node.args[:3])
+    if isinstance(a, float):
+        raise Unmappable("where with a scalar first operand")
+    ctx.define(node, ctx.g.binary_select(a, b, c), d)
+
+
 def _check_div(node):
     if node.kwargs.get("rounding_mode") is not None:
         return "div with rounding_mode"
@@ -366,6 +377,11 @@ def _rms_norm(ctx: Ctx, node):
     ctx.define_items(node, [y, rstd, xhat], [xd, sd, xd])
 
 
+# Comparisons make masks (bool, read only inside a graph by where); where reads one.
+CHECKED.update({getattr(aten, op).Tensor: (0, None) for op in ("gt", "lt", "ge", "le", "eq", "ne")})
+CHECKED.update({getattr(aten, op).Scalar: (0, None) for op in ("gt", "lt", "ge", "le", "eq", "ne")})
+CHECKED[aten.where.self] = (None, [1, 2])
+
 # How many ATen ops each pattern replaced.
 PATTERN_SIZE = {rms_norm_pattern: 6}
 
@@ -389,6 +405,19 @@ TABLE = {
     aten.div.Scalar: (_binary("div"), None),
     aten.maximum.default: (_binary("max"), None),
     aten.minimum.default: (_binary("min"), None),
+    aten.gt.Tensor: (_binary("cmp_gt"), None),
+    aten.gt.Scalar: (_binary("cmp_gt"), None),
+    aten.lt.Tensor: (_binary("cmp_lt"), None),
+    aten.lt.Scalar: (_binary("cmp_lt"), None),
+    aten.ge.Tensor: (_binary("cmp_ge"), None),
+    aten.ge.Scalar: (_binary("cmp_ge"), None),
+    aten.le.Tensor: (_binary("cmp_le"), None),
+    aten.le.Scalar: (_binary("cmp_le"), None),
+    aten.eq.Tensor: (_binary("cmp_eq"), None),
+    aten.eq.Scalar: (_binary("cmp_eq"), None),
+    aten.ne.Tensor: (_binary("cmp_ne"), None),
+    aten.ne.Scalar: (_binary("cmp_ne"), None),
+    aten.where.self: (_where, None),
     aten.neg.default: (_unary("neg"), None),
     aten.exp.default: (_unary("exp"), None),
     aten.log.default: (_unary("log"), None),
