@@ -10,6 +10,10 @@ time) and registers the ops: CPU tensors run on the reference engine, CUDA tenso
   drop-in subclasses of their torch counterparts (same parameters, same state dicts);
   ``SwiGLU``, ``LlamaAttention``, ``LlamaBlock``: the parts of a Llama-style decoder block
   (``add_rms_norm``, ``swiglu`` and ``rope`` in ``functional``).
+* ``torch.compile(model, backend="dnngraph")``: the backend (registered on import) that runs
+  the subgraphs of an unmodified model's ATen graphs that an engine fuses as dnngraph graphs;
+  ``explain(model, *inputs)`` shows which ops it fused and why the others stayed out
+  (``dnngraph.torch.compile``, docs/torch.md).
 * ``cache_info()`` / ``clear_cache()`` / ``set_cache_capacity(n)``: the graph cache.
 * ``set_fallback_policy("warn" | "error")`` / ``fallback_policy()`` / ``fallback_count()``: what
   an op does when the engine has no plan for its inputs (run on ATen with a warning, or raise),
@@ -33,7 +37,8 @@ import dnngraph as _dnngraph  # noqa: E402,F401
 
 _torch.ops.load_library(_lib_path)
 
-from . import functional, modules  # noqa: E402
+from . import compile, functional, modules  # noqa: E402
+from .compile import explain  # noqa: E402
 from .functional import run_graph  # noqa: E402,F401
 from .modules import (  # noqa: E402
     Conv2dBiasAct,
@@ -80,7 +85,11 @@ def fallback_count() -> int:
     return _torch.ops.dnngraph._fallback_count()
 
 
+compile.register()
+
 __all__ = [
+    "compile",
+    "explain",
     "functional",
     *modules.__all__,
     "cache_info",

@@ -1,0 +1,244 @@
+"""torch.compile(backend="dnngraph") on blocks written with stock torch.nn modules: eager, against
+torch.compile (Inductor, default mode) and torch.compile(backend="dnngraph") in one process.
+Outputs and every gradient are checked against eager before anything is timed; the first
+compiled call of each (compile time) is measured apart.
+
+  training blocks (bf16, CUDA events, median ms of fwd+bwd of mean(block(x)^2)):
+    gpt_d1024    GPT block d1024 h16 ff4096 (LayerNorm, Linear, SDPA causal, GELU tanh), b8 s1024
+    gpt_d768     GPT block d768 h12 ff3072, b16 s512
+    llama        Llama-style block d2048, GQA 32/8 heads of 128, RoPE, RMSNorm, SwiGLU ff5632,
+                 b4 s2048
+    resnet_c64   ResNet basic block c64 56x56 (Conv2d, ReLU, residual add), b32, channels_last
+    resnet_c256  ResNet basic block c256 14x14, b64, channels_last
+  inference (torch.no_grad, median ms of the forward):
+    resnet50     ResNet-50 (torchvision's when installed, else the same bottleneck network
+                 written here), random weights, eval mode, bf16, channels_last, b64 224x224
+
+    python bench/torch/compile_backend.py [--blocks gpt_d1024,resnet50] [--iters 20]
+    python bench/torch/compile_backend.py --cpu-smoke   # tiny sizes on the CPU (a test runs it)
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import torch_blocks  # noqa: E402  (TorchLlamaBlock, BasicBlock(ours=False): stock modules)
+
+import dnngraph.torch  # noqa: E402,F401  (registers the backend)
+
+
+class GPTBlock(nn.Module):
+    """Pre-norm GPT block of stock modules: x + proj(sdpa(qkv(ln1(x)))), + fc2(gelu(fc1(ln2)))."""
+
+    def __init__(self, dim, heads, hidden):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.fc1, self.fc2 = nn.Linear(dim, hidden), nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, s, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, cin, width, stride, down):
+        super().__init__()
+        cout = width * 4
+        self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3, self.bn3 = nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)
+        self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
+                                   nn.BatchNorm2d(cout)) if down else None)
+
+    def forward(self, x):
+        h = F.relu(self.bn1(self.conv1(x)))
+        h = F.relu(self.bn2(self.conv2(h)))
+        h = self.bn3(self.conv3(h))
+        return F.relu(h + (self.down(x) if self.down is not None else x))
+
+
+def resnet50(width=64, layers=(3, 4, 6, 3), classes=1000):
+    """torchvision's resnet50 when installed; else the same network (bottlenecks 3-4-6-3)."""
+    try:
+        import torchvision
+
+        if width == 64 and tuple(layers) == (3, 4, 6, 3):
+            return torchvision.models.resnet50()
+    except ImportError:
+        pass
+    mods = [nn.Conv2d(3, width, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(width),
+            nn.ReLU(), nn.MaxPool2d(3, stride=2, padding=1)]
+    cin = width
+    for i, n in enumerate(layers):
+        w = width * 2**i
+        for j in range(n):
+            mods.append(Bottleneck(cin, w, 2 if (j == 0 and i > 0) else 1, j == 0))
+            cin = w * 4
+    mods += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)]
+    return nn.Sequential(*mods)
+
+
+BLOCKS = {
+    "gpt_d1024": (lambda: GPTBlock(1024, 16, 4096), (8, 1024, 1024), True),
+    "gpt_d768": (lambda: GPTBlock(768, 12, 3072), (16, 512, 768), True),
+    "llama": (lambda: torch_blocks.TorchLlamaBlock(2048, 32, 8, 5632, max_seq_len=2048,
+                                                   head_dim=128), (4, 2048, 2048), True),
+    "resnet_c64": (lambda: torch_blocks.BasicBlock(64, ours=False), (32, 64, 56, 56), True),
+    "resnet_c256": (lambda: torch_blocks.BasicBlock(256, ours=False), (64, 256, 14, 14), True),
+    "resnet50": (resnet50, (64, 3, 224, 224), False),
+}
+SMOKE = {
+    "gpt_d1024": (lambda: GPTBlock(32, 2, 64), (2, 8, 32), True),
+    "gpt_d768": (lambda: GPTBlock(24, 3, 48), (2, 6, 24), True),
+    "llama": (lambda: torch_blocks.TorchLlamaBlock(32, 4, 2, 48, max_seq_len=16, head_dim=8),
+              (2, 8, 32), True),
+    "resnet_c64": (lambda: torch_blocks.BasicBlock(8, ours=False), (2, 8, 6, 6), True),
+    "resnet_c256": (lambda: torch_blocks.BasicBlock(16, ours=False), (2, 16, 4, 4), True),
+    "resnet50": (lambda: resnet50(width=4, layers=(1, 1, 1, 1), classes=10), (2, 3, 32, 32),
+                 False),
+}
+
+
+def make_input(shape, device, dtype):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(*shape, generator=g).to(device, dtype)
+    return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
+
+
+def step(model, x, train):
+    """Training: forward + backward, returns (output, grad of x, parameter grads). Inference:
+    the forward under no_grad."""
+    if not train:
+        with torch.no_grad():
+            return model(x), None, {}
+    model.zero_grad(set_to_none=True)
+    xg = x.detach().requires_grad_()
+    out = model(xg)
+    out.float().square().mean().backward()
+    grads = {n.replace("_orig_mod.", ""): p.grad for n, p in model.named_parameters()}
+    return out, xg.grad, grads
+
+
+def rel_err(a, b):
+    a, b = a.float(), b.float()
+    return ((a - b).norm() / b.norm().clamp_min(1e-12)).item()
+
+
+def check(name, model, ref, x, train, tol):
+    out, gx, grads = step(model, x, train)
+    out_r, gx_r, grads_r = step(ref, x, train)
+    errs = {"out": rel_err(out, out_r)}
+    if train:
+        errs["dx"] = rel_err(gx, gx_r)
+        for n, g in grads_r.items():
+            errs["d" + n] = rel_err(grads[n], g)
+    worst = max(errs, key=errs.get)
+    ok = errs[worst] <= tol
+    print(f"  check {name}: worst rel. error {errs[worst]:.2e} ({worst}) "
+          f"{'ok' if ok else 'MISMATCH'}")
+    return ok
+
+
+def time_ms(model, x, train, iters, device):
+    for _ in range(3):
+        step(model, x, train)
+    ts = []
+    if device == "cpu":
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            step(model, x, train)
+            ts.append((time.perf_counter() - t0) * 1e3)
+    else:
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for _ in range(iters):
+            start.record()
+            step(model, x, train)
+            end.record()
+            torch.cuda.synchronize()
+            ts.append(start.elapsed_time(end))
+    return sorted(ts)[len(ts) // 2]
+
+
+def first_call_s(model, x, train, device):
+    """Seconds of the first call (compilation of the forward and backward graphs)."""
+    if device != "cpu":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    step(model, x, train)
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--blocks", default=",".join(BLOCKS), help="comma-separated: " + ", ".join(BLOCKS))
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--cpu-smoke", action="store_true", help="tiny sizes, fp32, on the CPU")
+    p.add_argument("--inner", default=None, help="the dnngraph backend's inner compiler "
+                   "(inductor; eager with --cpu-smoke)")
+    args = p.parse_args()
+    smoke = args.cpu_smoke
+    if not smoke and not torch.cuda.is_available():
+        sys.exit("bench/torch/compile_backend.py: needs a CUDA GPU (or --cpu-smoke)")
+    device = "cpu" if smoke else "cuda"
+    dtype = torch.float32 if smoke else torch.bfloat16
+    tol = 1e-4 if smoke else 2e-2
+    iters = 2 if smoke else args.iters
+    inner = args.inner or ("eager" if smoke else "inductor")
+    default_backend = "aot_eager" if smoke else "inductor"
+    table = SMOKE if smoke else BLOCKS
+    failures, rows = [], []
+    for name in args.blocks.split(","):
+        make, shape, train = table[name]
+        torch.manual_seed(0)
+        ref = make().to(device, dtype)
+        if not train:
+            ref = ref.eval().to(memory_format=torch.channels_last)
+        elif len(shape) == 4:
+            ref = ref.to(memory_format=torch.channels_last)
+        x = make_input(shape, device, dtype)
+        print(f"{name}: {'fwd+bwd' if train else 'inference'} x{tuple(shape)} {dtype} on {device}")
+        torch._dynamo.reset()
+        variants = {
+            "eager": ref,
+            "compile": torch.compile(ref, backend=default_backend),
+            "dnngraph": torch.compile(ref, backend="dnngraph", options={"inner": inner}),
+        }
+        compile_s = {v: first_call_s(variants[v], x, train, device) for v in ("compile", "dnngraph")}
+        if not check("dnngraph vs eager", variants["dnngraph"], ref, x, train, tol):
+            failures.append(f"{name}: dnngraph differs from eager")
+        ms = {v: time_ms(m, x, train, iters, device) for v, m in variants.items()}
+        rows.append((name, ms, compile_s))
+    print()
+    print("| block | eager | compile | dnngraph | compile/dnngraph | compile s | dnngraph s "
+          "| compile time ratio |")
+    print("| --- " * 8 + "|")
+    for name, ms, cs in rows:
+        print(f"| {name} | {ms['eager']:.3f} | {ms['compile']:.3f} | {ms['dnngraph']:.3f} "
+              f"| {ms['compile'] / ms['dnngraph']:.2f}x | {cs['compile']:.1f} | {cs['dnngraph']:.1f} "
+              f"| {cs['dnngraph'] / max(cs['compile'], 1e-9):.2f} |")
+    print(f"(median ms, {iters} iterations, {dtype}, {device}; compile = torch.compile backend "
+          f"{default_backend}, dnngraph = backend 'dnngraph' with inner {inner}; compile s = "
+          "first call)")
+    if failures:
+        print("FAILED: " + "; ".join(failures))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
