@@ -2,11 +2,23 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
+
+#include "dnngraph/ir/json.hpp"
 
 namespace dnngraph_cli {
 
 std::optional<std::string> read_text(const std::string& path, std::string& error) {
+  std::ostringstream os;
+  if (path == "-") {
+    os << std::cin.rdbuf();
+    if (std::cin.bad()) {
+      error = "cannot read standard input";
+      return std::nullopt;
+    }
+    return os.str();
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     error = "'" + path + "' is a directory";
@@ -17,13 +29,30 @@ std::optional<std::string> read_text(const std::string& path, std::string& error
     error = "cannot open '" + path + "' for reading";
     return std::nullopt;
   }
-  std::ostringstream os;
   os << in.rdbuf();
   if (in.bad()) {
     error = "cannot read '" + path + "'";
     return std::nullopt;
   }
   return os.str();
+}
+
+int fail(std::string_view command, int rc, const std::string& what) {
+  std::cerr << "dnngraph" << (command.empty() ? "" : " ") << command << ": " << what << "\n";
+  return rc;
+}
+
+int load_graph(const std::string& path, dnngraph::ir::Graph& g, std::string_view command,
+               bool validate, std::string_view hint) {
+  std::string error;
+  const std::optional<std::string> text = read_text(path, error);
+  if (!text) return fail(command, kUsage, error);
+  if (dnngraph::Status s = dnngraph::ir::from_json(*text, g); !s)
+    return fail(command, kInvalid, path + ": " + s.to_string());
+  if (!validate) return kOk;
+  if (dnngraph::Status s = g.validate(); !s)
+    return fail(command, kInvalid, path + ": " + s.to_string() + std::string(hint));
+  return kOk;
 }
 
 }  // namespace dnngraph_cli

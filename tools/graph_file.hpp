@@ -1,13 +1,34 @@
-// Reading the files the `dnngraph` subcommands take (graph descriptions).
+// Reading the files the `dnngraph` subcommands take (graph descriptions), and the exit codes
+// and one-line errors they share.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "dnngraph/ir/graph.hpp"
 
 namespace dnngraph_cli {
 
-// The whole text of the file at `path`; nullopt with `error` set to a one-line reason (a
-// directory, cannot open, cannot read) otherwise.
+// The exit codes of every subcommand: 0 success, 1 the graph is invalid (or does not run),
+// 2 usage or file errors.
+inline constexpr int kOk = 0;
+inline constexpr int kInvalid = 1;
+inline constexpr int kUsage = 2;
+
+// The whole text of the file at `path` ("-": standard input); nullopt with `error` set to a
+// one-line reason (a directory, cannot open, cannot read) otherwise.
 std::optional<std::string> read_text(const std::string& path, std::string& error);
+
+// Prints "dnngraph <command>: <what>" ("dnngraph: <what>" for an empty command) as one line
+// on stderr and returns `rc`.
+int fail(std::string_view command, int rc, const std::string& what);
+
+// Reads the graph description at `path` ("-": standard input) into `g` and, when `validate`,
+// validates it. Returns kOk, or after one line on stderr (fail(), naming `path`): kUsage when
+// the file cannot be read, kInvalid when it is not a valid graph (`hint` is appended to a
+// validation error).
+int load_graph(const std::string& path, dnngraph::ir::Graph& g, std::string_view command,
+               bool validate, std::string_view hint = {});
 
 }  // namespace dnngraph_cli

@@ -6,12 +6,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 
 #include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/graph.hpp"
-#include "dnngraph/ir/json.hpp"
 #include "dnngraph/plan_cache.hpp"
 #include "dnngraph/system.hpp"
 #include "graph_file.hpp"
@@ -186,15 +184,9 @@ CLI::App* add_tune_command(CLI::App& app, TuneArgs& a) {
 }
 
 int cmd_tune(const TuneArgs& a) {
-  auto fail = [](int rc, const std::string& what) {
-    std::cerr << "dnngraph tune: " << what << "\n";
-    return rc;
-  };
-  std::string error;
-  const std::optional<std::string> text = dnngraph_cli::read_text(a.graph, error);
-  if (!text) return fail(2, error);
+  auto fail = [](int rc, const std::string& what) { return dnngraph_cli::fail("tune", rc, what); };
   Graph g;
-  if (Status s = ir::from_json(*text, g); !s) return fail(1, a.graph + ": " + s.to_string());
+  if (int rc = dnngraph_cli::load_graph(a.graph, g, "tune", false)) return rc;
   std::string device = a.device;
   if (device.empty()) {
     const SystemInfo si = system_info();
