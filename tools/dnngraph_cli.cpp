@@ -11,12 +11,12 @@
 #include <iostream>
 #include <string>
 
+#include "common.hpp"
 #include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/ir/dot.hpp"
 #include "dnngraph/ir/fingerprint.hpp"
 #include "dnngraph/system.hpp"
 #include "dnngraph/version.hpp"
-#include "graph_file.hpp"
 #include "run.hpp"
 #include "tune.hpp"
 

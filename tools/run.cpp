@@ -11,11 +11,9 @@
 #include <limits>
 #include <random>
 
-#include "dnngraph/engines/cudnn.hpp"
+#include "common.hpp"
 #include "dnngraph/graph.hpp"
 #include "dnngraph/storage.hpp"
-#include "dnngraph/system.hpp"
-#include "graph_file.hpp"
 #include "progress.hpp"
 
 #ifdef DNNGRAPH_WITH_CUDA
@@ -172,15 +170,8 @@ struct RunResult {
 RunResult execute_on(Graph& g, const Device& dev, std::vector<Buffer>& bufs, int iters,
                      bool quiet) {
   RunResult r;
-  auto handle = Handle::create(dev);
-  if (!handle) {
-    const std::string why = system_info().gpu_error;  // the reason, without the C++ hint
-    if (dev.kind == Device::Kind::CUDA && !why.empty())
-      return {make_error(ErrorCode::NotSupported, "no GPU can be used: ", why,
-                         "; use --engine cpu for the reference engine"),
-              {}};
-    return {handle.status(), {}};
-  }
+  auto handle = dnngraph_cli::open_handle(dev, "--engine cpu");
+  if (!handle) return {handle.status(), {}};
   if (Status s = g.build(handle.value()); !s) return {s, {}};
   const bool gpu = dev.kind == Device::Kind::CUDA;
   Memory mem(gpu);
@@ -249,8 +240,7 @@ int cmd_run(const RunArgs& a) {
   auto fail = [](int rc, const std::string& what) { return dnngraph_cli::fail("run", rc, what); };
   Graph g;
   if (int rc = dnngraph_cli::load_graph(a.graph, g, "run", true)) return rc;
-  std::string engine = a.engine;
-  if (engine.empty()) engine = cudnn_info().loaded && !system_info().gpus.empty() ? "cuda" : "cpu";
+  const std::string engine = a.engine.empty() ? dnngraph_cli::default_device() : a.engine;
   const Device dev = engine == "cuda" ? Device::cuda(0) : Device::cpu();
 
   std::vector<Buffer> bufs = make_buffers(*g.validated(), a.seed);

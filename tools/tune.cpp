@@ -8,11 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "dnngraph/engines/cudnn.hpp"
+#include "common.hpp"
 #include "dnngraph/graph.hpp"
 #include "dnngraph/plan_cache.hpp"
-#include "dnngraph/system.hpp"
-#include "graph_file.hpp"
 #include "progress.hpp"
 
 namespace dnngraph::tools {
@@ -187,11 +185,7 @@ int cmd_tune(const TuneArgs& a) {
   auto fail = [](int rc, const std::string& what) { return dnngraph_cli::fail("tune", rc, what); };
   Graph g;
   if (int rc = dnngraph_cli::load_graph(a.graph, g, "tune", false)) return rc;
-  std::string device = a.device;
-  if (device.empty()) {
-    const SystemInfo si = system_info();
-    device = cudnn_info().loaded && !si.gpus.empty() ? "cuda" : "cpu";
-  }
+  const std::string device = a.device.empty() ? dnngraph_cli::default_device() : a.device;
   auto dev = parse_device(device);
   if (!dev) return fail(2, dev.status().message());
   std::vector<HeurMode> modes;
@@ -200,10 +194,7 @@ int cmd_tune(const TuneArgs& a) {
     if (!mode) return fail(2, mode.status().message());
     modes.push_back(*mode);
   }
-  auto handle = Handle::create(*dev);
-  if (!handle && dev->kind == Device::Kind::CUDA && !system_info().gpu_error.empty())
-    return fail(1, "no GPU can be used: " + system_info().gpu_error +
-                       "; use --device cpu for the reference engine");
+  auto handle = dnngraph_cli::open_handle(*dev, "--device cpu");
   if (!handle) return fail(1, handle.status().to_string());
   if (!a.deselect.empty()) g.deselect_engines(a.deselect);
   if (a.max_workspace >= 0) g.deselect_workspace_greater_than(a.max_workspace);

@@ -1,11 +1,12 @@
-// Reading the files the `dnngraph` subcommands take (graph descriptions), and the exit codes
-// and one-line errors they share.
+// What the `dnngraph` subcommands share: the exit codes and one-line errors, reading graph
+// descriptions, the default device and opening a handle on it.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "dnngraph/engines/handle.hpp"
 #include "dnngraph/ir/graph.hpp"
 
 namespace dnngraph_cli {
@@ -30,5 +31,13 @@ int fail(std::string_view command, int rc, const std::string& what);
 // validation error).
 int load_graph(const std::string& path, dnngraph::ir::Graph& g, std::string_view command,
                bool validate, std::string_view hint = {});
+
+// "cuda" when a GPU and cuDNN are present, else "cpu": the default of --engine / --device.
+std::string default_device();
+
+// A handle on `dev`. When it is a GPU that cannot be used, the error says why and to use
+// `cpu_flag` (e.g. "--engine cpu") for the reference engine, without the C++ API's hints.
+dnngraph::Result<dnngraph::HandlePtr> open_handle(const dnngraph::Device& dev,
+                                                  std::string_view cpu_flag);
 
 }  // namespace dnngraph_cli

@@ -1,11 +1,13 @@
-#include "graph_file.hpp"
+#include "common.hpp"
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/ir/json.hpp"
+#include "dnngraph/system.hpp"
 
 namespace dnngraph_cli {
 
@@ -53,6 +55,20 @@ int load_graph(const std::string& path, dnngraph::ir::Graph& g, std::string_view
   if (dnngraph::Status s = g.validate(); !s)
     return fail(command, kInvalid, path + ": " + s.to_string() + std::string(hint));
   return kOk;
+}
+
+std::string default_device() {
+  return dnngraph::cudnn_info().loaded && !dnngraph::system_info().gpus.empty() ? "cuda" : "cpu";
+}
+
+dnngraph::Result<dnngraph::HandlePtr> open_handle(const dnngraph::Device& dev,
+                                                  std::string_view cpu_flag) {
+  auto handle = dnngraph::Handle::create(dev);
+  if (handle || dev.kind != dnngraph::Device::Kind::CUDA) return handle;
+  const std::string why = dnngraph::system_info().gpu_error;  // the reason, without the C++ hint
+  if (why.empty()) return handle;
+  return dnngraph::make_error(dnngraph::ErrorCode::NotSupported, "no GPU can be used: ", why,
+                              "; use ", cpu_flag, " for the reference engine");
 }
 
 }  // namespace dnngraph_cli
