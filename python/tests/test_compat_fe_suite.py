@@ -1,23 +1,10 @@
 """Call forms the cuDNN frontend's own test suite uses (issue 14, /work/notes/fe-audit.md), each
 checked against numpy on the CPU engine. Written from the frontend's documented behaviour."""
 
-import zlib
-
 import numpy as np
 import pytest
 
 import dnngraph as cudnn
-
-
-@pytest.fixture
-def handle():
-    return cudnn.create_handle(device="cpu")
-
-
-@pytest.fixture
-def rng(request):
-    # Random inputs per test, reproducible from the test's name.
-    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def f32(rng, *shape):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from torch_util import DEVICES, assert_close, rand, ref_dtype, torch
+from torch_util import DEVICES, assert_close, assert_grads_close, rand, ref_dtype, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -119,11 +119,7 @@ def test_swiglu_linear(device, dtype):
     g, u = TF.linear(xr, wr, br).chunk(2, dim=-1)
     yr = TF.silu(g) * u
     assert_close(y, yr, dtype, device)
-    dy = rand(*y.shape, dtype=dtype, device=device)
-    y.backward(dy)
-    yr.backward(dy.to(rt))
-    for gg, gr in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
-        assert_close(gg, gr, dtype, device, scale=4)
+    assert_grads_close(y, yr, (x, w, b), (xr, wr, br), dtype, device, scale=4)
 
 
 def test_swiglu_strided_input_and_gradcheck():

@@ -7,7 +7,7 @@ fallback to ATen an error)."""
 
 import pytest
 
-from torch_util import DEVICES, assert_close, rand, torch
+from torch_util import DEVICES, assert_close, assert_grads_close, rand, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -38,11 +38,7 @@ def assert_values_and_grads(ours, ref, leaves, device, scale, grad_scale):
     y, yr = ours(*leaves), ref(*copies)
     assert y.shape == yr.shape
     assert_close(y, yr, torch.float32, device, scale=scale)
-    dy = rand(*y.shape, device=device)
-    y.backward(dy)
-    yr.backward(dy)
-    for t, tr in zip(leaves, copies):
-        assert_close(t.grad, tr.grad, torch.float32, device, scale=grad_scale)
+    assert_grads_close(y, yr, leaves, copies, torch.float32, device, scale=grad_scale)
     return y, copies
 
 

@@ -62,6 +62,16 @@ def assert_close(actual, expected, dtype, device="cpu", scale=1.0):
     torch.testing.assert_close(actual, expected.to(actual.dtype), **tol(dtype, device, scale))
 
 
+def assert_grads_close(y, yr, leaves, ref_leaves, dtype, device="cpu", scale=1.0):
+    """Backpropagates one seeded upstream gradient through y and through its reference yr (in
+    yr's dtype), then compares each leaf's gradient with its reference leaf's."""
+    dy = rand(*y.shape, dtype=dtype, device=device)
+    y.backward(dy)
+    yr.backward(dy.to(yr.dtype))
+    for t, tr in zip(leaves, ref_leaves, strict=True):
+        assert_close(t.grad, tr.grad, dtype, device, scale=scale)
+
+
 def ref_dtype(dtype):
     """Reference computations of low-precision cases run in fp32 on the same inputs."""
     return torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype
