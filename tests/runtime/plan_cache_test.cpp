@@ -13,6 +13,7 @@
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/plan_cache.hpp"
 #include "engines/registry.hpp"
+#include "runtime/fake_engine.hpp"
 
 #ifdef DNNGRAPH_WITH_SQLITE
 #include <sqlite3.h>
@@ -188,19 +189,6 @@ class SerialCandidate final : public Candidate {
   CandidateInfo info_;
 };
 
-class SerialLowered final : public LoweredGraph {
- public:
-  explicit SerialLowered(Calls& c) : c_(c) {}
-  Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode) override {
-    std::vector<std::unique_ptr<Candidate>> v;
-    for (int i = 0; i < 3; ++i) v.push_back(std::make_unique<SerialCandidate>(c_, i));
-    return v;
-  }
-
- private:
-  Calls& c_;
-};
-
 class SerialEngine final : public Engine {
  public:
   Calls c;
@@ -209,7 +197,7 @@ class SerialEngine final : public Engine {
   bool loads_plans() const override { return true; }
   Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr& g, Handle&) override {
     c.lowered_sm_count = g->sm_count();
-    return std::unique_ptr<LoweredGraph>(std::make_unique<SerialLowered>(c));
+    return test::propose<SerialCandidate>(c);
   }
   Result<std::unique_ptr<Plan>> deserialize_plan(const ir::ValidatedGraphPtr& g, Handle&,
                                                  std::string_view bytes) override {
@@ -221,23 +209,7 @@ class SerialEngine final : public Engine {
   }
 };
 
-struct CachedBuild : ::testing::Test {
-  SerialEngine engine;
-  HandlePtr h = Handle::create(Device::cpu()).value();
-  std::string dir = temp_dir("graph");
-  void SetUp() override {
-    setenv("DNNGRAPH_CACHE_DIR", dir.c_str(), 1);
-    unsetenv("DNNGRAPH_CACHE");
-    PlanCache::reset_global();
-    register_engine(&engine);
-  }
-  void TearDown() override {
-    unregister_engine(&engine);
-    unsetenv("DNNGRAPH_CACHE_DIR");
-    unsetenv("DNNGRAPH_CACHE");
-    PlanCache::reset_global();
-    std::filesystem::remove_all(dir);
-  }
+struct CachedBuild : test::EngineTest<SerialEngine> {
   static void make(Graph& g, int64_t n) {
     g.set_name("cached").set_io_data_type(DataType::Float);
     auto x = g.tensor(ir::TensorAttrs().set_name("X").set_dim({n, 3}).set_stride({3, 1}));
