@@ -332,7 +332,8 @@ def test_wrapper_workspace_is_the_frontends_private_attribute(handle, rng):
     np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-6)
 
 
-def test_handle_functions_refuse_a_raw_int_by_name(handle):
+def test_handle_functions_refuse_a_raw_int_by_name():
+    handle = cudnn.create_handle(device="cpu")  # its own: the test destroys it
     for call in (lambda: cudnn.set_stream(handle=1, stream=100), lambda: cudnn.get_stream(1),
                  lambda: cudnn.destroy_handle(1)):
         with pytest.raises(TypeError, match="cudnn.Handle"):
