@@ -101,11 +101,7 @@ TEST(GpuCudaGraph, PopulateUpdateAndReplayAreIdenticalToExecute) {
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  auto got = outputs_after(run, [&] {
-    return cudaGraphLaunch(exec, nullptr) == cudaSuccess
-               ? Status::ok()
-               : make_error(ErrorCode::BackendError, "cudaGraphLaunch");
-  });
+  auto got = outputs_after_launch(run, exec);
   EXPECT_EQ(got, want);
   // A non-empty graph is refused by populate.
   Status again = run.g.populate_cuda_graph(*run.handle, run.pack, run.dev.ws, graph);
@@ -122,11 +118,7 @@ TEST(GpuCudaGraph, PopulateUpdateAndReplayAreIdenticalToExecute) {
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   cudaGraphExecDestroy(exec);
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  auto got2 = outputs_after(other, [&] {
-    return cudaGraphLaunch(exec, nullptr) == cudaSuccess
-               ? Status::ok()
-               : make_error(ErrorCode::BackendError, "cudaGraphLaunch");
-  });
+  auto got2 = outputs_after_launch(other, exec);
   EXPECT_EQ(got2, want2);
   EXPECT_NE(want2, want);  // other inputs, other results: the update took effect
   cudaGraphExecDestroy(exec);

@@ -38,4 +38,14 @@ inline std::vector<std::vector<unsigned char>> outputs_after(
   return out;
 }
 
+// Output bytes of `run` after one launch of the executable CUDA graph `exec`.
+inline std::vector<std::vector<unsigned char>> outputs_after_launch(GpuRun& run,
+                                                                    cudaGraphExec_t exec) {
+  return outputs_after(run, [&] {
+    return cudaGraphLaunch(exec, nullptr) == cudaSuccess
+               ? Status::ok()
+               : make_error(ErrorCode::BackendError, "cudaGraphLaunch");
+  });
+}
+
 }  // namespace dnngraph::gpu_test
