@@ -96,11 +96,8 @@ TEST(GpuCudaGraph, PopulateUpdateAndReplayAreIdenticalToExecute) {
   auto want = outputs_after(run, [&] { return run.g.execute(*run.handle, run.pack, run.dev.ws); });
 
   cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
-  Status s = run.g.populate_cuda_graph(*run.handle, run.pack, run.dev.ws, graph);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
   cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_NO_FATAL_FAILURE(make_cuda_graph(run, graph, exec));
   auto got = outputs_after_launch(run, exec);
   EXPECT_EQ(got, want);
   // A non-empty graph is refused by populate.
@@ -114,7 +111,7 @@ TEST(GpuCudaGraph, PopulateUpdateAndReplayAreIdenticalToExecute) {
   ASSERT_TRUE(other.prepare(make, o2).is_ok());
   auto want2 = outputs_after(
       other, [&] { return other.g.execute(*other.handle, other.pack, other.dev.ws); });
-  s = run.g.update_cuda_graph(*run.handle, other.pack, other.dev.ws, graph);
+  Status s = run.g.update_cuda_graph(*run.handle, other.pack, other.dev.ws, graph);
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   cudaGraphExecDestroy(exec);
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);

@@ -307,11 +307,8 @@ TEST(GpuSlice, CudaGraphAndAutotuneBindTheView) {
   const auto want = outputs_after(run, run.g, run.pack);
 
   cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
-  Status s = run.g.populate_cuda_graph(*run.handle, run.pack, run.dev.ws, graph);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
   cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_NO_FATAL_FAILURE(make_cuda_graph(run, graph, exec));
   const auto got = outputs_after_launch(run, exec);
   EXPECT_EQ(got, want);
   cudaGraphExecDestroy(exec);
