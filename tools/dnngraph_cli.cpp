@@ -9,43 +9,26 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <optional>
-#include <sstream>
 #include <string>
 
+#include "common.hpp"
 #include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/ir/dot.hpp"
 #include "dnngraph/ir/fingerprint.hpp"
-#include "dnngraph/ir/json.hpp"
 #include "dnngraph/system.hpp"
 #include "dnngraph/version.hpp"
-#include "graph_file.hpp"
 #include "run.hpp"
 #include "tune.hpp"
 
 namespace {
 
-constexpr int kInvalid = 1;
-constexpr int kUsage = 2;
+using dnngraph_cli::kUsage;
+using dnngraph_cli::load_graph;
 
 // Thrown only inside this file, for file errors; turned into exit code 2 in main().
 struct FileError {
   std::string message;
 };
-
-// "-" reads standard input.
-std::string read_file(const std::string& path) {
-  if (path == "-") {
-    std::ostringstream os;
-    os << std::cin.rdbuf();
-    if (std::cin.bad()) throw FileError{"cannot read standard input"};
-    return os.str();
-  }
-  std::string error;
-  std::optional<std::string> text = dnngraph_cli::read_text(path, error);
-  if (!text) throw FileError{error};
-  return *std::move(text);
-}
 
 void write_output(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
@@ -57,16 +40,6 @@ void write_output(const std::string& path, const std::string& text) {
   out << text;
   out.close();
   if (!out) throw FileError{"cannot write '" + path + "'"};
-}
-
-// Loads GRAPH.json; on failure prints one line and returns false.
-bool load(const std::string& path, dnngraph::ir::Graph& g) {
-  dnngraph::Status s = dnngraph::ir::from_json(read_file(path), g);
-  if (!s) {
-    std::cerr << "dnngraph: " << path << ": " << s.to_string() << "\n";
-    return false;
-  }
-  return true;
 }
 
 int cmd_info() {
@@ -95,12 +68,7 @@ int cmd_info() {
 
 int cmd_validate(const std::string& path) {
   dnngraph::ir::Graph g;
-  if (!load(path, g)) return kInvalid;
-  dnngraph::Status s = g.validate();
-  if (!s) {
-    std::cerr << "dnngraph: " << path << ": " << s.to_string() << "\n";
-    return kInvalid;
-  }
+  if (int rc = load_graph(path, g, "", true)) return rc;
   const std::string table = g.to_table();
   std::cout << table;
   if (!table.empty() && table.back() != '\n') std::cout << "\n";
@@ -110,22 +78,15 @@ int cmd_validate(const std::string& path) {
 
 int cmd_dot(const std::string& path, const std::string& out, bool infer) {
   dnngraph::ir::Graph g;
-  if (!load(path, g)) return kInvalid;
-  if (infer) {
-    dnngraph::Status s = g.validate();
-    if (!s) {
-      std::cerr << "dnngraph: " << path << ": " << s.to_string()
-                << " (--no-infer draws the graph as written)\n";
-      return kInvalid;
-    }
-  }
+  if (int rc = load_graph(path, g, "", infer, " (--no-infer draws the graph as written)"))
+    return rc;
   write_output(out, dnngraph::ir::to_dot(g));
   return 0;
 }
 
 int cmd_fingerprint(const std::string& path, bool no_shapes, bool names) {
   dnngraph::ir::Graph g;
-  if (!load(path, g)) return kInvalid;
+  if (int rc = load_graph(path, g, "", false)) return rc;
   dnngraph::ir::FingerprintOptions opts;
   opts.include_shapes = !no_shapes;
   opts.include_names = names;

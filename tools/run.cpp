@@ -8,18 +8,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iostream>
 #include <limits>
 #include <random>
-#include <sstream>
 
-#include "dnngraph/engines/cudnn.hpp"
+#include "common.hpp"
 #include "dnngraph/graph.hpp"
-#include "dnngraph/ir/json.hpp"
 #include "dnngraph/storage.hpp"
-#include "dnngraph/system.hpp"
-#include "graph_file.hpp"
 #include "progress.hpp"
 
 #ifdef DNNGRAPH_WITH_CUDA
@@ -176,15 +170,8 @@ struct RunResult {
 RunResult execute_on(Graph& g, const Device& dev, std::vector<Buffer>& bufs, int iters,
                      bool quiet) {
   RunResult r;
-  auto handle = Handle::create(dev);
-  if (!handle) {
-    const std::string why = system_info().gpu_error;  // the reason, without the C++ hint
-    if (dev.kind == Device::Kind::CUDA && !why.empty())
-      return {make_error(ErrorCode::NotSupported, "no GPU can be used: ", why,
-                         "; use --engine cpu for the reference engine"),
-              {}};
-    return {handle.status(), {}};
-  }
+  auto handle = dnngraph_cli::open_handle(dev, "--engine cpu");
+  if (!handle) return {handle.status(), {}};
   if (Status s = g.build(handle.value()); !s) return {s, {}};
   const bool gpu = dev.kind == Device::Kind::CUDA;
   Memory mem(gpu);
@@ -250,18 +237,10 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& a) {
 }
 
 int cmd_run(const RunArgs& a) {
-  auto fail = [](int rc, const std::string& what) {
-    std::cerr << "dnngraph run: " << what << "\n";
-    return rc;
-  };
-  std::string error;
-  const std::optional<std::string> text = dnngraph_cli::read_text(a.graph, error);
-  if (!text) return fail(2, error);
+  auto fail = [](int rc, const std::string& what) { return dnngraph_cli::fail("run", rc, what); };
   Graph g;
-  if (Status s = ir::from_json(*text, g); !s) return fail(1, a.graph + ": " + s.to_string());
-  if (Status s = g.validate(); !s) return fail(1, a.graph + ": " + s.to_string());
-  std::string engine = a.engine;
-  if (engine.empty()) engine = cudnn_info().loaded && !system_info().gpus.empty() ? "cuda" : "cpu";
+  if (int rc = dnngraph_cli::load_graph(a.graph, g, "run", true)) return rc;
+  const std::string engine = a.engine.empty() ? dnngraph_cli::default_device() : a.engine;
   const Device dev = engine == "cuda" ? Device::cuda(0) : Device::cpu();
 
   std::vector<Buffer> bufs = make_buffers(*g.validated(), a.seed);
@@ -278,16 +257,10 @@ int cmd_run(const RunArgs& a) {
   if (!a.check) return 0;
 
   // The reference: the same graph (or --against's), the same inputs, on the CPU engine.
-  std::string ref_text = *text, ref_name = "the reference graph";
-  if (!a.against.empty()) {
-    const std::optional<std::string> other = dnngraph_cli::read_text(a.against, error);
-    if (!other) return fail(2, error);
-    ref_text = *other;
-    ref_name = a.against;
-  }
+  const std::string ref_name = a.against.empty() ? "the reference graph" : a.against;
   Graph ref;
-  if (Status s = ir::from_json(ref_text, ref); !s) return fail(1, ref_name + ": " + s.to_string());
-  if (Status s = ref.validate(); !s) return fail(1, ref_name + ": " + s.to_string());
+  if (int rc = dnngraph_cli::load_graph(a.against.empty() ? a.graph : a.against, ref, "run", true))
+    return rc;
   std::vector<Buffer> want = make_buffers(*ref.validated(), a.seed);
   if (!a.against.empty())
     if (Status s = share_inputs(bufs, want, ref_name); !s) return fail(1, s.message());

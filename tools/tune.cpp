@@ -6,15 +6,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 
-#include "dnngraph/engines/cudnn.hpp"
+#include "common.hpp"
 #include "dnngraph/graph.hpp"
-#include "dnngraph/ir/json.hpp"
 #include "dnngraph/plan_cache.hpp"
-#include "dnngraph/system.hpp"
-#include "graph_file.hpp"
 #include "progress.hpp"
 
 namespace dnngraph::tools {
@@ -186,20 +182,10 @@ CLI::App* add_tune_command(CLI::App& app, TuneArgs& a) {
 }
 
 int cmd_tune(const TuneArgs& a) {
-  auto fail = [](int rc, const std::string& what) {
-    std::cerr << "dnngraph tune: " << what << "\n";
-    return rc;
-  };
-  std::string error;
-  const std::optional<std::string> text = dnngraph_cli::read_text(a.graph, error);
-  if (!text) return fail(2, error);
+  auto fail = [](int rc, const std::string& what) { return dnngraph_cli::fail("tune", rc, what); };
   Graph g;
-  if (Status s = ir::from_json(*text, g); !s) return fail(1, a.graph + ": " + s.to_string());
-  std::string device = a.device;
-  if (device.empty()) {
-    const SystemInfo si = system_info();
-    device = cudnn_info().loaded && !si.gpus.empty() ? "cuda" : "cpu";
-  }
+  if (int rc = dnngraph_cli::load_graph(a.graph, g, "tune", false)) return rc;
+  const std::string device = a.device.empty() ? dnngraph_cli::default_device() : a.device;
   auto dev = parse_device(device);
   if (!dev) return fail(2, dev.status().message());
   std::vector<HeurMode> modes;
@@ -208,10 +194,7 @@ int cmd_tune(const TuneArgs& a) {
     if (!mode) return fail(2, mode.status().message());
     modes.push_back(*mode);
   }
-  auto handle = Handle::create(*dev);
-  if (!handle && dev->kind == Device::Kind::CUDA && !system_info().gpu_error.empty())
-    return fail(1, "no GPU can be used: " + system_info().gpu_error +
-                       "; use --device cpu for the reference engine");
+  auto handle = dnngraph_cli::open_handle(*dev, "--device cpu");
   if (!handle) return fail(1, handle.status().to_string());
   if (!a.deselect.empty()) g.deselect_engines(a.deselect);
   if (a.max_workspace >= 0) g.deselect_workspace_greater_than(a.max_workspace);

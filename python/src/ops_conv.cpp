@@ -40,18 +40,21 @@ auto conv_args() {
       nb::arg("name") = "");
 }
 
-// One convolution method: (first, second, keywords) -> call(graph, first, second, attributes,
-// options), the attributes' spatial rank read from `first`; and its frontend call form.
-template <class A, class Call>
+// One convolution method: Python (first, second, keywords) -> the Graph builder `op` on
+// (first, second), or on (second, first) when `swapped`, with the attributes (their spatial
+// rank read from `first`) and options; and its frontend call form.
+template <class A>
 void def_conv(nb::class_<PyGraph>& cls, const char* name, const char* first, const char* second,
-              Call call, const char* doc) {
+              ir::Tensor (ir::Graph::*op)(ir::Tensor, ir::Tensor, A, ir::OpOptions), bool swapped,
+              const char* doc) {
   auto [pad, str, dil, pre, post, cdt, op_name] = conv_args();
   cls.def(
       name,
-      [name, call](PyGraph& self, ir::Tensor a, ir::Tensor b, Dims padding, Dims stride,
-                   Dims dilation, Dims pre, Dims post, DataType compute, std::string n) {
-        auto attrs = conv_attrs<A>(a, padding, pre, post, stride, dilation, name);
-        return call(self.graph, a, b, std::move(attrs), op_options(compute, std::move(n)));
+      [name, op, swapped](PyGraph& self, ir::Tensor a, ir::Tensor b, Dims padding, Dims stride,
+                          Dims dilation, Dims pre, Dims post, DataType compute, std::string n) {
+        A attrs = conv_attrs<A>(a, padding, pre, post, stride, dilation, name);
+        if (swapped) std::swap(a, b);
+        return (self.graph.*op)(a, b, std::move(attrs), op_options(compute, std::move(n)));
       },
       nb::arg(first), nb::arg(second), pad, str, dil, pre, post, cdt, op_name, doc);
   frontend_form(cls, name, {first, second});
@@ -60,30 +63,19 @@ void def_conv(nb::class_<PyGraph>& cls, const char* name, const char* first, con
 }  // namespace
 
 void bind_op_conv_fprop(nb::class_<PyGraph>& cls) {
-  def_conv<ir::ConvFpropAttrs>(
-      cls, "conv_fprop", "image", "weight",
-      [](ir::Graph& g, ir::Tensor image, ir::Tensor weight, ir::ConvFpropAttrs a, ir::OpOptions o) {
-        return g.conv_fprop(image, weight, std::move(a), std::move(o));
-      },
-      "Y = conv(X, W): forward convolution (cross-correlation). Returns Y.");
+  def_conv(cls, "conv_fprop", "image", "weight", &ir::Graph::conv_fprop, false,
+           "Y = conv(X, W): forward convolution (cross-correlation). Returns Y.");
 }
 
 void bind_op_conv_dgrad(nb::class_<PyGraph>& cls) {
-  def_conv<ir::ConvDgradAttrs>(
-      cls, "conv_dgrad", "loss", "filter",
-      [](ir::Graph& g, ir::Tensor loss, ir::Tensor filter, ir::ConvDgradAttrs a, ir::OpOptions o) {
-        return g.conv_dgrad(loss, filter, std::move(a), std::move(o));
-      },
-      "DX = gradient of the convolution w.r.t. its input. Set DX's dims with set_dim.");
+  def_conv(cls, "conv_dgrad", "loss", "filter", &ir::Graph::conv_dgrad, false,
+           "DX = gradient of the convolution w.r.t. its input. Set DX's dims with set_dim.");
 }
 
+// The frontend's conv_wgrad takes (image, loss); the Graph's takes (DY, X).
 void bind_op_conv_wgrad(nb::class_<PyGraph>& cls) {
-  def_conv<ir::ConvWgradAttrs>(
-      cls, "conv_wgrad", "image", "loss",
-      [](ir::Graph& g, ir::Tensor image, ir::Tensor loss, ir::ConvWgradAttrs a, ir::OpOptions o) {
-        return g.conv_wgrad(loss, image, std::move(a), std::move(o));
-      },
-      "DW = gradient of the convolution w.r.t. its filter. Set DW's dims with set_dim.");
+  def_conv(cls, "conv_wgrad", "image", "loss", &ir::Graph::conv_wgrad, true,
+           "DW = gradient of the convolution w.r.t. its filter. Set DW's dims with set_dim.");
 }
 
 }  // namespace dnngraph::py

@@ -16,6 +16,13 @@ def fp32_graph(handle, io=F32):
                          compute_data_type=F32)
 
 
+def qkv_do(rng, b, hq, hk, sq, skv, d):
+    """Seeded fp32 Q [b,hq,sq,d], K and V [b,hk,skv,d], and an upstream gradient dO like Q."""
+    f32 = [rng.standard_normal(shape).astype(np.float32)
+           for shape in ((b, hq, sq, d), (b, hk, skv, d), (b, hk, skv, d), (b, hq, sq, d))]
+    return tuple(f32)
+
+
 def set_outputs(pack, tensors, shapes):
     """Makes each tensor an output with a fresh poisoned fp32 array of its shape (packed
     strides) in `pack`; returns the arrays."""

@@ -26,6 +26,13 @@ def small_graph(handle, rng, name="g", uids=False):
     return g, (A, B, Y), (a, b), ref
 
 
+def built_small_graph(handle, rng):
+    """small_graph() built, with a workspace for it."""
+    g, tensors, arrays, ref = small_graph(handle, rng)
+    build(g)
+    return g, tensors, arrays, ref, workspace_for(g)
+
+
 # ---------------------------------------------------------------- module surface
 
 def test_enums_and_versions():
@@ -317,9 +324,7 @@ def test_invalid_graph_raises_value_error_naming_tensor(handle):
 
 
 def test_bad_packs(handle, rng):
-    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
-    build(g)
-    ws = workspace_for(g)
+    g, (A, B, Y), (a, b), ref, ws = built_small_graph(handle, rng)
     y = poisoned((1, 3, 2))
     with pytest.raises(ValueError, match="'B'.*missing"):
         g.execute({A: a, Y: y}, ws)
@@ -401,9 +406,7 @@ class DLPackArray:
 
 
 def test_pack_values_through_every_protocol(handle, rng):
-    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
-    build(g)
-    ws = workspace_for(g)
+    g, (A, B, Y), (a, b), ref, ws = built_small_graph(handle, rng)
     for wrap in (DataPtrArray, InterfaceArray, DLPackArray):
         y = poisoned((1, 3, 2))
         g.execute({A: wrap(a), B: wrap(b), Y: wrap(y)}, wrap(ws))
@@ -415,9 +418,7 @@ def test_pack_values_through_every_protocol(handle, rng):
 
 
 def test_pack_protocol_checks(handle, rng):
-    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
-    build(g)
-    ws = workspace_for(g)
+    g, (A, B, Y), (a, b), ref, ws = built_small_graph(handle, rng)
     y = poisoned((1, 3, 2))
     with pytest.raises(ValueError, match="'A'.*CUDA device"):
         g.execute({A: InterfaceArray(a, cuda=True), B: b, Y: y}, ws)
@@ -492,9 +493,7 @@ def test_data_ptr_errors_are_not_swallowed(handle, rng):
 def test_pack_reused_across_calls_with_other_keys(handle, rng):
     # The binding reuses its C++ pack between calls: a later call with other keys (uids instead
     # of tensors, a missing entry, then a full pack again) must see exactly its own entries.
-    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
-    build(g)
-    ws = workspace_for(g)
+    g, (A, B, Y), (a, b), ref, ws = built_small_graph(handle, rng)
     y = poisoned((1, 3, 2))
     g.execute({A: a, B: b, Y: y}, ws)
     assert_close(y, ref)
@@ -567,9 +566,7 @@ def test_data_ptr_class_changes_are_seen(handle, rng):
         itemsize = property(lambda self: self.a.itemsize)
         nbytes = property(lambda self: self.a.nbytes)
 
-    g, (A, B, Y), (a, b), ref = small_graph(handle, rng)
-    build(g)
-    ws = workspace_for(g)
+    g, (A, B, Y), (a, b), ref, ws = built_small_graph(handle, rng)
     y = poisoned((1, 3, 2))
     pack = {A: Wrapped(a), B: Wrapped(b), Y: Wrapped(y)}
     g.execute(pack, Wrapped(ws))

@@ -277,8 +277,10 @@ BIG = (9, 1024, 1024)  # 36 MiB of float32: above glibc's largest mmap threshold
 # such an array unmaps its pages and any later read of it faults (no allocator luck).
 
 
-def big_add_graph(handle):
-    return add_graph(handle, "big", BIG)
+def big_add_graph(handle, rng):
+    """Y = A + B on BIG tensors: the graph, its tensors, a seeded B and a poisoned Y."""
+    g, tensors = add_graph(handle, "big", BIG)
+    return g, tensors, rng.standard_normal(BIG, dtype=np.float32), poisoned(BIG)
 
 
 class Exposes:
@@ -293,9 +295,7 @@ class Exposes:
 
 
 def test_pack_entry_dropped_by_a_value_hook_stays_alive(handle, rng):
-    g, (A, B, Y) = big_add_graph(handle)
-    b = rng.standard_normal(BIG, dtype=np.float32)
-    y = poisoned(BIG)
+    g, (A, B, Y), b, y = big_add_graph(handle, rng)
     a_seen = []
     pack = {}
 
@@ -320,9 +320,7 @@ def test_pack_entry_dropped_by_a_value_hook_stays_alive(handle, rng):
 
 
 def test_pack_emptied_and_refilled_by_another_thread_stays_alive(handle, rng):
-    g, (A, B, Y) = big_add_graph(handle)
-    b = rng.standard_normal(BIG, dtype=np.float32)
-    y = poisoned(BIG)
+    g, (A, B, Y), b, y = big_add_graph(handle, rng)
     first = []
     pack = {}
 

@@ -1,23 +1,11 @@
 """The frontend's Python names and call forms (docs/compatibility.md), on the CPU engine."""
 
 import json
-import zlib
 
 import numpy as np
 import pytest
 
 import dnngraph as cudnn
-
-
-@pytest.fixture
-def handle():
-    return cudnn.create_handle(device="cpu")
-
-
-@pytest.fixture
-def rng(request):
-    # Random inputs per test, reproducible from the test's name.
-    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def graph(handle, **kw):

@@ -1,23 +1,10 @@
 """Call forms the cuDNN frontend's own test suite uses (issue 14, /work/notes/fe-audit.md), each
 checked against numpy on the CPU engine. Written from the frontend's documented behaviour."""
 
-import zlib
-
 import numpy as np
 import pytest
 
 import dnngraph as cudnn
-
-
-@pytest.fixture
-def handle():
-    return cudnn.create_handle(device="cpu")
-
-
-@pytest.fixture
-def rng(request):
-    # Random inputs per test, reproducible from the test's name.
-    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def f32(rng, *shape):
@@ -345,7 +332,8 @@ def test_wrapper_workspace_is_the_frontends_private_attribute(handle, rng):
     np.testing.assert_allclose(out, x @ w, rtol=1e-5, atol=1e-6)
 
 
-def test_handle_functions_refuse_a_raw_int_by_name(handle):
+def test_handle_functions_refuse_a_raw_int_by_name():
+    handle = cudnn.create_handle(device="cpu")  # its own: the test destroys it
     for call in (lambda: cudnn.set_stream(handle=1, stream=100), lambda: cudnn.get_stream(1),
                  lambda: cudnn.destroy_handle(1)):
         with pytest.raises(TypeError, match="cudnn.Handle"):

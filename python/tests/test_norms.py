@@ -156,12 +156,16 @@ def norm_bwd_ref(dy, x, scale, axes, rms=False):
     return dx * inv, dscale, dy.sum(sum_axes, keepdims=True), mean, inv
 
 
-def test_layernorm_backward(handle, rng):
-    x, dy = (rng.standard_normal((3, 2, 4)) for _ in range(2))
-    scale = rng.standard_normal((1, 2, 4))
-    dx, ds, db, mean, inv = norm_bwd_ref(dy, x, scale, (1, 2))
+@pytest.mark.parametrize("method, x_shape, scale_shape, axes", [
+    ("layernorm_backward", (3, 2, 4), (1, 2, 4), (1, 2)),
+    ("batchnorm_backward", (4, 3, 2, 2), (1, 3, 1, 1), (0, 2, 3)),
+])
+def test_norm_backward(handle, rng, method, x_shape, scale_shape, axes):
+    x, dy = (rng.standard_normal(x_shape) for _ in range(2))
+    scale = rng.standard_normal(scale_shape)
+    dx, ds, db, mean, inv = norm_bwd_ref(dy, x, scale, axes)
     f = [a.astype(np.float32) for a in (dy, x, scale, mean, inv)]
-    out = execute(handle, lambda g, d, t, s, m, v: list(g.layernorm_backward(
+    out = execute(handle, lambda g, d, t, s, m, v: list(getattr(g, method)(
         grad=d, input=t, scale=s, mean=m, inv_variance=v)), f)
     for got, ref in zip(out, (dx, ds, db)):
         assert_close(got, ref, rtol=1e-4)
@@ -180,17 +184,6 @@ def test_rmsnorm_backward(handle, rng):
 
     out = execute(handle, make, f)
     for got, ref in zip(out, (dx, ds)):
-        assert_close(got, ref, rtol=1e-4)
-
-
-def test_batchnorm_backward(handle, rng):
-    x, dy = (rng.standard_normal((4, 3, 2, 2)) for _ in range(2))
-    scale = rng.standard_normal((1, 3, 1, 1))
-    dx, ds, db, mean, inv = norm_bwd_ref(dy, x, scale, (0, 2, 3))
-    f = [a.astype(np.float32) for a in (dy, x, scale, mean, inv)]
-    out = execute(handle, lambda g, d, t, s, m, v: list(g.batchnorm_backward(
-        grad=d, input=t, scale=s, mean=m, inv_variance=v)), f)
-    for got, ref in zip(out, (dx, ds, db)):
         assert_close(got, ref, rtol=1e-4)
 
 

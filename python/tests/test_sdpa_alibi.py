@@ -9,7 +9,7 @@ import pytest
 
 import dnngraph as cudnn
 from conftest import assert_close, build, tensor_of, workspace_for
-from sdpa_ref import attention, fp32_graph as new_graph, set_outputs as outputs
+from sdpa_ref import attention, fp32_graph as new_graph, qkv_do, set_outputs as outputs
 
 
 def slopes_by_hand(heads):
@@ -66,10 +66,7 @@ def test_slopes_hand_worked(handle, rng):
 def test_forward_backward_against_numpy(handle, rng, hq, hk, sq, skv):
     b, d = 2, 8
     scale = 1.0 / math.sqrt(d)
-    q = rng.standard_normal((b, hq, sq, d)).astype(np.float32)
-    k = rng.standard_normal((b, hk, skv, d)).astype(np.float32)
-    v = rng.standard_normal((b, hk, skv, d)).astype(np.float32)
-    do = rng.standard_normal((b, hq, sq, d)).astype(np.float32)
+    q, k, v, do = qkv_do(rng, b, hq, hk, sq, skv, d)
     ref_o, ref_lse, rdq, rdk, rdv = reference(q, k, v, scale, do=do)
     o, lse = forward(handle, q, k, v, scale)
     assert_close(o, ref_o, rtol=1e-5)

@@ -10,7 +10,7 @@ import pytest
 
 import dnngraph as cudnn
 from conftest import assert_close, build, poisoned, tensor_of, workspace_for
-from sdpa_ref import attention, fp32_graph as new_graph, set_outputs as outputs
+from sdpa_ref import attention, fp32_graph as new_graph, qkv_do, set_outputs as outputs
 
 
 def reference(q, k, v, sink, scale, causal=False, do=None):
@@ -52,10 +52,7 @@ def backward(handle, q, k, v, o, do, lse, sink, scale, **kw):
 def test_forward_backward_against_numpy(handle, rng, hq, hk, sq, skv, causal):
     b, d = 2, 8
     scale = 1.0 / math.sqrt(d)
-    q = rng.standard_normal((b, hq, sq, d)).astype(np.float32)
-    k = rng.standard_normal((b, hk, skv, d)).astype(np.float32)
-    v = rng.standard_normal((b, hk, skv, d)).astype(np.float32)
-    do = rng.standard_normal((b, hq, sq, d)).astype(np.float32)
+    q, k, v, do = qkv_do(rng, b, hq, hk, sq, skv, d)
     # Sinks around the scores' size, one large enough to dominate its rows.
     sink = (rng.standard_normal((1, hq, 1, 1)) * 1.5).astype(np.float32)
     sink[0, 0, 0, 0] = 4.0

@@ -3,7 +3,7 @@ every activation, grads vs torch, gradcheck, opcheck, torch.compile, errors."""
 
 import pytest
 
-from torch_util import DEVICES, assert_close, rand, ref_dtype, torch
+from torch_util import DEVICES, assert_close, assert_grads_close, rand, ref_dtype, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -35,11 +35,7 @@ def test_conv2d_bias_act(device, dtype, act, channels_last, case):
     xr, wr, br = (t.detach().to(rt).requires_grad_() for t in (x, w, b))
     yr = ACTS[act](TF.conv2d(xr, wr, br, stride, padding, dilation, groups))
     assert_close(y, yr, dtype, device, scale=2)
-    dy = rand(*y.shape, dtype=dtype, device=device)
-    y.backward(dy)
-    yr.backward(dy.to(rt))
-    for g, gr in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
-        assert_close(g, gr, dtype, device, scale=8)
+    assert_grads_close(y, yr, (x, w, b), (xr, wr, br), dtype, device, scale=8)
 
 
 def test_no_bias_and_non_contiguous():

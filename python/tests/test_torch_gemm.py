@@ -3,7 +3,7 @@ opcheck, torch.compile, non-contiguous inputs, errors."""
 
 import pytest
 
-from torch_util import ACTS, DEVICES, TF, assert_close, rand, ref_dtype, torch
+from torch_util import ACTS, DEVICES, TF, assert_close, assert_grads_close, rand, ref_dtype, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -22,11 +22,7 @@ def test_linear_act_forward_backward(device, dtype, act):
     xr, wr, br = (t.detach().to(rt).requires_grad_() for t in (x, w, b))
     yr = ACTS[act](TF.linear(xr, wr, br))
     assert_close(y, yr, dtype, device)
-    dy = rand(*y.shape, dtype=dtype, device=device)
-    y.backward(dy)
-    yr.backward(dy.to(rt))
-    for g, gr in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
-        assert_close(g, gr, dtype, device, scale=4)
+    assert_grads_close(y, yr, (x, w, b), (xr, wr, br), dtype, device, scale=4)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -42,11 +38,7 @@ def test_matmul_epilogue_amax(device, dtype):
     assert_close(y, yr, dtype, device)
     assert amax.dtype == torch.float32 and amax.shape == ()
     torch.testing.assert_close(amax, y.float().abs().max(), **{"atol": 1e-6, "rtol": 1e-6})
-    dy = rand(*y.shape, dtype=dtype, device=device)
-    y.backward(dy)
-    yr.backward(dy.to(rt))
-    for g, gr in ((a.grad, ar.grad), (b.grad, br_.grad), (bias.grad, biasr.grad)):
-        assert_close(g, gr, dtype, device, scale=4)
+    assert_grads_close(y, yr, (a, b, bias), (ar, br_, biasr), dtype, device, scale=4)
 
 
 def test_matmul_epilogue_broadcast_and_2d():

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from torch_util import assert_close, rand, torch
+from torch_util import assert_close, assert_grads_close, rand, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -300,11 +300,7 @@ def test_stride_zero_on_unit_dims_and_expanded_params_to_conv():
     xr, wr, br = (t.detach().clone().requires_grad_() for t in (x, w, b))
     want = TF.relu(TF.conv2d(xr, wr, br, padding=1))
     assert_close(y, want, torch.float32)
-    dy = rand(*y.shape)
-    y.backward(dy)
-    want.backward(dy)
-    for g, gr in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
-        assert_close(g, gr, torch.float32)
+    assert_grads_close(y, want, (x, w, b), (xr, wr, br), torch.float32)
 
 
 def test_refusals_name_the_users_tensors():
@@ -394,8 +390,4 @@ def test_conv_large_stride_and_padding_match_torch(seed):
     xr, wr, br = (t.detach().requires_grad_() for t in (x, w, b))
     want = TF.relu(TF.conv2d(xr, wr, br, stride=stride, padding=pad, dilation=dil, groups=2))
     assert_close(y, want, torch.float32)
-    dy = rand(*y.shape)
-    y.backward(dy)
-    want.backward(dy)
-    for got, ref in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
-        assert_close(got, ref, torch.float32)
+    assert_grads_close(y, want, (x, w, b), (xr, wr, br), torch.float32)

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from torch_util import DEVICES, assert_close, rand, ref_dtype, torch
+from torch_util import (DEVICES, assert_close, assert_grads_close, assert_module_close, rand,
+                        ref_dtype, torch)
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -119,11 +120,7 @@ def test_swiglu_linear(device, dtype):
     g, u = TF.linear(xr, wr, br).chunk(2, dim=-1)
     yr = TF.silu(g) * u
     assert_close(y, yr, dtype, device)
-    dy = rand(*y.shape, dtype=dtype, device=device)
-    y.backward(dy)
-    yr.backward(dy.to(rt))
-    for gg, gr in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
-        assert_close(gg, gr, dtype, device, scale=4)
+    assert_grads_close(y, yr, (x, w, b), (xr, wr, br), dtype, device, scale=4)
 
 
 def test_swiglu_strided_input_and_gradcheck():
@@ -234,12 +231,7 @@ def test_llama_block_trains_like_torch_and_compiles():
     assert a[-1] < a[0]
     torch.testing.assert_close(torch.tensor(a), torch.tensor(b), atol=1e-5, rtol=1e-4)
     compiled = torch.compile(ours, fullgraph=True)
-    xo, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
-    out, outr = compiled(xo), ref(xr)
-    assert_close(out, outr, torch.float32, scale=4)
-    out.square().mean().backward()
-    outr.square().mean().backward()
-    assert_close(xo.grad, xr.grad, torch.float32, scale=20)
+    assert_module_close(compiled, ref, x)
 
 
 def test_llama_block_errors():

@@ -7,7 +7,7 @@ fallback to ATen an error)."""
 
 import pytest
 
-from torch_util import DEVICES, assert_close, rand, torch
+from torch_util import DEVICES, assert_close, assert_grads_close, rand, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -31,6 +31,17 @@ def built_by_dnngraph(op):
     assert OPS._graph_json(op), f"no cached graph of dnngraph::{op}"
 
 
+def assert_values_and_grads(ours, ref, leaves, device, scale, grad_scale):
+    """ours(*leaves) against ref(*copies of the leaves): the values, then every leaf's gradient
+    for one seeded upstream gradient. Returns ours' result and the copies."""
+    copies = [t.detach().clone().requires_grad_() for t in leaves]
+    y, yr = ours(*leaves), ref(*copies)
+    assert y.shape == yr.shape
+    assert_close(y, yr, torch.float32, device, scale=scale)
+    assert_grads_close(y, yr, leaves, copies, torch.float32, device, scale=grad_scale)
+    return y, copies
+
+
 # ---------------------------------------------------------------- norms
 
 
@@ -39,17 +50,11 @@ def test_layer_norm_non_default_arguments(path, device):
     # Rows with a small variance: eps = 1e-3 changes the result by far more than the tolerance.
     x = rand(3, 4, 5, 6, device=device, scale=0.03, grad=True)
     w, b = rand(5, 6, device=device, grad=True), rand(5, 6, device=device, grad=True)
-    y = F.layer_norm(x, (5, 6), w, b, eps=1e-3)
-    built_by_dnngraph("layer_norm")
-    xr, wr, br = (t.detach().clone().requires_grad_() for t in (x, w, b))
-    yr = TF.layer_norm(xr, (5, 6), wr, br, eps=1e-3)
-    assert_close(y, yr, torch.float32, device)
+    y, (xr, wr, br) = assert_values_and_grads(
+        lambda x, w, b: F.layer_norm(x, (5, 6), w, b, eps=1e-3),
+        lambda x, w, b: TF.layer_norm(x, (5, 6), w, b, eps=1e-3), (x, w, b), device, 1, 4)
     assert (y - TF.layer_norm(xr, (5, 6), wr, br, eps=1e-5)).abs().max() > 1e-2
-    dy = rand(*y.shape, device=device)
-    y.backward(dy)
-    yr.backward(dy)
-    for g, gr in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
-        assert_close(g, gr, torch.float32, device, scale=4)
+    built_by_dnngraph("layer_norm")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -154,26 +159,6 @@ CONV_CASES = [  # stride, padding, dilation, groups: each differs from the other
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("case", range(len(CONV_CASES)))
-def test_conv2d_bias_act_stride_padding_dilation_groups(path, device, case):
-    stride, padding, dilation, groups = CONV_CASES[case]
-    x = rand(2, 4, 11, 10, device=device, grad=True)
-    w = rand(6, 4 // groups, 3, 3, device=device, scale=0.3, grad=True)
-    b = rand(6, device=device, grad=True)
-    y = F.conv2d_bias_act(x, w, b, stride, padding, dilation, groups, "tanh")
-    xr, wr, br = (t.detach().clone().requires_grad_() for t in (x, w, b))
-    yr = torch.tanh(TF.conv2d(xr, wr, br, stride, padding, dilation, groups))
-    assert y.shape == yr.shape
-    assert_close(y, yr, torch.float32, device, scale=2)
-    dy = rand(*y.shape, device=device)
-    y.backward(dy)
-    yr.backward(dy)
-    for g, gr in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
-        assert_close(g, gr, torch.float32, device, scale=8)
-    built_by_dnngraph("conv2d_bias_act")
-
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_conv2d_bias_act_keywords_and_defaults(path, device):
     x, w = rand(1, 3, 9, 8, device=device), rand(5, 3, 3, 2, device=device, scale=0.3)
     assert_close(F.conv2d_bias_act(x, w), TF.conv2d(x, w), torch.float32, device, scale=2)
@@ -184,23 +169,6 @@ def test_conv2d_bias_act_keywords_and_defaults(path, device):
 
 
 # ---------------------------------------------------------------- sdpa
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_sdpa_mask_scale_gqa(path, device):
-    q = rand(2, 4, 5, 8, device=device, grad=True)
-    k, v = rand(2, 2, 7, 8, device=device, grad=True), rand(2, 2, 7, 8, device=device, grad=True)
-    mask = rand(1, 1, 5, 7, device=device)
-    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3, enable_gqa=True)
-    qr, kr, vr = (t.detach().clone().requires_grad_() for t in (q, k, v))
-    orf = TF.scaled_dot_product_attention(qr, kr, vr, attn_mask=mask, scale=0.3, enable_gqa=True)
-    assert_close(o, orf, torch.float32, device, scale=2)
-    do = rand(*o.shape, device=device)
-    o.backward(do)
-    orf.backward(do)
-    for g, gr in ((q.grad, qr.grad), (k.grad, kr.grad), (v.grad, vr.grad)):
-        assert_close(g, gr, torch.float32, device, scale=4)
-    built_by_dnngraph("sdpa")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -218,6 +186,46 @@ def test_sdpa_bool_mask_causal_and_defaults(path, device):
     assert_close(F.scaled_dot_product_attention(q, k, v), TF.scaled_dot_product_attention(q, k, v),
                  torch.float32, device, scale=2)
     built_by_dnngraph("sdpa")
+
+
+# ---------------------------------------------------------------- values and gradients
+
+
+def conv_case(stride, padding, dilation, groups):
+    def make(device):
+        x = rand(2, 4, 11, 10, device=device, grad=True)
+        w = rand(6, 4 // groups, 3, 3, device=device, scale=0.3, grad=True)
+        b = rand(6, device=device, grad=True)
+        return ((x, w, b),
+                lambda x, w, b: F.conv2d_bias_act(x, w, b, stride, padding, dilation, groups,
+                                                  "tanh"),
+                lambda x, w, b: torch.tanh(TF.conv2d(x, w, b, stride, padding, dilation, groups)))
+    return make
+
+
+def sdpa_mask_scale_gqa(device):
+    q = rand(2, 4, 5, 8, device=device, grad=True)
+    k, v = rand(2, 2, 7, 8, device=device, grad=True), rand(2, 2, 7, 8, device=device, grad=True)
+    mask = rand(1, 1, 5, 7, device=device)
+    kw = dict(attn_mask=mask, scale=0.3, enable_gqa=True)
+    return ((q, k, v), lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kw),
+            lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, **kw))
+
+
+# (op, inputs and the two calls, value tolerance scale, gradient tolerance scale)
+GRAD_CASES = [
+    *(pytest.param("conv2d_bias_act", conv_case(*c), 2, 8, id=f"conv2d_bias_act-{i}")
+      for i, c in enumerate(CONV_CASES)),
+    pytest.param("sdpa", sdpa_mask_scale_gqa, 2, 4, id="sdpa-mask-scale-gqa"),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op, make, scale, grad_scale", GRAD_CASES)
+def test_values_and_gradients_non_default_arguments(path, device, op, make, scale, grad_scale):
+    leaves, ours, ref = make(device)
+    assert_values_and_grads(ours, ref, leaves, device, scale, grad_scale)
+    built_by_dnngraph(op)
 
 
 def test_paths_agree_exactly(monkeypatch):

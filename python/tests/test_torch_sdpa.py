@@ -4,7 +4,7 @@ opcheck, torch.compile, the attention module, errors."""
 
 import pytest
 
-from torch_util import DEVICES, assert_close, rand, ref_dtype, torch
+from torch_util import DEVICES, assert_close, assert_grads_close, rand, ref_dtype, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -28,11 +28,7 @@ def test_sdpa_forward_backward(device, dtype, causal, gqa, allow_aten_fallback):
     qr, kr, vr = (t.detach().to(rt).requires_grad_() for t in (q, k, v))
     orf = TF.scaled_dot_product_attention(qr, kr, vr, is_causal=causal, enable_gqa=gqa)
     assert_close(o, orf, dtype, device)
-    do = rand(*o.shape, dtype=dtype, device=device)
-    o.backward(do)
-    orf.backward(do.to(rt))
-    for g, gr in ((q.grad, qr.grad), (k.grad, kr.grad), (v.grad, vr.grad)):
-        assert_close(g, gr, dtype, device, scale=4)
+    assert_grads_close(o, orf, (q, k, v), (qr, kr, vr), dtype, device, scale=4)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -45,11 +41,7 @@ def test_sdpa_bias_grad_and_scale(device, allow_aten_fallback):
     qr, kr, vr, br = (t.detach().clone().requires_grad_() for t in (q, k, v, bias))
     orf = TF.scaled_dot_product_attention(qr, kr, vr, attn_mask=br, scale=0.2)
     assert_close(o, orf, torch.float32, device)
-    do = rand(*o.shape, device=device)
-    o.backward(do)
-    orf.backward(do)
-    for g, gr in ((q.grad, qr.grad), (k.grad, kr.grad), (v.grad, vr.grad), (bias.grad, br.grad)):
-        assert_close(g, gr, torch.float32, device, scale=4)
+    assert_grads_close(o, orf, (q, k, v, bias), (qr, kr, vr, br), torch.float32, device, scale=4)
 
 
 def test_bool_mask_and_bshd_strides():

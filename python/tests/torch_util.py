@@ -62,6 +62,27 @@ def assert_close(actual, expected, dtype, device="cpu", scale=1.0):
     torch.testing.assert_close(actual, expected.to(actual.dtype), **tol(dtype, device, scale))
 
 
+def assert_module_close(model, ref, x):
+    """model and its reference ref on copies of the fp32 input x: the outputs, then x's
+    gradients for the loss mean(out^2)."""
+    xo, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out, outr = model(xo), ref(xr)
+    assert_close(out, outr, torch.float32, scale=4)
+    out.square().mean().backward()
+    outr.square().mean().backward()
+    assert_close(xo.grad, xr.grad, torch.float32, scale=20)
+
+
+def assert_grads_close(y, yr, leaves, ref_leaves, dtype, device="cpu", scale=1.0):
+    """Backpropagates one seeded upstream gradient through y and through its reference yr (in
+    yr's dtype), then compares each leaf's gradient with its reference leaf's."""
+    dy = rand(*y.shape, dtype=dtype, device=device)
+    y.backward(dy)
+    yr.backward(dy.to(yr.dtype))
+    for t, tr in zip(leaves, ref_leaves, strict=True):
+        assert_close(t.grad, tr.grad, dtype, device, scale=scale)
+
+
 def ref_dtype(dtype):
     """Reference computations of low-precision cases run in fp32 on the same inputs."""
     return torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype

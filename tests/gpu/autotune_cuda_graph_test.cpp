@@ -96,16 +96,9 @@ TEST(GpuCudaGraph, PopulateUpdateAndReplayAreIdenticalToExecute) {
   auto want = outputs_after(run, [&] { return run.g.execute(*run.handle, run.pack, run.dev.ws); });
 
   cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
-  Status s = run.g.populate_cuda_graph(*run.handle, run.pack, run.dev.ws, graph);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
   cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  auto got = outputs_after(run, [&] {
-    return cudaGraphLaunch(exec, nullptr) == cudaSuccess
-               ? Status::ok()
-               : make_error(ErrorCode::BackendError, "cudaGraphLaunch");
-  });
+  ASSERT_NO_FATAL_FAILURE(make_cuda_graph(run, graph, exec));
+  auto got = outputs_after_launch(run, exec);
   EXPECT_EQ(got, want);
   // A non-empty graph is refused by populate.
   Status again = run.g.populate_cuda_graph(*run.handle, run.pack, run.dev.ws, graph);
@@ -118,15 +111,11 @@ TEST(GpuCudaGraph, PopulateUpdateAndReplayAreIdenticalToExecute) {
   ASSERT_TRUE(other.prepare(make, o2).is_ok());
   auto want2 = outputs_after(
       other, [&] { return other.g.execute(*other.handle, other.pack, other.dev.ws); });
-  s = run.g.update_cuda_graph(*run.handle, other.pack, other.dev.ws, graph);
+  Status s = run.g.update_cuda_graph(*run.handle, other.pack, other.dev.ws, graph);
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   cudaGraphExecDestroy(exec);
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  auto got2 = outputs_after(other, [&] {
-    return cudaGraphLaunch(exec, nullptr) == cudaSuccess
-               ? Status::ok()
-               : make_error(ErrorCode::BackendError, "cudaGraphLaunch");
-  });
+  auto got2 = outputs_after_launch(other, exec);
   EXPECT_EQ(got2, want2);
   EXPECT_NE(want2, want);  // other inputs, other results: the update took effect
   cudaGraphExecDestroy(exec);

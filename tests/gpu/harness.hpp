@@ -38,4 +38,23 @@ inline std::vector<std::vector<unsigned char>> outputs_after(
   return out;
 }
 
+// Populates a new CUDA graph `graph` with run's graph and instantiates it as `exec`,
+// ASSERTing each step (call it through ASSERT_NO_FATAL_FAILURE).
+inline void make_cuda_graph(GpuRun& run, cudaGraph_t& graph, cudaGraphExec_t& exec) {
+  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+  Status s = run.g.populate_cuda_graph(*run.handle, run.pack, run.dev.ws, graph);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+}
+
+// Output bytes of `run` after one launch of the executable CUDA graph `exec`.
+inline std::vector<std::vector<unsigned char>> outputs_after_launch(GpuRun& run,
+                                                                    cudaGraphExec_t exec) {
+  return outputs_after(run, [&] {
+    return cudaGraphLaunch(exec, nullptr) == cudaSuccess
+               ? Status::ok()
+               : make_error(ErrorCode::BackendError, "cudaGraphLaunch");
+  });
+}
+
 }  // namespace dnngraph::gpu_test

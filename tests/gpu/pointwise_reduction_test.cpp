@@ -12,19 +12,28 @@ const std::vector<std::vector<int64_t>> kShapes = {
     {64, 64}, {8, 8}, {4, 33, 40}, {2, 16, 12, 10}, {2, 8, 6, 5, 7}};
 const DataType kTypes[] = {DataType::Float, DataType::BFloat16, DataType::Half};
 
-TEST(GpuPointwise, ReluAllRanksAndTypes) {
-  DNNGRAPH_REQUIRE_GPU();
+// Calls fn(dim, type, channels_last) for every shape and type, row-major and (rank >= 4)
+// channels-last, under a trace naming them.
+template <class F>
+void for_each_shape_type_layout(F fn) {
   for (const auto& dim : kShapes)
     for (DataType t : kTypes)
       for (bool cl : {false, true}) {
         if (cl && dim.size() < 4) continue;
         SCOPED_TRACE(::testing::Message() << "rank " << dim.size() << " " << data_type_name(t)
                                           << (cl ? " channels-last" : " row-major"));
-        expect_matches_reference([&](Graph& g) {
-          g.set_io_data_type(t);
-          finish(g.relu(input(g, "X", dim, t, cl)), "Y", dim, t, cl);
-        });
+        fn(dim, t, cl);
       }
+}
+
+TEST(GpuPointwise, ReluAllRanksAndTypes) {
+  DNNGRAPH_REQUIRE_GPU();
+  for_each_shape_type_layout([](const std::vector<int64_t>& dim, DataType t, bool cl) {
+    expect_matches_reference([&](Graph& g) {
+      g.set_io_data_type(t);
+      finish(g.relu(input(g, "X", dim, t, cl)), "Y", dim, t, cl);
+    });
+  });
 }
 
 // Rank 1 (canonicalized to [1,1,n]): a unary chain and a binary op of equal shapes.
@@ -46,31 +55,26 @@ TEST(GpuPointwise, Rank1) {
 // H200): the engine must refuse those (NotSupported, naming the input) and run the others.
 TEST(GpuPointwise, BiasScaleGeluChainWithBroadcast) {
   DNNGRAPH_REQUIRE_GPU();
-  for (const auto& dim : kShapes)
-    for (DataType t : kTypes)
-      for (bool cl : {false, true}) {
-        if (cl && dim.size() < 4) continue;
-        SCOPED_TRACE(::testing::Message() << "rank " << dim.size() << " " << data_type_name(t)
-                                          << (cl ? " channels-last" : " row-major"));
-        std::vector<int64_t> bdim(dim.size(), 1);
-        bdim[1] = dim[1];
-        auto make = [&](Graph& g) {
-          g.set_io_data_type(t);
-          auto x = input(g, "X", dim, t, cl);
-          auto b = input(g, "B", bdim, t, cl);
-          auto s = input(g, "S", dim, t, cl);
-          finish(g.gelu(g.mul(g.add(x, b), s)), "Y", dim, t, cl);
-        };
-        const bool inner_broadcast = !cl && dim.size() >= 3;
-        if (!inner_broadcast) {
-          expect_matches_reference(make);
-          continue;
-        }
-        RunReport r = run_and_compare(make);
-        EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
-        EXPECT_NE(r.status.message().find("innermost"), std::string::npos) << r.status.to_string();
-        EXPECT_EQ(r.compared, 0);
-      }
+  for_each_shape_type_layout([](const std::vector<int64_t>& dim, DataType t, bool cl) {
+    std::vector<int64_t> bdim(dim.size(), 1);
+    bdim[1] = dim[1];
+    auto make = [&](Graph& g) {
+      g.set_io_data_type(t);
+      auto x = input(g, "X", dim, t, cl);
+      auto b = input(g, "B", bdim, t, cl);
+      auto s = input(g, "S", dim, t, cl);
+      finish(g.gelu(g.mul(g.add(x, b), s)), "Y", dim, t, cl);
+    };
+    const bool inner_broadcast = !cl && dim.size() >= 3;
+    if (!inner_broadcast) {
+      expect_matches_reference(make);
+      return;
+    }
+    RunReport r = run_and_compare(make);
+    EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
+    EXPECT_NE(r.status.message().find("innermost"), std::string::npos) << r.status.to_string();
+    EXPECT_EQ(r.compared, 0);
+  });
 }
 
 TEST(GpuPointwise, ScalarByValueAndModes) {

@@ -1,4 +1,4 @@
-// Slice on the cuDNN engine as a strided view of a graph input (src/engines/cudnn/slice.cpp).
+// Slice on the cuDNN engine as a strided view of a graph input (src/engines/cudnn/view.cpp).
 // CudnnSliceView.* run without a GPU (the offset, strides and alignment, and the canonical
 // views); GpuSlice.* compare with the reference engine on the GPU (poisoned outputs), and check
 // the refusals, the alignment check at execute, serialize/deserialize, the plan cache, CUDA
@@ -10,19 +10,23 @@
 
 #include "dnngraph/plan_cache.hpp"
 #include "engines/cudnn/canonicalize.hpp"
-#include "engines/cudnn/slice_view.hpp"
+#include "engines/cudnn/view.hpp"
 #include "harness.hpp"
 
 namespace dnngraph::gpu_test {
 namespace {
 
-ir::SliceAttrs window(std::vector<int64_t> start, std::vector<int64_t> end,
-                      std::vector<int64_t> step = {}) {
-  ir::SliceAttrs a;
-  a.start = std::move(start);
-  a.end = std::move(end);
-  a.stride = std::move(step);
-  return a;
+// The op table makes slice, and only ops with a window, a window op.
+static_assert(cudnn::is_window_op(ir::OpKind::Slice));
+static_assert(!cudnn::is_window_op(ir::OpKind::Transpose) &&
+              !cudnn::is_window_op(ir::OpKind::Matmul));
+
+// The cuDNN view of slice `a` of an input with strides `x_stride` and element type `type`.
+Result<cudnn::WindowView> slice_view(const std::vector<int64_t>& x_stride, const ir::SliceAttrs& a,
+                                     DataType type) {
+  const std::optional<ir::StridedWindow> w = a.window(x_stride);
+  if (!w) return make_error(ErrorCode::InvalidArgument, "no window");
+  return cudnn::window_view(*w, type);
 }
 
 // ---------------------------------------------------------------- without a GPU
@@ -30,7 +34,7 @@ ir::SliceAttrs window(std::vector<int64_t> start, std::vector<int64_t> end,
 TEST(CudnnSliceView, OffsetStridesAndAlignment) {
   // A [4,64,96] packed: strides [6144, 96, 1].
   const std::vector<int64_t> s{6144, 96, 1};
-  auto v = cudnn::slice_view(s, window({0, 8, 16}, {4, 40, 80}), DataType::BFloat16);
+  auto v = slice_view(s, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}}, DataType::BFloat16);
   ASSERT_TRUE(v.is_ok()) << v.status().to_string();
   EXPECT_EQ(v->stride, s);
   EXPECT_EQ(v->element_offset, 8 * 96 + 16);
@@ -38,7 +42,7 @@ TEST(CudnnSliceView, OffsetStridesAndAlignment) {
   EXPECT_EQ(v->alignment, 16);
 
   // Steps multiply the strides; the offset counts the starts only.
-  v = cudnn::slice_view(s, window({1, 3, 5}, {4, 64, 96}, {1, 2, 3}), DataType::BFloat16);
+  v = slice_view(s, ir::SliceAttrs{{1, 3, 5}, {4, 64, 96}, {1, 2, 3}}, DataType::BFloat16);
   ASSERT_TRUE(v.is_ok());
   EXPECT_EQ(v->stride, (std::vector<int64_t>{6144, 192, 3}));
   EXPECT_EQ(v->element_offset, 6144 + 3 * 96 + 5);
@@ -46,24 +50,28 @@ TEST(CudnnSliceView, OffsetStridesAndAlignment) {
   EXPECT_EQ(v->alignment, 2);
 
   // Non-packed input strides are kept (a channels-last input).
-  v = cudnn::slice_view({512, 1, 64}, window({0, 4, 2}, {2, 8, 8}), DataType::Float);
+  v = slice_view({512, 1, 64}, ir::SliceAttrs{{0, 4, 2}, {2, 8, 8}, {}}, DataType::Float);
   ASSERT_TRUE(v.is_ok());
   EXPECT_EQ(v->stride, (std::vector<int64_t>{512, 1, 64}));
   EXPECT_EQ(v->byte_offset, (4 + 2 * 64) * 4);  // 528 = 33 * 16
   EXPECT_EQ(v->alignment, 16);
 
   // int8 at an odd element: 1 byte; float at 2 elements: 8 bytes; offset 0: 16.
-  EXPECT_EQ(cudnn::slice_view({128, 1}, window({0, 3}, {4, 128}), DataType::Int8)->alignment, 1);
-  EXPECT_EQ(cudnn::slice_view({128, 1}, window({0, 2}, {4, 128}), DataType::Float)->alignment, 8);
-  EXPECT_EQ(cudnn::slice_view({128, 1}, window({0, 0}, {4, 8}), DataType::Half)->alignment, 16);
+  EXPECT_EQ(slice_view({128, 1}, ir::SliceAttrs{{0, 3}, {4, 128}, {}}, DataType::Int8)->alignment,
+            1);
+  EXPECT_EQ(slice_view({128, 1}, ir::SliceAttrs{{0, 2}, {4, 128}, {}}, DataType::Float)->alignment,
+            8);
+  EXPECT_EQ(slice_view({128, 1}, ir::SliceAttrs{{0, 0}, {4, 8}, {}}, DataType::Half)->alignment,
+            16);
 }
 
 TEST(CudnnSliceView, RefusesFp4AndMismatchedAttributes) {
-  auto fp4 = cudnn::slice_view({128, 1}, window({0, 2}, {4, 128}), DataType::FP4_E2M1);
+  auto fp4 = slice_view({128, 1}, ir::SliceAttrs{{0, 2}, {4, 128}, {}}, DataType::FP4_E2M1);
   EXPECT_EQ(fp4.status().code(), ErrorCode::NotSupported);
   EXPECT_NE(fp4.status().message().find("FP4_E2M1"), std::string::npos);
-  auto bad = cudnn::slice_view({128, 1}, window({0}, {4}), DataType::Float);
-  EXPECT_EQ(bad.status().code(), ErrorCode::InvalidArgument);
+  // Attributes without one entry per dim of the input have no window.
+  EXPECT_FALSE((ir::SliceAttrs{{0}, {4}, {}}.window(std::vector<int64_t>{128, 1})));
+  EXPECT_FALSE((ir::SliceAttrs{{0, 0}, {4, 4}, {1}}.window(std::vector<int64_t>{128, 1})));
 }
 
 // Batched matmul of slices of two graph inputs: A[:, 8:40, 16:80] x B[:, 16:80, 8:40].
@@ -89,7 +97,7 @@ TEST(CudnnSliceView, CanonicalViewIsTheInputsMemoryWithBatchDimsFolded) {
   Graph g;
   g.set_io_data_type(DataType::BFloat16);
   auto a = g.slice(input(g, "A", {2, 3, 64, 96}, DataType::BFloat16),
-                   window({0, 0, 8, 16}, {2, 3, 40, 80}), {"A_slice"});
+                   ir::SliceAttrs{{0, 0, 8, 16}, {2, 3, 40, 80}, {}}, {"A_slice"});
   auto b = input(g, "B", {2, 3, 64, 32}, DataType::BFloat16);
   g.matmul(a, b, {}, {"mm"})->set_output(true).set_name("C");
   ASSERT_TRUE(g.validate().is_ok());
@@ -107,7 +115,7 @@ TEST(CudnnSliceView, CanonicalViewOfASliceFeedingPointwise) {
   Graph g;
   g.set_io_data_type(DataType::Float);
   auto x = input(g, "X", {4, 64, 96}, DataType::Float);
-  auto s = g.slice(x, window({0, 8, 16}, {4, 40, 80}), {"cut"});
+  auto s = g.slice(x, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}}, {"cut"});
   auto z = input(g, "Z", {4, 32, 64}, DataType::Float);
   g.add(s, z, {"add"})->set_output(true).set_name("Y");
   ASSERT_TRUE(g.validate().is_ok());
@@ -123,16 +131,18 @@ TEST(CudnnSliceView, CanonicalViewOfASliceFeedingPointwise) {
 
 TEST(GpuSlice, MatmulOfTwoInputSlicesBf16) {
   DNNGRAPH_REQUIRE_GPU();
-  expect_matches_reference(matmul_of_slices({4, 64, 96}, window({0, 8, 16}, {4, 40, 80}),
-                                            {4, 96, 48}, window({0, 16, 8}, {4, 80, 40})));
+  expect_matches_reference(
+      matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}}, {4, 96, 48},
+                       ir::SliceAttrs{{0, 16, 8}, {4, 80, 40}, {}}));
 }
 
 TEST(GpuSlice, FrontendTestSlicesBf16) {
   // The cuDNN frontend's test_slice.py (test_int8_bf16_matmul_slice): Batch 16, M 32, N 64,
   // K 128; A[8:, 16:, :], B[8:, :, 32:] (both bf16 there, despite the test's name).
   DNNGRAPH_REQUIRE_GPU();
-  expect_matches_reference(matmul_of_slices({16, 32, 128}, window({8, 16, 0}, {16, 32, 128}),
-                                            {16, 128, 64}, window({8, 0, 32}, {16, 128, 64})));
+  expect_matches_reference(
+      matmul_of_slices({16, 32, 128}, ir::SliceAttrs{{8, 16, 0}, {16, 32, 128}, {}}, {16, 128, 64},
+                       ir::SliceAttrs{{8, 0, 32}, {16, 128, 64}, {}}));
 }
 
 TEST(GpuSlice, Int8SliceCastToBf16ThenMatmul) {
@@ -143,11 +153,11 @@ TEST(GpuSlice, Int8SliceCastToBf16ThenMatmul) {
     g.set_io_data_type(DataType::BFloat16);
     g.set_compute_data_type(DataType::Float);
     auto a = g.slice(input(g, "A", {16, 32, 128}, DataType::Int8),
-                     window({8, 16, 0}, {16, 32, 128}), {"A_slice"});
+                     ir::SliceAttrs{{8, 16, 0}, {16, 32, 128}, {}}, {"A_slice"});
     auto a16 = g.unary(PointwiseMode::Identity, a, {"cast", DataType::Float});
     a16->set_data_type(DataType::BFloat16);
     auto b = g.slice(input(g, "B", {16, 128, 64}, DataType::BFloat16),
-                     window({8, 0, 32}, {16, 128, 64}), {"B_slice"});
+                     ir::SliceAttrs{{8, 0, 32}, {16, 128, 64}, {}}, {"B_slice"});
     auto c = g.matmul(a16, b, {}, {"matmul", DataType::Float});
     c->set_output(true).set_name("C").set_data_type(DataType::BFloat16);
   });
@@ -157,8 +167,8 @@ TEST(GpuSlice, SliceFeedsPointwise) {
   DNNGRAPH_REQUIRE_GPU();
   expect_matches_reference([](Graph& g) {
     g.set_io_data_type(DataType::Float);
-    auto s = g.slice(input(g, "X", {4, 64, 96}, DataType::Float), window({0, 8, 16}, {4, 40, 80}),
-                     {"cut"});
+    auto s = g.slice(input(g, "X", {4, 64, 96}, DataType::Float),
+                     ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}}, {"cut"});
     auto z = input(g, "Z", {4, 32, 64}, DataType::Float);
     g.relu(g.add(s, z, {"add"}), {"relu"})->set_output(true).set_name("Y");
   });
@@ -167,8 +177,9 @@ TEST(GpuSlice, SliceFeedsPointwise) {
 TEST(GpuSlice, StepsOnOuterDims) {
   // Steps 2 on the batch and M dims of A: strides [2 * 6144, 2 * 96, 1].
   DNNGRAPH_REQUIRE_GPU();
-  expect_matches_reference(matmul_of_slices({4, 64, 96}, window({0, 1, 16}, {4, 64, 80}, {2, 2, 1}),
-                                            {2, 96, 48}, window({0, 16, 8}, {2, 80, 40})));
+  expect_matches_reference(
+      matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 1, 16}, {4, 64, 80}, {2, 2, 1}}, {2, 96, 48},
+                       ir::SliceAttrs{{0, 16, 8}, {2, 80, 40}, {}}));
 }
 
 TEST(GpuSlice, InputAlsoReadDirectly) {
@@ -178,7 +189,7 @@ TEST(GpuSlice, InputAlsoReadDirectly) {
     g.set_io_data_type(DataType::BFloat16);
     g.set_compute_data_type(DataType::Float);
     auto a = input(g, "A", {4, 64, 64}, DataType::BFloat16);
-    auto rows = g.slice(a, window({0, 16, 0}, {4, 48, 64}), {"rows"});
+    auto rows = g.slice(a, ir::SliceAttrs{{0, 16, 0}, {4, 48, 64}, {}}, {"rows"});
     auto c = g.matmul(rows, a, {}, {"matmul", DataType::Float});
     c->set_output(true).set_name("C").set_data_type(DataType::BFloat16);
   });
@@ -192,7 +203,7 @@ TEST(GpuSlice, RefusedSlicesSayWhy) {
     g.set_io_data_type(DataType::BFloat16);
     auto c = g.matmul(input(g, "A", {4, 64, 96}, DataType::BFloat16),
                       input(g, "B", {4, 96, 48}, DataType::BFloat16), {}, {"mm"});
-    auto s = g.slice(c, window({0, 0, 0}, {4, 32, 48}), {"cut"});
+    auto s = g.slice(c, ir::SliceAttrs{{0, 0, 0}, {4, 32, 48}, {}}, {"cut"});
     g.relu(s, {"relu"})->set_output(true).set_name("Y");
     Status st = g.build(h, {HeurMode::A});
     EXPECT_EQ(st.code(), ErrorCode::NotSupported) << st.to_string();
@@ -202,8 +213,8 @@ TEST(GpuSlice, RefusedSlicesSayWhy) {
   {
     Graph g;  // a slice into a graph output
     g.set_io_data_type(DataType::Float);
-    auto s = g.slice(input(g, "X", {4, 64, 96}, DataType::Float), window({0, 8, 16}, {4, 40, 80}),
-                     {"cut"});
+    auto s = g.slice(input(g, "X", {4, 64, 96}, DataType::Float),
+                     ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}}, {"cut"});
     s->set_output(true).set_name("Y");
     Status st = g.build(h, {HeurMode::A});
     EXPECT_EQ(st.code(), ErrorCode::NotSupported) << st.to_string();
@@ -215,8 +226,8 @@ TEST(GpuSlice, SourceAlignedToLessThanTheViewDeclaresIsRefusedAtExecute) {
   // The view's offset (1568 bytes) is a multiple of 16, so its descriptor declares 16; A bound
   // 2 bytes past an allocation puts the view at 2 mod 16: refused, nothing launched.
   DNNGRAPH_REQUIRE_GPU();
-  const auto make = matmul_of_slices({4, 64, 96}, window({0, 8, 16}, {4, 40, 80}), {4, 96, 48},
-                                     window({0, 16, 8}, {4, 80, 40}));
+  const auto make = matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}},
+                                     {4, 96, 48}, ir::SliceAttrs{{0, 16, 8}, {4, 80, 40}, {}});
   GpuRun run;
   ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
   void* big = nullptr;
@@ -241,8 +252,9 @@ TEST(GpuSlice, UnalignedOffsetIsRefused) {
   // with a 2-byte alignment, cuDNN 9.19 on the H200 took the plan and then failed inside
   // cuBLASLt at execute; such views are refused when the graph is validated with a GPU handle.
   DNNGRAPH_REQUIRE_GPU();
-  auto r = run_and_compare(matmul_of_slices({4, 64, 96}, window({0, 8, 1}, {4, 40, 65}),
-                                            {4, 96, 48}, window({0, 16, 8}, {4, 80, 40})));
+  auto r =
+      run_and_compare(matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 8, 1}, {4, 40, 65}, {}},
+                                       {4, 96, 48}, ir::SliceAttrs{{0, 16, 8}, {4, 80, 40}, {}}));
   EXPECT_EQ(r.status.code(), ErrorCode::NotSupported) << r.status.to_string();
   EXPECT_NE(r.status.message().find("not a multiple of 16 bytes"), std::string::npos)
       << r.status.message();
@@ -257,8 +269,8 @@ TEST(GpuSlice, SerializeDeserializeAndPlanCacheRestoreTheView) {
   DNNGRAPH_REQUIRE_GPU();
   setenv("DNNGRAPH_CACHE", "memory", 1);
   PlanCache::reset_global();
-  const auto make = matmul_of_slices({4, 64, 96}, window({0, 8, 16}, {4, 40, 80}), {4, 96, 48},
-                                     window({0, 16, 8}, {4, 80, 40}));
+  const auto make = matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}},
+                                     {4, 96, 48}, ir::SliceAttrs{{0, 16, 8}, {4, 80, 40}, {}});
   GpuRun run;
   ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
   ASSERT_TRUE(run.run_once().is_ok());
@@ -288,23 +300,16 @@ TEST(GpuSlice, CudaGraphAndAutotuneBindTheView) {
   DNNGRAPH_REQUIRE_GPU();
   setenv("DNNGRAPH_CACHE", "memory", 1);
   PlanCache::reset_global();
-  const auto make = matmul_of_slices({4, 64, 96}, window({0, 8, 16}, {4, 40, 80}), {4, 96, 48},
-                                     window({0, 16, 8}, {4, 80, 40}));
+  const auto make = matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}},
+                                     {4, 96, 48}, ir::SliceAttrs{{0, 16, 8}, {4, 80, 40}, {}});
   GpuRun run;
   ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
   const auto want = outputs_after(run, run.g, run.pack);
 
   cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
-  Status s = run.g.populate_cuda_graph(*run.handle, run.pack, run.dev.ws, graph);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
   cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  const auto got = outputs_after(run, [&] {
-    return cudaGraphLaunch(exec, nullptr) == cudaSuccess
-               ? Status::ok()
-               : make_error(ErrorCode::BackendError, "cudaGraphLaunch");
-  });
+  ASSERT_NO_FATAL_FAILURE(make_cuda_graph(run, graph, exec));
+  const auto got = outputs_after_launch(run, exec);
   EXPECT_EQ(got, want);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);

@@ -13,21 +13,12 @@ using dnngraph::DataType;
 using dnngraph::ir::SliceAttrs;
 using dnngraph::ir::TensorAttrs;
 
-SliceAttrs slice(std::vector<int64_t> start, std::vector<int64_t> end,
-                 std::vector<int64_t> stride = {}) {
-  SliceAttrs a;
-  a.start = std::move(start);
-  a.end = std::move(end);
-  a.stride = std::move(stride);
-  return a;
-}
-
 TEST(RefSlice, HandWorked) {
   // X = [[0 1 2 3] [4 5 6 7] [8 9 10 11]]; X[0:3:2, 1:4:2] = [[1 3] [9 11]].
   dnngraph::Graph g;
   g.set_io_data_type(DataType::Float);
   auto x = g.tensor(TensorAttrs().set_name("x").set_dim({3, 4}).set_stride({4, 1}));
-  auto y = g.slice(x, slice({0, 1}, {3, 4}, {2, 2}));
+  auto y = g.slice(x, SliceAttrs{{0, 1}, {3, 4}, {2, 2}});
   y->set_output(true).set_name("y");
   ASSERT_OK(g.validate());
   EXPECT_EQ(y->dim, (std::vector<int64_t>{2, 2}));
@@ -46,7 +37,7 @@ TEST(RefSlice, StridedChannelsLastInputIntoPointwise) {
   auto x = g.tensor(
       TensorAttrs().set_name("x").set_dim({n, c, h}).set_stride({c * h, 1, c}));  // [n, h, c]
   auto one = g.scalar(dnngraph::ir::Scalar::of_float(1.0), "one");
-  auto y = g.add(g.slice(x, slice({1, 0, 2}, {n, c, h - 1}, {1, 3, 2})), one);
+  auto y = g.add(g.slice(x, SliceAttrs{{1, 0, 2}, {n, c, h - 1}, {1, 3, 2}}), one);
   y->set_output(true).set_name("y");
   ASSERT_OK(g.validate());
   const std::vector<int64_t> yd = {n - 1, 3, 3};  // ceil(2/1), ceil(7/3), ceil(6/2)

@@ -14,6 +14,7 @@
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/plan_cache.hpp"
 #include "engines/registry.hpp"
+#include "runtime/fake_engine.hpp"
 
 namespace dnngraph {
 namespace {
@@ -71,26 +72,13 @@ class TimedCandidate final : public Candidate {
   CandidateInfo info_;
 };
 
-class TimedLowered final : public LoweredGraph {
- public:
-  explicit TimedLowered(Record& r) : r_(r) {}
-  Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode) override {
-    std::vector<std::unique_ptr<Candidate>> v;
-    for (int i = 0; i < 3; ++i) v.push_back(std::make_unique<TimedCandidate>(r_, i));
-    return v;
-  }
-
- private:
-  Record& r_;
-};
-
 class TimedEngine final : public Engine {
  public:
   Record r;
   std::string_view name() const override { return "timed"; }
   bool runs_on(const Device& d) const override { return d.kind == Device::Kind::CPU; }
   Result<std::unique_ptr<LoweredGraph>> lower(const ir::ValidatedGraphPtr&, Handle&) override {
-    return std::unique_ptr<LoweredGraph>(std::make_unique<TimedLowered>(r));
+    return test::propose<TimedCandidate>(r);
   }
   Result<std::unique_ptr<PlanTimer>> make_timer(Handle&) override { return make_host_timer(); }
 };
@@ -102,34 +90,10 @@ AutotuneOptions options(F f) {
   return o;
 }
 
-std::string temp_dir() {
-  auto d = std::filesystem::path(::testing::TempDir()) /
-           ("dnngraph_tune_" + std::to_string(std::random_device{}()));
-  std::filesystem::create_directories(d);
-  return d.string();
-}
-
-struct Tune : ::testing::Test {
-  TimedEngine engine;
-  HandlePtr h = Handle::create(Device::cpu()).value();
-  std::string dir = temp_dir();
+struct Tune : test::EngineTest<TimedEngine> {
   std::vector<float> x = std::vector<float>(6, 0.5f), y = std::vector<float>(6, -1.f);
   std::vector<char> ws = std::vector<char>(256);
   VariantPack pack{{1, x.data()}, {2, y.data()}};
-
-  void SetUp() override {
-    setenv("DNNGRAPH_CACHE_DIR", dir.c_str(), 1);
-    unsetenv("DNNGRAPH_CACHE");
-    PlanCache::reset_global();
-    register_engine(&engine);
-  }
-  void TearDown() override {
-    unregister_engine(&engine);
-    unsetenv("DNNGRAPH_CACHE_DIR");
-    unsetenv("DNNGRAPH_CACHE");
-    PlanCache::reset_global();
-    std::filesystem::remove_all(dir);
-  }
   static void make(Graph& g, int64_t n = 2) {
     g.set_name("tuned").set_io_data_type(DataType::Float);
     auto t =

@@ -13,6 +13,7 @@
 #include "dnngraph/dnngraph.hpp"
 #include "dnngraph/plan_cache.hpp"
 #include "engines/registry.hpp"
+#include "runtime/fake_engine.hpp"
 
 #ifdef DNNGRAPH_WITH_SQLITE
 #include <sqlite3.h>
@@ -226,23 +227,7 @@ class SerialEngine final : public Engine {
   }
 };
 
-struct CachedBuild : ::testing::Test {
-  SerialEngine engine;
-  HandlePtr h = Handle::create(Device::cpu()).value();
-  std::string dir = temp_dir("graph");
-  void SetUp() override {
-    setenv("DNNGRAPH_CACHE_DIR", dir.c_str(), 1);
-    unsetenv("DNNGRAPH_CACHE");
-    PlanCache::reset_global();
-    register_engine(&engine);
-  }
-  void TearDown() override {
-    unregister_engine(&engine);
-    unsetenv("DNNGRAPH_CACHE_DIR");
-    unsetenv("DNNGRAPH_CACHE");
-    PlanCache::reset_global();
-    std::filesystem::remove_all(dir);
-  }
+struct CachedBuild : test::EngineTest<SerialEngine> {
   static void make(Graph& g, int64_t n) {
     g.set_name("cached").set_io_data_type(DataType::Float);
     auto x = g.tensor(ir::TensorAttrs().set_name("X").set_dim({n, 3}).set_stride({3, 1}));

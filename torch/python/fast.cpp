@@ -4,6 +4,8 @@
 // A call through torch.ops.dnngraph.<op> instead converts every argument to an IValue against
 // the schema and calls the kernel boxed, which costs about as much as the op's own hot path.
 //
+// The entries are one table (methods, at the end): each line names the op, its C++ result, how
+// the result is returned and the kind of each argument; Entry makes the function from it.
 // Each function returns NotImplemented, for functional.py to take the torch.ops path, when an
 // argument is not of the plain type it expects or has __torch_function__ (tensor subclasses,
 // torch function modes): the fast path never answers differently from the torch.ops one, it
@@ -17,6 +19,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -118,226 +121,191 @@ struct NoGil {
   ~NoGil() { PyEval_RestoreThread(state); }
 };
 
-// Finds op `name` with C++ signature Sig. Each entry keeps the result in its own static: a
-// static here would be shared by every op of the same signature.
-template <class Sig>
-c10::TypedOperatorHandle<Sig> find_op(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
+// An entry's name as a template argument, so that each entry is its own function (with its
+// own static operator handle).
+template <size_t N>
+struct Name {
+  char s[N];
+  constexpr Name(const char (&n)[N]) {  // NOLINT(google-explicit-constructor)
+    for (size_t i = 0; i < N; ++i) s[i] = n[i];
+  }
+};
+
+// ---- argument kinds: how one Python argument becomes the C++ value the op takes ----
+// Each kind has Value (what parsing keeps), Param (the op's C++ parameter type), parse()
+// (from argument i; turns Args::ok false when the argument is not plain) and pass() (Value to
+// Param).
+struct Tens {  // a tensor
+  using Value = const Tensor*;
+  using Param = const Tensor&;
+  static Value parse(Args& p, Py_ssize_t i) { return p.tensor(i); }
+  static const Tensor& pass(Value v) { return *v; }
+};
+struct OptTens {  // a tensor or None
+  using Value = OptTensor;
+  using Param = const OptTensor&;
+  static Value parse(Args& p, Py_ssize_t i) { return p.opt_tensor(i); }
+  static const OptTensor& pass(const Value& v) { return v; }
+};
+struct Real {  // a float (or an int)
+  using Value = double;
+  using Param = double;
+  static Value parse(Args& p, Py_ssize_t i) { return p.real(i); }
+  static double pass(Value v) { return v; }
+};
+struct OptReal {  // a float, an int or None
+  using Value = std::optional<double>;
+  using Param = std::optional<double>;
+  static Value parse(Args& p, Py_ssize_t i) { return p.opt_real(i); }
+  static Value pass(Value v) { return v; }
+};
+struct Int {
+  using Value = int64_t;
+  using Param = int64_t;
+  static Value parse(Args& p, Py_ssize_t i) { return p.integer(i); }
+  static int64_t pass(Value v) { return v; }
+};
+struct Bool {
+  using Value = bool;
+  using Param = bool;
+  static Value parse(Args& p, Py_ssize_t i) { return p.boolean(i); }
+  static bool pass(Value v) { return v; }
+};
+struct Str {
+  using Value = std::string_view;
+  using Param = c10::string_view;
+  static Value parse(Args& p, Py_ssize_t i) { return p.str(i); }
+  static c10::string_view pass(Value v) { return v; }
+};
+// An int or a list/tuple of ints, as int[Repeat] (an int stands for Repeat copies).
+template <size_t Repeat>
+struct Ints {
+  using Value = c10::SmallVector<int64_t, 8>;
+  using Param = at::IntArrayRef;
+  static Value parse(Args& p, Py_ssize_t i) {
+    Value v;
+    p.ints(i, v, Repeat);
+    return v;
+  }
+  static at::IntArrayRef pass(const Value& v) { return v; }
+};
+// A normalized_shape: an int or a list/tuple of ints, as SymInt[].
+struct Shape {
+  using Value = c10::SmallVector<int64_t, 8>;
+  using Param = c10::SymIntArrayRef;
+  static Value parse(Args& p, Py_ssize_t i) { return Ints<1>::parse(p, i); }
+  static c10::SymIntArrayRef pass(const Value& v) { return c10::fromIntArrayRefSlow(v); }
+};
+
+// The parsed arguments of one call: argument I of kind K in Slot<I, K>. An aggregate, so that
+// each value is parsed straight into its place (a std::tuple would move it there).
+template <size_t I, class K>
+struct Slot {
+  typename K::Value value;
+};
+template <class Seq, class... Kinds>
+struct Slots;
+template <size_t... I, class... Kinds>
+struct Slots<std::index_sequence<I...>, Kinds...> : Slot<I, Kinds>... {};
+// Argument I of parsed arguments `v`.
+template <size_t I, class K>
+const typename K::Value& arg(const Slot<I, K>& v) {
+  return v.value;
 }
 
-// Calls `op` unboxed with the GIL released; the result is wrapped once the GIL is back.
-template <class Sig, class... Args>
-auto call_unboxed(const c10::TypedOperatorHandle<Sig>& op, Args&&... args) {
-  NoGil nogil;
-  return op.call(std::forward<Args>(args)...);
-}
+// ---- results: how the op's result becomes the Python value ----
+struct Plain {  // a tensor
+  template <class V>
+  static PyObject* wrap(Tensor y, const V&) {
+    return THPVariable_Wrap(std::move(y));
+  }
+};
+struct First {  // the first tensor of a tuple (the others are saved for backward)
+  template <class R, class V>
+  static PyObject* wrap(R r, const V&) {
+    return THPVariable_Wrap(std::move(std::get<0>(r)));
+  }
+};
+// (y, m) as a tuple of two tensors, or y alone when Flag (the index of a Bool argument) names
+// a false one; Flag -1: always the pair.
+template <int Flag = -1>
+struct Pair {
+  template <class R, class V>
+  static PyObject* wrap(R r, const V& v) {
+    if constexpr (Flag >= 0) {
+      if (!arg<Flag>(v)) return THPVariable_Wrap(std::move(std::get<0>(r)));
+    }
+    PyObject* t = PyTuple_New(2);
+    if (!t) return nullptr;
+    PyTuple_SET_ITEM(t, 0, THPVariable_Wrap(std::move(std::get<0>(r))));
+    PyTuple_SET_ITEM(t, 1, THPVariable_Wrap(std::move(std::get<1>(r))));
+    return t;
+  }
+};
 
-PyObject* not_plain() { Py_RETURN_NOTIMPLEMENTED; }
+// The entry `_fast.<N>` for op dnngraph::<N> of C++ result type Ret and arguments Kinds...:
+// parses the arguments (NotImplemented when one is not plain), calls the op unboxed without
+// the GIL, and wraps the result through Out.
+template <Name N, class Ret, class Out, class... Kinds>
+struct Entry {
+  static constexpr const char* name = N.s;
+  static PyObject* call(PyObject*, PyObject* const* a, Py_ssize_t n) {
+    HANDLE_TH_ERRORS
+    return parse_and_call(a, n, std::index_sequence_for<Kinds...>{});
+    END_HANDLE_TH_ERRORS
+  }
 
-// (a, b) as a Python tuple of two tensors.
-PyObject* wrap_pair(Tensor a, Tensor b) {
-  PyObject* t = PyTuple_New(2);
-  if (!t) return nullptr;
-  PyTuple_SET_ITEM(t, 0, THPVariable_Wrap(std::move(a)));
-  PyTuple_SET_ITEM(t, 1, THPVariable_Wrap(std::move(b)));
-  return t;
-}
+ private:
+  template <size_t... I>
+  static PyObject* parse_and_call(PyObject* const* a, Py_ssize_t n, std::index_sequence<I...>) {
+    constexpr Py_ssize_t want = sizeof...(Kinds);
+    if (n != want) {
+      PyErr_Format(PyExc_TypeError, "dnngraph.torch._fast.%s takes %zd arguments (%zd given)", N.s,
+                   want, n);
+      return nullptr;
+    }
+    Args p{a};
+    // Braces: the arguments are parsed left to right.
+    const Slots<std::index_sequence<I...>, Kinds...> v{{Kinds::parse(p, I)}...};
+    if (!p.ok) Py_RETURN_NOTIMPLEMENTED;
+    using Sig = Ret(typename Kinds::Param...);
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow((std::string("dnngraph::") + N.s).c_str(), "")
+                               .template typed<Sig>();
+    Ret r = [&] {
+      NoGil nogil;
+      return op.call(Kinds::pass(arg<I>(v))...);
+    }();
+    return Out::wrap(std::move(r), v);
+  }
+};
 
-bool arity(Py_ssize_t nargs, Py_ssize_t want, const char* name) {
-  if (nargs == want) return true;
-  PyErr_Format(PyExc_TypeError, "dnngraph.torch._fast.%s takes %zd arguments (%zd given)", name,
-               want, nargs);
-  return false;
-}
-
-// layer_norm(x, normalized_shape, weight, bias, eps) -> y
-PyObject* layer_norm(PyObject*, PyObject* const* a, Py_ssize_t n) {
-  HANDLE_TH_ERRORS
-  if (!arity(n, 5, "layer_norm")) return nullptr;
-  Args p{a};
-  const Tensor* x = p.tensor(0);
-  c10::SmallVector<int64_t, 8> shape;
-  p.ints(1, shape, 1);
-  OptTensor w = p.opt_tensor(2), b = p.opt_tensor(3);
-  const double eps = p.real(4);
-  if (!p.ok) return not_plain();
-  using Sig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, c10::SymIntArrayRef,
-                                                 const OptTensor&, const OptTensor&, double);
-  static const auto op = find_op<Sig>("dnngraph::layer_norm");
-  return THPVariable_Wrap(
-      std::get<0>(call_unboxed(op, *x, c10::fromIntArrayRefSlow(shape), w, b, eps)));
-  END_HANDLE_TH_ERRORS
-}
-
-// rms_norm(x, normalized_shape, weight, eps) -> y
-PyObject* rms_norm(PyObject*, PyObject* const* a, Py_ssize_t n) {
-  HANDLE_TH_ERRORS
-  if (!arity(n, 4, "rms_norm")) return nullptr;
-  Args p{a};
-  const Tensor* x = p.tensor(0);
-  c10::SmallVector<int64_t, 8> shape;
-  p.ints(1, shape, 1);
-  OptTensor w = p.opt_tensor(2);
-  const std::optional<double> eps = p.opt_real(3);
-  if (!p.ok) return not_plain();
-  using Sig = std::tuple<Tensor, Tensor>(const Tensor&, c10::SymIntArrayRef, const OptTensor&,
-                                         std::optional<double>);
-  static const auto op = find_op<Sig>("dnngraph::rms_norm");
-  return THPVariable_Wrap(
-      std::get<0>(call_unboxed(op, *x, c10::fromIntArrayRefSlow(shape), w, eps)));
-  END_HANDLE_TH_ERRORS
-}
-
-// linear_act(x, w, bias, act) -> y
-PyObject* linear_act(PyObject*, PyObject* const* a, Py_ssize_t n) {
-  HANDLE_TH_ERRORS
-  if (!arity(n, 4, "linear_act")) return nullptr;
-  Args p{a};
-  const Tensor* x = p.tensor(0);
-  const Tensor* w = p.tensor(1);
-  OptTensor bias = p.opt_tensor(2);
-  const std::string_view act = p.str(3);
-  if (!p.ok) return not_plain();
-  using Sig = Tensor(const Tensor&, const Tensor&, const OptTensor&, c10::string_view);
-  static const auto op = find_op<Sig>("dnngraph::linear_act");
-  return THPVariable_Wrap(call_unboxed(op, *x, *w, bias, act));
-  END_HANDLE_TH_ERRORS
-}
-
-// matmul_epilogue(a, b, bias, alpha, act, amax) -> y, or (y, amax) when amax
-PyObject* matmul_epilogue(PyObject*, PyObject* const* a, Py_ssize_t n) {
-  HANDLE_TH_ERRORS
-  if (!arity(n, 6, "matmul_epilogue")) return nullptr;
-  Args p{a};
-  const Tensor* A = p.tensor(0);
-  const Tensor* B = p.tensor(1);
-  OptTensor bias = p.opt_tensor(2);
-  const double alpha = p.real(3);
-  const std::string_view act = p.str(4);
-  const bool want_amax = p.boolean(5);
-  if (!p.ok) return not_plain();
-  using Sig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const OptTensor&, double,
-                                         c10::string_view, bool);
-  static const auto op = find_op<Sig>("dnngraph::matmul_epilogue");
-  auto [y, m] = call_unboxed(op, *A, *B, bias, alpha, act, want_amax);
-  if (!want_amax) return THPVariable_Wrap(std::move(y));
-  return wrap_pair(std::move(y), std::move(m));
-  END_HANDLE_TH_ERRORS
-}
-
-// conv2d_bias_act(x, w, bias, stride, padding, dilation, groups, act) -> y
-PyObject* conv2d_bias_act(PyObject*, PyObject* const* a, Py_ssize_t n) {
-  HANDLE_TH_ERRORS
-  if (!arity(n, 8, "conv2d_bias_act")) return nullptr;
-  Args p{a};
-  const Tensor* x = p.tensor(0);
-  const Tensor* w = p.tensor(1);
-  OptTensor bias = p.opt_tensor(2);
-  c10::SmallVector<int64_t, 8> stride, padding, dilation;
-  p.ints(3, stride, 2);
-  p.ints(4, padding, 2);
-  p.ints(5, dilation, 2);
-  const int64_t groups = p.integer(6);
-  const std::string_view act = p.str(7);
-  if (!p.ok) return not_plain();
-  using Sig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
-                     at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
-  static const auto op = find_op<Sig>("dnngraph::conv2d_bias_act");
-  return THPVariable_Wrap(call_unboxed(op, *x, *w, bias, stride, padding, dilation, groups, act));
-  END_HANDLE_TH_ERRORS
-}
-
-// sdpa(q, k, v, attn_bias, dropout_p, is_causal, scale, enable_gqa) -> out
-PyObject* sdpa(PyObject*, PyObject* const* a, Py_ssize_t n) {
-  HANDLE_TH_ERRORS
-  if (!arity(n, 8, "sdpa")) return nullptr;
-  Args p{a};
-  const Tensor* q = p.tensor(0);
-  const Tensor* k = p.tensor(1);
-  const Tensor* v = p.tensor(2);
-  OptTensor bias = p.opt_tensor(3);
-  const double dropout_p = p.real(4);
-  const bool causal = p.boolean(5);
-  const std::optional<double> scale = p.opt_real(6);
-  const bool gqa = p.boolean(7);
-  if (!p.ok) return not_plain();
-  using Sig =
-      std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&, const OptTensor&,
-                                 double, bool, std::optional<double>, bool);
-  static const auto op = find_op<Sig>("dnngraph::sdpa");
-  return THPVariable_Wrap(
-      std::get<0>(call_unboxed(op, *q, *k, *v, bias, dropout_p, causal, scale, gqa)));
-  END_HANDLE_TH_ERRORS
-}
-
-// add_rms_norm(x, residual, normalized_shape, weight, eps) -> (sum, y)
-PyObject* add_rms_norm(PyObject*, PyObject* const* a, Py_ssize_t n) {
-  HANDLE_TH_ERRORS
-  if (!arity(n, 5, "add_rms_norm")) return nullptr;
-  Args p{a};
-  const Tensor* x = p.tensor(0);
-  const Tensor* r = p.tensor(1);
-  c10::SmallVector<int64_t, 8> shape;
-  p.ints(2, shape, 1);
-  OptTensor w = p.opt_tensor(3);
-  const std::optional<double> eps = p.opt_real(4);
-  if (!p.ok) return not_plain();
-  using Sig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, c10::SymIntArrayRef,
-                                                 const OptTensor&, std::optional<double>);
-  static const auto op = find_op<Sig>("dnngraph::add_rms_norm");
-  auto [sum, y, rstd] = call_unboxed(op, *x, *r, c10::fromIntArrayRefSlow(shape), w, eps);
-  return wrap_pair(std::move(sum), std::move(y));
-  END_HANDLE_TH_ERRORS
-}
-
-// swiglu(z) -> y
-PyObject* swiglu(PyObject*, PyObject* const* a, Py_ssize_t n) {
-  HANDLE_TH_ERRORS
-  if (!arity(n, 1, "swiglu")) return nullptr;
-  Args p{a};
-  const Tensor* z = p.tensor(0);
-  if (!p.ok) return not_plain();
-  static const auto op = find_op<Tensor(const Tensor&)>("dnngraph::swiglu");
-  return THPVariable_Wrap(call_unboxed(op, *z));
-  END_HANDLE_TH_ERRORS
-}
-
-// rope(x, cos, sin) -> y
-PyObject* rope(PyObject*, PyObject* const* a, Py_ssize_t n) {
-  HANDLE_TH_ERRORS
-  if (!arity(n, 3, "rope")) return nullptr;
-  Args p{a};
-  const Tensor* x = p.tensor(0);
-  const Tensor* c = p.tensor(1);
-  const Tensor* s = p.tensor(2);
-  if (!p.ok) return not_plain();
-  static const auto op =
-      find_op<Tensor(const Tensor&, const Tensor&, const Tensor&)>("dnngraph::rope");
-  return THPVariable_Wrap(call_unboxed(op, *x, *c, *s));
-  END_HANDLE_TH_ERRORS
+// The ops and their C++ signatures (torch/ops/*.cpp registers the schemas).
+using T2 = std::tuple<Tensor, Tensor>;
+using T3 = std::tuple<Tensor, Tensor, Tensor>;
+template <class E>
+constexpr PyMethodDef def(const char* doc) {
+  return {E::name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&E::call)),
+          METH_FASTCALL, doc};
 }
 
 PyMethodDef methods[] = {
-    {"layer_norm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&layer_norm)),
-     METH_FASTCALL, "layer_norm(x, normalized_shape, weight, bias, eps) -> y"},
-    {"rms_norm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&rms_norm)),
-     METH_FASTCALL, "rms_norm(x, normalized_shape, weight, eps) -> y"},
-    {"linear_act", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&linear_act)),
-     METH_FASTCALL, "linear_act(x, w, bias, act) -> y"},
-    {"matmul_epilogue",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&matmul_epilogue)), METH_FASTCALL,
-     "matmul_epilogue(a, b, bias, alpha, act, amax) -> y or (y, amax)"},
-    {"conv2d_bias_act",
-     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&conv2d_bias_act)), METH_FASTCALL,
-     "conv2d_bias_act(x, w, bias, stride, padding, dilation, groups, act) -> y"},
-    {"add_rms_norm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&add_rms_norm)),
-     METH_FASTCALL, "add_rms_norm(x, residual, normalized_shape, weight, eps) -> (sum, y)"},
-    {"swiglu", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&swiglu)), METH_FASTCALL,
-     "swiglu(z) -> y"},
-    {"rope", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&rope)), METH_FASTCALL,
-     "rope(x, cos, sin) -> y"},
-    {"sdpa", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&sdpa)), METH_FASTCALL,
-     "sdpa(q, k, v, attn_bias, dropout_p, is_causal, scale, enable_gqa) -> out"},
+    def<Entry<"layer_norm", T3, First, Tens, Shape, OptTens, OptTens, Real>>(
+        "layer_norm(x, normalized_shape, weight, bias, eps) -> y"),
+    def<Entry<"rms_norm", T2, First, Tens, Shape, OptTens, OptReal>>(
+        "rms_norm(x, normalized_shape, weight, eps) -> y"),
+    def<Entry<"linear_act", Tensor, Plain, Tens, Tens, OptTens, Str>>(
+        "linear_act(x, w, bias, act) -> y"),
+    def<Entry<"matmul_epilogue", T2, Pair<5>, Tens, Tens, OptTens, Real, Str, Bool>>(
+        "matmul_epilogue(a, b, bias, alpha, act, amax) -> y or (y, amax)"),
+    def<Entry<"conv2d_bias_act", Tensor, Plain, Tens, Tens, OptTens, Ints<2>, Ints<2>, Ints<2>, Int,
+              Str>>("conv2d_bias_act(x, w, bias, stride, padding, dilation, groups, act) -> y"),
+    def<Entry<"add_rms_norm", T3, Pair<>, Tens, Tens, Shape, OptTens, OptReal>>(
+        "add_rms_norm(x, residual, normalized_shape, weight, eps) -> (sum, y)"),
+    def<Entry<"swiglu", Tensor, Plain, Tens>>("swiglu(z) -> y"),
+    def<Entry<"rope", Tensor, Plain, Tens, Tens, Tens>>("rope(x, cos, sin) -> y"),
+    def<Entry<"sdpa", T2, First, Tens, Tens, Tens, OptTens, Real, Bool, OptReal, Bool>>(
+        "sdpa(q, k, v, attn_bias, dropout_p, is_causal, scale, enable_gqa) -> out"),
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT,

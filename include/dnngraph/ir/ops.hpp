@@ -19,6 +19,7 @@
 
 #include "dnngraph/ir/roles.hpp"
 #include "dnngraph/ir/tensor.hpp"
+#include "dnngraph/ir/window.hpp"
 
 namespace dnngraph::ir {
 
@@ -337,6 +338,8 @@ struct SliceAttrs {
   std::vector<int64_t> start;
   std::vector<int64_t> end;
   std::vector<int64_t> stride;  // empty: all 1
+  // Y's window of an X of strides x_stride; nullopt unless start/stride have one entry per dim.
+  std::optional<StridedWindow> window(std::span<const int64_t> x_stride) const;
   bool operator==(const SliceAttrs&) const = default;
   template <class S, class V>
   static void fields(S& s, V&& v) {

@@ -5,17 +5,17 @@
 #include <numeric>
 #include <string>
 
-#include "engines/cudnn/slice_view.hpp"
+#include "engines/cudnn/view.hpp"
 
 namespace dnngraph::cudnn {
 namespace {
 
-// Slices lowered as views emit no cuDNN operation (slice_view.hpp): the shape rules below look
+// Window ops lowered as views emit no cuDNN operation (view.hpp): the shape rules below look
 // at the other nodes only.
 bool only_pointwise_and_reduction(const ir::ValidatedGraph& g) {
   bool any = false;
   for (const auto& n : g.nodes()) {
-    if (is_view_slice(g, n)) continue;
+    if (is_lowered_view(g, n)) continue;
     if (n.kind() != ir::OpKind::Pointwise && n.kind() != ir::OpKind::Reduction) return false;
     any = true;
   }
@@ -25,7 +25,7 @@ bool only_pointwise_and_reduction(const ir::ValidatedGraph& g) {
 bool only_matmul_pointwise_reduction(const ir::ValidatedGraph& g) {
   for (const auto& n : g.nodes())
     if (n.kind() != ir::OpKind::Pointwise && n.kind() != ir::OpKind::Reduction &&
-        n.kind() != ir::OpKind::Matmul && !is_view_slice(g, n))
+        n.kind() != ir::OpKind::Matmul && !is_lowered_view(g, n))
       return false;
   return true;
 }
@@ -145,19 +145,20 @@ Result<ViewMap> canonicalize(const ir::ValidatedGraph& graph) {
   for (const auto& t : graph.tensors()) rank = std::max(rank, t->dim.size());
   rank = std::max<size_t>(rank, 3);
   for (const auto& t : graph.tensors()) views[t.get()] = pad_leading({t->dim, t->stride}, rank);
-  // A slice lowered as a view is its input's memory: its dims with the input's strides times
-  // the steps (the graph gives it packed strides of its own, which describe no memory here).
-  // The input itself goes to cuDNN only when another op reads it; otherwise it is left out of
-  // the folding below (its larger dims are no part of the iteration space) and keeps its
-  // padded view.
+  // A window op lowered as a view is its input's memory: its dims with the window's strides
+  // (the graph gives it packed strides of its own, which describe no memory here). The input
+  // itself goes to cuDNN only when an op other than a window op reads it; otherwise it is left
+  // out of the folding below (its larger dims are no part of the iteration space) and keeps
+  // its padded view.
   ViewMap unread_sources;
   for (const auto& n : graph.nodes()) {
-    if (!is_view_slice(graph, n)) continue;
-    const ir::Tensor x = n.input(ir::Role::X), y = n.output(ir::Role::Y);
-    DNNGRAPH_ASSIGN_OR_RETURN(auto v, slice_view(x->stride, n.as<ir::SliceAttrs>(), x->data_type));
-    views[y.get()] = pad_leading({y->dim, v.stride}, rank);
+    if (!is_window_op(n.kind())) continue;
+    const Result<WindowView> v = lowered_view(graph, n);
+    if (!v) continue;  // not lowered (the engine's precheck refuses it)
+    const ir::Tensor& x = v->source;
+    views[v->view.get()] = pad_leading({v->view->dim, v->stride}, rank);
     const bool read = std::any_of(graph.nodes().begin(), graph.nodes().end(), [&](const auto& m) {
-      if (m.kind() == ir::OpKind::Slice) return false;
+      if (is_window_op(m.kind())) return false;
       return std::any_of(m.inputs.begin(), m.inputs.end(),
                          [&](const auto& p) { return p.tensor.get() == x.get(); });
     });
@@ -180,11 +181,11 @@ Status canonicalize_shapes(const ir::ValidatedGraph& graph, ViewMap& views, size
       for (const auto& p : n.outputs)
         if (!layout_of && p.tensor && !p.tensor->is_virtual) layout_of = p.tensor;
     for (const auto& n : graph.nodes())
-      if (!layout_of && !is_view_slice(graph, n)) layout_of = n.outputs[0].tensor;
-    // The views of slices are inputs for cuDNN: no operation writes them.
+      if (!layout_of && !is_lowered_view(graph, n)) layout_of = n.outputs[0].tensor;
+    // The views of window ops are inputs for cuDNN: no operation writes them.
     std::vector<const ir::TensorAttrs*> consumed, produced;
     for (const auto& n : graph.nodes())
-      if (!is_view_slice(graph, n))
+      if (!is_lowered_view(graph, n))
         for (const auto& p : n.outputs) produced.push_back(p.tensor.get());
     for (const auto& n : graph.nodes())
       if (n.kind() == ir::OpKind::Pointwise)

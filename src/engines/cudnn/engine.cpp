@@ -429,13 +429,13 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
   st->op_graph = std::move(od);
 
   // Variant pack template: every non-virtual tensor a cuDNN operation reads or writes, plus
-  // internal constants and the views of slices. A slice emits no operation (slice.cpp): its
-  // input is bound only when another op reads it too (cuDNN refuses a variant pack that
+  // internal constants and the views of window ops. A window op emits no operation (view.cpp):
+  // its input is bound only when another op reads it too (cuDNN refuses a variant pack that
   // carries a uid no operation uses), and its output's view is bound to the input's pointer
   // plus the offset.
   std::set<int64_t> seen;
   for (const auto& n : g.nodes()) {
-    if (n.kind() == ir::OpKind::Slice) continue;  // lowered as a view: no operation
+    if (is_window_op(n.kind())) continue;  // lowered as a view: no operation
     for (const auto* ports : {&n.inputs, &n.outputs})
       for (const auto& p : *ports) {
         const ir::Tensor& t = p.tensor;
@@ -498,7 +498,7 @@ class CudnnEngine final : public Engine {
   Status precheck(const ir::ValidatedGraph& g) const override {
     for (const auto& n : g.nodes()) {
       DNNGRAPH_TRY(sdpa_precheck(n));
-      if (n.kind() == ir::OpKind::Slice) DNNGRAPH_TRY(slice_view_check(g, n));
+      DNNGRAPH_TRY(view_precheck(g, n));
     }
     return Status::ok();
   }

@@ -15,7 +15,7 @@
 #include "dnngraph/ir/graph.hpp"
 #include "engines/cudnn/canonicalize.hpp"
 #include "engines/cudnn/descriptor.hpp"
-#include "engines/cudnn/slice_view.hpp"
+#include "engines/cudnn/view.hpp"
 
 namespace dnngraph::cudnn {
 
@@ -29,10 +29,10 @@ struct ByValueConstant {
 };
 
 // A non-virtual tensor the lowering adds whose pointer the plan derives at execute from a graph
-// input's: the input's pointer plus `byte_offset` (a slice lowered as a view, slice.cpp).
+// input's: the input's pointer plus `byte_offset` (a window op lowered as a view, view.cpp).
 struct DerivedBinding {
   int64_t uid;         // fresh, not a graph uid
-  std::string name;    // the slice's output
+  std::string name;    // the window op's output
   int64_t source_uid;  // the graph input it is a view of
   std::string source_name;
   int64_t byte_offset;
@@ -81,7 +81,7 @@ class LowerContext {
   // Describe graph tensor `t` as ragged (CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC = the descriptor
   // of graph tensor `offset`) when its descriptor is created; call before tensor()/tensor_as().
   void set_ragged(const ir::Tensor& t, const ir::Tensor& offset) { ragged_[t.get()] = offset; }
-  // Describe graph tensor `t` (a slice's virtual output) as a view of graph input `source` at
+  // Describe graph tensor `t` (a window op's virtual output) as a view of graph input `source` at
   // `byte_offset`: when tensor()/tensor_as() first describe it, it becomes a non-virtual tensor
   // with a fresh uid and that alignment, recorded in derived() for the plan to bind.
   void set_view_of(const ir::Tensor& t, const ir::Tensor& source, int64_t byte_offset,
@@ -144,7 +144,7 @@ class LowerContext {
     int64_t byte_offset;
     int64_t alignment;
   };
-  std::unordered_map<const ir::TensorAttrs*, ViewOf> views_of_;  // slice outputs lowered as views
+  std::unordered_map<const ir::TensorAttrs*, ViewOf> views_of_;  // window outputs lowered as views
   std::vector<DerivedBinding> derived_;
   int64_t next_uid_ = 1;
 };
@@ -157,6 +157,9 @@ class LowerContext {
   Status lower_##name(LowerContext& cx, const ir::Node& n);
 DNNGRAPH_OPS(DNNGRAPH_OP_LOWER_DECL)
 #undef DNNGRAPH_OP_LOWER_DECL
+// A window op (is_window_op) lowered as a view (view.cpp): no operation; its output is
+// recorded as a view of its input (set_view_of). The window ops' lowerings call it.
+Status lower_view(LowerContext& cx, const ir::Node& n);
 // The frontend's SDPA mask rules checked on an SDPA-family node without cuDNN (the engine's
 // precheck, sdpa.cpp); ok for other nodes.
 Status sdpa_precheck(const ir::Node& n);

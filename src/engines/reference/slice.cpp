@@ -8,15 +8,11 @@ Status run_slice(KernelContext& ctx) {
   const auto& a = ctx.node().as<ir::SliceAttrs>();
   const Dense x = ctx.load(Role::X);
   Dense y(ctx.tensor(Role::Y).dim);
-  const size_t rank = x.dim.size();
-  const std::vector<int64_t> xs = row_major_strides(x.dim);
-  std::vector<int64_t> step(rank);
-  int64_t base = 0;  // X's offset of Y's first element
-  for (size_t d = 0; d < rank; ++d) {
-    step[d] = (a.stride.empty() ? 1 : a.stride[d]) * xs[d];
-    base += a.start[d] * xs[d];
-  }
-  gather_strided(x, base, step, y);
+  const std::optional<ir::StridedWindow> w = a.window(row_major_strides(x.dim));
+  if (!w)  // validate() gives the attributes one entry per dim of X
+    return make_error(ErrorCode::Internal, "slice '", ctx.node().name,
+                      "': its attributes do not have one entry per dim of its input");
+  gather_strided(x, w->offset, w->stride, y);
   ctx.store(Role::Y, y);
   return Status::ok();
 }

@@ -11,6 +11,20 @@ Tensor Graph::slice(Tensor x, SliceAttrs a, OpOptions o) {
   return add_output(push(std::move(a), o, "slice", {{Role::X, x}}), Role::Y);
 }
 
+std::optional<StridedWindow> SliceAttrs::window(std::span<const int64_t> x_stride) const {
+  const size_t rank = x_stride.size();
+  if (start.size() != rank || (!stride.empty() && stride.size() != rank)) return std::nullopt;
+  StridedWindow w;
+  w.stride.resize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    // validate() bounds every extent in int64 and requires steps >= 1, so on a validated
+    // graph these products stay inside X's own span.
+    w.stride[d] = x_stride[d] * (stride.empty() ? 1 : stride[d]);
+    w.offset += start[d] * x_stride[d];
+  }
+  return w;
+}
+
 Status infer_slice(Node& n, const InferContext& ctx) {
   auto& a = n.as<SliceAttrs>();
   DNNGRAPH_PORT(x, required_input(n, Role::X));
