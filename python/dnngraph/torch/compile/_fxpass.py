@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import logging
 import operator
@@ -83,9 +84,18 @@ class _Support(OperatorSupportBase):
         return True
 
 
+# Unconnected nodes must not share a candidate: newer torch merges them ("horizontal fusion")
+# unless told not to; older torch (e.g. 2.11) has no such merging and no such keyword.
+_NO_HORIZONTAL = (
+    {"skip_horizontal_fusion": True}
+    if "skip_horizontal_fusion" in inspect.signature(CapabilityBasedPartitioner.__init__).parameters
+    else {}
+)
+
+
 def _candidates(gm, refused):
     part = CapabilityBasedPartitioner(
-        gm, _Support(refused), allows_single_node_partition=True, skip_horizontal_fusion=True
+        gm, _Support(refused), allows_single_node_partition=True, **_NO_HORIZONTAL
     )
     out = []
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
