@@ -108,7 +108,7 @@ Tensor activation_backward(const Tensor& dy_in, const Tensor& saved_in, c10::str
   Status why;
   if (!pointwise_graph_on(dy.device(), &why)) {
     note_aten_part(op, "the activation derivative", why);
-    return dz.copy_(act == Act::None ? dy : aten_act_backward(act, dy, saved));
+    return act == Act::None ? dy.clone(fmt) : aten_act_backward(act, dy, saved).contiguous(fmt);
   }
   Key key(op);
   key.add(dy).add(saved).add(static_cast<int64_t>(act)).add_device(dy.device());
