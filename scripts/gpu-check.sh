@@ -7,7 +7,7 @@
 # Python overhead bench or tutorial), TUTORIAL=0, BENCHES=0, GPU_TESTS_TIMEOUT, BENCH_TIMEOUT,
 # TORCH_CHECKS=0 (no dnngraph.torch build, tests and bench), TORCH_ONLY=1 (only those),
 # TORCH_STEPS (the torch steps to run, default "tests blocks bench autotune blocks_bench"),
-# TORCH_TESTS (the torch test files), BLOCKS_ARGS (arguments of bench/torch/blocks.py).
+# TORCH_TESTS (the torch test files), TORCH_TESTS_TIMEOUT, BLOCKS_ARGS (arguments of bench/torch/blocks.py).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$(pwd)
@@ -59,7 +59,7 @@ done
 # dnngraph.torch on the GPU: its tests (CUDA cases, CUDA graphs, streams, devices), the blocks
 # example with timings, and the op benchmark.
 steps=" ${TORCH_STEPS:-tests blocks bench autotune blocks_bench} "
-torch_tests=${TORCH_TESTS:-$(echo python/tests/test_torch_{norm,gemm,conv,sdpa,runtime,examples,out,distributed,train,llama,conv_residual,blocks_compile}.py)}
+torch_tests=${TORCH_TESTS:-$(echo python/tests/test_torch_{norm,gemm,conv,sdpa,runtime,examples,out,distributed,train,llama,conv_residual,blocks_compile,streams,run_graph,compile_backend}.py python/tests/test_partition.py python/tests/test_gpu_pointwise_large.py)}
 if [ "${TORCH_CHECKS:-1}" = 1 ] && [ -f "$build/python/dnngraph/torch/libdnngraph_torch.so" ]; then
   # The whole-block table first: it is what the training work is judged by.
   if [[ $steps == *" blocks_bench "* ]]; then
@@ -67,7 +67,7 @@ if [ "${TORCH_CHECKS:-1}" = 1 ] && [ -f "$build/python/dnngraph/torch/libdnngrap
     tail -n 40 "$out/torch_blocks_bench.log"
   fi
   if [[ $steps == *" tests "* ]]; then
-    run torch_tests 300 env PYTHONPATH="$build/python" python3 -m pytest -q -p no:cacheprovider $torch_tests
+    run torch_tests ${TORCH_TESTS_TIMEOUT:-420} env PYTHONPATH="$build/python" python3 -m pytest -q -p no:cacheprovider $torch_tests
     tail -n 15 "$out/torch_tests.log"
   fi
   if [[ $steps == *" blocks "* ]]; then
