@@ -15,7 +15,6 @@ out=${OUT:-$root/gpu-check-out}
 build=${1:-build/gpu}
 mkdir -p "$out"
 site=$(python3 -c "import site;print(site.getsitepackages()[0])")
-gtest_dir="$root/.devdeps/googletest"  # the top folder: builds gtest, gtest_main (and gmock)
 declare -A result
 start=$(date +%s)
 {
@@ -23,13 +22,8 @@ start=$(date +%s)
   echo "cudnn headers: $site/nvidia/cudnn/include"; /usr/bin/g++ --version | head -1
 } | tee "$out/env.txt"
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CXX_COMPILER=/usr/bin/g++ -DCMAKE_C_COMPILER=/usr/bin/gcc \
-  -DDNNGRAPH_EXTRA_INCLUDE_DIR="$root/.devdeps" -DDNNGRAPH_GTEST_SOURCE_DIR="$gtest_dir" \
-  -DCUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" -DDNNGRAPH_CUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" \
-  -DDNNGRAPH_CUDA=ON -DDNNGRAPH_BUILD_BENCH=ON -DDNNGRAPH_BUILD_TOOLS=OFF \
-  -DDNNGRAPH_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" \
-  >"$out/build.log" 2>&1
+. "$root/scripts/device-configure.sh"
+configure_device_build "$build" "$out/build.log" -DDNNGRAPH_BUILD_BENCH=ON
 # Only the GPU targets (the CPU suite runs in CI); -k 0 keeps going past unrelated failures.
 targets="dnngraph_gpu_tests conv_bias_relu matmul_epilogue sdpa_causal demo _dnngraph dnngraph_python_files"
 for b in bench/gpu/*.cpp; do targets="$targets $(basename "$b" .cpp)"; done

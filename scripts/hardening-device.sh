@@ -21,7 +21,6 @@ root=$(pwd)
 out=${OUT:-$root/hardening-out}
 build=${1:-build/gpu}
 mkdir -p "$out"
-site=$(python3 -c "import site;print(site.getsitepackages()[0])")
 declare -A result
 {
   echo "date: $(date -u)"
@@ -30,12 +29,8 @@ declare -A result
 } | tee "$out/env.txt"
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER=/usr/bin/g++ -DCMAKE_C_COMPILER=/usr/bin/gcc \
-    -DDNNGRAPH_EXTRA_INCLUDE_DIR="$root/.devdeps" -DDNNGRAPH_GTEST_SOURCE_DIR="$root/.devdeps/googletest" \
-    -DCUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" -DDNNGRAPH_CUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" \
-    -DDNNGRAPH_CUDA=ON -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_TOOLS=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF \
-    -DDNNGRAPH_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" >"$out/build.log" 2>&1
+  . "$root/scripts/device-configure.sh"
+  configure_device_build "$build" "$out/build.log" -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF
 fi
 cmake --build "$build" -j16 --target dnngraph_gpu_tests _dnngraph dnngraph_python_files \
   dnngraph_torch -- -k 0 >>"$out/build.log" 2>&1

@@ -54,14 +54,8 @@ if [ "${SKIP_BUILD:-0}" = 1 ]; then
 else
   [ -d "$root/.devdeps" ] || { echo "no .devdeps/: run scripts/prepare-device-deps.sh and carry .devdeps"; exit 2; }
   # The configure line of scripts/gpu-check.sh (the same cache: both scripts share the tree).
-  site=$($py -c "import site;print(site.getsitepackages()[0])")
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER=/usr/bin/g++ -DCMAKE_C_COMPILER=/usr/bin/gcc \
-    -DDNNGRAPH_EXTRA_INCLUDE_DIR="$root/.devdeps" -DDNNGRAPH_GTEST_SOURCE_DIR="$root/.devdeps/googletest" \
-    -DCUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" -DDNNGRAPH_CUDNN_INCLUDE_DIR="$site/nvidia/cudnn/include" \
-    -DDNNGRAPH_CUDA=ON -DDNNGRAPH_BUILD_BENCH=ON -DDNNGRAPH_BUILD_TOOLS=OFF \
-    -DDNNGRAPH_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v $py)" \
-    >"$out/build.log" 2>&1
+  . "$root/scripts/device-configure.sh"
+  PY=$py configure_device_build "$build" "$out/build.log" -DDNNGRAPH_BUILD_BENCH=ON
   [ -d "$build/torch" ] && targets="$targets dnngraph_torch"  # configured when torch imports
   # Bounded too: the whole script ends within the budget.
   timeout $(( budget - ($(date +%s) - start) - 30 )) \
