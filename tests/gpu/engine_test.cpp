@@ -86,6 +86,35 @@ TEST(CudnnCanonicalize, RankThreeBroadcastOverTheBatchFolds) {
   EXPECT_EQ(views->at(in_snapshot(*vg, y)).dim, (std::vector<int64_t>{1, 256, 256}));
 }
 
+// A pointwise-only graph whose tensors fold into one row: 2^18 elements ([4,64,32,32]) were exact
+// on the H200, [32,64,56,56] and [64,256,14,14] failed there (one at execute, poisoning the CUDA
+// context): longer rows are refused before cuDNN sees them.
+ir::ValidatedGraphPtr relu_backward_graph(std::vector<int64_t> dims, bool channels_last) {
+  Graph g;
+  g.set_io_data_type(DataType::BFloat16);
+  auto dy = input(g, "dY", dims, DataType::BFloat16, channels_last);
+  auto x = input(g, "X", dims, DataType::BFloat16, channels_last);
+  auto dx = g.binary(PointwiseMode::ReluBwd, dy, x);
+  dx->set_output(true).set_name("dX").set_dim(dims).set_stride(strides_for(dims, channels_last));
+  EXPECT_TRUE(g.validate().is_ok());
+  return g.validated();
+}
+
+TEST(CudnnCanonicalize, PointwiseRowsUpToTwoToTheEighteenFold) {
+  auto views = cudnn::canonicalize(*relu_backward_graph({4, 64, 32, 32}, false));
+  ASSERT_TRUE(views.is_ok()) << views.status().message();
+}
+
+TEST(CudnnCanonicalize, LongerPointwiseRowsAreRefused) {
+  for (bool cl : {true, false}) {
+    auto views = cudnn::canonicalize(*relu_backward_graph({32, 64, 56, 56}, cl));
+    ASSERT_FALSE(views.is_ok());
+    EXPECT_EQ(views.status().code(), ErrorCode::NotSupported);
+    EXPECT_NE(views.status().message().find("6422528"), std::string::npos)
+        << views.status().message();
+  }
+}
+
 TEST(CudnnCanonicalize, FourDNhwcBiasFoldsToThreeD) {
   Graph g;
   g.set_io_data_type(DataType::Float);

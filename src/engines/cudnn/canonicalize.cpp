@@ -117,6 +117,21 @@ Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool p
                             "channels-last layout, or run it on the reference engine (a cpu "
                             "handle)");
   if (!apply) return Status::ok();
+  // Folded into one row longer than 2^18 elements, a pointwise-only graph failed on the H200
+  // (ReLU backward on [32,64,56,56] and [64,256,14,14]: one at execute with
+  // CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER, which leaves the CUDA context unusable), where a
+  // row of 2^18 ([4,64,32,32]) was exact: refused before cuDNN sees it (docs/cudnn-engine.md).
+  constexpr int64_t kLongestRow = int64_t{1} << 18;
+  if (permute && !groups.empty()) {
+    int64_t row = 1;
+    for (size_t i : groups.back()) row *= space[i];
+    if (row > kLongestRow)
+      return make_error(ErrorCode::NotSupported, "pointwise graph: its tensors fold into rows of ",
+                        row, " elements, longer than the ", kLongestRow,
+                        " this engine sends to cuDNN in a pointwise-only graph; run it on the "
+                        "reference engine (a cpu handle), or as part of a graph with a matmul or "
+                        "convolution");
+  }
   for (auto& [t, v] : views) {
     TensorView out;
     for (const auto& g : groups) {
