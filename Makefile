@@ -92,13 +92,14 @@ test-property: build
 # The Python module and library under ASan+UBSan, running the Python tests and a slice of the
 # property suite (the sanitizer runtimes are preloaded into the uninstrumented interpreter).
 # Only the module is built: its stubs would import it without the preload. The dnngraph.torch
-# ops (torch/) are not built in this tree: their tests run in test-python.
+# ops (torch/) are not built in this tree: their tests run in test-python. --capture=sys: a
+# sanitizer report (written to fd 2 by the runtime, which then exits 1) reaches the log.
 test-asan-python: setup $(ASAN)/CMakeCache.txt
 	cmake --build $(ASAN) -j $(JOBS) --target _dnngraph
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  DNNGRAPH_PROPERTY_SCALE=0.05 PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/$(ASAN)/python \
-	  $(PY) -m pytest -q -p no:cacheprovider --ignore-glob='*/test_torch_*' python/tests
+	  $(PY) -m pytest -q -p no:cacheprovider --capture=sys --ignore-glob='*/test_torch_*' python/tests
 
 # find_package(dnngraph) from an install tree: the README's example and examples/cpp built
 # against it, then the README's snippets.

@@ -193,10 +193,13 @@ class ReferencePlan final : public Plan {
 
  private:
   // The byte range [first, last) a non-virtual tensor's buffer spans in the pack (empty when
-  // it has none).
+  // it has none). A ragged tensor's buffer may hold only the packed tokens, less than its
+  // declared extent, so it has no span here (reading that extent would run past the buffer);
+  // execute checks its sequences against each other and the buffer instead.
   static std::pair<const char*, const char*> span(const VariantPack& pack, const ir::Tensor& t) {
     auto it = pack.find(t->uid);
-    if (t->is_virtual || t->value || it == pack.end() || !it->second) return {nullptr, nullptr};
+    if (t->is_virtual || t->value || t->ragged_offset || it == pack.end() || !it->second)
+      return {nullptr, nullptr};
     const char* p = static_cast<const char*>(it->second);
     return {p, p + t->storage_bytes().value_or(0)};
   }
