@@ -141,7 +141,14 @@ void note_aten_part(const char* op, const char* part, const Status& why);
 // Whether an op sends a graph of pointwise ops alone (an activation or its derivative) to the
 // engine of `device`: on the CPU engine yes; on a GPU no, ATen's kernel computes it
 // (note_aten_part): cuDNN 9.19 has no engine for most such graphs, and one of its engines
-// failed at execute on a large channels-last tensor (docs/performance.md). `why` says so.
-bool pointwise_graph_on(const at::Device& device, Status* why);
+// failed at execute on a large channels-last tensor (docs/performance.md). When not, notes
+// (note_aten_part) that `part` of `op` runs on ATen.
+bool pointwise_graph_on(const at::Device& device, const char* op, const char* part);
+// The unfused backward's elementwise part, shared by the GEMM and convolution ops: dZ =
+// act'(saved) * dY (allocated in `format`; dY itself without an activation, nothing written)
+// and, when dbias is given, dbias = dZ summed to dbias's shape, by one graph. Where the engine
+// has no plan for it (or it would be pointwise alone on a GPU) ATen's kernels compute the same.
+Tensor unfused_dz(const char* op, Act act, const Tensor& dy, const Tensor& saved,
+                  const Tensor& dbias, at::MemoryFormat format);
 
 }  // namespace dnngraph::torch_ops

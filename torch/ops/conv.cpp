@@ -23,8 +23,7 @@ enum Uid : int64_t {
   DX = 101,
   DW = 102,
   Z = 103,
-  DBIAS = 104,
-  DZ = 105
+  DBIAS = 104
 };
 
 struct ConvParams {
@@ -220,41 +219,6 @@ bool conv_grad_fused(const char* op, const ConvBackward& b, const ConvParams& p,
   return true;
 }
 
-// The unfused path's dZ (and dbias), materialized by one graph in dY's memory format; without
-// an activation dZ is dY itself. Where the engine has no plan for the graph, ATen's kernels
-// compute the same (note_aten_part).
-Tensor conv_dz_graph(const char* op, const ConvBackward& b, const ConvParams& p,
-                     const Tensor& dbias) {
-  const bool has_act = b.act != Act::None;
-  if (!has_act && !dbias.defined()) return b.dy;
-  Status why;
-  if (!dbias.defined() && !pointwise_graph_on(b.dy.device(), &why)) {
-    note_aten_part(op, "the activation derivative", why);
-    return aten_act_backward(b.act, b.dy, b.saved).contiguous(p.format);
-  }
-  Tensor dz = has_act ? at::empty(b.dy.sizes(), b.dy.options().memory_format(p.format)) : b.dy;
-  Key key("conv2d_dz");
-  key.add(b.dy).add(b.saved).add(dz).add(dbias).add(static_cast<int64_t>(b.act));
-  key.add_device(b.dy.device());
-  auto g = cached_graph(key, b.dy.device(), op, [&](Graph& gr) {
-    set_numerics(gr, b.dy);
-    ir::Tensor d = conv_dz(gr, b);
-    if (has_act) output_like(d, DZ, "dz", dz);
-    if (dbias.defined()) output_like(gr.reduction(d, {ReductionMode::Add}), DBIAS, "dbias", dbias);
-  });
-  if (!g->graph) {
-    note_aten_part(
-        op, has_act ? "the activation derivative and the bias gradient" : "the bias gradient",
-        g->unsupported);
-    if (has_act) dz = aten_act_backward(b.act, b.dy, b.saved).contiguous(p.format);
-    if (dbias.defined()) dbias.copy_(dz.sum({0, 2, 3}, true));
-    return dz;
-  }
-  execute(*g, b.dy.device(), op,
-          {{DY, &b.dy}, {SAVED, &b.saved}, {DZ, has_act ? &dz : nullptr}, {DBIAS, &dbias}});
-  return dz;
-}
-
 std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_train_backward(
     const Tensor& dy, const Tensor& x_in, const Tensor& w_in, const OptTensor& bias,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
@@ -300,7 +264,7 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_train_backward(
     if (!weight_ok) weight_ok = conv_grad_fused(op, b, p, false, dw, db4);
   }
   if (data_ok && weight_ok) return {dx, dw, db};
-  const Tensor dz = conv_dz_graph(op, b, p, weight_ok ? Tensor() : db4);
+  const Tensor dz = unfused_dz(op, b.act, b.dy, b.saved, weight_ok ? Tensor() : db4, p.format);
   if (!data_ok) conv_grad(op, true, dz, b.w, dx, p);
   if (!weight_ok && dw.defined()) conv_grad(op, false, dz, b.x, dw, p);
   return {dx, dw, db};

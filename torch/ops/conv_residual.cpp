@@ -105,9 +105,7 @@ Tensor activation_backward(const Tensor& dy_in, const Tensor& saved_in, c10::str
   Tensor dz = at::empty(dy.sizes(), dy.options().memory_format(fmt));
   if (dz.numel() == 0) return dz;
   const Tensor saved = act == Act::None ? Tensor() : saved_in.contiguous(fmt);
-  Status why;
-  if (!pointwise_graph_on(dy.device(), &why)) {
-    note_aten_part(op, "the activation derivative", why);
+  if (!pointwise_graph_on(dy.device(), op, "the activation derivative")) {
     return act == Act::None ? dy.clone(fmt) : aten_act_backward(act, dy, saved).contiguous(fmt);
   }
   Key key(op);

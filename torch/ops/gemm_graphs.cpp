@@ -22,32 +22,73 @@ std::atomic<bool> g_unfused_backward{false};
 }  // namespace
 bool unfused_backward() { return g_unfused_backward.load(std::memory_order_relaxed); }
 void set_unfused_backward(bool v) { g_unfused_backward.store(v); }
-void note_unfused(const char* op, const Status& why) {
+namespace {
+// Logs message() at info level the first time (op, cause) is seen; nothing is built while info
+// logging is off (these notes sit on the backward's hot path).
+template <class Message>
+void log_info_once(const char* op, const char* cause, Message message) {
+  if (!log_enabled(LogLevel::Info)) return;
   static std::mutex mu;
   static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(mu);
-  if (!log_enabled(LogLevel::Info) || !said.insert(op).second) return;
-  log_message(LogLevel::Info, std::string("dnngraph::") + op +
-                                  ": no plan for a fused backward graph; running the unfused "
-                                  "graphs (dZ written once). Why: " +
-                                  why.message());
+  if (said.insert(std::string(op) + '\n' + cause).second) log_message(LogLevel::Info, message());
+}
+}  // namespace
+void note_unfused(const char* op, const Status& why) {
+  log_info_once(op, "unfused", [&] {
+    return std::string("dnngraph::") + op +
+           ": no plan for a fused backward graph; running the unfused graphs (dZ written once). "
+           "Why: " +
+           why.message();
+  });
 }
 void note_aten_part(const char* op, const char* part, const Status& why) {
-  static std::mutex mu;
-  static std::set<std::string> said;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!log_enabled(LogLevel::Info) || !said.insert(std::string(op) + part).second) return;
-  log_message(LogLevel::Info, std::string("dnngraph::") + op + ": " + part +
-                                  " runs as ATen's kernels, the ones eager PyTorch runs for it. " +
-                                  "Why: " + why.message());
+  log_info_once(op, part, [&] {
+    return std::string("dnngraph::") + op + ": " + part +
+           " runs as ATen's kernels, the ones eager PyTorch runs for it. Why: " + why.message();
+  });
 }
 
-bool pointwise_graph_on(const at::Device& device, Status* why) {
+bool pointwise_graph_on(const at::Device& device, const char* op, const char* part) {
   if (!device.is_cuda()) return true;
-  *why = make_error(ErrorCode::NotSupported,
-                    "a graph of pointwise ops alone is not sent to the GPU engine by the torch "
-                    "ops (docs/performance.md, \"Training: what runs where\")");
+  static const Status why =
+      make_error(ErrorCode::NotSupported,
+                 "a graph of pointwise ops alone is not sent to the GPU engine by the torch ops "
+                 "(docs/performance.md, \"Training: what runs where\")");
+  note_aten_part(op, part, why);
   return false;
+}
+
+Tensor unfused_dz(const char* op, Act act, const Tensor& dy, const Tensor& saved,
+                  const Tensor& dbias, at::MemoryFormat format) {
+  enum Uid : int64_t { DY = 1, SAVED = 2, DZ = 100, DBIAS = 101 };
+  const bool has_act = act != Act::None;
+  if (!has_act && !dbias.defined()) return dy;
+  if (!dbias.defined() && !pointwise_graph_on(dy.device(), op, "the activation derivative"))
+    return aten_act_backward(act, dy, saved);
+  Tensor dz = has_act ? at::empty(dy.sizes(), dy.options().memory_format(format)) : dy;
+  Key key("unfused_dz");
+  key.add(dy).add(saved).add(dz).add(dbias).add(static_cast<int64_t>(act)).add_device(dy.device());
+  auto g = cached_graph(key, dy.device(), op, [&](Graph& gr) {
+    set_numerics(gr, dy);
+    ir::Tensor d = tensor_like(gr, DY, "dy", dy);
+    if (has_act) {
+      d = act_backward(gr, act, d, tensor_like(gr, SAVED, "saved", saved));
+      output_like(d, DZ, "dz", dz);
+    }
+    if (dbias.defined()) output_like(gr.reduction(d, {ReductionMode::Add}), DBIAS, "dbias", dbias);
+  });
+  if (!g->graph) {
+    note_aten_part(
+        op, has_act ? "the activation derivative and the bias gradient" : "the bias gradient",
+        g->unsupported);
+    if (has_act) dz = aten_act_backward(act, dy, saved);
+    if (dbias.defined()) dbias.copy_(dz.sum_to_size(dbias.sizes()));
+    return dz;
+  }
+  execute(*g, dy.device(), op,
+          {{DY, &dy}, {SAVED, &saved}, {DZ, has_act ? &dz : nullptr}, {DBIAS, &dbias}});
+  return dz;
 }
 
 namespace gemm {
@@ -64,8 +105,7 @@ enum Uid : int64_t {
   Z = 102,
   DA = 103,
   DB = 104,
-  DBIAS = 105,
-  DZ = 106
+  DBIAS = 105
 };
 
 }  // namespace
@@ -78,9 +118,7 @@ Tensor matmul_operand(const Tensor& t_in) {
 
 bool activation_graph(const char* op, const Tensor& z, Act act, const Tensor& y,
                       const Tensor& amax) {
-  Status why;
-  if (!pointwise_graph_on(z.device(), &why)) {
-    note_aten_part(op, "the activation", why);
+  if (!pointwise_graph_on(z.device(), op, "the activation")) {
     y.copy_(aten_act(act, z));
     if (amax.defined()) amax.copy_(y.abs().max());
     return true;
@@ -149,7 +187,7 @@ Epilogue epilogue(const char* op, const Tensor& a_in, const Tensor& b_in, const 
   });
   if (!g->graph && want_z) {
     // No plan with Z as a second output: Z from the graph without the activation, then Y (and
-    // AMAX) from a pointwise graph; still no ATen.
+    // AMAX) from a pointwise graph (on a GPU ATen's kernel: activation_graph).
     r.z = epilogue(op, a, b, bias, alpha, Act::None, false).y;
     if (activation_graph(op, r.z, act, r.y, want_amax ? r.amax : Tensor())) return r;
   }
@@ -229,48 +267,13 @@ bool run_fused(const char* op, const BackwardProblem& p, bool data, const Tensor
   return true;
 }
 
-// dZ (and dbias) materialized by one graph, for the unfused path. Without an activation dZ is
-// dY itself (nothing is written). Where the engine has no plan for the graph, ATen's kernels
-// compute the same (note_aten_part).
-Tensor dz_graph(const char* op, const BackwardProblem& p, const Tensor& dbias_out) {
-  const bool has_act = p.act != Act::None;
-  if (!has_act && !dbias_out.defined()) return p.dy;
-  Status why;
-  if (!dbias_out.defined() && !pointwise_graph_on(p.dy.device(), &why)) {
-    note_aten_part(op, "the activation derivative", why);
-    return aten_act_backward(p.act, p.dy, p.saved);
-  }
-  Tensor dz = has_act ? at::empty(p.dy.sizes(), p.dy.options()) : p.dy;
-  Key key("matmul_dz");
-  key.add(p.dy).add(p.saved).add(static_cast<int64_t>(p.act)).add(dbias_out);
-  key.add_device(p.dy.device());
-  auto g = cached_graph(key, p.dy.device(), op, [&](Graph& gr) {
-    set_numerics(gr, p.dy);
-    ir::Tensor d = dz_in(gr, p);
-    if (has_act) output_like(d, DZ, "dz", dz);
-    if (dbias_out.defined())
-      output_like(gr.reduction(d, {ReductionMode::Add}), DBIAS, "dbias", dbias_out);
-  });
-  if (!g->graph) {
-    note_aten_part(
-        op, has_act ? "the activation derivative and the bias gradient" : "the bias gradient",
-        g->unsupported);
-    if (has_act) dz = aten_act_backward(p.act, p.dy, p.saved);
-    if (dbias_out.defined()) dbias_out.copy_(dz.sum_to_size(dbias_out.sizes()));
-    return dz;
-  }
-  execute(*g, p.dy.device(), op,
-          {{DY, &p.dy}, {SAVED, &p.saved}, {DZ, has_act ? &dz : nullptr}, {DBIAS, &dbias_out}});
-  return dz;
-}
-
 // The unfused path: dZ once, then the plain product graphs writing into the outputs (the same
 // graphs as the fused path's without an activation); an epilogue graph and a copy only where
 // the engine has no plan for those.
 void run_unfused(const char* op, const BackwardProblem& p, const Tensor& da_out,
                  const Tensor& db_out, const Tensor& dbias_out) {
   BackwardProblem q = p;
-  q.dy = dz_graph(op, p, dbias_out);
+  q.dy = unfused_dz(op, p.act, p.dy, p.saved, dbias_out, at::MemoryFormat::Contiguous);
   q.act = Act::None;
   q.saved = Tensor();
   if (da_out.defined() && !run_fused(op, q, true, da_out, {}, {})) {
