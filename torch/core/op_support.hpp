@@ -31,6 +31,11 @@ template <class Sig>
 c10::TypedOperatorHandle<Sig> op_handle(const char* name, const char* overload = "") {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload).template typed<Sig>();
 }
+// The signatures of rms_norm and its backward (norm.cpp), which add_rms_norm also calls.
+using RmsSig = std::tuple<Tensor, Tensor>(const Tensor&, c10::SymIntArrayRef, const OptTensor&,
+                                          std::optional<double>);
+using RmsBwdSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, c10::SymIntArrayRef,
+                                             const Tensor&, const OptTensor&, std::array<bool, 2>);
 
 inline const at::Tensor& value_or_undefined(const OptTensor& t) {
   static const at::Tensor undefined;

@@ -102,8 +102,6 @@ std::tuple<Tensor, Tensor, Tensor> add_rms_norm(const Tensor& x_in, const Tensor
   });
   if (!g->graph) {  // the add by ATen, then rms_norm's own graph (it warns if it has none)
     note_aten_part(op, "the residual add", g->unsupported);
-    using RmsSig = std::tuple<Tensor, Tensor>(const Tensor&, c10::SymIntArrayRef, const OptTensor&,
-                                              std::optional<double>);
     static auto rms = op_handle<RmsSig>("dnngraph::rms_norm");
     at::add_out(sum, x, res);
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -139,13 +137,10 @@ std::tuple<Tensor, Tensor> add_rms_norm_backward(const OptTensor& dsum_in, const
   // rms_norm's backward graph, then dsum added by ATen: cuDNN 9.19 plans that graph with the add
   // fused behind it but fails at execute (a null pointer for the virtual dx), so the add is left
   // out of the graph on every engine.
-  using RmsBwdSig =
-      std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, c10::SymIntArrayRef, const Tensor&,
-                                 const OptTensor&, std::array<bool, 2>);
   static auto rms_backward = op_handle<RmsBwdSig>("dnngraph::rms_norm_backward");
   at::AutoDispatchBelowADInplaceOrView guard;
-  auto [ds, dw] = rms_backward.call(dy_in, sum_in, c10::fromIntArrayRefSlow(shape), rstd_in, w,
-                                    {mask[0], mask[1]});
+  auto [ds, dw] =
+      rms_backward.call(dy_in, sum_in, c10::fromIntArrayRefSlow(shape), rstd_in, w, mask);
   if (!mask[0]) return {Tensor(), dw};
   if (has(dsum_in)) ds.add_(*dsum_in);
   return {ds, dw};

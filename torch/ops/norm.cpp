@@ -369,10 +369,6 @@ using LnBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&
                                                     c10::SymIntArrayRef, const Tensor&,
                                                     const Tensor&, const OptTensor&,
                                                     const OptTensor&, std::array<bool, 3>);
-using RmsSig = std::tuple<Tensor, Tensor>(const Tensor&, c10::SymIntArrayRef, const OptTensor&,
-                                          std::optional<double>);
-using RmsBwdSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, c10::SymIntArrayRef,
-                                             const Tensor&, const OptTensor&, std::array<bool, 2>);
 
 class LayerNormFn : public torch::autograd::Function<LayerNormFn> {
  public:
