@@ -10,6 +10,8 @@ reported (--strict makes it an error).
     llama_d2048  Llama-style block d2048, GQA 32/8 heads of 128, RoPE, SwiGLU ff5632, b4 s2048
     resnet_c64   ResNet basic block c64 56x56, b32, channels_last
     resnet_c256  ResNet basic block c256 14x14, b64, channels_last
+  (the ResNet blocks, ours and eager alike, are moved to channels_last with the input, as
+  PyTorch's channels_last guide does: model.to(memory_format=torch.channels_last))
 
     python bench/torch/blocks.py [--blocks gpt_d1024,resnet_c64] [--iters 20] [--profile]
     python bench/torch/blocks.py --cpu-smoke   # tiny sizes on the CPU (tests run this)
@@ -112,7 +114,7 @@ def time_ms(model, x, iters, device):
     return sorted(ts)[len(ts) // 2]
 
 
-def profile(name, model, x, device, rows=15):
+def profile(name, model, x, device, rows=20):
     acts = [torch.profiler.ProfilerActivity.CPU]
     if device != "cpu":
         acts.append(torch.profiler.ProfilerActivity.CUDA)
@@ -122,12 +124,14 @@ def profile(name, model, x, device, rows=15):
         if device != "cpu":
             torch.cuda.synchronize()
     key = "self_cpu_time_total" if device == "cpu" else "self_cuda_time_total"
-    print(f"---- top kernels of {name} (dnngraph modules, 5 steps)")
-    print(prof.key_averages().table(sort_by=key, row_limit=rows))
+    print(f"---- top kernels of {name} (5 steps)")
+    print(prof.key_averages().table(sort_by=key, row_limit=rows, max_name_column_width=70))
 
 
 def run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name, failures):
     ours, ref = torch_blocks.pair(kind, device, dtype, **sizes)
+    if kind == "resnet":
+        ours, ref = (m.to(memory_format=torch.channels_last) for m in (ours, ref))
     x = make_input(kind, shape, device, dtype)
     variants = {"dnngraph": ours, "eager": ref}
     if not args.no_compile:
@@ -138,7 +142,8 @@ def run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name
             failures.append(f"{name}: {vname} differs from eager")
     ms = {v: time_ms(m, x, iters, device) for v, m in variants.items()}
     if args.profile:
-        profile(name, ours, x, device)
+        profile(f"{name} dnngraph", ours, x, device)
+        profile(f"{name} eager", ref, x, device)
     return ms
 
 
