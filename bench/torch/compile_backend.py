@@ -212,18 +212,26 @@ def main():
         elif len(shape) == 4:
             ref = ref.to(memory_format=torch.channels_last)
         x = make_input(shape, device, dtype)
-        print(f"{name}: {'fwd+bwd' if train else 'inference'} x{tuple(shape)} {dtype} on {device}")
+        print(f"{name}: {'fwd+bwd' if train else 'inference'} x{tuple(shape)} {dtype} on {device}",
+              flush=True)
         torch._dynamo.reset()
         variants = {
             "eager": ref,
             "compile": torch.compile(ref, backend=default_backend),
             "dnngraph": torch.compile(ref, backend="dnngraph", options={"inner": inner}),
         }
-        compile_s = {v: first_call_s(variants[v], x, train, device) for v in ("compile", "dnngraph")}
-        if not check("dnngraph vs eager", variants["dnngraph"], ref, x, train, tol):
-            failures.append(f"{name}: dnngraph differs from eager")
-        ms = {v: time_ms(m, x, train, iters, device) for v, m in variants.items()}
+        try:
+            compile_s = {v: first_call_s(variants[v], x, train, device) for v in ("compile", "dnngraph")}
+            if not check("dnngraph vs eager", variants["dnngraph"], ref, x, train, tol):
+                failures.append(f"{name}: dnngraph differs from eager")
+            ms = {v: time_ms(m, x, train, iters, device) for v, m in variants.items()}
+        except Exception as e:  # one block's failure must not hide the others' rows
+            failures.append(f"{name}: {type(e).__name__}: {str(e)[:300]}")
+            print(f"  FAILED: {type(e).__name__}: {e}", flush=True)
+            continue
         rows.append((name, ms, compile_s))
+        print("  " + ", ".join(f"{v} {t:.3f} ms" for v, t in ms.items())
+              + ", first call " + ", ".join(f"{v} {t:.1f} s" for v, t in compile_s.items()), flush=True)
     print()
     print("| block | eager | compile | dnngraph | compile/dnngraph | compile s | dnngraph s "
           "| compile time ratio |")
