@@ -68,6 +68,32 @@ Status add_grad_matmul(LowerContext& cx, const std::string& what, const SdpaShap
                        per_head, out);
 }
 
+// The softmax sums D [b,hq,sq,1] in float: in the plan's workspace (a scratch tensor, where the
+// frontend keeps them) in the accumulator variant, else virtual.
+Result<cudnnBackendDescriptor_t> softmax_sum_tensor(LowerContext& cx, const std::string& what,
+                                                    const SdpaShape& s) {
+  const std::vector<int64_t> row{s.b, s.hq, s.sq, 1};
+  if (!cx.variant.sdpa_dq_accumulator)
+    return cx.virtual_tensor(what + "::softmax_sum", row, DataType::Float);
+  return cx.scratch_tensor(what + "::softmax_sum", {row, {s.hq * s.sq, s.sq, 1, 1}},
+                           DataType::Float);
+}
+
+// dQ = dS . K into `tdq`: through a float accumulator in the plan's workspace (a scratch
+// tensor, then an identity into dQ) in the variant that asks for it, else straight.
+Status add_dq(LowerContext& cx, const std::string& what, const SdpaShape& s,
+              const SdpaSeqLens& lens, cudnnBackendDescriptor_t ds, cudnnBackendDescriptor_t kn,
+              cudnnBackendDescriptor_t tdq) {
+  if (!cx.variant.sdpa_dq_accumulator)
+    return sdpa_matmul(cx, what + " bmm dS.K", ds, kn, tdq, lens.q, nullptr, lens.kv);
+  const DataType f32 = DataType::Float;
+  const std::vector<int64_t> qdim{s.b, s.hq, s.sq, s.d};
+  DNNGRAPH_ASSIGN_OR_RETURN(auto acc, cx.scratch_tensor(what + "::dQ_accumulator",
+                                                        {qdim, ir::packed_strides(qdim)}, f32));
+  DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm dS.K", ds, kn, acc, lens.q, nullptr, lens.kv));
+  return add_pointwise(cx, what + " dQ", CUDNN_POINTWISE_IDENTITY, f32, acc, nullptr, nullptr, tdq);
+}
+
 }  // namespace
 
 Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
@@ -106,11 +132,7 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   // D = rowsum(dO * O): the softmax backward's per-row term.
   DNNGRAPH_ASSIGN_OR_RETURN(auto doo, vt("dO_O", {s.b, s.hq, s.sq, s.dv}, f32));
   DNNGRAPH_ASSIGN_OR_RETURN(auto dsum, vt("dO_O_sum", row, f32));
-  const bool accumulator = cx.variant.sdpa_dq_accumulator;
-  DNNGRAPH_ASSIGN_OR_RETURN(
-      auto dsum1,
-      accumulator ? cx.scratch_tensor(what + "::softmax_sum", {row, {s.hq * s.sq, s.sq, 1, 1}}, f32)
-                  : vt("softmax_sum", row, f32));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto dsum1, softmax_sum_tensor(cx, what, s));
   DNNGRAPH_TRY(pw("dO*O", CUDNN_POINTWISE_MUL, tdo, to, doo));
   DNNGRAPH_TRY(add_reduction(cx, what + " rowsum(dO*O)", CUDNN_REDUCE_TENSOR_ADD, f32, doo, dsum));
   if (ir::Tensor dsink = n.output(Role::DSINK_TOKEN))
@@ -192,13 +214,7 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   // dQ = dS . K, K viewed back in its own layout through a reshape of K^T.
   DNNGRAPH_ASSIGN_OR_RETURN(auto kn, cx.virtual_tensor(what + "::K", kview, k->data_type));
   DNNGRAPH_TRY(sdpa_reshape(cx, what + " K", tkt, kn));
-  if (!accumulator)
-    return sdpa_matmul(cx, what + " bmm dS.K", ds, kn, tdq, lens.q, nullptr, lens.kv);
-  const std::vector<int64_t> qdim{s.b, s.hq, s.sq, s.d};
-  DNNGRAPH_ASSIGN_OR_RETURN(auto acc, cx.scratch_tensor(what + "::dQ_accumulator",
-                                                        {qdim, ir::packed_strides(qdim)}, f32));
-  DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm dS.K", ds, kn, acc, lens.q, nullptr, lens.kv));
-  return add_pointwise(cx, what + " dQ", CUDNN_POINTWISE_IDENTITY, f32, acc, nullptr, nullptr, tdq);
+  return add_dq(cx, what, s, lens, ds, kn, tdq);
 }
 
 }  // namespace dnngraph::cudnn
