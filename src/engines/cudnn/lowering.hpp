@@ -47,6 +47,14 @@ struct DeviceConstant {
   std::vector<float> values;
 };
 
+// The entry of enum value e in a table in the enum's order; `outside` for a value outside it (a
+// cast integer, which validation reports).
+template <class T, size_t N, class E>
+constexpr T entry_of(const std::array<T, N>& table, E e, T outside) {
+  const auto i = static_cast<size_t>(e);
+  return i < N ? table[i] : outside;
+}
+
 cudnnDataType_t to_cudnn(DataType t);
 // Host bytes of a pass-by-value scalar in `type` (tensor.cpp); NotSupported naming tensor `name`
 // for a type that cannot carry a constant.
