@@ -29,10 +29,7 @@ std::string label(int32_t sm_count) {
 }  // namespace
 
 int main() {
-  if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
-    std::printf("SKIP sm_count: %s\n", why.c_str());
-    return 0;
-  }
+  if (bench::skipped("sm_count")) return 0;
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   gpu_test::CompareOptions o;
