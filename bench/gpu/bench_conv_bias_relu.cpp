@@ -8,10 +8,8 @@ using namespace dnngraph;
 
 int main() {
   if (bench::skipped("conv_bias_relu")) return 0;
-  gpu_test::CompareOptions o;
-  o.min_abs = 3e-2;
-  bench::print_check("conv_bias_relu N2 C32 14x14 K64 (reduced)",
-                     gpu_test::run_and_compare(seed::conv_bias_relu(2, 32, 14, 64), o));
+  gpu_test::CompareOptions o = bench::check_reduced("conv_bias_relu N2 C32 14x14 K64 (reduced)",
+                                                    seed::conv_bias_relu(2, 32, 14, 64), 3e-2);
 
   gpu_test::GpuRun run;
   o.modes = {HeurMode::A, HeurMode::B, HeurMode::Fallback};

@@ -32,10 +32,8 @@ int main() {
   if (bench::skipped("sm_count")) return 0;
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  gpu_test::CompareOptions o;
-  o.min_abs = 2e-2;
-  bench::print_check("matmul bf16 2x128x256x96, sm_count 8 (reduced)",
-                     gpu_test::run_and_compare(bf16_matmul(2, 128, 256, 96, 8), o));
+  gpu_test::CompareOptions o = bench::check_reduced(
+      "matmul bf16 2x128x256x96, sm_count 8 (reduced)", bf16_matmul(2, 128, 256, 96, 8), 2e-2);
 
   constexpr int64_t kDim = 4096;
   const double flops = 2.0 * kDim * kDim * kDim;

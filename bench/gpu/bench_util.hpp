@@ -72,6 +72,17 @@ inline void print_check(const char* what, const gpu_test::RunReport& r) {
               r.mismatches ? " first: " : "", r.first_mismatch.c_str());
 }
 
+// Comparison options with `min_abs`, under which the graph `make` builds (the benchmark's graph
+// on a reduced shape) is checked against the reference engine, the verdict printed.
+inline gpu_test::CompareOptions check_reduced(const char* what,
+                                              const std::function<void(Graph&)>& make,
+                                              double min_abs) {
+  gpu_test::CompareOptions o;
+  o.min_abs = min_abs;
+  print_check(what, gpu_test::run_and_compare(make, o));
+  return o;
+}
+
 inline const char* verdict(bool ok) { return ok ? "MET" : "MISSED"; }
 
 // True (having printed why) when there is no usable GPU: the benchmark `name` skips.
