@@ -134,10 +134,8 @@ TEST(RefSdpaDropoutGraph, DumpThenReplay) {
   s.hq = 4, s.hk = 2, s.hv = 2, s.dropout = 0.4, s.seed = 9, s.offset = 2;
   const Shapes sh(s);
   std::mt19937 gen(320);
-  Buf qb = make_buf("Q", sh.q, s.io), kb = make_buf("K", sh.k, s.io),
-      vb = make_buf("V", sh.v, s.io);
   Inputs in;
-  in.q = qb.fill(gen, -1, 1), in.k = kb.fill(gen, -1, 1), in.v = vb.fill(gen, -1, 1);
+  auto [qb, kb, vb] = qkv_bufs(s, sh, gen, in);
 
   Graph g;
   g.set_io_data_type(s.io).set_compute_data_type(DataType::Float);

@@ -136,6 +136,17 @@ struct Shapes {
         stats{s.b, s.hq, s.sq, 1} {}
 };
 
+// The graph tests' Q, K and V: buffers of the spec's shapes and I/O type, filled in that order
+// with uniform values in [-1, 1) from gen, which `in` keeps.
+struct QkvBufs {
+  Buf q, k, v;
+};
+inline QkvBufs qkv_bufs(const Spec& s, const Shapes& sh, std::mt19937& gen, Inputs& in) {
+  QkvBufs b{make_buf("Q", sh.q, s.io), make_buf("K", sh.k, s.io), make_buf("V", sh.v, s.io)};
+  in.q = b.q.fill(gen, -1, 1), in.k = b.k.fill(gen, -1, 1), in.v = b.v.fill(gen, -1, 1);
+  return b;
+}
+
 // Score of (bi, h, i, j) before masking.
 inline double score(const Spec& s, const Inputs& in, int64_t bi, int64_t h, int64_t i, int64_t j) {
   const int64_t kh = h / (s.hq / s.hk);
