@@ -30,10 +30,8 @@ namespace sdpa_harness {
 // (graph_tensor, mark_output, build_and_run, poisoned): tests/common/ref_harness.hpp.
 using namespace ref_test::hand_made;  // NOLINT(build/namespaces)
 
-struct Case : KernelCase {
-  Case(ir::OpAttrs attrs)  // NOLINT
-      : KernelCase("sdpa0", std::move(attrs)) {}
-};
+inline constexpr char kNode[] = "sdpa0";
+using Case = NamedCase<kNode>;
 
 // ------------------------------------------------------------------ problem description
 inline Buf make_int_scalar(const std::string& name, int64_t v) {
