@@ -233,25 +233,7 @@ Status sdpa_matmul(LowerContext& cx, const std::string& name, cudnnBackendDescri
                    cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c,
                    cudnnBackendDescriptor_t m_override, cudnnBackendDescriptor_t n_override,
                    cudnnBackendDescriptor_t k_override) {
-  DNNGRAPH_ASSIGN_OR_RETURN(
-      auto md, Descriptor::create(CUDNN_BACKEND_MATMUL_DESCRIPTOR, name + " (matmul desc)"));
-  const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-  DNNGRAPH_TRY(md.set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp));
-  DNNGRAPH_TRY(md.finalize(ErrorCode::NotSupported));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto od,
-                            Descriptor::create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name));
-  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, a));
-  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b));
-  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c));
-  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_DESC, md));
-  if (m_override)
-    DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, m_override));
-  if (n_override)
-    DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, n_override));
-  if (k_override)
-    DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, k_override));
-  cx.keep(std::move(md));
-  return cx.add_op(std::move(od));
+  return add_matmul(cx, name, CUDNN_DATA_FLOAT, a, b, c, m_override, n_override, k_override);
 }
 
 Status sdpa_reshape(LowerContext& cx, const std::string& name, cudnnBackendDescriptor_t x,
