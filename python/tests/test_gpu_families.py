@@ -191,6 +191,15 @@ def norm_inputs(n=8, c=64, h=4, w=4):
     return x, scale, bias
 
 
+def norm_backward(gpu, op, dy, x, scale, mean, inv, inv_name):
+    """dX, dScale and dBias of g.<op>_backward (fp32) at x with the forward's statistics."""
+    g = new_graph(gpu, torch.float32)
+    DY, X, S = g.tensor_like(dy, "dY"), g.tensor_like(x, "X"), g.tensor_like(scale, "scale")
+    M, I = g.tensor_like(mean, "mean"), g.tensor_like(inv, inv_name)
+    DX, DS, DB = getattr(g, op + "_backward")(grad=DY, input=X, scale=S, mean=M, inv_variance=I)
+    return run(g, {DY: dy, X: x, S: scale, M: mean, I: inv}, [DX, DS, DB])
+
+
 def test_layernorm_forward_backward(gpu):
     x, scale, bias = norm_inputs()
     g = new_graph(gpu, torch.float32)
@@ -208,11 +217,7 @@ def test_layernorm_forward_backward(gpu):
 
     dy = rand(*x.shape, dtype=torch.float32)
     ref.backward(dy.double())
-    g = new_graph(gpu, torch.float32)
-    DY, X, S = g.tensor_like(dy, "dY"), g.tensor_like(x, "X"), g.tensor_like(scale, "scale")
-    M, I = g.tensor_like(mean, "mean"), g.tensor_like(inv, "inv_variance")
-    DX, DS, DB = g.layernorm_backward(grad=DY, input=X, scale=S, mean=M, inv_variance=I)
-    dx, ds, db = run(g, {DY: dy, X: x, S: scale, M: mean, I: inv}, [DX, DS, DB])
+    dx, ds, db = norm_backward(gpu, "layernorm", dy, x, scale, mean, inv, "inv_variance")
     close(dx, xd.grad, torch.float32)
     close(ds, sd.grad, torch.float32)
     close(db, bd.grad, torch.float32)
@@ -266,11 +271,7 @@ def test_batchnorm_training_backward_inference_refused(gpu):
 
     dy = rand(*x.shape, dtype=torch.float32, channels_last=True)
     ref.backward(dy.double())
-    g = new_graph(gpu, torch.float32)
-    DY, X, S = g.tensor_like(dy, "dY"), g.tensor_like(x, "X"), g.tensor_like(scale, "scale")
-    M, I = g.tensor_like(mean, "mean"), g.tensor_like(inv, "inv_var")
-    DX, DS, DB = g.batchnorm_backward(grad=DY, input=X, scale=S, mean=M, inv_variance=I)
-    dx, ds, db = run(g, {DY: dy, X: x, S: scale, M: mean, I: inv}, [DX, DS, DB])
+    dx, ds, db = norm_backward(gpu, "batchnorm", dy, x, scale, mean, inv, "inv_var")
     close(dx, xd.grad, torch.float32)
     close(ds.flatten(), sd.grad.flatten(), torch.float32)
     close(db.flatten(), bd.grad.flatten(), torch.float32)
