@@ -271,10 +271,11 @@ struct MaskBuilder {
                                like, nullptr, nullptr, r, axis));
     return r;
   }
-  // y = x op b, in int32.
+  // y = x op b, in int32; y INT32, or BOOLEAN for a comparison (compare).
   Result<cudnnBackendDescriptor_t> arith(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
-                                         cudnnBackendDescriptor_t b, const std::string& tag) {
-    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt(tag, DataType::Int32));
+                                         cudnnBackendDescriptor_t b, const std::string& tag,
+                                         DataType out = DataType::Int32) {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt(tag, out));
     DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag, mode, DataType::Int32, x, b, nullptr, r));
     return r;
   }
@@ -287,9 +288,7 @@ struct MaskBuilder {
   }
   Result<cudnnBackendDescriptor_t> compare(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
                                            cudnnBackendDescriptor_t b, const std::string& tag) {
-    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt(tag, DataType::Boolean));
-    DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag, mode, DataType::Int32, x, b, nullptr, r));
-    return r;
+    return arith(mode, x, b, tag, DataType::Boolean);
   }
   // Keeps x where `keep`, else the lowest float.
   Result<cudnnBackendDescriptor_t> select(cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t keep,
