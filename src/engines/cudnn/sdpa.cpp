@@ -33,6 +33,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <variant>
 
 #include "dnngraph/ir/sdpa.hpp"
 #include "engines/cudnn/loader.hpp"
@@ -62,23 +64,16 @@ Status sdpa_mask_rules(const std::string& what, const ir::SdpaOptions& a, int64_
 }
 
 Status sdpa_precheck(const ir::Node& n) {
-  const ir::SdpaOptions* a = nullptr;
-  switch (n.kind()) {
-    case ir::OpKind::SdpaFwd:
-      a = &n.as<ir::SdpaAttrs>();
-      break;
-    case ir::OpKind::SdpaBwd:
-      a = &n.as<ir::SdpaBwdAttrs>();
-      break;
-    case ir::OpKind::SdpaFp8Fwd:
-      a = &n.as<ir::SdpaFp8Attrs>();
-      break;
-    case ir::OpKind::SdpaFp8Bwd:
-      a = &n.as<ir::SdpaFp8BwdAttrs>();
-      break;
-    default:
-      return Status::ok();
-  }
+  // The SDPA family: the ops whose attributes are SdpaOptions.
+  const ir::SdpaOptions* a = std::visit(
+      [](const auto& attrs) -> const ir::SdpaOptions* {
+        if constexpr (std::is_base_of_v<ir::SdpaOptions, std::decay_t<decltype(attrs)>>)
+          return &attrs;
+        else
+          return nullptr;
+      },
+      n.attrs);
+  if (!a) return Status::ok();
   const ir::Tensor q = n.input(Role::Q);
   if (!q || q->dim.size() != 4) return Status::ok();  // lowering says what is wrong
   const bool padding = n.input(Role::SEQ_LEN_Q) || n.input(Role::SEQ_LEN_KV);
