@@ -8,10 +8,10 @@ blocks.py does so at model sizes).
 """
 
 import argparse
-import time
 
 import torch
 from torch import nn
+from torch.utils.benchmark import Timer
 
 import dnngraph.torch as dt
 
@@ -146,22 +146,14 @@ def train(model, x, target, steps=3, lr=0.05):
 
 
 def time_fwd_bwd(model, x, iters=20):
+    """Mean ms of forward+backward over `iters` back-to-back steps (torch.utils.benchmark)."""
     def step():
         model.zero_grad(set_to_none=True)
         model(x).float().square().mean().backward()
 
     for _ in range(3):
         step()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(iters):
-        start.record()
-        step()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
+    return Timer("step()", globals={"step": step}).timeit(iters).mean * 1e3
 
 
 def main():
@@ -182,7 +174,7 @@ def main():
             t_eager = time_fwd_bwd(ref, x)
             t_comp = time_fwd_bwd(torch.compile(ref), x)
             print(
-                f"{kind} bf16 {tuple(x.shape)} fwd+bwd median ms: dnngraph {t_ours:.3f}  eager "
+                f"{kind} bf16 {tuple(x.shape)} fwd+bwd mean ms: dnngraph {t_ours:.3f}  eager "
                 f"{t_eager:.3f}  torch.compile {t_comp:.3f}  (eager/dnngraph {t_eager / t_ours:.2f}x)"
             )
 

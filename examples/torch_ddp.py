@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
+from torch.utils.benchmark import Timer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_blocks  # noqa: E402
@@ -187,16 +188,10 @@ def step_ms(model, x, target, iters, warmup=5):
 
     for _ in range(warmup):  # graphs built and cached, allocator and NCCL warm
         step()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(iters):
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2], dt.fallback_count() - fallbacks
+    # A fixed count (every rank runs the same steps: each one all-reduces), synchronized at both
+    # ends; the mean per step.
+    ms = Timer("step()", globals={"step": step}).timeit(iters).mean * 1e3
+    return ms, dt.fallback_count() - fallbacks
 
 
 def single_gpu_step_ms(sizes, world, iters, device="cuda:0"):
@@ -230,7 +225,7 @@ def _bench_worker(rank, world, port, sizes, iters, result_path):
 
 
 def ddp_step_ms(sizes, world, iters):
-    """Each rank's (median step time in ms, fallbacks) of the DDP training over `world` GPUs."""
+    """Each rank's (mean step time in ms, fallbacks) of the DDP training over `world` GPUs."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "times.json")
         mp.spawn(_bench_worker, args=(world, free_port(), sizes, iters, path), nprocs=world,
@@ -246,7 +241,7 @@ def bench(sizes, world, iters):
     ratio = max(t for t, _ in per_rank) / single
     share = f"{sizes['batch'] // world}x{sizes['seq']}"
     print(f"transformer block d{sizes['dim']} h{sizes['heads']} ff{sizes['hidden']} bf16, batch "
-          f"{sizes['batch']}x{sizes['seq']} over {world} GPUs ({share} per GPU), median of {iters} "
+          f"{sizes['batch']}x{sizes['seq']} over {world} GPUs ({share} per GPU), mean of {iters} "
           "steps (forward, backward, SGD):")
     print(f"  single GPU, batch {share}, no DDP: {single:.3f} ms")
     print(f"  DDP over {world} GPUs (NCCL), per GPU: " +

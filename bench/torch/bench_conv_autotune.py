@@ -1,7 +1,7 @@
 """conv2d_bias_act against eager PyTorch and torch.compile, max-autotune included (issue 13's
 target: >= 2x eager relu(conv2d(x, w, b)) and not slower than
 torch.compile(mode="max-autotune")). Checks the result against eager first, then prints
-median times and the ratios (> 1: dnngraph faster).
+mean times and the ratios (> 1: dnngraph faster).
 
     python bench/torch/bench_conv_autotune.py                 # GPU: the tutorial's conv,
                                                               #   N32 C128 56x56 K256 3x3 NHWC bf16
@@ -13,36 +13,21 @@ them); --no-autotune leaves it out.
 """
 
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as TF
+from torch.utils.benchmark import Timer
 
 import dnngraph.torch  # noqa: F401
 from dnngraph.torch import functional as F
 
 
-def median_ms(fn, iters, cuda):
+def mean_ms(fn, iters):
+    """Mean ms of `fn` over `iters` back-to-back calls after 5 warm-up calls (torch.utils.benchmark
+    synchronizes a GPU at both ends)."""
     for _ in range(5):
         fn()
-    if cuda:
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(iters):
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
-        return statistics.median(times)
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    return Timer("fn()", globals={"fn": fn}).timeit(iters).mean * 1e3
 
 
 def main():
@@ -79,19 +64,19 @@ def main():
     tol = dict(atol=2e-2, rtol=2e-2) if dtype == torch.bfloat16 else dict(atol=1e-4, rtol=1e-4)
     with torch.no_grad():
         torch.testing.assert_close(ours(), eager(), **tol)
-        rows = [("eager relu(conv2d)", median_ms(eager, iters, cuda))]
+        rows = [("eager relu(conv2d)", mean_ms(eager, iters))]
         compiled = torch.compile(lambda x: torch.relu(TF.conv2d(x, w, b, 1, 1)))
         torch.testing.assert_close(compiled(x), eager(), **tol)
-        rows.append(("torch.compile (default)", median_ms(lambda: compiled(x), iters, cuda)))
+        rows.append(("torch.compile (default)", mean_ms(lambda: compiled(x), iters)))
         if not args.no_autotune:
             tuned = torch.compile(lambda x: torch.relu(TF.conv2d(x, w, b, 1, 1)),
                                   mode="max-autotune")
             torch.testing.assert_close(tuned(x), eager(), **tol)
-            rows.append(("torch.compile max-autotune", median_ms(lambda: tuned(x), iters, cuda)))
-        t_ours = median_ms(ours, iters, cuda)
+            rows.append(("torch.compile max-autotune", mean_ms(lambda: tuned(x), iters)))
+        t_ours = mean_ms(ours, iters)
     name = torch.cuda.get_device_name() if cuda else "CPU"
     print(f"conv2d_bias_act relu, N{n} C{c} {hw}x{hw} K{k} 3x3 pad 1 NHWC {dtype}, {name}, "
-          f"torch {torch.__version__}, median of {iters}")
+          f"torch {torch.__version__}, mean of {iters}")
     print(f"{'':30s} {'ms':>9s}  other/dnngraph")
     print(f"{'dnngraph conv2d_bias_act':30s} {t_ours:9.4f}")
     for what, t in rows:

@@ -17,6 +17,7 @@ import time
 
 import torch
 import torch.nn.functional as TF
+from torch.utils.benchmark import Timer
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -42,18 +43,11 @@ def host_us(fn, iters):
 
 
 def gpu_ms(fn, iters):
+    """Mean ms of `fn` over `iters` back-to-back calls after 5 warm-up calls (torch.utils.benchmark
+    synchronizes the GPU at both ends)."""
     for _ in range(5):
         fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ts = []
-    for _ in range(iters):
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    return sorted(ts)[len(ts) // 2]
+    return Timer("fn()", globals={"fn": fn}).timeit(iters).mean * 1e3
 
 
 def row(what, ours, other, unit, other_name):

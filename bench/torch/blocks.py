@@ -4,7 +4,7 @@ the dnngraph block, all in one process. Outputs and gradients (input and every p
 checked against eager before anything is timed; a fallback warning of any dnngraph op is
 reported (--strict makes it an error).
 
-  blocks (bf16, CUDA events, median ms of fwd+bwd of mean(block(x)^2)):
+  blocks (bf16, mean ms of fwd+bwd of mean(block(x)^2) over back-to-back steps):
     gpt_d1024    GPT block d1024 h16 ff4096, b8 s1024
     gpt_d768     GPT block d768 h12 ff3072, b16 s512
     llama_d2048  Llama-style block d2048, GQA 32/8 heads of 128, RoPE, SwiGLU ff5632, b4 s2048
@@ -20,10 +20,10 @@ reported (--strict makes it an error).
 import argparse
 import os
 import sys
-import time
 import warnings
 
 import torch
+from torch.utils.benchmark import Timer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 import torch_blocks  # noqa: E402
@@ -92,26 +92,13 @@ def check(name, model, ref, x, tol):
     return ok
 
 
-def time_ms(model, x, iters, device):
+def time_ms(model, x, iters):
+    """Mean ms of a forward+backward over `iters` back-to-back steps (after 3 warm-up steps),
+    synchronized at both ends as a training loop runs (torch.utils.benchmark)."""
     for _ in range(3):
         step(model, x)
-    if device == "cpu":
-        ts = []
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            step(model, x)
-            ts.append((time.perf_counter() - t0) * 1e3)
-        return sorted(ts)[len(ts) // 2]
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ts = []
-    for _ in range(iters):
-        start.record()
-        step(model, x)
-        end.record()
-        torch.cuda.synchronize()
-        ts.append(start.elapsed_time(end))
-    return sorted(ts)[len(ts) // 2]
+    timer = Timer("step(model, x)", globals={"step": step, "model": model, "x": x})
+    return timer.timeit(iters).mean * 1e3
 
 
 def profile(name, model, x, device, rows=20):
@@ -140,7 +127,7 @@ def run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name
     for vname in ("dnngraph", "compile(ours)"):
         if vname in variants and not check(f"{vname} vs eager", variants[vname], ref, x, tol):
             failures.append(f"{name}: {vname} differs from eager")
-    ms = {v: time_ms(m, x, iters, device) for v, m in variants.items()}
+    ms = {v: time_ms(m, x, iters) for v, m in variants.items()}
     if args.profile:
         profile(f"{name} dnngraph", ours, x, device)
         profile(f"{name} eager", ref, x, device)
@@ -197,7 +184,7 @@ def main():
         if not args.no_compile:
             ratio += f" {ms['compile'] / ms['dnngraph']:.2f}x |"
         print(f"| {name} | {cells} |{ratio}")
-    print(f"(median ms of forward+backward, {iters} iterations, {dtype}, {device}; compile backend {backend})")
+    print(f"(mean ms of forward+backward over {iters} back-to-back steps, {dtype}, {device}; compile backend {backend})")
     if failures:
         print("FAILED: " + "; ".join(failures))
         sys.exit(1)

@@ -3,14 +3,14 @@ torch.compile (Inductor, default mode) and torch.compile(backend="dnngraph") in 
 Outputs and every gradient are checked against eager before anything is timed; the first
 compiled call of each (compile time) is measured apart.
 
-  training blocks (bf16, CUDA events, median ms of fwd+bwd of mean(block(x)^2)):
+  training blocks (bf16, mean ms of fwd+bwd of mean(block(x)^2) over back-to-back steps):
     gpt_d1024    GPT block d1024 h16 ff4096 (LayerNorm, Linear, SDPA causal, GELU tanh), b8 s1024
     gpt_d768     GPT block d768 h12 ff3072, b16 s512
     llama        Llama-style block d2048, GQA 32/8 heads of 128, RoPE, RMSNorm, SwiGLU ff5632,
                  b4 s2048
     resnet_c64   ResNet basic block c64 56x56 (Conv2d, ReLU, residual add), b32, channels_last
     resnet_c256  ResNet basic block c256 14x14, b64, channels_last
-  inference (torch.no_grad, median ms of the forward):
+  inference (torch.no_grad, mean ms of the forward over back-to-back calls):
     resnet50     ResNet-50 (torchvision's when installed, else the same bottleneck network
                  written here), random weights, eval mode, bf16, channels_last, b64 224x224
 
@@ -26,6 +26,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.benchmark import Timer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 import torch_blocks  # noqa: E402  (TorchLlamaBlock, BasicBlock(ours=False): stock modules)
@@ -152,25 +153,13 @@ def check(name, model, ref, x, train, tol):
     return ok
 
 
-def time_ms(model, x, train, iters, device):
+def time_ms(model, x, train, iters):
+    """Mean ms of a step over `iters` back-to-back steps (after 3 warm-up steps), synchronized
+    at both ends (torch.utils.benchmark)."""
     for _ in range(3):
         step(model, x, train)
-    ts = []
-    if device == "cpu":
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            step(model, x, train)
-            ts.append((time.perf_counter() - t0) * 1e3)
-    else:
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(iters):
-            start.record()
-            step(model, x, train)
-            end.record()
-            torch.cuda.synchronize()
-            ts.append(start.elapsed_time(end))
-    return sorted(ts)[len(ts) // 2]
+    timer = Timer("step(model, x, train)", globals={"step": step, "model": model, "x": x, "train": train})
+    return timer.timeit(iters).mean * 1e3
 
 
 def first_call_s(model, x, train, device):
@@ -212,18 +201,26 @@ def main():
         elif len(shape) == 4:
             ref = ref.to(memory_format=torch.channels_last)
         x = make_input(shape, device, dtype)
-        print(f"{name}: {'fwd+bwd' if train else 'inference'} x{tuple(shape)} {dtype} on {device}")
+        print(f"{name}: {'fwd+bwd' if train else 'inference'} x{tuple(shape)} {dtype} on {device}",
+              flush=True)
         torch._dynamo.reset()
         variants = {
             "eager": ref,
             "compile": torch.compile(ref, backend=default_backend),
             "dnngraph": torch.compile(ref, backend="dnngraph", options={"inner": inner}),
         }
-        compile_s = {v: first_call_s(variants[v], x, train, device) for v in ("compile", "dnngraph")}
-        if not check("dnngraph vs eager", variants["dnngraph"], ref, x, train, tol):
-            failures.append(f"{name}: dnngraph differs from eager")
-        ms = {v: time_ms(m, x, train, iters, device) for v, m in variants.items()}
+        try:
+            compile_s = {v: first_call_s(variants[v], x, train, device) for v in ("compile", "dnngraph")}
+            if not check("dnngraph vs eager", variants["dnngraph"], ref, x, train, tol):
+                failures.append(f"{name}: dnngraph differs from eager")
+            ms = {v: time_ms(m, x, train, iters) for v, m in variants.items()}
+        except Exception as e:  # one block's failure must not hide the others' rows
+            failures.append(f"{name}: {type(e).__name__}: {str(e)[:300]}")
+            print(f"  FAILED: {type(e).__name__}: {e}", flush=True)
+            continue
         rows.append((name, ms, compile_s))
+        print("  " + ", ".join(f"{v} {t:.3f} ms" for v, t in ms.items())
+              + ", first call " + ", ".join(f"{v} {t:.1f} s" for v, t in compile_s.items()), flush=True)
     print()
     print("| block | eager | compile | dnngraph | compile/dnngraph | compile s | dnngraph s "
           "| compile time ratio |")
@@ -232,7 +229,7 @@ def main():
         print(f"| {name} | {ms['eager']:.3f} | {ms['compile']:.3f} | {ms['dnngraph']:.3f} "
               f"| {ms['compile'] / ms['dnngraph']:.2f}x | {cs['compile']:.1f} | {cs['dnngraph']:.1f} "
               f"| {cs['dnngraph'] / max(cs['compile'], 1e-9):.2f} |")
-    print(f"(median ms, {iters} iterations, {dtype}, {device}; compile = torch.compile backend "
+    print(f"(mean ms over {iters} back-to-back steps, {dtype}, {device}; compile = torch.compile backend "
           f"{default_backend}, dnngraph = backend 'dnngraph' with inner {inner}; compile s = "
           "first call)")
     if failures:

@@ -179,6 +179,45 @@ def test_rope_strided_head_split(device, dtype):
     assert_close(qkv.grad, qkvr.grad, dtype, device, scale=2)
 
 
+@pytest.mark.aten_fallback
+def test_rope_aten_path_matches_the_rotation():
+    """The ATen path of rope (taken where the GPU engine has no plan; forced here with
+    DNNGRAPH_TORCH_FORCE_FALLBACK): forward and backward on a strided head split, fp32 cos/sin
+    with bf16 x, against the rotation written out in float64."""
+    import subprocess
+
+    code = (
+        "import torch, dnngraph.torch\n"
+        "from dnngraph.torch import functional as F\n"
+        "torch.manual_seed(0)\n"
+        "b, s, h, d = 2, 5, 3, 8\n"
+        "for dt in (torch.float32, torch.bfloat16):\n"
+        "    qkv = torch.randn(b, s, 2 * h * d).to(dt).requires_grad_()\n"
+        "    q = qkv[..., : h * d].view(b, s, h, d).transpose(1, 2)\n"
+        "    cos, sin = F.rope_cos_sin(s, d)\n"
+        "    y = F.rope(q, cos, sin)\n"
+        "    qr = q.detach().double().requires_grad_()\n"
+        "    c, sn = cos.double(), sin.double()\n"
+        "    x1, x2 = qr[..., : d // 2], qr[..., d // 2 :]\n"
+        "    yr = torch.cat([x1 * c - x2 * sn, x2 * c + x1 * sn], -1)\n"
+        "    tol = dict(atol=1e-5, rtol=1e-5) if dt == torch.float32 else dict(atol=2e-2, rtol=1e-2)\n"
+        "    torch.testing.assert_close(y.double(), yr, **tol)\n"
+        "    dy = torch.randn(y.shape).to(dt)\n"
+        "    y.backward(dy)\n"
+        "    yr.backward(dy.double())\n"
+        "    torch.testing.assert_close(qkv.grad[..., : h * d].view(b, s, h, d).transpose(1, 2).double(),\n"
+        "                               qr.grad, **tol)\n"
+        "    assert qkv.grad[..., h * d :].abs().sum() == 0\n"
+        "print('OK')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), DNNGRAPH_TORCH_FORCE_FALLBACK="1",
+               DNNGRAPH_TORCH_FALLBACK="warn", DNNGRAPH_LOG="info")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+    assert "rope: the rotation runs as ATen's kernels" in r.stderr, r.stderr[-3000:]
+
+
 def test_rope_gradcheck_opcheck_compile_errors():
     d = torch.float64
     x = rand(2, 2, 5, 6, dtype=d, grad=True)

@@ -63,9 +63,13 @@ Tensor rotate(const char* op, const Tensor& x, const Tensor& cos_in, const Tenso
                    g ? g->unsupported
                      : make_error(ErrorCode::NotSupported, "the halves of 'x' (D/2 = ", half,
                                   " elements) are not 16-byte aligned for the GPU engine"));
-    const Tensor sg = inverse ? -sin : sin;
-    y1.copy_(x1 * cos - x2 * sg);
-    y2.copy_(x2 * cos + x1 * sg);
+    // Three kernels, no temporaries: y = x * cos over both halves at once (cos broadcast over
+    // a pair dimension, a view), then each half adds its partner times +-sin in place.
+    const double sign = inverse ? -1.0 : 1.0;
+    Tensor pairs = y.unflatten(3, {2, half});
+    at::mul_out(pairs, x.unflatten(3, {2, half}), cos.unsqueeze(3));
+    y1.addcmul_(x2, sin, -sign);
+    y2.addcmul_(x1, sin, sign);
     return y;
   }
   execute(*g, x.device(), op,

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "dnngraph/engines/cudnn.hpp"
+#include "dnngraph/ir/sdpa.hpp"
 #include "dnngraph/storage.hpp"
 #include "engines/cudnn/plan.hpp"
 #include "engines/registry.hpp"
@@ -285,7 +286,7 @@ class CudnnCandidate final : public Candidate {
                         st_->device_name, " allows ", limit, "; another candidate may fit");
     int64_t ws = 0;
     if (cfg_.get(CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws))
-      info_.workspace_size = ws;
+      info_.workspace_size = plan_workspace(*st_, ws);
 #endif
     checked_ = true;
     return Status::ok();
@@ -381,6 +382,22 @@ std::span<const LoweringVariant> lowering_variants(const ir::ValidatedGraph& g) 
       {"sdpa_fp8: softmax stats always kept", true, false},
   };
   if (has(g, {ir::OpKind::SdpaFp8Fwd})) return kSdpaFp8;
+  // SDPA backward: the frontend's float dQ accumulator first (no dS in the workspace), then dQ
+  // straight from its matmul. dBias and ragged tensors take only the second form (the frontend
+  // too needs it for dBias).
+  static constexpr LoweringVariant kSdpaBwd[] = {
+      {"sdpa_backward: dQ through a float accumulator", false, false, true},
+      {"sdpa_backward: dQ from its matmul", false, false, false},
+  };
+  const bool accumulator_fits =
+      std::all_of(g.nodes().begin(), g.nodes().end(), [](const ir::Node& n) {
+        if (n.kind() != ir::OpKind::SdpaBwd) return true;
+        if (n.output(Role::DBIAS)) return false;
+        for (auto [role, offsets] : ir::kSdpaRaggedRoles)
+          if (n.input(offsets)) return false;
+        return true;
+      });
+  if (has(g, {ir::OpKind::SdpaBwd}) && accumulator_fits) return kSdpaBwd;
   return kDefault;
 }
 
@@ -448,6 +465,12 @@ Result<std::shared_ptr<LoweredState>> lower_once(const ir::ValidatedGraphPtr& gp
     slot.alignment = d.alignment;
     st->io.push_back(std::move(slot));
   }
+  for (const auto& sc : st->cx->scratch()) {
+    IoSlot slot{sc.uid, sc.name, false, -1, 0};
+    slot.scratch_offset = sc.offset;
+    st->io.push_back(std::move(slot));
+  }
+  st->scratch_bytes = st->cx->scratch_bytes();
   for (const auto& c : st->cx->constants()) {
     DataType type = c.value.type;
     std::string name = "constant uid " + std::to_string(c.uid);

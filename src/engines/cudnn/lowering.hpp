@@ -28,6 +28,20 @@ struct ByValueConstant {
   ir::Scalar value;
 };
 
+// A non-virtual tensor the lowering adds that no caller binds: it lives in the plan's workspace,
+// `offset` bytes past what cuDNN itself asks for (scratch_base), e.g. SDPA backward's float dQ
+// accumulator and softmax sums, where the frontend keeps them too.
+struct ScratchTensor {
+  int64_t uid;  // fresh, not a graph uid
+  std::string name;
+  int64_t offset;  // from scratch_base(cuDNN's workspace size), a multiple of kScratchAlignment
+};
+inline constexpr int64_t kScratchAlignment = 256;
+// Where the scratch tensors start in a plan's workspace, after cuDNN's `cudnn_workspace` bytes.
+inline int64_t scratch_base(int64_t cudnn_workspace) {
+  return (cudnn_workspace + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
+}
+
 // A non-virtual tensor the lowering adds whose pointer the plan derives at execute from a graph
 // input's: the input's pointer plus `byte_offset` (a window op lowered as a view, view.cpp).
 struct DerivedBinding {
@@ -71,6 +85,10 @@ struct LoweringVariant {
   bool sdpa_virtual_stats = false;
   // SDPA forward: the probabilities P kept in float instead of V's type.
   bool sdpa_float_probabilities = false;
+  // SDPA backward: dQ accumulated in a float scratch tensor then converted, and the softmax sums
+  // in scratch too (the frontend's form on cuDNN 9), instead of dQ written by its matmul (the
+  // "dP workspace" form, which materialises dS: b*h*s_q*s_kv elements of workspace).
+  bool sdpa_dq_accumulator = false;
 };
 
 // The variants to try for `g`, in order (one, the default, for graphs without alternatives).
@@ -110,6 +128,9 @@ class LowerContext {
   Result<cudnnBackendDescriptor_t> device_constant(const std::string& name,
                                                    const std::vector<int64_t>& dim,
                                                    std::vector<float> values);
+  // A new non-virtual tensor with view `v` in the plan's workspace (ScratchTensor).
+  Result<cudnnBackendDescriptor_t> scratch_tensor(const std::string& name, const TensorView& v,
+                                                  DataType type);
   // The variant being lowered (lowering_variants).
   LoweringVariant variant;
   // Descriptors of the tensors of nodes' subgraphs (SDPA score modifiers), kept so that
@@ -127,6 +148,8 @@ class LowerContext {
   const std::vector<ByValueConstant>& constants() const { return constants_; }
   const std::vector<DeviceConstant>& device_constants() const { return device_constants_; }
   const std::vector<DerivedBinding>& derived() const { return derived_; }
+  const std::vector<ScratchTensor>& scratch() const { return scratch_; }
+  int64_t scratch_bytes() const { return scratch_bytes_; }
 
  private:
   Result<cudnnBackendDescriptor_t> make_tensor(const std::string& name, const TensorView& v,
@@ -154,6 +177,8 @@ class LowerContext {
   };
   std::unordered_map<const ir::TensorAttrs*, ViewOf> views_of_;  // window outputs lowered as views
   std::vector<DerivedBinding> derived_;
+  std::vector<ScratchTensor> scratch_;
+  int64_t scratch_bytes_ = 0;
   int64_t next_uid_ = 1;
 };
 

@@ -77,8 +77,13 @@ namespace {
 
 class CudnnPlan final : public Plan {
  public:
+  // ws: what cuDNN asks for; the plan's workspace adds the scratch tensors after it.
   CudnnPlan(std::shared_ptr<LoweredState> st, Descriptor plan, std::string name, int64_t ws)
-      : st_(std::move(st)), plan_(std::move(plan)), name_(std::move(name)), workspace_(ws) {
+      : st_(std::move(st)),
+        plan_(std::move(plan)),
+        name_(std::move(name)),
+        workspace_(plan_workspace(*st_, ws)),
+        scratch_at_(scratch_base(ws)) {
     for (const auto& s : st_->io) uids_.push_back(s.uid);
     last_ptrs_.assign(uids_.size(), nullptr);
   }
@@ -197,6 +202,11 @@ class CudnnPlan final : public Plan {
         ptrs[i] = st_->device_buffers[static_cast<size_t>(s.device_constant)];
         continue;
       }
+      if (s.scratch_offset >= 0) {  // a null workspace is refused below
+        ptrs[i] =
+            workspace ? static_cast<char*>(workspace) + scratch_at_ + s.scratch_offset : nullptr;
+        continue;
+      }
       // A slice's view is bound to its source's pointer plus the offset (0 for the others):
       // one lookup and one add, as for any tensor.
       auto it = pack.find(s.source_uid >= 0 ? s.source_uid : s.uid);
@@ -297,6 +307,7 @@ class CudnnPlan final : public Plan {
   Descriptor plan_;
   std::string name_;
   int64_t workspace_;
+  int64_t scratch_at_;  // where the scratch tensors start in the workspace
   std::vector<int64_t> uids_;
   std::mutex mu_;  // guards vp_, last_ptrs_, last_ws_
   Descriptor vp_;

@@ -52,6 +52,9 @@ struct IoSlot {
   std::string source_name{};
   int64_t byte_offset = 0;
   int64_t alignment = kTensorAlignment;  // what its descriptor declares (execute checks it)
+  // A scratch tensor (LowerContext::scratch_tensor): bound to the workspace pointer plus
+  // scratch_base(cuDNN's workspace size) plus this; -1 otherwise.
+  int64_t scratch_offset = -1;
 };
 
 // Everything one lowered graph owns; shared by its candidates and plans.
@@ -64,6 +67,7 @@ struct LoweredState {
   // Device copies of the lowering's device constants (LowerContext::device_constants), freed
   // with the state.
   std::vector<void*> device_buffers;
+  int64_t scratch_bytes = 0;  // the scratch tensors' share of every plan's workspace
   int device = 0;
   cudnnHandle_t build_handle = nullptr;  // null when built deviceless
   // The deviceless target (HandleState::device_properties), else null.
@@ -84,6 +88,11 @@ struct LoweredState {
   LoweredState& operator=(const LoweredState&) = delete;
   ~LoweredState();
 };
+
+// The workspace a plan of `st` needs: what cuDNN asks for, then the scratch tensors.
+inline int64_t plan_workspace(const LoweredState& st, int64_t cudnn_workspace) {
+  return st.scratch_bytes > 0 ? scratch_base(cudnn_workspace) + st.scratch_bytes : cudnn_workspace;
+}
 
 // Deviceless builds (device_properties.cpp): the DEVICEPROP descriptor of `props`
 // (InvalidArgument when cuDNN rejects the JSON), and the one setter that hands it to a

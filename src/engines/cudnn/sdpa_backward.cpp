@@ -12,8 +12,10 @@
 //   DSINK = sum over b, s_q of exp(SINK - STATS) * D (cuDNN negates it; frontend form)
 //   dK   = dS^T . Q        dS^T: a RESHAPE like P^T
 //   dQ   = dS . K          K: a RESHAPE of the transposed K back to [b,hk,skv,d]
-// dQ is written by the matmul directly (cuDNN's "dP workspace" form, which the library sizes
-// into the plan's workspace) rather than through a separate float accumulator.
+// dQ (lowering_variants): first as the frontend forms it on cuDNN 9, the matmul into a float
+// accumulator in the plan's workspace (a scratch tensor, as are the softmax sums D) then an
+// identity into dQ; else written by the matmul directly (cuDNN's "dP workspace" form, which
+// materialises dS in the workspace cuDNN sizes; the only form with dBias).
 // GQA/MQA: dK / dV come out per query head ([b,hq,skv,d], io type) and are summed over the
 // heads that share a K / V head by a reduction.
 // Sequence lengths become GEMM M/N/K overrides as in the forward. Ragged (THD) tensors carry
@@ -104,7 +106,11 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   // D = rowsum(dO * O): the softmax backward's per-row term.
   DNNGRAPH_ASSIGN_OR_RETURN(auto doo, vt("dO_O", {s.b, s.hq, s.sq, s.dv}, f32));
   DNNGRAPH_ASSIGN_OR_RETURN(auto dsum, vt("dO_O_sum", row, f32));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto dsum1, vt("softmax_sum", row, f32));
+  const bool accumulator = cx.variant.sdpa_dq_accumulator;
+  DNNGRAPH_ASSIGN_OR_RETURN(
+      auto dsum1,
+      accumulator ? cx.scratch_tensor(what + "::softmax_sum", {row, {s.hq * s.sq, s.sq, 1, 1}}, f32)
+                  : vt("softmax_sum", row, f32));
   DNNGRAPH_TRY(pw("dO*O", CUDNN_POINTWISE_MUL, tdo, to, doo));
   DNNGRAPH_TRY(add_reduction(cx, what + " rowsum(dO*O)", CUDNN_REDUCE_TENSOR_ADD, f32, doo, dsum));
   if (ir::Tensor dsink = n.output(Role::DSINK_TOKEN))
@@ -186,7 +192,13 @@ Status lower_sdpa_backward(LowerContext& cx, const ir::Node& n) {
   // dQ = dS . K, K viewed back in its own layout through a reshape of K^T.
   DNNGRAPH_ASSIGN_OR_RETURN(auto kn, cx.virtual_tensor(what + "::K", kview, k->data_type));
   DNNGRAPH_TRY(sdpa_reshape(cx, what + " K", tkt, kn));
-  return sdpa_matmul(cx, what + " bmm dS.K", ds, kn, tdq, lens.q, nullptr, lens.kv);
+  if (!accumulator)
+    return sdpa_matmul(cx, what + " bmm dS.K", ds, kn, tdq, lens.q, nullptr, lens.kv);
+  const std::vector<int64_t> qdim{s.b, s.hq, s.sq, s.d};
+  DNNGRAPH_ASSIGN_OR_RETURN(auto acc, cx.scratch_tensor(what + "::dQ_accumulator",
+                                                        {qdim, ir::packed_strides(qdim)}, f32));
+  DNNGRAPH_TRY(sdpa_matmul(cx, what + " bmm dS.K", ds, kn, acc, lens.q, nullptr, lens.kv));
+  return add_pointwise(cx, what + " dQ", CUDNN_POINTWISE_IDENTITY, f32, acc, nullptr, nullptr, tdq);
 }
 
 }  // namespace dnngraph::cudnn

@@ -116,6 +116,21 @@ Result<cudnnBackendDescriptor_t> LowerContext::virtual_tensor(const std::string&
   return make_tensor(name, v, type, next_uid_++, true, false);
 }
 
+Result<cudnnBackendDescriptor_t> LowerContext::scratch_tensor(const std::string& name,
+                                                              const TensorView& v, DataType type) {
+  int64_t extent = 1;  // elements from the first to the last one addressed
+  for (size_t i = 0; i < v.dim.size(); ++i) extent += (v.dim[i] - 1) * v.stride[i];
+  const std::optional<int64_t> bytes = data_type_bytes(type, extent);
+  if (!bytes)
+    return make_error(ErrorCode::Internal, "scratch tensor '", name, "': no byte size for ",
+                      data_type_name(type));
+  const int64_t uid = next_uid_++;
+  DNNGRAPH_ASSIGN_OR_RETURN(auto d, make_tensor(name, v, type, uid, false, false));
+  scratch_.push_back({uid, name, scratch_bytes_});
+  scratch_bytes_ += scratch_base(*bytes);
+  return d;
+}
+
 Result<cudnnBackendDescriptor_t> LowerContext::constant(const std::string& name, ir::Scalar value,
                                                         size_t rank) {
   std::vector<int64_t> ones(rank, 1);

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The training-speed checks on the GPU machine (device tool), in one call: run from the repository
+# root with .devdeps carried (scripts/prepare-device-deps.sh). Builds the Python module, the torch
+# ops and the GPU tests (build/gpu, kept between calls on a warm machine), then
+#   tests   : the GPU tests of GTEST_FILTER (default: attention's) and the torch GPU tests of
+#             TORCH_TESTS (default: none);
+#   sdpa    : bench/torch/sdpa_compare.py (kernels of both sides, cuDNN logs with SDPA_LOG=1);
+#   blocks  : bench/torch/blocks.py $BLOCKS_ARGS (default --profile --no-compile);
+#   ops     : bench/torch/bench_torch_ops.py --no-autotune (with OPS=1).
+# STEPS picks them (default "tests sdpa blocks"). Writes build.txt and one log per step to $OUT.
+set -uo pipefail
+out=${OUT:-$(pwd)/train-device-out}
+build=build/gpu
+mkdir -p "$out"
+. scripts/device-configure.sh
+s=$(date +%s)
+[ -f "$build/build.ninja" ] || configure_device_build "$build" "$out/build.txt"
+cmake --build "$build" -j16 --target _dnngraph dnngraph_python_files dnngraph_torch dnngraph_gpu_tests \
+  >>"$out/build.txt" 2>&1
+echo "build: rc=$? ($(( $(date +%s) - s )) s)"; grep -E "error" "$out/build.txt" | head -20
+export PYTHONPATH=$build/python PYTHONUNBUFFERED=1
+steps=" ${STEPS:-tests sdpa blocks} "
+step() {  # name, timeout, command...
+  local name=$1 t=$2; shift 2
+  [[ $steps == *" $name "* ]] || return 0
+  local s=$(date +%s)
+  timeout "$t" "$@" >"$out/$name.txt" 2>&1
+  echo "$name: rc=$? ($(( $(date +%s) - s )) s)"
+}
+step tests 150 "$build/tests/dnngraph_gpu_tests" --gtest_filter="${GTEST_FILTER:-GpuSdpa*}"
+grep -E "^\[  (FAILED|PASSED) |Failure" "$out/tests.txt" | head -20
+if [ -n "${TORCH_TESTS:-}" ]; then
+  s=$(date +%s)
+  timeout "${TORCH_TESTS_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider $TORCH_TESTS >"$out/torch_tests.txt" 2>&1
+  echo "torch_tests: rc=$? ($(( $(date +%s) - s )) s)"; tail -n 12 "$out/torch_tests.txt"
+fi
+step sdpa 150 python3 bench/torch/sdpa_compare.py ${SDPA_LOG:+--log /tmp/sdpa-log}
+[ -n "${SDPA_LOG:-}" ] && gzip -9 /tmp/sdpa-log/*.log && cp /tmp/sdpa-log/*.gz "$out/"
+grep -E "^----|Self CUDA time total|sdpa_sm90|matmul_dq" "$out/sdpa.txt" | cut -c1-160 | head -20
+step blocks "${BLOCKS_TIMEOUT:-330}" env DNNGRAPH_LOG=info python3 bench/torch/blocks.py ${BLOCKS_ARGS:---profile --no-compile}
+tail -n 12 "$out/blocks.txt"
+[[ $steps == *" ops "* ]] && { step ops 200 python3 bench/torch/bench_torch_ops.py --no-autotune; tail -n 14 "$out/ops.txt"; }
+exit 0
