@@ -74,12 +74,24 @@ def single_process(kind, device, steps, lr=0.05, dtype=None):
     return train(model, x, target, steps, lr)
 
 
-def _worker(rank, world, kind, backend, port, steps, result_path, lr, dtype):
+def join_group(rank, world, backend, port):
+    """This process as rank `rank` of a `world`-process group on this machine."""
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     if backend == "nccl":
         torch.cuda.set_device(rank)  # before the group: NCCL binds each rank to its GPU
     dist.init_process_group(backend, rank=rank, world_size=world)
+
+
+def rank_batch(kind, device, rank, world, dtype=torch.float32):
+    """This rank's equal share of the reference batch: (inputs, targets)."""
+    x, target = torch_blocks.batch(kind, device, dtype)
+    assert x.shape[0] % world == 0, "the batch must split evenly over the processes"
+    return x.chunk(world)[rank], target.chunk(world)[rank]
+
+
+def _worker(rank, world, kind, backend, port, steps, result_path, lr, dtype):
+    join_group(rank, world, backend, port)
     ddp = model = None
     try:
         import dnngraph.torch  # noqa: F401  (the ops, in this process)
@@ -89,9 +101,7 @@ def _worker(rank, world, kind, backend, port, steps, result_path, lr, dtype):
         # Same seed: the same parameters on every rank.
         model, _ = torch_blocks.pair(kind, device, dtype, **config(kind, device)[1])
         ddp = DistributedDataParallel(model, device_ids=[rank] if backend == "nccl" else None)
-        x, target = torch_blocks.batch(kind, device, dtype)
-        assert x.shape[0] % world == 0, "the batch must split evenly over the processes"
-        xs, ts = x.chunk(world)[rank], target.chunk(world)[rank]
+        xs, ts = rank_batch(kind, device, rank, world, dtype)
         if kind == "resnet":
             xs = xs.contiguous(memory_format=torch.channels_last)
         losses = train(ddp, xs, ts, steps, lr, world)

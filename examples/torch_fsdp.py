@@ -71,11 +71,7 @@ def _train(model, xs, ts, steps, lr, world):
 
 
 def _worker(rank, world, backend, port, steps, result_path, lr, bf16):
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    if backend == "nccl":
-        torch.cuda.set_device(rank)  # before the group: NCCL binds each rank to its GPU
-    dist.init_process_group(backend, rank=rank, world_size=world)
+    torch_ddp.join_group(rank, world, backend, port)
     model = opt = None
     try:
         import dnngraph.torch as dt  # the ops, in this process
@@ -87,9 +83,7 @@ def _worker(rank, world, backend, port, steps, result_path, lr, bf16):
         # Same seed and sizes as the reference: the same parameters on every rank.
         model, _ = torch_blocks.pair(KIND, device, **torch_ddp.config(KIND, device)[1])
         local = sum(p.to_local().numel() for p in shard(model, mesh, bf16).parameters())
-        x, target = torch_blocks.batch(KIND, device)
-        assert x.shape[0] % world == 0, "the batch must split evenly over the processes"
-        xs, ts = x.chunk(world)[rank], target.chunk(world)[rank]
+        xs, ts = torch_ddp.rank_batch(KIND, device, rank, world)
         losses, devices, opt = _train(model, xs, ts, steps, lr, world)
         info = dict(rank=rank, device=device, output_devices=devices, local_params=local,
                     cached_graphs=dt.cache_info()["size"], fallbacks=dt.fallback_count())

@@ -4,12 +4,7 @@
 
 int main(int argc, char** argv) {
   using namespace tutorial;
-  Runner r;
-  if (!r.init(argc, argv, "conv_bias_relu")) return 2;
-  std::mt19937 gen(2026);
-  const bool ok = checked([&] {
+  return sample_main(argc, argv, "conv_bias_relu", [](Runner& r, std::mt19937& gen) {
     return conv_bias_relu(r, gen, r.gpu ? ConvSizes{4, 64, 28, 128} : ConvSizes{2, 16, 14, 32});
   });
-  std::printf("conv_bias_relu: %s\n", ok ? "PASSED" : "FAILED");
-  return ok ? 0 : 1;
 }

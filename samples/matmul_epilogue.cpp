@@ -5,13 +5,8 @@
 
 int main(int argc, char** argv) {
   using namespace tutorial;
-  Runner r;
-  if (!r.init(argc, argv, "matmul_epilogue")) return 2;
-  std::mt19937 gen(2026);
-  const bool ok = checked([&] {
+  return sample_main(argc, argv, "matmul_epilogue", [](Runner& r, std::mt19937& gen) {
     return matmul_epilogue(r, gen,
                            r.gpu ? MatmulSizes{4, 128, 256, 128} : MatmulSizes{2, 64, 128, 64});
   });
-  std::printf("matmul_epilogue: %s\n", ok ? "PASSED" : "FAILED");
-  return ok ? 0 : 1;
 }

@@ -321,4 +321,16 @@ bool checked(Fn&& fn) {
   }
 }
 
+// A sample's main: the runner from the command line, then `sample(runner, generator)` (seeded,
+// checked), printing PASSED or FAILED; the exit code says which (2: bad arguments).
+template <class Fn>
+int sample_main(int argc, char** argv, const char* name, Fn&& sample) {
+  Runner r;
+  if (!r.init(argc, argv, name)) return 2;
+  std::mt19937 gen(2026);
+  const bool ok = checked([&] { return sample(r, gen); });
+  std::printf("%s: %s\n", name, ok ? "PASSED" : "FAILED");
+  return ok ? 0 : 1;
+}
+
 }  // namespace tutorial

@@ -18,3 +18,16 @@ configure_device_build() {
     -DDNNGRAPH_CUDA=ON -DDNNGRAPH_BUILD_TOOLS=OFF -DDNNGRAPH_BUILD_PYTHON=ON \
     -DPython_EXECUTABLE="$(command -v "${PY:-python3}")" "$@" >"$log" 2>&1
 }
+
+# run_logged NAME TIMEOUT COMMAND...: runs COMMAND under `timeout` with its output in
+# $out/NAME.log, keeps its exit status in result[NAME] (an associative array of the caller) and
+# prints it with the seconds taken.
+run_logged() {
+  local name=$1 t=$2
+  shift 2
+  local s
+  s=$(date +%s)
+  timeout "$t" "$@" >"$out/$name.log" 2>&1
+  result[$name]=$?
+  echo "$name: rc=${result[$name]} ($(($(date +%s) - s)) s)"
+}

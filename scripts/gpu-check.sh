@@ -35,13 +35,7 @@ result[build]=$?
 echo "build: rc=${result[build]} ($(( $(date +%s) - start )) s)"
 if [ "${result[build]}" != 0 ]; then grep -E "error|FAILED" "$out/build.log" | head -40; fi
 
-run() {  # name, timeout, command...
-  local name=$1 t=$2; shift 2
-  local s=$(date +%s)
-  timeout "$t" "$@" >"$out/$name.log" 2>&1
-  result[$name]=$?
-  echo "$name: rc=${result[$name]} ($(( $(date +%s) - s )) s)"
-}
+run() { run_logged "$@"; }  # name, timeout, command...
 if [ -x "$build/tests/dnngraph_gpu_tests" ]; then
   run gpu_tests ${GPU_TESTS_TIMEOUT:-300} "$build/tests/dnngraph_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|error:|Expected|Which is|differ|cuDNN" "$out/gpu_tests.log" | head -60

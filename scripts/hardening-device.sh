@@ -28,8 +28,8 @@ declare -A result
   command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null
 } | tee "$out/env.txt"
 
+. "$root/scripts/device-configure.sh"
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  . "$root/scripts/device-configure.sh"
   configure_device_build "$build" "$out/build.log" -DDNNGRAPH_BUILD_BENCH=OFF -DDNNGRAPH_BUILD_SAMPLES=OFF
 fi
 cmake --build "$build" -j16 --target dnngraph_gpu_tests _dnngraph dnngraph_python_files \
@@ -37,13 +37,9 @@ cmake --build "$build" -j16 --target dnngraph_gpu_tests _dnngraph dnngraph_pytho
 result[build]=$?
 [ "${result[build]}" != 0 ] && grep -E "error|FAILED" "$out/build.log" | head -40
 
-run() {  # name, timeout, command...
-  local name=$1 t=$2; shift 2
-  local s=$(date +%s)
-  timeout "$t" "$@" >"$out/$name.log" 2>&1
-  result[$name]=$?
-  echo "$name: rc=${result[$name]} ($(( $(date +%s) - s )) s)"
-  tail -n 8 "$out/$name.log"
+run() {  # name, timeout, command...; then the log's last lines
+  run_logged "$@"
+  tail -n 8 "$out/$1.log"
 }
 
 if [ "${FAULTS:-1}" = 1 ]; then

@@ -16,6 +16,16 @@ struct Tiny {
   dnngraph::ir::Tensor a, b, y;
   std::vector<float> va, vb, vy;
   std::vector<unsigned char> ws;
+
+  dnngraph::VariantPack pack() {
+    return {{a->uid, va.data()}, {b->uid, vb.data()}, {y->uid, vy.data()}};
+  }
+  // One execute; false, the benchmark stopped with the error, when it fails.
+  bool execute(benchmark::State& state, const dnngraph::VariantPack& p) {
+    dnngraph::Status s = graph.execute(*handle, p, ws.data(), static_cast<int64_t>(ws.size()));
+    if (!s.is_ok()) state.SkipWithError(s.to_string().c_str());
+    return s.is_ok();
+  }
 };
 
 // Builds the graph once per benchmark; aborts the benchmark (not the process) on failure.
@@ -50,15 +60,9 @@ bool make_tiny(Tiny& t, benchmark::State& state) {
 void BM_ExecutePrebuiltPack(benchmark::State& state) {
   Tiny t;
   if (!make_tiny(t, state)) return;
-  dnngraph::VariantPack pack{
-      {t.a->uid, t.va.data()}, {t.b->uid, t.vb.data()}, {t.y->uid, t.vy.data()}};
-  const auto ws_bytes = static_cast<int64_t>(t.ws.size());
+  const dnngraph::VariantPack pack = t.pack();
   for (auto _ : state) {
-    dnngraph::Status s = t.graph.execute(*t.handle, pack, t.ws.data(), ws_bytes);
-    if (!s.is_ok()) {
-      state.SkipWithError(s.to_string().c_str());
-      break;
-    }
+    if (!t.execute(state, pack)) break;
     benchmark::DoNotOptimize(t.vy.data());
   }
 }
@@ -68,15 +72,8 @@ BENCHMARK(BM_ExecutePrebuiltPack);
 void BM_ExecuteFreshPack(benchmark::State& state) {
   Tiny t;
   if (!make_tiny(t, state)) return;
-  const auto ws_bytes = static_cast<int64_t>(t.ws.size());
   for (auto _ : state) {
-    dnngraph::VariantPack pack{
-        {t.a->uid, t.va.data()}, {t.b->uid, t.vb.data()}, {t.y->uid, t.vy.data()}};
-    dnngraph::Status s = t.graph.execute(*t.handle, pack, t.ws.data(), ws_bytes);
-    if (!s.is_ok()) {
-      state.SkipWithError(s.to_string().c_str());
-      break;
-    }
+    if (!t.execute(state, t.pack())) break;
     benchmark::DoNotOptimize(t.vy.data());
   }
 }

@@ -16,15 +16,6 @@ using namespace dnngraph;
 
 namespace {
 
-template <class F>
-double us_per_call(F&& f, int calls) {
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i) f();
-  auto t1 = std::chrono::steady_clock::now();
-  cudaDeviceSynchronize();
-  return std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
-}
-
 std::vector<unsigned char> output(gpu_test::GpuRun& run) {
   cudaDeviceSynchronize();
   for (size_t i = 0; i < run.bufs.size(); ++i)
@@ -55,26 +46,20 @@ void matmul64(Graph& g) {
 }  // namespace
 
 int main() {
-  if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
-    std::printf("SKIP autotune_cuda_graph: %s\n", why.c_str());
-    return 0;
-  }
+  if (bench::skipped("autotune_cuda_graph")) return 0;
   setenv("DNNGRAPH_CACHE", "memory", 1);
   PlanCache::reset_global();
 
   // ---- 1. graph-backed execute
   {
     gpu_test::GpuRun run;
-    if (Status s = run.prepare(matmul64, gpu_test::CompareOptions{}); !s) {
-      std::printf("ERROR %s\n", s.to_string().c_str());
-      return 1;
-    }
+    if (bench::failed(run.prepare(matmul64, gpu_test::CompareOptions{}))) return 1;
     (void)run.run_once();
     const auto want = output(run);
     const int calls = 20000;
     for (int i = 0; i < 2000; ++i) (void)run.g.execute(*run.handle, run.pack, run.dev.ws);
     const double plain =
-        us_per_call([&] { (void)run.g.execute(*run.handle, run.pack, run.dev.ws); }, calls);
+        bench::us_per_call([&] { (void)run.g.execute(*run.handle, run.pack, run.dev.ws); }, calls);
     run.g.set_cuda_graph_execute(true);
     for (size_t i = 0; i < run.bufs.size(); ++i)
       if (run.bufs[i].is_output) cudaMemset(run.dev.ptrs[i], 0xff, run.bufs[i].bytes);
@@ -82,7 +67,7 @@ int main() {
     const bool same = first.is_ok() && output(run) == want;
     for (int i = 0; i < 2000; ++i) (void)run.g.execute(*run.handle, run.pack, run.dev.ws);
     const double replay =
-        us_per_call([&] { (void)run.g.execute(*run.handle, run.pack, run.dev.ws); }, calls);
+        bench::us_per_call([&] { (void)run.g.execute(*run.handle, run.pack, run.dev.ws); }, calls);
     std::printf("CHECK graph-backed execute identical to execute: %s%s\n", same ? "PASS" : "FAIL",
                 first ? "" : (" " + first.to_string()).c_str());
     std::printf(
@@ -94,10 +79,7 @@ int main() {
   // ---- 2. autotune on the tutorial's conv
   gpu_test::GpuRun run;
   gpu_test::CompareOptions o;
-  if (Status s = run.prepare(seed::conv_bias_relu(32, 128, 56, 256), o); !s) {
-    std::printf("ERROR %s\n", s.to_string().c_str());
-    return 1;
-  }
+  if (bench::failed(run.prepare(seed::conv_bias_relu(32, 128, 56, 256), o))) return 1;
   auto ws = run.g.get_autotune_workspace_size();
   void* w = nullptr;
   if (!ws || cudaMalloc(&w, static_cast<size_t>(std::max<int64_t>(*ws, 1))) != cudaSuccess) {

@@ -7,25 +7,15 @@
 using namespace dnngraph;
 
 int main() {
-  if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
-    std::printf("SKIP conv_bias_relu: %s\n", why.c_str());
-    return 0;
-  }
-  gpu_test::CompareOptions o;
-  o.min_abs = 3e-2;
-  bench::print_check("conv_bias_relu N2 C32 14x14 K64 (reduced)",
-                     gpu_test::run_and_compare(seed::conv_bias_relu(2, 32, 14, 64), o));
+  if (bench::skipped("conv_bias_relu")) return 0;
+  gpu_test::CompareOptions o = bench::check_reduced("conv_bias_relu N2 C32 14x14 K64 (reduced)",
+                                                    seed::conv_bias_relu(2, 32, 14, 64), 3e-2);
 
   gpu_test::GpuRun run;
   o.modes = {HeurMode::A, HeurMode::B, HeurMode::Fallback};
-  if (Status s = run.prepare(seed::conv_bias_relu(32, 128, 56, 256), o, BuildPlanPolicy::All); !s) {
-    std::printf("ERROR %s\n", s.to_string().c_str());
+  if (bench::failed(run.prepare(seed::conv_bias_relu(32, 128, 56, 256), o, BuildPlanPolicy::All)))
     return 1;
-  }
-  if (Status s = run.run_once(); !s) {
-    std::printf("ERROR %s\n", s.to_string().c_str());
-    return 1;
-  }
+  if (bench::failed(run.run_once())) return 1;
   const double flops = 2.0 * 32 * 256 * 56 * 56 * 128 * 9;
   std::printf("candidates (build_plan_policy ALL):\n");
   double best = 1e30, heur = -1;

@@ -38,22 +38,10 @@ Result<cd::Descriptor> tensor(int64_t uid, const char* name) {
   return d;
 }
 
-template <class F>
-double us_per_call(F&& f, int calls) {
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i) f();
-  auto t1 = std::chrono::steady_clock::now();
-  cudaDeviceSynchronize();
-  return std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
-}
-
 }  // namespace
 
 int main() {
-  if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
-    std::printf("SKIP host_overhead: %s\n", why.c_str());
-    return 0;
-  }
+  if (bench::skipped("host_overhead")) return 0;
   const cd::Api* api = cd::api();
   // ---- raw cuDNN
   cudnnHandle_t raw = nullptr;
@@ -163,7 +151,7 @@ int main() {
   for (int round = 0; round < 15; ++round)
     for (int k = 0; k < 3; ++k) {
       const int which = (round + k) % 3;
-      r[which].push_back(us_per_call(calls[which], 3000));
+      r[which].push_back(bench::us_per_call(calls[which], 3000));
     }
   auto med = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());

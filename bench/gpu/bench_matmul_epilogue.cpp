@@ -16,10 +16,7 @@ void use_host_alpha(gpu_test::GpuRun& run, float* alpha) {
 }  // namespace
 
 int main() {
-  if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
-    std::printf("SKIP matmul_epilogue: %s\n", why.c_str());
-    return 0;
-  }
+  if (bench::skipped("matmul_epilogue")) return 0;
   gpu_test::CompareOptions o;
   o.min_abs = 3e-2;
   o.tol_scale = 2;
@@ -40,16 +37,10 @@ int main() {
     bench::print_check("matmul_epilogue 2x64x128x64 (reduced)", r);
   }
   gpu_test::GpuRun run;
-  if (Status s = run.prepare(seed::matmul_epilogue(16, 512, 1024, 512), o); !s) {
-    std::printf("ERROR %s\n", s.to_string().c_str());
-    return 1;
-  }
+  if (bench::failed(run.prepare(seed::matmul_epilogue(16, 512, 1024, 512), o))) return 1;
   use_host_alpha(run, &alpha);
   bench::Timing t = bench::time_execute(run, 20, 200);
-  if (!t.status) {
-    std::printf("ERROR %s\n", t.status.to_string().c_str());
-    return 1;
-  }
+  if (bench::failed(t.status)) return 1;
   const double flops = 2.0 * 16 * 512 * 1024 * 512;
   std::printf("RESULT matmul_epilogue plan %s: %.4f ms (min %.4f), %.1f TFLOP/s\n",
               run.plan_name.c_str(), t.median_ms, t.min_ms, flops / t.median_ms / 1e9);

@@ -84,10 +84,7 @@ double time_graph(const char* what, const std::function<void(Graph&)>& make,
 }  // namespace
 
 int main() {
-  if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
-    std::printf("SKIP sdpa_backward: %s\n", why.c_str());
-    return 0;
-  }
+  if (bench::skipped("sdpa_backward")) return 0;
   bench::print_check("sdpa fwd (training) b1 h2 s128 d64",
                      gpu_test::run_and_compare(forward(1, 2, 128, 64), options(false)));
   bench::print_check("sdpa bwd b1 h2 s128 d64",

@@ -8,24 +8,13 @@
 using namespace dnngraph;
 
 int main() {
-  if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
-    std::printf("SKIP sdpa_causal: %s\n", why.c_str());
-    return 0;
-  }
-  gpu_test::CompareOptions o;
-  o.min_abs = 2e-2;
-  bench::print_check("sdpa_causal b1 h2 s128 d64 (reduced)",
-                     gpu_test::run_and_compare(seed::sdpa_causal(1, 2, 128, 64), o));
+  if (bench::skipped("sdpa_causal")) return 0;
+  gpu_test::CompareOptions o = bench::check_reduced("sdpa_causal b1 h2 s128 d64 (reduced)",
+                                                    seed::sdpa_causal(1, 2, 128, 64), 2e-2);
   gpu_test::GpuRun run;
-  if (Status s = run.prepare(seed::sdpa_causal(4, 16, 1024, 64), o); !s) {
-    std::printf("ERROR %s\n", s.to_string().c_str());
-    return 1;
-  }
+  if (bench::failed(run.prepare(seed::sdpa_causal(4, 16, 1024, 64), o))) return 1;
   bench::Timing t = bench::time_execute(run, 20, 200);
-  if (!t.status) {
-    std::printf("ERROR %s\n", t.status.to_string().c_str());
-    return 1;
-  }
+  if (bench::failed(t.status)) return 1;
   // Causal: about half of the 4*b*h*s*s*d multiply-adds.
   const double flops = 4.0 * 4 * 16 * 1024.0 * 1024 * 64 / 2;
   std::printf("RESULT sdpa_causal plan %s: %.4f ms (min %.4f), %.1f TFLOP/s\n",

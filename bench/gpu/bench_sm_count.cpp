@@ -29,16 +29,11 @@ std::string label(int32_t sm_count) {
 }  // namespace
 
 int main() {
-  if (auto why = gpu_test::gpu_unavailable_reason(); !why.empty()) {
-    std::printf("SKIP sm_count: %s\n", why.c_str());
-    return 0;
-  }
+  if (bench::skipped("sm_count")) return 0;
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  gpu_test::CompareOptions o;
-  o.min_abs = 2e-2;
-  bench::print_check("matmul bf16 2x128x256x96, sm_count 8 (reduced)",
-                     gpu_test::run_and_compare(bf16_matmul(2, 128, 256, 96, 8), o));
+  gpu_test::CompareOptions o = bench::check_reduced(
+      "matmul bf16 2x128x256x96, sm_count 8 (reduced)", bf16_matmul(2, 128, 256, 96, 8), 2e-2);
 
   constexpr int64_t kDim = 4096;
   const double flops = 2.0 * kDim * kDim * kDim;

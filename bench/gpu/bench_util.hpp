@@ -5,8 +5,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "../../tests/gpu/compare.hpp"
@@ -70,6 +72,42 @@ inline void print_check(const char* what, const gpu_test::RunReport& r) {
               r.mismatches ? " first: " : "", r.first_mismatch.c_str());
 }
 
+// Comparison options with `min_abs`, under which the graph `make` builds (the benchmark's graph
+// on a reduced shape) is checked against the reference engine, the verdict printed.
+inline gpu_test::CompareOptions check_reduced(const char* what,
+                                              const std::function<void(Graph&)>& make,
+                                              double min_abs) {
+  gpu_test::CompareOptions o;
+  o.min_abs = min_abs;
+  print_check(what, gpu_test::run_and_compare(make, o));
+  return o;
+}
+
 inline const char* verdict(bool ok) { return ok ? "MET" : "MISSED"; }
+
+// True (having printed why) when there is no usable GPU: the benchmark `name` skips.
+inline bool skipped(const char* name) {
+  const std::string why = gpu_test::gpu_unavailable_reason();
+  if (why.empty()) return false;
+  std::printf("SKIP %s: %s\n", name, why.c_str());
+  return true;
+}
+
+// True (having printed it) when s is an error.
+inline bool failed(const Status& s) {
+  if (s) return false;
+  std::printf("ERROR %s\n", s.to_string().c_str());
+  return true;
+}
+
+// Host microseconds per call of f over `calls` calls (the device synchronized after them).
+template <class F>
+double us_per_call(F&& f, int calls) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) f();
+  auto t1 = std::chrono::steady_clock::now();
+  cudaDeviceSynchronize();
+  return std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
+}
 
 }  // namespace dnngraph::bench

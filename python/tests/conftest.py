@@ -180,6 +180,42 @@ def elem_strides(a):
     return [s // a.itemsize for s in a.strides]
 
 
+def scalar_mul_graph(handle, dtype):
+    """Y = X [2, 2] * s, s a [1, 1] pass-by-value scalar of dtype, all else FLOAT; not built.
+    Returns the graph and X, S, Y."""
+    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
+                      compute_data_type=cudnn.data_type.FLOAT)
+    X = g.tensor(name="X", dim=[2, 2], data_type=cudnn.data_type.FLOAT)
+    S = g.tensor(name="s", dim=[1, 1], data_type=dtype, is_pass_by_value=True)
+    Y = g.mul(a=X, b=S)
+    Y.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    return g, X, S, Y
+
+
+# Array objects that offer execute() one protocol only (numpy arrays behind them).
+
+class InterfaceArray:
+    """Only __array_interface__ (or __cuda_array_interface__ with cuda=True)."""
+
+    def __init__(self, a, cuda=False):
+        self.a = a
+        name = "__cuda_array_interface__" if cuda else "__array_interface__"
+        setattr(self, name, dict(a.__array_interface__))
+
+
+class DLPackArray:
+    """Only the DLPack protocol."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
 def tensor_of(graph, a, name):
     """Describes numpy array `a` (dims, strides in elements, dtype) as a graph tensor."""
     dt = {np.dtype(np.float32): cudnn.data_type.FLOAT, np.dtype(np.float16): cudnn.data_type.HALF,

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import dnngraph as cudnn
-from conftest import assert_close, build, poisoned, tensor_of, workspace_for
+from conftest import (DLPackArray, InterfaceArray, assert_close, build, poisoned, tensor_of,
+                      workspace_for)
 
 
 def small_graph(handle, rng, name="g", uids=False):
@@ -381,28 +382,6 @@ class DataPtrArray:
 
     def data_ptr(self):
         return self.a.ctypes.data
-
-
-class InterfaceArray:
-    """Only __array_interface__ (or __cuda_array_interface__ with cuda=True)."""
-
-    def __init__(self, a, cuda=False):
-        self.a = a
-        name = "__cuda_array_interface__" if cuda else "__array_interface__"
-        setattr(self, name, dict(a.__array_interface__))
-
-
-class DLPackArray:
-    """Only the DLPack protocol."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, **kw):
-        return self.a.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
 
 
 def test_pack_values_through_every_protocol(handle, rng):

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import dnngraph as cudnn
-from conftest import assert_close, build, poisoned, workspace_for
+from conftest import (DLPackArray, InterfaceArray, assert_close, build, poisoned, scalar_mul_graph,
+                      workspace_for)
 
 
 def add_graph(handle, name="g", shape=(2, 3, 4)):
@@ -95,22 +96,7 @@ def test_array_interface_and_dlpack_layouts_are_checked(handle, ab):
     g, (A, B, Y) = add_graph(handle)
     a, b = ab
 
-    class Iface:
-        def __init__(self, x):
-            self.x = x
-            self.__array_interface__ = dict(x.__array_interface__)
-
-    class DL:
-        def __init__(self, x):
-            self.x = x
-
-        def __dlpack__(self, **kw):
-            return self.x.__dlpack__(**kw)
-
-        def __dlpack_device__(self):
-            return self.x.__dlpack_device__()
-
-    for wrap in (Iface, DL):
+    for wrap in (InterfaceArray, DLPackArray):
         with pytest.raises(ValueError, match="'A'.*strides"):
             g.execute({A: wrap(np.asfortranarray(a)), B: b, Y: poisoned((2, 3, 4))},
                       workspace_for(g))
@@ -161,12 +147,7 @@ def test_huge_uid_key_is_a_value_error(handle, ab):
 # ---------------------------------------------------------------- by-value scalars
 
 def scalar_graph(handle, dtype):
-    g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
-                      compute_data_type=cudnn.data_type.FLOAT)
-    X = g.tensor(name="X", dim=[2, 2], data_type=cudnn.data_type.FLOAT)
-    S = g.tensor(name="s", dim=[1, 1], data_type=dtype, is_pass_by_value=True)
-    Y = g.mul(a=X, b=S)
-    Y.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    g, X, S, Y = scalar_mul_graph(handle, dtype)
     build(g)
     return g, X, S, Y
 

@@ -89,6 +89,16 @@ def test_conv_fprop_bias_relu(gpu):
     close(y, ref, torch.bfloat16)
 
 
+def conv_grad(gpu, op, inputs, like, args):
+    """The fp16 output of g.<op> on inputs {keyword: (tensor, name)}, given like's dims and
+    strides."""
+    g = new_graph(gpu, torch.float16)
+    tensors = {key: g.tensor_like(t, name) for key, (t, name) in inputs.items()}
+    out = getattr(g, op)(**tensors, **args)
+    out.set_dim(list(like.shape)).set_stride(list(like.stride()))
+    return run(g, {tensors[key]: t for key, (t, _) in inputs.items()}, [out])[0]
+
+
 def test_conv_dgrad_wgrad(gpu):
     x = rand(2, 16, 12, 12, dtype=torch.float16, channels_last=True)
     w = rand(32, 16, 3, 3, dtype=torch.float16, channels_last=True)
@@ -97,18 +107,9 @@ def test_conv_dgrad_wgrad(gpu):
     ref_dx = torch.nn.grad.conv2d_input(x.shape, w.float(), dy.float(), stride=2, padding=1)
     ref_dw = torch.nn.grad.conv2d_weight(x.float(), w.shape, dy.float(), stride=2, padding=1)
 
-    g = new_graph(gpu, torch.float16)
-    DY, W = g.tensor_like(dy, "dY"), g.tensor_like(w, "W")
-    DX = g.conv_dgrad(loss=DY, filter=W, **args)
-    DX.set_dim(list(x.shape)).set_stride(list(x.stride()))
-    (dx,) = run(g, {DY: dy, W: w}, [DX])
+    dx = conv_grad(gpu, "conv_dgrad", {"loss": (dy, "dY"), "filter": (w, "W")}, x, args)
     close(dx, ref_dx, torch.float16)
-
-    g = new_graph(gpu, torch.float16)
-    X, DY = g.tensor_like(x, "X"), g.tensor_like(dy, "dY")
-    DW = g.conv_wgrad(image=X, loss=DY, **args)
-    DW.set_dim(list(w.shape)).set_stride(list(w.stride()))
-    (dw,) = run(g, {X: x, DY: dy}, [DW])
+    dw = conv_grad(gpu, "conv_wgrad", {"image": (x, "X"), "loss": (dy, "dY")}, w, args)
     close(dw, ref_dw, torch.float16)
 
 
@@ -191,6 +192,15 @@ def norm_inputs(n=8, c=64, h=4, w=4):
     return x, scale, bias
 
 
+def norm_backward(gpu, op, dy, x, scale, mean, inv, inv_name):
+    """dX, dScale and dBias of g.<op>_backward (fp32) at x with the forward's statistics."""
+    g = new_graph(gpu, torch.float32)
+    DY, X, S = g.tensor_like(dy, "dY"), g.tensor_like(x, "X"), g.tensor_like(scale, "scale")
+    M, I = g.tensor_like(mean, "mean"), g.tensor_like(inv, inv_name)
+    DX, DS, DB = getattr(g, op + "_backward")(grad=DY, input=X, scale=S, mean=M, inv_variance=I)
+    return run(g, {DY: dy, X: x, S: scale, M: mean, I: inv}, [DX, DS, DB])
+
+
 def test_layernorm_forward_backward(gpu):
     x, scale, bias = norm_inputs()
     g = new_graph(gpu, torch.float32)
@@ -208,11 +218,7 @@ def test_layernorm_forward_backward(gpu):
 
     dy = rand(*x.shape, dtype=torch.float32)
     ref.backward(dy.double())
-    g = new_graph(gpu, torch.float32)
-    DY, X, S = g.tensor_like(dy, "dY"), g.tensor_like(x, "X"), g.tensor_like(scale, "scale")
-    M, I = g.tensor_like(mean, "mean"), g.tensor_like(inv, "inv_variance")
-    DX, DS, DB = g.layernorm_backward(grad=DY, input=X, scale=S, mean=M, inv_variance=I)
-    dx, ds, db = run(g, {DY: dy, X: x, S: scale, M: mean, I: inv}, [DX, DS, DB])
+    dx, ds, db = norm_backward(gpu, "layernorm", dy, x, scale, mean, inv, "inv_variance")
     close(dx, xd.grad, torch.float32)
     close(ds, sd.grad, torch.float32)
     close(db, bd.grad, torch.float32)
@@ -266,11 +272,7 @@ def test_batchnorm_training_backward_inference_refused(gpu):
 
     dy = rand(*x.shape, dtype=torch.float32, channels_last=True)
     ref.backward(dy.double())
-    g = new_graph(gpu, torch.float32)
-    DY, X, S = g.tensor_like(dy, "dY"), g.tensor_like(x, "X"), g.tensor_like(scale, "scale")
-    M, I = g.tensor_like(mean, "mean"), g.tensor_like(inv, "inv_var")
-    DX, DS, DB = g.batchnorm_backward(grad=DY, input=X, scale=S, mean=M, inv_variance=I)
-    dx, ds, db = run(g, {DY: dy, X: x, S: scale, M: mean, I: inv}, [DX, DS, DB])
+    dx, ds, db = norm_backward(gpu, "batchnorm", dy, x, scale, mean, inv, "inv_var")
     close(dx, xd.grad, torch.float32)
     close(ds.flatten(), sd.grad.flatten(), torch.float32)
     close(db.flatten(), bd.grad.flatten(), torch.float32)

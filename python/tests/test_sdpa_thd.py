@@ -247,18 +247,22 @@ def test_chunked_prefill_buffers_of_the_token_total(handle, rng):
     check_per_sequence(t, 8, bottom_right=True)
 
 
+def expect_refused(g, pack, outputs, match):
+    """Built g's execute on pack refused (ValueError matching `match`), the outputs unwritten."""
+    build(g)
+    with pytest.raises(ValueError, match=match):
+        g.execute(pack, workspace_for(g))
+    assert all(np.all(np.isnan(t.buf)) for t in outputs), "a refused execute wrote"
+
+
 @pytest.mark.parametrize("form", ["flat", "torch"])
 def test_offset_past_a_token_total_buffer_is_refused(handle, rng, form):
     # O's last sequence moved one token on: its 3 rows end one token past the 17-token buffer.
     bad = np.array([0, 5, 15, 18], np.int32).reshape(-1, 1, 1, 1)
     g, pack, (_, _, _, o, st) = thd_graph(handle, rng, [5, 9, 3], [5, 9, 3], 12, 12, 2, 8, True,
                                           o_offsets=bad, exact=True, form=form)
-    build(g)
-    with pytest.raises(ValueError, match=r"'sdpa_thd::O' \(uid \d+\): sequence 2 starts at "
-                                         r"element 240 .* reach element 287, but the array "
-                                         r"holds 272 elements \(1088 bytes\)"):
-        g.execute(pack, workspace_for(g))
-    assert np.all(np.isnan(o.buf)) and np.all(np.isnan(st.buf)), "a refused execute wrote"
+    expect_refused(g, pack, (o, st), r"'sdpa_thd::O' \(uid \d+\): sequence 2 starts at element "
+                   r"240 .* reach element 287, but the array holds 272 elements \(1088 bytes\)")
 
 
 def test_lengths_past_a_token_total_buffer_are_refused(handle, rng):
@@ -267,9 +271,5 @@ def test_lengths_past_a_token_total_buffer_are_refused(handle, rng):
                                           exact=True)
     seq_q = next(t for t in pack if getattr(t, "get_name", lambda: "")() == "seq_q")
     pack[seq_q] = np.array([5, 9, 4], np.int32).reshape(-1, 1, 1, 1)
-    build(g)
-    with pytest.raises(ValueError, match=r"'Q' \(uid \d+\): sequence 2 .* its 4 rows "
-                                         r"\('seq_q'\) reach element 287, but the array holds "
-                                         r"272 elements"):
-        g.execute(pack, workspace_for(g))
-    assert np.all(np.isnan(o.buf)) and np.all(np.isnan(st.buf)), "a refused execute wrote"
+    expect_refused(g, pack, (o, st), r"'Q' \(uid \d+\): sequence 2 .* its 4 rows \('seq_q'\) "
+                   r"reach element 287, but the array holds 272 elements")

@@ -5,12 +5,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
 
 namespace dnngraph {
 namespace {
+
+// The levels' names, in LogLevel order.
+constexpr std::string_view kLevelNames[] = {"off", "error", "warn", "info", "debug", "dispatch"};
 
 LogLevel parse_level(const char* v) {
   if (!v || !*v) return LogLevel::Off;
@@ -53,21 +57,8 @@ Logger& logger() {
 }  // namespace
 
 std::string_view log_level_name(LogLevel l) {
-  switch (l) {
-    case LogLevel::Off:
-      return "off";
-    case LogLevel::Error:
-      return "error";
-    case LogLevel::Warn:
-      return "warn";
-    case LogLevel::Info:
-      return "info";
-    case LogLevel::Debug:
-      return "debug";
-    case LogLevel::Dispatch:
-      return "dispatch";
-  }
-  return "off";
+  const auto i = static_cast<size_t>(l);
+  return i < std::size(kLevelNames) ? kLevelNames[i] : "off";
 }
 
 LogLevel log_level() { return logger().level.load(std::memory_order_relaxed); }

@@ -29,6 +29,22 @@ constexpr std::array<std::string_view, 14> kDataTypeNames = {
     "NOT_SET", "FLOAT", "DOUBLE", "HALF",  "BFLOAT16", "FP8_E4M3", "FP8_E5M2",
     "INT8",    "UINT8", "INT32",  "INT64", "BOOLEAN",  "FP8_E8M0", "FP4_E2M1"};
 constexpr std::array<int64_t, 14> kDataTypeBits = {0, 32, 64, 16, 16, 8, 8, 8, 8, 32, 64, 1, 8, 4};
+// Neither: NOT_SET and BOOLEAN.
+enum class TypeKind { Neither, Floating, Integral };
+constexpr std::array<TypeKind, 14> kDataTypeKinds = {
+    TypeKind::Neither,  TypeKind::Floating, TypeKind::Floating, TypeKind::Floating,
+    TypeKind::Floating, TypeKind::Floating, TypeKind::Floating, TypeKind::Integral,
+    TypeKind::Integral, TypeKind::Integral, TypeKind::Integral, TypeKind::Neither,
+    TypeKind::Floating, TypeKind::Floating};
+
+// The entry of type t in a table in DataType order, `outside` for a value outside it.
+template <class T>
+T entry(const std::array<T, 14>& table, DataType t, T outside) {
+  const int i = static_cast<int>(t);
+  return i >= 0 && static_cast<size_t>(i) < table.size() ? table[static_cast<size_t>(i)] : outside;
+}
+
+TypeKind kind_of(DataType t) { return entry(kDataTypeKinds, t, TypeKind::Neither); }
 
 constexpr std::array<std::string_view, kPointwiseModeCount> kPointwiseNames = {
     "ADD",
@@ -91,12 +107,7 @@ constexpr std::array<std::string_view, 6> kErrorNames = {
 
 }  // namespace
 
-int64_t data_type_bits(DataType t) {
-  const int i = static_cast<int>(t);
-  return i >= 0 && static_cast<size_t>(i) < kDataTypeBits.size()
-             ? kDataTypeBits[static_cast<size_t>(i)]
-             : 0;
-}
+int64_t data_type_bits(DataType t) { return entry(kDataTypeBits, t, int64_t{0}); }
 int64_t data_type_size(DataType t) {
   const int64_t bits = data_type_bits(t);
   return bits % 8 == 0 ? bits / 8 : 0;
@@ -121,32 +132,8 @@ std::string_view data_type_name(DataType t) { return name_of(kDataTypeNames, t);
 std::optional<DataType> data_type_from_name(std::string_view s) {
   return find_name<DataType>(kDataTypeNames, s);
 }
-bool is_floating(DataType t) {
-  switch (t) {
-    case DataType::Float:
-    case DataType::Double:
-    case DataType::Half:
-    case DataType::BFloat16:
-    case DataType::FP8_E4M3:
-    case DataType::FP8_E5M2:
-    case DataType::FP8_E8M0:
-    case DataType::FP4_E2M1:
-      return true;
-    default:
-      return false;
-  }
-}
-bool is_integral(DataType t) {
-  switch (t) {
-    case DataType::Int8:
-    case DataType::UInt8:
-    case DataType::Int32:
-    case DataType::Int64:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_floating(DataType t) { return kind_of(t) == TypeKind::Floating; }
+bool is_integral(DataType t) { return kind_of(t) == TypeKind::Integral; }
 
 std::string_view pointwise_mode_name(PointwiseMode m) { return name_of(kPointwiseNames, m); }
 std::optional<PointwiseMode> pointwise_mode_from_name(std::string_view s) {

@@ -112,6 +112,19 @@ Status none_timed(const std::string& graph, int64_t count,
                     count, " supported candidate(s)", reasons);
 }
 
+// The candidates checked: collected again first for a plan restored (from the plan cache)
+// without them, with the handle and heuristic modes the graph was built with.
+Status checked_candidates(Graph& g, const PipelineState& st) {
+  if (st.candidates.empty()) {
+    HandlePtr h = st.handle;
+    std::vector<HeurMode> modes = st.settings.modes;
+    DNNGRAPH_TRY(g.build_operation_graph(h));
+    DNNGRAPH_TRY(g.create_execution_plans(modes));
+  }
+  if (st.stage < Stage::Checked) DNNGRAPH_TRY(g.check_support());
+  return Status::ok();
+}
+
 }  // namespace
 
 Status AutotuneOptions::validate() const {
@@ -129,13 +142,7 @@ Result<bool> Graph::reuse_tuned(const std::string& name) {
   PipelineState& st = *state_;
   if (st.candidates.empty() && st.stage == Stage::Built && st.statuses.size() == 1)
     if (st.statuses[0].info.name == name) return true;  // restored from the plan cache
-  if (st.candidates.empty()) {
-    HandlePtr h = st.handle;
-    std::vector<HeurMode> modes = st.settings.modes;
-    DNNGRAPH_TRY(build_operation_graph(h));
-    DNNGRAPH_TRY(create_execution_plans(modes));
-  }
-  if (st.stage < Stage::Checked) DNNGRAPH_TRY(check_support());
+  DNNGRAPH_TRY(checked_candidates(*this, st));
   const int64_t n = get_execution_plan_count();
   for (int64_t i = 0; i < n; ++i)
     if (st.statuses[st.supported[static_cast<size_t>(i)]].info.name == name)
@@ -193,13 +200,7 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
     }
 
   // Every candidate the filters allow.
-  if (st.candidates.empty()) {  // a plan restored without its candidates
-    HandlePtr h = st.handle;
-    std::vector<HeurMode> modes = st.settings.modes;
-    DNNGRAPH_TRY(build_operation_graph(h));
-    DNNGRAPH_TRY(create_execution_plans(modes));
-  }
-  if (st.stage < Stage::Checked) DNNGRAPH_TRY(check_support());
+  DNNGRAPH_TRY(checked_candidates(*this, st));
   const int64_t count = get_execution_plan_count();
   DNNGRAPH_ASSIGN_OR_RETURN(auto timer, engine.make_timer(handle));
   PlanTimer& tm = *timer;

@@ -348,9 +348,8 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>
 // For families whose tests build one node by hand, port by port (norm, softmax, sdpa); a
 // test file takes them all with `using namespace ref_test::hand_made;`.
 //
-//   struct Case : KernelCase {
-//     Case(ir::OpAttrs a) : KernelCase("norm0", std::move(a)) {}
-//   };
+//   constexpr char kNode[] = "norm0";
+//   using Case = NamedCase<kNode>;
 //   Case c(ir::NormFwdAttrs{...});
 //   auto x = c.input(Role::X, make_buf("x", {2, 3}, DataType::Float)).fill(gen, -1, 1);
 //   c.output(Role::Y, make_buf("y", {2, 3}, DataType::Float));  // poisoned
@@ -419,6 +418,15 @@ struct KernelCase {
     return build_and_run(g, pack);
   }
   std::vector<double> result(dnngraph::ir::Role role) const { return out.at(role).get(); }
+};
+
+// A test file's KernelCase, its node named `Name`:
+//   constexpr char kNode[] = "norm0";
+//   using Case = NamedCase<kNode>;
+template <const char* Name>
+struct NamedCase : KernelCase {
+  NamedCase(dnngraph::ir::OpAttrs attrs)  // NOLINT
+      : KernelCase(Name, std::move(attrs)) {}
 };
 
 inline double tol_of(DataType t) { return tol(t).rtol; }

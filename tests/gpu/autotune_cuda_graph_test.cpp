@@ -13,18 +13,6 @@
 namespace dnngraph::gpu_test {
 namespace {
 
-// The plan cache kept in memory for the test (nothing on disk, nothing from earlier runs).
-struct MemoryCache {
-  MemoryCache() {
-    setenv("DNNGRAPH_CACHE", "memory", 1);
-    PlanCache::reset_global();
-  }
-  ~MemoryCache() {
-    unsetenv("DNNGRAPH_CACHE");
-    PlanCache::reset_global();
-  }
-};
-
 struct DeviceBuffer {
   void* p = nullptr;
   explicit DeviceBuffer(int64_t bytes) {

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "compare.hpp"
+#include "dnngraph/plan_cache.hpp"
 
 namespace dnngraph::gpu_test {
 
@@ -13,6 +16,19 @@ namespace dnngraph::gpu_test {
     std::string why_ = ::dnngraph::gpu_test::gpu_unavailable_reason();  \
     if (!why_.empty()) GTEST_SKIP() << "no usable GPU/cuDNN: " << why_; \
   } while (0)
+
+// The plan cache kept in memory for a test (nothing on disk, nothing from earlier runs), the
+// default again when it ends.
+struct MemoryCache {
+  MemoryCache() {
+    setenv("DNNGRAPH_CACHE", "memory", 1);
+    PlanCache::reset_global();
+  }
+  ~MemoryCache() {
+    unsetenv("DNNGRAPH_CACHE");
+    PlanCache::reset_global();
+  }
+};
 
 // ASSERTs that the run succeeded and EXPECTs it compared elements and found no mismatch.
 void expect_report_ok(const RunReport& r);

@@ -86,6 +86,14 @@ struct SdpaCase {
   std::function<void(Graph&, ir::SdpaInputs&)> more_inputs = {};
 };
 
+// A case named `name`, forward or backward, the rest as SdpaCase defaults it.
+inline SdpaCase sdpa_case(const char* name, bool backward) {
+  SdpaCase c;
+  c.name = name;
+  c.backward = backward;
+  return c;
+}
+
 inline std::function<void(Graph&)> make_graph(const SdpaCase& c) {
   return [c](Graph& g) {
     const DataType t = c.t;

@@ -13,9 +13,7 @@ namespace {
 
 // Softcapping with cap 0.5 (the scores of the harness's [-1, 1] inputs reach a few units).
 SdpaCase softcap_case(const char* name, bool backward) {
-  SdpaCase c;
-  c.name = name;
-  c.backward = backward;
+  SdpaCase c = sdpa_case(name, backward);
   c.more_inputs = [backward](Graph& g, ir::SdpaInputs& extra) {
     auto cap = g.scalar(ir::Scalar::of_float(0.5), "cap");
     auto saved = std::make_shared<ir::Tensor>();  // score / cap, what the bprop reads
@@ -34,9 +32,7 @@ SdpaCase softcap_case(const char* name, bool backward) {
 
 // score + TABLE [1, 1, s_q, s_kv] (slope 1: no bprop needed).
 SdpaCase table_case(const char* name, bool backward) {
-  SdpaCase c;
-  c.name = name;
-  c.backward = backward;
+  SdpaCase c = sdpa_case(name, backward);
   c.more_inputs = [sq = c.sq, skv = c.skv](Graph& g, ir::SdpaInputs& extra) {
     auto table = input(g, "TABLE", {1, 1, sq, skv}, DataType::Float);
     extra.score_mod = [table](ir::Graph& gr, ir::Tensor s) { return gr.add(s, table); };

@@ -9,10 +9,8 @@ namespace dnngraph::gpu_test {
 namespace {
 
 SdpaCase sink_case(const char* name, bool backward) {
-  SdpaCase c;
-  c.name = name;
+  SdpaCase c = sdpa_case(name, backward);
   c.sink = true;
-  c.backward = backward;
   return c;
 }
 

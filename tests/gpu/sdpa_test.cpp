@@ -20,12 +20,7 @@ using Case = SdpaCase;
 
 void check(const Case& c) { expect_report_ok(run_case(c)); }
 
-Case bwd(const char* name) {
-  Case c;
-  c.name = name;
-  c.backward = true;
-  return c;
-}
+Case bwd(const char* name) { return sdpa_case(name, true); }
 
 // ---------------------------------------------------------------- backward
 // A STATS input that is not packed [b,h,s_q,1]: cuDNN before 9.26 reads it wrongly, so the

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "dnngraph/plan_cache.hpp"
 #include "engines/cudnn/canonicalize.hpp"
@@ -74,17 +75,33 @@ TEST(CudnnSliceView, RefusesFp4AndMismatchedAttributes) {
   EXPECT_FALSE((ir::SliceAttrs{{0, 0}, {4, 4}, {1}}.window(std::vector<int64_t>{128, 1})));
 }
 
-// Batched matmul of slices of two graph inputs: A[:, 8:40, 16:80] x B[:, 16:80, 8:40].
-std::function<void(Graph&)> matmul_of_slices(std::vector<int64_t> a_dim, ir::SliceAttrs as,
-                                             std::vector<int64_t> b_dim, ir::SliceAttrs bs) {
-  return [=](Graph& g) {
+// A bf16 graph (fp32 compute) whose output C, bf16, is the matmul of the two operands that
+// `operands` makes in it.
+using Operands = std::function<std::pair<ir::Tensor, ir::Tensor>(Graph&)>;
+std::function<void(Graph&)> bf16_matmul(Operands operands) {
+  return [operands](Graph& g) {
     g.set_io_data_type(DataType::BFloat16);
     g.set_compute_data_type(DataType::Float);
-    auto a = g.slice(input(g, "A", a_dim, DataType::BFloat16), as, {"A_slice"});
-    auto b = g.slice(input(g, "B", b_dim, DataType::BFloat16), bs, {"B_slice"});
+    auto [a, b] = operands(g);
     auto c = g.matmul(a, b, {}, {"matmul", DataType::Float});
     c->set_output(true).set_name("C").set_data_type(DataType::BFloat16);
   };
+}
+
+// Batched matmul of slices of two graph inputs: A[:, 8:40, 16:80] x B[:, 16:80, 8:40].
+std::function<void(Graph&)> matmul_of_slices(std::vector<int64_t> a_dim, ir::SliceAttrs as,
+                                             std::vector<int64_t> b_dim, ir::SliceAttrs bs) {
+  return bf16_matmul([=](Graph& g) {
+    auto a = g.slice(input(g, "A", a_dim, DataType::BFloat16), as, {"A_slice"});
+    auto b = g.slice(input(g, "B", b_dim, DataType::BFloat16), bs, {"B_slice"});
+    return std::pair{a, b};
+  });
+}
+
+// A[:, 8:40, 16:80] x B[:, 16:80, 8:40] of A [4, 64, 96] and B [4, 96, 48].
+std::function<void(Graph&)> a_slice_by_b_slice() {
+  return matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}}, {4, 96, 48},
+                          ir::SliceAttrs{{0, 16, 8}, {4, 80, 40}, {}});
 }
 
 const ir::TensorAttrs* in_snapshot(const ir::ValidatedGraph& vg, const ir::Tensor& t) {
@@ -131,9 +148,7 @@ TEST(CudnnSliceView, CanonicalViewOfASliceFeedingPointwise) {
 
 TEST(GpuSlice, MatmulOfTwoInputSlicesBf16) {
   DNNGRAPH_REQUIRE_GPU();
-  expect_matches_reference(
-      matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}}, {4, 96, 48},
-                       ir::SliceAttrs{{0, 16, 8}, {4, 80, 40}, {}}));
+  expect_matches_reference(a_slice_by_b_slice());
 }
 
 TEST(GpuSlice, FrontendTestSlicesBf16) {
@@ -149,18 +164,15 @@ TEST(GpuSlice, Int8SliceCastToBf16ThenMatmul) {
   // An int8 A sliced, cast to bf16 by an identity (the frontend's int8 x bf16 matmul form:
   // test_matmul_bias_relu.py's test_int8_bf16_matmul), times a slice of a bf16 B.
   DNNGRAPH_REQUIRE_GPU();
-  expect_matches_reference([](Graph& g) {
-    g.set_io_data_type(DataType::BFloat16);
-    g.set_compute_data_type(DataType::Float);
+  expect_matches_reference(bf16_matmul([](Graph& g) {
     auto a = g.slice(input(g, "A", {16, 32, 128}, DataType::Int8),
                      ir::SliceAttrs{{8, 16, 0}, {16, 32, 128}, {}}, {"A_slice"});
     auto a16 = g.unary(PointwiseMode::Identity, a, {"cast", DataType::Float});
     a16->set_data_type(DataType::BFloat16);
     auto b = g.slice(input(g, "B", {16, 128, 64}, DataType::BFloat16),
                      ir::SliceAttrs{{8, 0, 32}, {16, 128, 64}, {}}, {"B_slice"});
-    auto c = g.matmul(a16, b, {}, {"matmul", DataType::Float});
-    c->set_output(true).set_name("C").set_data_type(DataType::BFloat16);
-  });
+    return std::pair{a16, b};
+  }));
 }
 
 TEST(GpuSlice, SliceFeedsPointwise) {
@@ -185,14 +197,11 @@ TEST(GpuSlice, StepsOnOuterDims) {
 TEST(GpuSlice, InputAlsoReadDirectly) {
   // A[:, 16:48, :] x A: A is read by the matmul itself (bound) and through the view.
   DNNGRAPH_REQUIRE_GPU();
-  expect_matches_reference([](Graph& g) {
-    g.set_io_data_type(DataType::BFloat16);
-    g.set_compute_data_type(DataType::Float);
+  expect_matches_reference(bf16_matmul([](Graph& g) {
     auto a = input(g, "A", {4, 64, 64}, DataType::BFloat16);
     auto rows = g.slice(a, ir::SliceAttrs{{0, 16, 0}, {4, 48, 64}, {}}, {"rows"});
-    auto c = g.matmul(rows, a, {}, {"matmul", DataType::Float});
-    c->set_output(true).set_name("C").set_data_type(DataType::BFloat16);
-  });
+    return std::pair{rows, a};
+  }));
 }
 
 TEST(GpuSlice, RefusedSlicesSayWhy) {
@@ -226,8 +235,7 @@ TEST(GpuSlice, SourceAlignedToLessThanTheViewDeclaresIsRefusedAtExecute) {
   // The view's offset (1568 bytes) is a multiple of 16, so its descriptor declares 16; A bound
   // 2 bytes past an allocation puts the view at 2 mod 16: refused, nothing launched.
   DNNGRAPH_REQUIRE_GPU();
-  const auto make = matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}},
-                                     {4, 96, 48}, ir::SliceAttrs{{0, 16, 8}, {4, 80, 40}, {}});
+  const auto make = a_slice_by_b_slice();
   GpuRun run;
   ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
   void* big = nullptr;
@@ -267,10 +275,8 @@ std::vector<std::vector<unsigned char>> outputs_after(GpuRun& run, Graph& g, con
 
 TEST(GpuSlice, SerializeDeserializeAndPlanCacheRestoreTheView) {
   DNNGRAPH_REQUIRE_GPU();
-  setenv("DNNGRAPH_CACHE", "memory", 1);
-  PlanCache::reset_global();
-  const auto make = matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}},
-                                     {4, 96, 48}, ir::SliceAttrs{{0, 16, 8}, {4, 80, 40}, {}});
+  MemoryCache cache;
+  const auto make = a_slice_by_b_slice();
   GpuRun run;
   ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
   ASSERT_TRUE(run.run_once().is_ok());
@@ -292,16 +298,12 @@ TEST(GpuSlice, SerializeDeserializeAndPlanCacheRestoreTheView) {
   ASSERT_TRUE(again.build(run.handle, {HeurMode::A}).is_ok());
   EXPECT_EQ(again.candidates().size(), 1u);
   EXPECT_EQ(outputs_after(run, again, run.pack), want);
-  unsetenv("DNNGRAPH_CACHE");
-  PlanCache::reset_global();
 }
 
 TEST(GpuSlice, CudaGraphAndAutotuneBindTheView) {
   DNNGRAPH_REQUIRE_GPU();
-  setenv("DNNGRAPH_CACHE", "memory", 1);
-  PlanCache::reset_global();
-  const auto make = matmul_of_slices({4, 64, 96}, ir::SliceAttrs{{0, 8, 16}, {4, 40, 80}, {}},
-                                     {4, 96, 48}, ir::SliceAttrs{{0, 16, 8}, {4, 80, 40}, {}});
+  MemoryCache cache;
+  const auto make = a_slice_by_b_slice();
   GpuRun run;
   ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
   const auto want = outputs_after(run, run.g, run.pack);
@@ -330,8 +332,6 @@ TEST(GpuSlice, CudaGraphAndAutotuneBindTheView) {
   ASSERT_TRUE(run.run_once().is_ok());
   auto r = compare_with_reference(run, make, CompareOptions{});
   EXPECT_EQ(r.mismatches, 0) << r.first_mismatch;
-  unsetenv("DNNGRAPH_CACHE");
-  PlanCache::reset_global();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 namespace dnngraph::ir {
 namespace {
 
+using testing::expect_inferred;
 using testing::expect_invalid;
 using testing::make_input;
 using testing::named;
@@ -27,10 +28,7 @@ TEST(ConcatInfer, DimsAddUpAlongTheAxisLayoutFollowsTheFirstInput) {
   Tensor c = make_input(g, "c", {2, 5, 3}, DataType::Half, {15, 3, 1});
   Tensor y = g.concatenate({a, b, c}, along(1, 2), named("cat"));
   y->set_output(true);
-  ASSERT_TRUE(g.validate().is_ok()) << g.validate().to_string();
-  EXPECT_EQ(y->dim, (std::vector<int64_t>{2, 10, 3}));
-  EXPECT_EQ(y->stride, (std::vector<int64_t>{30, 1, 10}));
-  EXPECT_EQ(y->data_type, DataType::Half);
+  expect_inferred(g, y, {2, 10, 3}, {30, 1, 10}, DataType::Half);
 }
 
 TEST(ConcatInfer, RefusesMismatchesAndBadAttributes) {

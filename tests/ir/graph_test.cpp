@@ -122,20 +122,23 @@ TEST(GraphValidate, DuplicateUid) {
   expect_invalid(g, {"duplicate uid 7", "'A'", "'B'"});
 }
 
+// relu(x [2, 2]) as the output: a valid graph, to which a test adds a tensor.
+void relu_of_x(Graph& g) { g.relu(make_input(g, "x", {2, 2}))->set_output(true); }
+
 TEST(GraphValidate, OutputNeverProduced) {
   Graph g;
-  Tensor x = make_input(g, "x", {2, 2});
-  g.relu(x)->set_output(true);
-  TensorAttrs lonely;
-  lonely.set_name("lonely_out").set_dim({2, 2}).set_data_type(DataType::Half).set_output(true);
-  g.tensor(lonely);
+  relu_of_x(g);
+  g.tensor(TensorAttrs()
+               .set_name("lonely_out")
+               .set_dim({2, 2})
+               .set_data_type(DataType::Half)
+               .set_output(true));
   expect_invalid(g, {"output never produced", "'lonely_out'"});
 }
 
 TEST(GraphValidate, UnusedNonVirtualTensor) {
   Graph g;
-  Tensor x = make_input(g, "x", {2, 2});
-  g.relu(x)->set_output(true);
+  relu_of_x(g);
   make_input(g, "forgotten", {2, 2});
   expect_invalid(g, {"'forgotten'", "neither produced nor read"});
 }
@@ -150,11 +153,8 @@ TEST(GraphValidate, VirtualInputWithoutProducer) {
 
 TEST(GraphValidate, UnusedVirtualTensorWithoutProducer) {
   Graph g;
-  Tensor x = make_input(g, "x", {2, 2});
-  g.relu(x)->set_output(true);
-  TensorAttrs v;
-  v.set_name("dangling").set_dim({2, 2}).set_is_virtual(true);
-  g.tensor(v);
+  relu_of_x(g);
+  g.tensor(TensorAttrs().set_name("dangling").set_dim({2, 2}).set_is_virtual(true));
   expect_invalid(g, {"virtual tensor 'dangling'", "not produced"});
 }
 

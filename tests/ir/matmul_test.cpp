@@ -6,6 +6,7 @@
 namespace dnngraph::ir {
 namespace {
 
+using testing::expect_inferred;
 using testing::expect_invalid;
 using testing::make_input;
 
@@ -17,10 +18,7 @@ TEST(MatmulInfer, BatchedWithBroadcastAndTransposedB) {
   Tensor b = make_input(g, "B", {1, 3, 64, 16}, DataType::Half, {3 * 64 * 16, 64 * 16, 1, 64});
   Tensor c = g.matmul(a, b, {}, {"mm"});
   c->set_output(true);
-  ASSERT_TRUE(g.validate().is_ok()) << g.validate().to_string();
-  EXPECT_EQ(c->dim, (std::vector<int64_t>{4, 3, 32, 16}));
-  EXPECT_EQ(c->stride, (std::vector<int64_t>{3 * 32 * 16, 32 * 16, 16, 1}));
-  EXPECT_EQ(c->data_type, DataType::Half);
+  expect_inferred(g, c, {4, 3, 32, 16}, {3 * 32 * 16, 32 * 16, 16, 1}, DataType::Half);
 }
 
 TEST(MatmulInfer, VirtualOutputTakesIntermediateType) {

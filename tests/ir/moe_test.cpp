@@ -8,6 +8,7 @@
 namespace dnngraph::ir {
 namespace {
 
+using testing::expect_inferred;
 using testing::expect_invalid;
 using testing::make_input;
 using testing::named;
@@ -20,10 +21,7 @@ TEST(MoeInfer, OutputIsOneBySByNRowMajorInTheIoType) {
   Tensor offset = make_input(g, "offset", {3, 1, 1}, DataType::Int32);
   Tensor y = g.moe_grouped_matmul(token, weight, offset, {}, named("moe"));
   y->set_output(true);
-  ASSERT_TRUE(g.validate().is_ok()) << g.validate().to_string();
-  EXPECT_EQ(y->dim, (std::vector<int64_t>{1, 10, 4}));
-  EXPECT_EQ(y->stride, (std::vector<int64_t>{40, 4, 1}));
-  EXPECT_EQ(y->data_type, DataType::BFloat16);
+  expect_inferred(g, y, {1, 10, 4}, {40, 4, 1}, DataType::BFloat16);
 }
 
 TEST(MoeInfer, Int64OffsetsAndAVirtualOutputInTheIntermediateType) {

@@ -2,6 +2,8 @@
 // failure naming the op, the tensor and what was expected.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "ir/test_util.hpp"
 
 namespace dnngraph::ir {
@@ -46,6 +48,23 @@ Qkv qkv(Graph& g, DataType t = kE4) {
           make_input(g, "v", {b, hk, skv, d}, t)};
 }
 
+// sdpa_fp8_backward `name` of qkv(g), O (E4M3), dO of do_type and stats of stats_type; its first
+// `outputs` outputs marked as outputs.
+struct Bwd {
+  Qkv in;
+  std::array<Tensor, 7> out;
+};
+Bwd backward(Graph& g, DataType do_type, DataType stats_type, const char* name, int outputs) {
+  Qkv in = qkv(g);
+  Tensor o = make_input(g, "o", {b, hq, sq, d}, kE4);
+  Tensor d_o = make_input(g, "dO", {b, hq, sq, d}, do_type);
+  Tensor stats = make_input(g, "stats", {b, hq, sq, 1}, stats_type);
+  auto r = g.sdpa_fp8_backward(in.q, in.k, in.v, o, d_o, stats, backward_scales(g),
+                               SdpaFp8BwdAttrs{}, {}, {name});
+  for (int i = 0; i < outputs; ++i) r[static_cast<size_t>(i)]->set_output(true);
+  return {in, r};
+}
+
 TEST(SdpaFp8Infer, ForwardOutputs) {
   Graph g;
   auto [q, k, v] = qkv(g);
@@ -80,18 +99,12 @@ TEST(SdpaFp8Infer, InferenceHasNoStats) {
 
 TEST(SdpaFp8Infer, BackwardOutputs) {
   Graph g;
-  auto [q, k, v] = qkv(g);
-  Tensor o = make_input(g, "o", {b, hq, sq, d}, kE4);
-  Tensor d_o = make_input(g, "dO", {b, hq, sq, d}, DataType::FP8_E5M2);
-  Tensor stats = make_input(g, "stats", {b, hq, sq, 1}, DataType::Float);
-  auto r = g.sdpa_fp8_backward(q, k, v, o, d_o, stats, backward_scales(g), SdpaFp8BwdAttrs{}, {},
-                               {"attn_bwd"});
-  for (const Tensor& t : r) t->set_output(true);
+  auto [in, r] = backward(g, DataType::FP8_E5M2, DataType::Float, "attn_bwd", 7);
   Status s = g.validate();
   ASSERT_TRUE(s.is_ok()) << s.to_string();
-  EXPECT_EQ(r[0]->dim, q->dim);
-  EXPECT_EQ(r[1]->dim, k->dim);  // dK / dV keep the K / V head count (GQA)
-  EXPECT_EQ(r[2]->dim, v->dim);
+  EXPECT_EQ(r[0]->dim, in.q->dim);
+  EXPECT_EQ(r[1]->dim, in.k->dim);  // dK / dV keep the K / V head count (GQA)
+  EXPECT_EQ(r[2]->dim, in.v->dim);
   for (int i = 3; i < 7; ++i) EXPECT_EQ(r[i]->dim, (std::vector<int64_t>{1, 1, 1, 1}));
 }
 
@@ -167,24 +180,12 @@ TEST(SdpaFp8Check, SharesSdpaShapeRules) {
 TEST(SdpaFp8Check, BackwardStatsAndGradientType) {
   {
     Graph g;
-    auto [q, k, v] = qkv(g);
-    Tensor o = make_input(g, "o", {b, hq, sq, d}, kE4);
-    Tensor d_o = make_input(g, "dO", {b, hq, sq, d}, DataType::BFloat16);
-    Tensor stats = make_input(g, "stats", {b, hq, sq, 1}, DataType::Float);
-    auto r = g.sdpa_fp8_backward(q, k, v, o, d_o, stats, backward_scales(g), SdpaFp8BwdAttrs{}, {},
-                                 {"bwd"});
-    for (int i = 0; i < 3; ++i) r[i]->set_output(true);
+    backward(g, DataType::BFloat16, DataType::Float, "bwd", 3);
     expect_invalid(g, {"sdpa_fp8_backward 'bwd'", "DO 'dO'", "FP8", "BFLOAT16"});
   }
   {
     Graph g;
-    auto [q, k, v] = qkv(g);
-    Tensor o = make_input(g, "o", {b, hq, sq, d}, kE4);
-    Tensor d_o = make_input(g, "dO", {b, hq, sq, d}, kE4);
-    Tensor stats = make_input(g, "stats", {b, hq, sq, 1}, DataType::Half);
-    auto r = g.sdpa_fp8_backward(q, k, v, o, d_o, stats, backward_scales(g), SdpaFp8BwdAttrs{}, {},
-                                 {"bwd"});
-    for (int i = 0; i < 3; ++i) r[i]->set_output(true);
+    backward(g, kE4, DataType::Half, "bwd", 3);
     expect_invalid(g, {"sdpa_fp8_backward 'bwd'", "STATS 'stats'", "FLOAT"});
   }
 }

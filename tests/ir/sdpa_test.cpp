@@ -90,39 +90,43 @@ TEST(SdpaInfer, HeadMismatch) {
 }
 
 TEST(SdpaInfer, ShapeMismatches) {
-  {
+  struct Case {
+    std::vector<int64_t> q, k, v;
+    std::vector<int64_t> bias;  // none when empty
+    std::vector<std::string> parts;
+  };
+  const Case cases[] = {
+      {{2, 4, 5, 8},
+       {2, 4, 5, 16},
+       {2, 4, 5, 8},
+       {},
+       {"sdpa 'attn'", "head dim", "'query' has d=8", "'key' has d=16"}},
+      {{2, 4, 5, 8},
+       {3, 4, 5, 8},
+       {2, 4, 5, 8},
+       {},
+       {"sdpa 'attn'", "batch", "'query' has b=2", "'key' has b=3"}},
+      {{2, 4, 5, 8},
+       {2, 4, 5, 8},
+       {2, 4, 6, 8},
+       {},
+       {"sdpa 'attn'", "'key' has s_kv=5", "'value' has 6"}},
+      {{2, 4, 5, 8},
+       {2, 4, 6, 8},
+       {2, 4, 6, 8},
+       {1, 4, 5, 5},
+       {"sdpa 'attn'", "BIAS 'bad_bias'", "[1,4,5,5]", "[2,4,5,6]"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.parts[1]);
     Graph g;
-    Tensor q = make_input(g, "query", {2, 4, 5, 8});
-    Tensor k = make_input(g, "key", {2, 4, 5, 16});
-    Tensor v = make_input(g, "value", {2, 4, 5, 8});
-    g.sdpa(q, k, v, {}, {}, {"attn"})[0]->set_output(true);
-    expect_invalid(g, {"sdpa 'attn'", "head dim", "'query' has d=8", "'key' has d=16"});
-  }
-  {
-    Graph g;
-    Tensor q = make_input(g, "query", {2, 4, 5, 8});
-    Tensor k = make_input(g, "key", {3, 4, 5, 8});
-    Tensor v = make_input(g, "value", {2, 4, 5, 8});
-    g.sdpa(q, k, v, {}, {}, {"attn"})[0]->set_output(true);
-    expect_invalid(g, {"sdpa 'attn'", "batch", "'query' has b=2", "'key' has b=3"});
-  }
-  {
-    Graph g;
-    Tensor q = make_input(g, "query", {2, 4, 5, 8});
-    Tensor k = make_input(g, "key", {2, 4, 5, 8});
-    Tensor v = make_input(g, "value", {2, 4, 6, 8});
-    g.sdpa(q, k, v, {}, {}, {"attn"})[0]->set_output(true);
-    expect_invalid(g, {"sdpa 'attn'", "'key' has s_kv=5", "'value' has 6"});
-  }
-  {
-    Graph g;
-    Tensor q = make_input(g, "query", {2, 4, 5, 8});
-    Tensor k = make_input(g, "key", {2, 4, 6, 8});
-    Tensor v = make_input(g, "value", {2, 4, 6, 8});
+    Tensor q = make_input(g, "query", c.q);
+    Tensor k = make_input(g, "key", c.k);
+    Tensor v = make_input(g, "value", c.v);
     SdpaInputs extra;
-    extra.bias = make_input(g, "bad_bias", {1, 4, 5, 5});
+    if (!c.bias.empty()) extra.bias = make_input(g, "bad_bias", c.bias);
     g.sdpa(q, k, v, {}, extra, {"attn"})[0]->set_output(true);
-    expect_invalid(g, {"sdpa 'attn'", "BIAS 'bad_bias'", "[1,4,5,5]", "[2,4,5,6]"});
+    expect_invalid(g, c.parts);
   }
 }
 

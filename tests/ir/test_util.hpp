@@ -39,6 +39,17 @@ inline void expect_invalid(Graph& g, const std::vector<std::string>& parts,
   EXPECT_FALSE(g.is_validated());
 }
 
+// Validation must succeed (fatal otherwise, showing why); then t has the inferred dims, strides
+// and data type.
+inline void expect_inferred(Graph& g, const Tensor& t, const std::vector<int64_t>& dims,
+                            const std::vector<int64_t>& strides, DataType type) {
+  Status s = g.validate();
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(t->dim, dims);
+  EXPECT_EQ(t->stride, strides);
+  EXPECT_EQ(t->data_type, type);
+}
+
 // Writes `g` as JSON and reads it back into `loaded`: the same text and fingerprint (tensor
 // names included) both ways.
 inline void expect_json_round_trip(const Graph& g, Graph& loaded) {

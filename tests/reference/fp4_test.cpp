@@ -81,31 +81,36 @@ TEST(Fp4Storage, EveryCodeDecodesAsWorkedByHand) {
 }
 
 TEST(Fp4Storage, RoundsToNearestEvenAndSaturates) {
-  // Between neighbours: the nearer one.
-  EXPECT_EQ(round_to(kFp4, 0.2), 0.0);
-  EXPECT_EQ(round_to(kFp4, 0.3), 0.5);
-  EXPECT_EQ(round_to(kFp4, 1.4), 1.5);
-  EXPECT_EQ(round_to(kFp4, 2.6), 3.0);
-  EXPECT_EQ(round_to(kFp4, 4.9), 4.0);
-  EXPECT_EQ(round_to(kFp4, 5.1), 6.0);
-  EXPECT_EQ(round_to(kFp4, -3.4), -3.0);
-  // Ties go to the even code: 0.25 (0|1) -> 0, 0.75 (1|2) -> 1, 1.25 (2|3) -> 1,
-  // 1.75 (3|4) -> 2, 2.5 (4|5) -> 2, 3.5 (5|6) -> 4, 5 (6|7) -> 4.
-  EXPECT_EQ(round_to(kFp4, 0.25), 0.0);
-  EXPECT_EQ(round_to(kFp4, 0.75), 1.0);
-  EXPECT_EQ(round_to(kFp4, 1.25), 1.0);
-  EXPECT_EQ(round_to(kFp4, 1.75), 2.0);
-  EXPECT_EQ(round_to(kFp4, 2.5), 2.0);
-  EXPECT_EQ(round_to(kFp4, 3.5), 4.0);
-  EXPECT_EQ(round_to(kFp4, 5.0), 4.0);
-  EXPECT_EQ(round_to(kFp4, -5.0), -4.0);
+  struct Case {
+    double in, want;
+  };
+  const Case cases[] = {
+      // Between neighbours: the nearer one.
+      {0.2, 0.0},
+      {0.3, 0.5},
+      {1.4, 1.5},
+      {2.6, 3.0},
+      {4.9, 4.0},
+      {5.1, 6.0},
+      {-3.4, -3.0},
+      // Ties go to the even code: 0.25 (0|1) -> 0, 0.75 (1|2) -> 1, 1.25 (2|3) -> 1,
+      // 1.75 (3|4) -> 2, 2.5 (4|5) -> 2, 3.5 (5|6) -> 4, 5 (6|7) -> 4.
+      {0.25, 0.0},
+      {0.75, 1.0},
+      {1.25, 1.0},
+      {1.75, 2.0},
+      {2.5, 2.0},
+      {3.5, 4.0},
+      {5.0, 4.0},
+      {-5.0, -4.0},
+      // No infinity: overflow saturates to +-6.
+      {6.5, 6.0},
+      {1e30, 6.0},
+      {-7.0, -6.0},
+      {kInf, 6.0},
+      {-kInf, -6.0}};
+  for (const Case& c : cases) EXPECT_EQ(round_to(kFp4, c.in), c.want) << c.in;
   EXPECT_EQ(code_of(-0.25), 8u);  // -0 keeps its sign
-  // No infinity: overflow saturates to +-6.
-  EXPECT_EQ(round_to(kFp4, 6.5), 6.0);
-  EXPECT_EQ(round_to(kFp4, 1e30), 6.0);
-  EXPECT_EQ(round_to(kFp4, -7.0), -6.0);
-  EXPECT_EQ(round_to(kFp4, kInf), 6.0);
-  EXPECT_EQ(round_to(kFp4, -kInf), -6.0);
   // No NaN: stored as +0.
   EXPECT_EQ(code_of(kNaN), 0u);
   EXPECT_EQ(code_of(-kNaN), 0u);

@@ -21,10 +21,8 @@ namespace {
 // (graph_tensor, mark_output, build_and_run, poisoned): tests/common/ref_harness.hpp.
 using namespace ref_test::hand_made;  // NOLINT(build/namespaces)
 
-struct Case : KernelCase {
-  Case(ir::OpAttrs attrs)  // NOLINT
-      : KernelCase("norm0", std::move(attrs)) {}
-};
+constexpr char kNode[] = "norm0";
+using Case = NamedCase<kNode>;
 
 // ------------------------------------------------------------------ naive norms
 // X is [N, C, H, W]. A group is the list of element indices that share statistics; `pidx`

@@ -81,29 +81,13 @@ void replay_case(const Spec& s, uint32_t seed, const std::string& what) {
   EXPECT_EQ(mask.result(Role::STATS), prob.result(Role::STATS));
 
   // Backward, both forms, from the same O, dO and STATS.
-  const Shapes sh(s);
   std::vector<double> d_o(o.size());
   std::uniform_real_distribution<double> dist(-1, 1);
   for (double& x : d_o) x = dist(gen);
   auto backward = [&](const Spec& form, const std::vector<double>* mask_values) {
-    ir::SdpaBwdAttrs a;
-    static_cast<ir::SdpaOptions&>(a) = form.attrs(false);
-    Case c(a);
     std::mt19937 unused(1);
-    Inputs tmp;
-    c.input(Role::Q, make_buf("q", sh.q, form.io)).set(in.q);
-    c.input(Role::K, make_buf("k", sh.k, form.io)).set(in.k);
-    c.input(Role::V, make_buf("v", sh.v, form.io)).set(in.v);
-    add_optional(c, form, tmp, unused);
-    if (!form.bias_dims.empty()) c.in.at(Role::BIAS).set(in.bias);
-    if (mask_values) c.in.at(Role::DROPOUT_MASK).set(*mask_values);
-    c.input(Role::O, make_buf("o", sh.o, form.io)).set(o);
-    c.input(Role::DO, make_buf("do", sh.o, form.io)).set(d_o);
-    c.input(Role::STATS, make_buf("stats", sh.stats, DataType::Float))
-        .set(prob.result(Role::STATS));
-    c.output(Role::DQ, make_buf("dq", sh.q, form.io));
-    c.output(Role::DK, make_buf("dk", sh.k, form.io));
-    c.output(Role::DV, make_buf("dv", sh.v, form.io));
+    Case c = backward_node(form, in, mask_values, o, d_o, prob.result(Role::STATS), DataType::Float,
+                           unused, false);
     Status bs = c.run();
     EXPECT_TRUE(bs.is_ok()) << bs.message();
     return std::vector<std::vector<double>>{c.result(Role::DQ), c.result(Role::DK),
@@ -134,10 +118,8 @@ TEST(RefSdpaDropoutGraph, DumpThenReplay) {
   s.hq = 4, s.hk = 2, s.hv = 2, s.dropout = 0.4, s.seed = 9, s.offset = 2;
   const Shapes sh(s);
   std::mt19937 gen(320);
-  Buf qb = make_buf("Q", sh.q, s.io), kb = make_buf("K", sh.k, s.io),
-      vb = make_buf("V", sh.v, s.io);
   Inputs in;
-  in.q = qb.fill(gen, -1, 1), in.k = kb.fill(gen, -1, 1), in.v = vb.fill(gen, -1, 1);
+  auto [qb, kb, vb] = qkv_bufs(s, sh, gen, in);
 
   Graph g;
   g.set_io_data_type(s.io).set_compute_data_type(DataType::Float);

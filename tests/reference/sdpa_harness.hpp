@@ -30,10 +30,8 @@ namespace sdpa_harness {
 // (graph_tensor, mark_output, build_and_run, poisoned): tests/common/ref_harness.hpp.
 using namespace ref_test::hand_made;  // NOLINT(build/namespaces)
 
-struct Case : KernelCase {
-  Case(ir::OpAttrs attrs)  // NOLINT
-      : KernelCase("sdpa0", std::move(attrs)) {}
-};
+inline constexpr char kNode[] = "sdpa0";
+using Case = NamedCase<kNode>;
 
 // ------------------------------------------------------------------ problem description
 inline Buf make_int_scalar(const std::string& name, int64_t v) {
@@ -135,6 +133,17 @@ struct Shapes {
         o{s.b, s.hq, s.sq, s.dv},
         stats{s.b, s.hq, s.sq, 1} {}
 };
+
+// The graph tests' Q, K and V: buffers of the spec's shapes and I/O type, filled in that order
+// with uniform values in [-1, 1) from gen, which `in` keeps.
+struct QkvBufs {
+  Buf q, k, v;
+};
+inline QkvBufs qkv_bufs(const Spec& s, const Shapes& sh, std::mt19937& gen, Inputs& in) {
+  QkvBufs b{make_buf("Q", sh.q, s.io), make_buf("K", sh.k, s.io), make_buf("V", sh.v, s.io)};
+  in.q = b.q.fill(gen, -1, 1), in.k = b.k.fill(gen, -1, 1), in.v = b.v.fill(gen, -1, 1);
+  return b;
+}
 
 // Score of (bi, h, i, j) before masking.
 inline double score(const Spec& s, const Inputs& in, int64_t bi, int64_t h, int64_t i, int64_t j) {
@@ -286,6 +295,34 @@ inline void forward_case(const Spec& s, uint32_t seed, const std::string& what) 
   expect_close(c.result(Role::STATS), f.lse, 1e-5, "STATS");
 }
 
+// The backward node of spec s on the forward's Q, K, V and bias from `in`, the dropout mask
+// `mask` (when given), O, dO and STATS (stored as stats_type): outputs DQ, DK, DV, and DBIAS when
+// `dbias` and the spec has a bias. gen feeds what add_optional draws.
+inline Case backward_node(const Spec& s, const Inputs& in, const std::vector<double>* mask,
+                          const std::vector<double>& o, const std::vector<double>& d_o,
+                          const std::vector<double>& stats, DataType stats_type, std::mt19937& gen,
+                          bool dbias) {
+  const Shapes sh(s);
+  ir::SdpaBwdAttrs a;
+  static_cast<ir::SdpaOptions&>(a) = s.attrs(false);
+  Case c(a);
+  Inputs tmp;
+  c.input(Role::Q, make_buf("q", sh.q, s.io)).set(in.q);
+  c.input(Role::K, make_buf("k", sh.k, s.io)).set(in.k);
+  c.input(Role::V, make_buf("v", sh.v, s.io)).set(in.v);
+  add_optional(c, s, tmp, gen);
+  if (!s.bias_dims.empty()) c.in.at(Role::BIAS).set(in.bias);
+  if (mask) c.in.at(Role::DROPOUT_MASK).set(*mask);
+  c.input(Role::O, make_buf("o", sh.o, s.io)).set(o);
+  c.input(Role::DO, make_buf("do", sh.o, s.io)).set(d_o);
+  c.input(Role::STATS, make_buf("stats", sh.stats, stats_type)).set(stats);
+  c.output(Role::DQ, make_buf("dq", sh.q, s.io));
+  c.output(Role::DK, make_buf("dk", sh.k, s.io));
+  c.output(Role::DV, make_buf("dv", sh.v, s.io));
+  if (dbias && !s.bias_dims.empty()) c.output(Role::DBIAS, make_buf("dbias", s.bias_dims, s.io));
+  return c;
+}
+
 inline void backward_case(const Spec& s, uint32_t seed, const std::string& what) {
   SCOPED_TRACE(what);
   std::mt19937 gen(seed);
@@ -371,23 +408,8 @@ inline void finite_difference_case(Spec s, uint32_t seed, const std::string& wha
 
   std::vector<double> stats;
   const auto o = forward(base, &stats);
-  ir::SdpaBwdAttrs a;
-  static_cast<ir::SdpaOptions&>(a) = s.attrs(false);
-  Case c(a);
-  Inputs tmp;
-  c.input(Role::Q, make_buf("q", sh.q, s.io)).set(base.q);
-  c.input(Role::K, make_buf("k", sh.k, s.io)).set(base.k);
-  c.input(Role::V, make_buf("v", sh.v, s.io)).set(base.v);
-  add_optional(c, s, tmp, gen);
-  if (!s.bias_dims.empty()) c.in.at(Role::BIAS).set(base.bias);
-  if (!s.mask_dims.empty()) c.in.at(Role::DROPOUT_MASK).set(base.mask);
-  c.input(Role::O, make_buf("o", sh.o, s.io)).set(o);
-  c.input(Role::DO, make_buf("do", sh.o, s.io)).set(d_o);
-  c.input(Role::STATS, make_buf("stats", sh.stats, s.io)).set(stats);
-  c.output(Role::DQ, make_buf("dq", sh.q, s.io));
-  c.output(Role::DK, make_buf("dk", sh.k, s.io));
-  c.output(Role::DV, make_buf("dv", sh.v, s.io));
-  if (!s.bias_dims.empty()) c.output(Role::DBIAS, make_buf("dbias", s.bias_dims, s.io));
+  Case c = backward_node(s, base, s.mask_dims.empty() ? nullptr : &base.mask, o, d_o, stats, s.io,
+                         gen, true);
   Status st = c.run();
   ASSERT_TRUE(st.is_ok()) << st.message();
   expect_close(c.result(Role::DQ), numeric(&Inputs::q), 1e-6, "DQ");

@@ -327,10 +327,8 @@ TEST(RefSdpaGraph, TutorialCausalForwardAndBackward) {
   s.attr_scale = 1.0 / std::sqrt(32.0);
   const Shapes sh(s);
   std::mt19937 gen(200);
-  Buf qb = make_buf("Q", sh.q, s.io), kb = make_buf("K", sh.k, s.io),
-      vb = make_buf("V", sh.v, s.io);
   Inputs in;
-  in.q = qb.fill(gen, -1, 1), in.k = kb.fill(gen, -1, 1), in.v = vb.fill(gen, -1, 1);
+  auto [qb, kb, vb] = qkv_bufs(s, sh, gen, in);
 
   Graph fwd;
   fwd.set_name("sdpa").set_io_data_type(s.io).set_compute_data_type(DataType::Float);
@@ -384,15 +382,13 @@ TEST(RefSdpaGraph, GroupedPaddedWithBias) {
   s.len_q = {4, 5}, s.len_kv = {6, 7}, s.bias_dims = {1, 4, 5, 7};
   const Shapes sh(s);
   std::mt19937 gen(201);
-  Buf qb = make_buf("Q", sh.q, s.io), kb = make_buf("K", sh.k, s.io),
-      vb = make_buf("V", sh.v, s.io);
+  Inputs in;
+  auto [qb, kb, vb] = qkv_bufs(s, sh, gen, in);
   Buf bb = make_buf("bias", s.bias_dims, s.io);
   Buf lq = make_buf("seq_q", {s.b, 1, 1, 1}, DataType::Int32);
   Buf lkv = make_buf("seq_kv", {s.b, 1, 1, 1}, DataType::Int32);
   lq.set({4, 5});
   lkv.set({6, 7});
-  Inputs in;
-  in.q = qb.fill(gen, -1, 1), in.k = kb.fill(gen, -1, 1), in.v = vb.fill(gen, -1, 1);
   in.bias = bb.fill(gen, -1, 1);
 
   Graph g;

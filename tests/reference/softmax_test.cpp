@@ -19,10 +19,8 @@ namespace {
 // (graph_tensor, mark_output, build_and_run, poisoned): tests/common/ref_harness.hpp.
 using namespace ref_test::hand_made;  // NOLINT(build/namespaces)
 
-struct Case : KernelCase {
-  Case(ir::OpAttrs attrs)  // NOLINT
-      : KernelCase("softmax0", std::move(attrs)) {}
-};
+constexpr char kNode[] = "softmax0";
+using Case = NamedCase<kNode>;
 
 // ------------------------------------------------------------------ tests
 Case softmax_case(const std::vector<int64_t>& dim, DataType io, bool stats,

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import dnngraph as cudnn
 
+from conftest import scalar_mul_graph
 from props import check_error, count_case, prop_settings, ws
 
 SHAPE = (2, 3, 4)
@@ -177,12 +178,7 @@ def scalar_graphs():
                cudnn.data_type.FP8_E4M3, cudnn.data_type.FP8_E5M2, cudnn.data_type.INT8,
                cudnn.data_type.UINT8, cudnn.data_type.INT32, cudnn.data_type.INT64,
                cudnn.data_type.DOUBLE):
-        g = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.FLOAT,
-                          compute_data_type=cudnn.data_type.FLOAT)
-        X = g.tensor(name="X", dim=[2, 2], data_type=cudnn.data_type.FLOAT)
-        S = g.tensor(name="s", dim=[1, 1], data_type=dt, is_pass_by_value=True)
-        Y = g.mul(a=X, b=S)
-        Y.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+        g, X, S, Y = scalar_mul_graph(handle, dt)
         g.build([cudnn.heur_mode.A])
         out[dt] = (g, X, S, Y)
     return out

@@ -9,19 +9,43 @@
 
 namespace dnngraph::cudnn {
 
+namespace {
+
+// The attributes of one of the two operations.
+struct BlockScaleAttrs {
+  cudnnBackendDescriptorType_t op;
+  cudnnBackendAttributeName_t x, y, scale, math_prec;
+};
+
+// The operation's descriptor with its X, Y and SCALE tensors and the math precision (the node's
+// compute type) set.
+Result<Descriptor> block_scale_op(LowerContext& cx, const ir::Node& n, const std::string& what,
+                                  const BlockScaleAttrs& at, const ir::Tensor& x,
+                                  const ir::Tensor& y, const ir::Tensor& scale) {
+  DNNGRAPH_ASSIGN_OR_RETURN(auto tx, cx.tensor(x));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ty, cx.tensor(y));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto ts, cx.tensor(scale));
+  DNNGRAPH_ASSIGN_OR_RETURN(auto op, Descriptor::create(at.op, what));
+  DNNGRAPH_TRY(op.set(at.x, tx));
+  DNNGRAPH_TRY(op.set(at.y, ty));
+  DNNGRAPH_TRY(op.set(at.scale, ts));
+  DNNGRAPH_TRY(op.set(at.math_prec, CUDNN_TYPE_DATA_TYPE, to_cudnn(cx.compute_type(n))));
+  return op;
+}
+
+}  // namespace
+
 Status lower_block_scale_quantize(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat("block_scale_quantize '", n.name, "'");
   const auto& a = n.as<ir::BlockScaleQuantizeAttrs>();
-  DNNGRAPH_ASSIGN_OR_RETURN(auto tx, cx.tensor(n.input(Role::X)));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto ty, cx.tensor(n.output(Role::Y)));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto ts, cx.tensor(n.output(Role::SCALE)));
   DNNGRAPH_ASSIGN_OR_RETURN(
-      auto op, Descriptor::create(CUDNN_BACKEND_OPERATION_BLOCK_SCALE_QUANTIZE_DESCRIPTOR, what));
-  DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_BLOCK_SCALE_QUANTIZE_XDESC, tx));
-  DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_BLOCK_SCALE_QUANTIZE_YDESC, ty));
-  DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_BLOCK_SCALE_QUANTIZE_SCALE_DESC, ts));
-  DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_BLOCK_SCALE_QUANTIZE_MATH_PREC, CUDNN_TYPE_DATA_TYPE,
-                      to_cudnn(cx.compute_type(n))));
+      auto op, block_scale_op(cx, n, what,
+                              {CUDNN_BACKEND_OPERATION_BLOCK_SCALE_QUANTIZE_DESCRIPTOR,
+                               CUDNN_ATTR_OPERATION_BLOCK_SCALE_QUANTIZE_XDESC,
+                               CUDNN_ATTR_OPERATION_BLOCK_SCALE_QUANTIZE_YDESC,
+                               CUDNN_ATTR_OPERATION_BLOCK_SCALE_QUANTIZE_SCALE_DESC,
+                               CUDNN_ATTR_OPERATION_BLOCK_SCALE_QUANTIZE_MATH_PREC},
+                              n.input(Role::X), n.output(Role::Y), n.output(Role::SCALE)));
   const int32_t block = static_cast<int32_t>(a.block_size);
   DNNGRAPH_TRY(
       op.set(CUDNN_ATTR_OPERATION_BLOCK_SCALE_QUANTIZE_BLOCK_SIZE, CUDNN_TYPE_INT32, block));
@@ -32,16 +56,14 @@ Status lower_block_scale_dequantize(LowerContext& cx, const ir::Node& n) {
   const std::string what = detail::cat("block_scale_dequantize '", n.name, "'");
   const auto& a = n.as<ir::BlockScaleDequantizeAttrs>();
   const ir::Tensor x = n.input(Role::X);
-  DNNGRAPH_ASSIGN_OR_RETURN(auto tx, cx.tensor(x));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto ts, cx.tensor(n.input(Role::SCALE)));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto ty, cx.tensor(n.output(Role::Y)));
   DNNGRAPH_ASSIGN_OR_RETURN(
-      auto op, Descriptor::create(CUDNN_BACKEND_OPERATION_BLOCK_SCALE_DEQUANTIZE_DESCRIPTOR, what));
-  DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_BLOCK_SCALE_DEQUANTIZE_XDESC, tx));
-  DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_BLOCK_SCALE_DEQUANTIZE_SCALE_DESC, ts));
-  DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_BLOCK_SCALE_DEQUANTIZE_YDESC, ty));
-  DNNGRAPH_TRY(op.set(CUDNN_ATTR_OPERATION_BLOCK_SCALE_DEQUANTIZE_MATH_PREC, CUDNN_TYPE_DATA_TYPE,
-                      to_cudnn(cx.compute_type(n))));
+      auto op, block_scale_op(cx, n, what,
+                              {CUDNN_BACKEND_OPERATION_BLOCK_SCALE_DEQUANTIZE_DESCRIPTOR,
+                               CUDNN_ATTR_OPERATION_BLOCK_SCALE_DEQUANTIZE_XDESC,
+                               CUDNN_ATTR_OPERATION_BLOCK_SCALE_DEQUANTIZE_YDESC,
+                               CUDNN_ATTR_OPERATION_BLOCK_SCALE_DEQUANTIZE_SCALE_DESC,
+                               CUDNN_ATTR_OPERATION_BLOCK_SCALE_DEQUANTIZE_MATH_PREC},
+                              x, n.output(Role::Y), n.input(Role::SCALE)));
   const size_t rank = cx.view(x).dim.size();
   std::vector<int32_t> blocks(rank - a.block_size.size(), 1);
   for (int64_t b : a.block_size) blocks.push_back(static_cast<int32_t>(b));

@@ -1,6 +1,8 @@
 #include "engines/cudnn/descriptor.hpp"
 
 #include <array>
+#include <optional>
+#include <string>
 
 namespace dnngraph::cudnn {
 
@@ -60,6 +62,17 @@ Status Descriptor::get(cudnnBackendAttributeName_t attr, cudnnBackendAttributeTy
                detail::cat("reading attribute ", static_cast<int>(attr)));
 }
 
+namespace {
+
+// names[i]; nullopt for an index outside them.
+template <size_t N>
+std::optional<std::string_view> name_at(const std::string_view (&names)[N], int i) {
+  if (i < 0 || i >= static_cast<int>(N)) return std::nullopt;
+  return names[i];
+}
+
+}  // namespace
+
 std::string_view numerical_note_name(int note) {
   static constexpr std::string_view kNames[] = {"TENSOR_CORE",
                                                 "DOWN_CONVERT_INPUTS",
@@ -71,16 +84,14 @@ std::string_view numerical_note_name(int note) {
                                                 "WINOGRAD_TILE_6x6",
                                                 "WINOGRAD_TILE_13x13",
                                                 "STRICT_NAN_PROP"};
-  if (note >= 0 && note < static_cast<int>(std::size(kNames))) return kNames[note];
-  return "UNKNOWN_NUMERICAL_NOTE";
+  return name_at(kNames, note).value_or("UNKNOWN_NUMERICAL_NOTE");
 }
 
 std::string_view behavior_note_name(int note) {
   static constexpr std::string_view kNames[] = {
       "RUNTIME_COMPILATION", "REQUIRES_FILTER_INT8x32_REORDER", "REQUIRES_BIAS_INT8x32_REORDER",
       "SUPPORTS_CUDA_GRAPH_NATIVE_API", "CUBLASLT_DEPENDENCY"};
-  if (note >= 0 && note < static_cast<int>(std::size(kNames))) return kNames[note];
-  return "UNKNOWN_BEHAVIOR_NOTE";
+  return name_at(kNames, note).value_or("UNKNOWN_BEHAVIOR_NOTE");
 }
 
 std::string knob_name(int knob) {
@@ -128,8 +139,8 @@ std::string knob_name(int knob) {
                                                 "TILE_N",
                                                 "WARP_SPEC_CFG",
                                                 "SWAP_AB"};
-  if (knob >= 0 && knob < static_cast<int>(std::size(kNames))) return std::string(kNames[knob]);
-  return "KNOB" + std::to_string(knob);
+  const auto name = name_at(kNames, knob);
+  return name ? std::string(*name) : "KNOB" + std::to_string(knob);
 }
 
 }  // namespace dnngraph::cudnn

@@ -43,17 +43,11 @@ std::string describe_graph(const ir::ValidatedGraph& g) {
   return s + ")";
 }
 
-cudnnBackendHeurMode_t heur_of(HeurMode m) {
-  switch (m) {
-    case HeurMode::A:
-      return CUDNN_HEUR_MODE_A;
-    case HeurMode::B:
-      return CUDNN_HEUR_MODE_B;
-    case HeurMode::Fallback:
-      return CUDNN_HEUR_MODE_FALLBACK;
-  }
-  return CUDNN_HEUR_MODE_A;
-}
+// CUDNN_HEUR_MODE_* in HeurMode order.
+constexpr std::array<cudnnBackendHeurMode_t, 3> kHeurModes = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
+                                                              CUDNN_HEUR_MODE_FALLBACK};
+
+cudnnBackendHeurMode_t heur_of(HeurMode m) { return entry_of(kHeurModes, m, CUDNN_HEUR_MODE_A); }
 
 // Engine configs proposed by one heuristics mode, best first.
 Result<std::vector<Descriptor>> engine_configs(const LoweredState& st, HeurMode mode) {

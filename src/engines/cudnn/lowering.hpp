@@ -61,6 +61,14 @@ struct DeviceConstant {
   std::vector<float> values;
 };
 
+// The entry of enum value e in a table in the enum's order; `outside` for a value outside it (a
+// cast integer, which validation reports).
+template <class T, size_t N, class E>
+constexpr T entry_of(const std::array<T, N>& table, E e, T outside) {
+  const auto i = static_cast<size_t>(e);
+  return i < N ? table[i] : outside;
+}
+
 cudnnDataType_t to_cudnn(DataType t);
 // Host bytes of a pass-by-value scalar in `type` (tensor.cpp); NotSupported naming tensor `name`
 // for a type that cannot carry a constant.
@@ -201,6 +209,12 @@ Status add_pointwise_node(LowerContext& cx, const std::string& what, const ir::N
                           cudnnBackendDescriptor_t in2, cudnnBackendDescriptor_t y);
 Status add_reduction(LowerContext& cx, const std::string& what, cudnnReduceTensorOp_t mode,
                      DataType compute, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y);
+// C = A . B (matmul.cpp) in compute type `comp`, with the optional GEMM M/N/K override tensors.
+Status add_matmul(LowerContext& cx, const std::string& what, cudnnDataType_t comp,
+                  cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
+                  cudnnBackendDescriptor_t c, cudnnBackendDescriptor_t m_override = nullptr,
+                  cudnnBackendDescriptor_t n_override = nullptr,
+                  cudnnBackendDescriptor_t k_override = nullptr);
 // Softmax along the last dim of `x` (dims `dim`), as max / sub / exp / sum / div with float
 // intermediates; writes `y` and, when `stats` is set, log-sum-exp into it. `max_out` /
 // `sum_out`, when set, are the row max and the row sum of exp(x - max) (else virtual).

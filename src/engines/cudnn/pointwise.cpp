@@ -4,111 +4,62 @@
 namespace dnngraph::cudnn {
 namespace {
 
+// CUDNN_POINTWISE_* in PointwiseMode order.
+constexpr std::array<cudnnPointwiseMode_t, kPointwiseModeCount> kModes = {
+    CUDNN_POINTWISE_ADD,
+    CUDNN_POINTWISE_SUB,
+    CUDNN_POINTWISE_MUL,
+    CUDNN_POINTWISE_DIV,
+    CUDNN_POINTWISE_MAX,
+    CUDNN_POINTWISE_MIN,
+    CUDNN_POINTWISE_POW,
+    CUDNN_POINTWISE_ABS,
+    CUDNN_POINTWISE_NEG,
+    CUDNN_POINTWISE_EXP,
+    CUDNN_POINTWISE_LOG,
+    CUDNN_POINTWISE_SQRT,
+    CUDNN_POINTWISE_RSQRT,
+    CUDNN_POINTWISE_RECIPROCAL,
+    CUDNN_POINTWISE_TANH_FWD,
+    CUDNN_POINTWISE_SIGMOID_FWD,
+    CUDNN_POINTWISE_RELU_FWD,
+    CUDNN_POINTWISE_GELU_FWD,
+    CUDNN_POINTWISE_GELU_APPROX_TANH_FWD,
+    CUDNN_POINTWISE_SWISH_FWD,
+    CUDNN_POINTWISE_ELU_FWD,
+    CUDNN_POINTWISE_SOFTPLUS_FWD,
+    CUDNN_POINTWISE_ERF,
+    CUDNN_POINTWISE_SIN,
+    CUDNN_POINTWISE_COS,
+    CUDNN_POINTWISE_FLOOR,
+    CUDNN_POINTWISE_CEIL,
+    CUDNN_POINTWISE_IDENTITY,
+    CUDNN_POINTWISE_CMP_EQ,
+    CUDNN_POINTWISE_CMP_NEQ,
+    CUDNN_POINTWISE_CMP_GT,
+    CUDNN_POINTWISE_CMP_GE,
+    CUDNN_POINTWISE_CMP_LT,
+    CUDNN_POINTWISE_CMP_LE,
+    CUDNN_POINTWISE_LOGICAL_AND,
+    CUDNN_POINTWISE_LOGICAL_OR,
+    CUDNN_POINTWISE_LOGICAL_NOT,
+    CUDNN_POINTWISE_BINARY_SELECT,
+    CUDNN_POINTWISE_RELU_BWD,
+    CUDNN_POINTWISE_GELU_BWD,
+    CUDNN_POINTWISE_GELU_APPROX_TANH_BWD,
+    CUDNN_POINTWISE_SIGMOID_BWD,
+    CUDNN_POINTWISE_TANH_BWD,
+    CUDNN_POINTWISE_SWISH_BWD,
+    CUDNN_POINTWISE_ELU_BWD,
+    CUDNN_POINTWISE_SOFTPLUS_BWD,
+    CUDNN_POINTWISE_GEN_INDEX,
+    CUDNN_POINTWISE_ADD_SQUARE,
+    CUDNN_POINTWISE_MOD,
+    CUDNN_POINTWISE_TAN};
+static_assert(kModes.back() == CUDNN_POINTWISE_TAN, "one mode per PointwiseMode");
+
 cudnnPointwiseMode_t mode_of(PointwiseMode m) {
-  using M = PointwiseMode;
-  switch (m) {
-    case M::Add:
-      return CUDNN_POINTWISE_ADD;
-    case M::Sub:
-      return CUDNN_POINTWISE_SUB;
-    case M::Mul:
-      return CUDNN_POINTWISE_MUL;
-    case M::Div:
-      return CUDNN_POINTWISE_DIV;
-    case M::Max:
-      return CUDNN_POINTWISE_MAX;
-    case M::Min:
-      return CUDNN_POINTWISE_MIN;
-    case M::Pow:
-      return CUDNN_POINTWISE_POW;
-    case M::Abs:
-      return CUDNN_POINTWISE_ABS;
-    case M::Neg:
-      return CUDNN_POINTWISE_NEG;
-    case M::Exp:
-      return CUDNN_POINTWISE_EXP;
-    case M::Log:
-      return CUDNN_POINTWISE_LOG;
-    case M::Sqrt:
-      return CUDNN_POINTWISE_SQRT;
-    case M::Rsqrt:
-      return CUDNN_POINTWISE_RSQRT;
-    case M::Reciprocal:
-      return CUDNN_POINTWISE_RECIPROCAL;
-    case M::Tanh:
-      return CUDNN_POINTWISE_TANH_FWD;
-    case M::Sigmoid:
-      return CUDNN_POINTWISE_SIGMOID_FWD;
-    case M::Relu:
-      return CUDNN_POINTWISE_RELU_FWD;
-    case M::Gelu:
-      return CUDNN_POINTWISE_GELU_FWD;
-    case M::GeluApproxTanh:
-      return CUDNN_POINTWISE_GELU_APPROX_TANH_FWD;
-    case M::Silu:
-      return CUDNN_POINTWISE_SWISH_FWD;
-    case M::Elu:
-      return CUDNN_POINTWISE_ELU_FWD;
-    case M::Softplus:
-      return CUDNN_POINTWISE_SOFTPLUS_FWD;
-    case M::Erf:
-      return CUDNN_POINTWISE_ERF;
-    case M::Sin:
-      return CUDNN_POINTWISE_SIN;
-    case M::Cos:
-      return CUDNN_POINTWISE_COS;
-    case M::Floor:
-      return CUDNN_POINTWISE_FLOOR;
-    case M::Ceil:
-      return CUDNN_POINTWISE_CEIL;
-    case M::Identity:
-      return CUDNN_POINTWISE_IDENTITY;
-    case M::CmpEq:
-      return CUDNN_POINTWISE_CMP_EQ;
-    case M::CmpNeq:
-      return CUDNN_POINTWISE_CMP_NEQ;
-    case M::CmpGt:
-      return CUDNN_POINTWISE_CMP_GT;
-    case M::CmpGe:
-      return CUDNN_POINTWISE_CMP_GE;
-    case M::CmpLt:
-      return CUDNN_POINTWISE_CMP_LT;
-    case M::CmpLe:
-      return CUDNN_POINTWISE_CMP_LE;
-    case M::LogicalAnd:
-      return CUDNN_POINTWISE_LOGICAL_AND;
-    case M::LogicalOr:
-      return CUDNN_POINTWISE_LOGICAL_OR;
-    case M::LogicalNot:
-      return CUDNN_POINTWISE_LOGICAL_NOT;
-    case M::BinarySelect:
-      return CUDNN_POINTWISE_BINARY_SELECT;
-    case M::ReluBwd:
-      return CUDNN_POINTWISE_RELU_BWD;
-    case M::GeluBwd:
-      return CUDNN_POINTWISE_GELU_BWD;
-    case M::GeluApproxTanhBwd:
-      return CUDNN_POINTWISE_GELU_APPROX_TANH_BWD;
-    case M::SigmoidBwd:
-      return CUDNN_POINTWISE_SIGMOID_BWD;
-    case M::TanhBwd:
-      return CUDNN_POINTWISE_TANH_BWD;
-    case M::SiluBwd:
-      return CUDNN_POINTWISE_SWISH_BWD;
-    case M::EluBwd:
-      return CUDNN_POINTWISE_ELU_BWD;
-    case M::SoftplusBwd:
-      return CUDNN_POINTWISE_SOFTPLUS_BWD;
-    case M::GenIndex:
-      return CUDNN_POINTWISE_GEN_INDEX;
-    case M::AddSquare:
-      return CUDNN_POINTWISE_ADD_SQUARE;
-    case M::Mod:
-      return CUDNN_POINTWISE_MOD;
-    case M::Tan:
-      return CUDNN_POINTWISE_TAN;
-  }
-  return CUDNN_POINTWISE_IDENTITY;
+  return entry_of(kModes, m, CUDNN_POINTWISE_IDENTITY);
 }
 
 bool is_backward(cudnnPointwiseMode_t m) { return m >= 200 && m < 300; }

@@ -5,26 +5,15 @@
 namespace dnngraph::cudnn {
 namespace {
 
+// CUDNN_REDUCE_TENSOR_* in ReductionMode order.
+constexpr std::array<cudnnReduceTensorOp_t, 8> kModes = {
+    CUDNN_REDUCE_TENSOR_ADD,   CUDNN_REDUCE_TENSOR_MUL,  CUDNN_REDUCE_TENSOR_MIN,
+    CUDNN_REDUCE_TENSOR_MAX,   CUDNN_REDUCE_TENSOR_AMAX, CUDNN_REDUCE_TENSOR_AVG,
+    CUDNN_REDUCE_TENSOR_NORM1, CUDNN_REDUCE_TENSOR_NORM2};
+static_assert(kModes.back() == CUDNN_REDUCE_TENSOR_NORM2, "one mode per ReductionMode");
+
 cudnnReduceTensorOp_t mode_of(ReductionMode m) {
-  switch (m) {
-    case ReductionMode::Add:
-      return CUDNN_REDUCE_TENSOR_ADD;
-    case ReductionMode::Mul:
-      return CUDNN_REDUCE_TENSOR_MUL;
-    case ReductionMode::Min:
-      return CUDNN_REDUCE_TENSOR_MIN;
-    case ReductionMode::Max:
-      return CUDNN_REDUCE_TENSOR_MAX;
-    case ReductionMode::Amax:
-      return CUDNN_REDUCE_TENSOR_AMAX;
-    case ReductionMode::Avg:
-      return CUDNN_REDUCE_TENSOR_AVG;
-    case ReductionMode::Norm1:
-      return CUDNN_REDUCE_TENSOR_NORM1;
-    case ReductionMode::Norm2:
-      return CUDNN_REDUCE_TENSOR_NORM2;
-  }
-  return CUDNN_REDUCE_TENSOR_ADD;
+  return entry_of(kModes, m, CUDNN_REDUCE_TENSOR_ADD);
 }
 
 }  // namespace

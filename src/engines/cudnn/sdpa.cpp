@@ -33,6 +33,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <variant>
 
 #include "dnngraph/ir/sdpa.hpp"
 #include "engines/cudnn/loader.hpp"
@@ -62,23 +64,16 @@ Status sdpa_mask_rules(const std::string& what, const ir::SdpaOptions& a, int64_
 }
 
 Status sdpa_precheck(const ir::Node& n) {
-  const ir::SdpaOptions* a = nullptr;
-  switch (n.kind()) {
-    case ir::OpKind::SdpaFwd:
-      a = &n.as<ir::SdpaAttrs>();
-      break;
-    case ir::OpKind::SdpaBwd:
-      a = &n.as<ir::SdpaBwdAttrs>();
-      break;
-    case ir::OpKind::SdpaFp8Fwd:
-      a = &n.as<ir::SdpaFp8Attrs>();
-      break;
-    case ir::OpKind::SdpaFp8Bwd:
-      a = &n.as<ir::SdpaFp8BwdAttrs>();
-      break;
-    default:
-      return Status::ok();
-  }
+  // The SDPA family: the ops whose attributes are SdpaOptions.
+  const ir::SdpaOptions* a = std::visit(
+      [](const auto& attrs) -> const ir::SdpaOptions* {
+        if constexpr (std::is_base_of_v<ir::SdpaOptions, std::decay_t<decltype(attrs)>>)
+          return &attrs;
+        else
+          return nullptr;
+      },
+      n.attrs);
+  if (!a) return Status::ok();
   const ir::Tensor q = n.input(Role::Q);
   if (!q || q->dim.size() != 4) return Status::ok();  // lowering says what is wrong
   const bool padding = n.input(Role::SEQ_LEN_Q) || n.input(Role::SEQ_LEN_KV);
@@ -233,25 +228,7 @@ Status sdpa_matmul(LowerContext& cx, const std::string& name, cudnnBackendDescri
                    cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c,
                    cudnnBackendDescriptor_t m_override, cudnnBackendDescriptor_t n_override,
                    cudnnBackendDescriptor_t k_override) {
-  DNNGRAPH_ASSIGN_OR_RETURN(
-      auto md, Descriptor::create(CUDNN_BACKEND_MATMUL_DESCRIPTOR, name + " (matmul desc)"));
-  const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
-  DNNGRAPH_TRY(md.set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp));
-  DNNGRAPH_TRY(md.finalize(ErrorCode::NotSupported));
-  DNNGRAPH_ASSIGN_OR_RETURN(auto od,
-                            Descriptor::create(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name));
-  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, a));
-  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b));
-  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c));
-  DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_DESC, md));
-  if (m_override)
-    DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, m_override));
-  if (n_override)
-    DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, n_override));
-  if (k_override)
-    DNNGRAPH_TRY(od.set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, k_override));
-  cx.keep(std::move(md));
-  return cx.add_op(std::move(od));
+  return add_matmul(cx, name, CUDNN_DATA_FLOAT, a, b, c, m_override, n_override, k_override);
 }
 
 Status sdpa_reshape(LowerContext& cx, const std::string& name, cudnnBackendDescriptor_t x,
@@ -289,10 +266,11 @@ struct MaskBuilder {
                                like, nullptr, nullptr, r, axis));
     return r;
   }
-  // y = x op b, in int32.
+  // y = x op b, in int32; y INT32, or BOOLEAN for a comparison (compare).
   Result<cudnnBackendDescriptor_t> arith(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
-                                         cudnnBackendDescriptor_t b, const std::string& tag) {
-    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt(tag, DataType::Int32));
+                                         cudnnBackendDescriptor_t b, const std::string& tag,
+                                         DataType out = DataType::Int32) {
+    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt(tag, out));
     DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag, mode, DataType::Int32, x, b, nullptr, r));
     return r;
   }
@@ -305,9 +283,7 @@ struct MaskBuilder {
   }
   Result<cudnnBackendDescriptor_t> compare(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
                                            cudnnBackendDescriptor_t b, const std::string& tag) {
-    DNNGRAPH_ASSIGN_OR_RETURN(auto r, vt(tag, DataType::Boolean));
-    DNNGRAPH_TRY(add_pointwise(cx, what + " " + tag, mode, DataType::Int32, x, b, nullptr, r));
-    return r;
+    return arith(mode, x, b, tag, DataType::Boolean);
   }
   // Keeps x where `keep`, else the lowest float.
   Result<cudnnBackendDescriptor_t> select(cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t keep,

@@ -7,39 +7,20 @@
 
 namespace dnngraph::cudnn {
 
-cudnnDataType_t to_cudnn(DataType t) {
-  switch (t) {
-    case DataType::Float:
-      return CUDNN_DATA_FLOAT;
-    case DataType::Double:
-      return CUDNN_DATA_DOUBLE;
-    case DataType::Half:
-      return CUDNN_DATA_HALF;
-    case DataType::BFloat16:
-      return CUDNN_DATA_BFLOAT16;
-    case DataType::FP8_E4M3:
-      return CUDNN_DATA_FP8_E4M3;
-    case DataType::FP8_E5M2:
-      return CUDNN_DATA_FP8_E5M2;
-    case DataType::FP8_E8M0:
-      return CUDNN_DATA_FP8_E8M0;
-    case DataType::FP4_E2M1:  // dims and strides in elements, two elements per byte
-      return CUDNN_DATA_FP4_E2M1;
-    case DataType::Int8:
-      return CUDNN_DATA_INT8;
-    case DataType::UInt8:
-      return CUDNN_DATA_UINT8;
-    case DataType::Int32:
-      return CUDNN_DATA_INT32;
-    case DataType::Int64:
-      return CUDNN_DATA_INT64;
-    case DataType::Boolean:
-      return CUDNN_DATA_BOOLEAN;
-    case DataType::NotSet:
-      break;
-  }
-  return CUDNN_DATA_FLOAT;
-}
+namespace {
+
+// CUDNN_DATA_* in DataType order (NotSet as FLOAT). FP4_E2M1's dims and strides are in
+// elements, two elements per byte.
+constexpr std::array<cudnnDataType_t, 14> kDataTypes = {
+    CUDNN_DATA_FLOAT,    CUDNN_DATA_FLOAT,    CUDNN_DATA_DOUBLE,   CUDNN_DATA_HALF,
+    CUDNN_DATA_BFLOAT16, CUDNN_DATA_FP8_E4M3, CUDNN_DATA_FP8_E5M2, CUDNN_DATA_INT8,
+    CUDNN_DATA_UINT8,    CUDNN_DATA_INT32,    CUDNN_DATA_INT64,    CUDNN_DATA_BOOLEAN,
+    CUDNN_DATA_FP8_E8M0, CUDNN_DATA_FP4_E2M1};
+static_assert(kDataTypes.back() == CUDNN_DATA_FP4_E2M1, "one type per DataType");
+
+}  // namespace
+
+cudnnDataType_t to_cudnn(DataType t) { return entry_of(kDataTypes, t, CUDNN_DATA_FLOAT); }
 
 LowerContext::LowerContext(ir::ValidatedGraphPtr graph, ViewMap views)
     : graph_(std::move(graph)), views_(std::move(views)) {

@@ -184,6 +184,20 @@ inline int64_t tap(const Geometry& g, int64_t kd, int64_t kh, int64_t kw) {
   return (kd * g.ker[1] + kh) * g.ker[2] + kw;
 }
 
+// Visits every weight of the filters k0 <= k < k1: f(k, c, t, w) with c its input channel in
+// the group, t its tap in correlation order and w its offset in W [K, Cg, taps].
+template <class F>
+void for_each_weight(const Geometry& g, int64_t k0, int64_t k1, F&& f) {
+  const int64_t taps = g.ker_volume();
+  for (int64_t k = k0; k < k1; ++k)
+    for (int64_t c = 0; c < g.Cg; ++c)
+      for (int64_t kd = 0; kd < g.ker[0]; ++kd)
+        for (int64_t kh = 0; kh < g.ker[1]; ++kh)
+          for (int64_t kw = 0; kw < g.ker[2]; ++kw)
+            f(k, c, (kd * g.ker[1] + kh) * g.ker[2] + kw,
+              (k * g.Cg + c) * taps + tap(g, kd, kh, kw));
+}
+
 // ---------------------------------------------------------------- fprop
 // Register tile: kPix output positions along the last spatial dim x kKb output channels.
 constexpr int64_t kPix = 4, kKb = 8;
@@ -247,16 +261,11 @@ Status fprop(KernelContext& ctx, const Geometry& g) {
   const int64_t blocks = (g.Kg + kKb - 1) / kKb;
   const int64_t block_size = taps * g.Cg * kKb;
   std::vector<double> wt(static_cast<size_t>(g.G * blocks * block_size), 0.0);
-  for (int64_t k = 0; k < g.K; ++k)
-    for (int64_t c = 0; c < g.Cg; ++c)
-      for (int64_t kd = 0; kd < g.ker[0]; ++kd)
-        for (int64_t kh = 0; kh < g.ker[1]; ++kh)
-          for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
-            const int64_t t = (kd * g.ker[1] + kh) * g.ker[2] + kw;
-            const int64_t gi = k / g.Kg, kk = k % g.Kg;
-            wt[static_cast<size_t>((gi * blocks + kk / kKb) * block_size + (t * g.Cg + c) * kKb +
-                                   kk % kKb)] = w[(k * g.Cg + c) * taps + tap(g, kd, kh, kw)];
-          }
+  for_each_weight(g, 0, g.K, [&](int64_t k, int64_t c, int64_t t, int64_t at) {
+    const int64_t gi = k / g.Kg, kk = k % g.Kg;
+    wt[static_cast<size_t>((gi * blocks + kk / kKb) * block_size + (t * g.Cg + c) * kKb +
+                           kk % kKb)] = w[at];
+  });
   Dense y(ctx.tensor(Role::Y).dim);
   const int64_t ov = g.out_volume();
   const int64_t rows = g.N * g.G * g.out[0] * g.out[1];
@@ -295,16 +304,10 @@ Status dgrad(KernelContext& ctx, const Geometry& g) {
   const int64_t taps = g.ker_volume(), ov = g.out_volume();
   // wt [G][taps][Kg][Cg] in correlation order: the inner loop runs over channels.
   std::vector<double> wt(static_cast<size_t>(g.G * taps * g.Kg * g.Cg));
-  for (int64_t k = 0; k < g.K; ++k)
-    for (int64_t c = 0; c < g.Cg; ++c)
-      for (int64_t kd = 0; kd < g.ker[0]; ++kd)
-        for (int64_t kh = 0; kh < g.ker[1]; ++kh)
-          for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
-            const int64_t t = (kd * g.ker[1] + kh) * g.ker[2] + kw;
-            const int64_t gi = k / g.Kg, kk = k % g.Kg;
-            wt[static_cast<size_t>(((gi * taps + t) * g.Kg + kk) * g.Cg + c)] =
-                w[(k * g.Cg + c) * taps + tap(g, kd, kh, kw)];
-          }
+  for_each_weight(g, 0, g.K, [&](int64_t k, int64_t c, int64_t t, int64_t at) {
+    const int64_t gi = k / g.Kg, kk = k % g.Kg;
+    wt[static_cast<size_t>(((gi * taps + t) * g.Kg + kk) * g.Cg + c)] = w[at];
+  });
   std::vector<double> dxp(static_cast<size_t>(g.N * g.padded_volume() * g.C), 0.0);
   // (n, group) pairs write disjoint channel ranges of DX. Per-thread scratch is allocated
   // here: nothing allocates inside the parallel region.
@@ -394,15 +397,9 @@ Status wgrad(KernelContext& ctx, const Geometry& g) {
                   }
             }
           }
-    for (int64_t k = k0; k < k1; ++k)
-      for (int64_t c = 0; c < g.Cg; ++c)
-        for (int64_t kd = 0; kd < g.ker[0]; ++kd)
-          for (int64_t kh = 0; kh < g.ker[1]; ++kh)
-            for (int64_t kw = 0; kw < g.ker[2]; ++kw) {
-              const int64_t t = (kd * g.ker[1] + kh) * g.ker[2] + kw;
-              dw[(k * g.Cg + c) * taps + tap(g, kd, kh, kw)] =
-                  ctx.round_compute(acc[static_cast<size_t>(((k - k0) * taps + t) * g.Cg + c)]);
-            }
+    for_each_weight(g, k0, k1, [&](int64_t k, int64_t c, int64_t t, int64_t at) {
+      dw[at] = ctx.round_compute(acc[static_cast<size_t>(((k - k0) * taps + t) * g.Cg + c)]);
+    });
   }
   ctx.store(Role::DW, dw);
   return Status::ok();

@@ -357,14 +357,11 @@ Status run_forward(KernelContext& ctx) {
         const int64_t row = (bi * p.hq + h) * p.sq + i;
         const double* qi = &q.data[static_cast<size_t>(row * p.d)];
         double* oi = &o.data[static_cast<size_t>(row * p.dv)];
-        const auto [lo, hi] = p.key_range(bi, i);
-        double mx = -INFINITY;
-        for (int64_t j = lo; j < hi; ++j) {
+        auto [lo, hi, mx] = p.scores(bi, i, s, [&](int64_t j) {
           double dot = 0.0;
           for (int64_t c = 0; c < p.d; ++c) dot += qi[c] * kb[j * p.d + c];
-          s[j] = mod.forward(bi, h, i, j, p.scale * dot) + p.bias_at(bi, h, i, j);
-          mx = std::max(mx, s[j]);
-        }
+          return mod.forward(bi, h, i, j, p.scale * dot) + p.bias_at(bi, h, i, j);
+        });
         const bool sink = !p.sink.empty();
         const double sink_h = sink ? p.sink[static_cast<size_t>(h)] : -INFINITY;
         if (hi <= lo || mx == -INFINITY) {  // attends no key: O = 0

@@ -74,12 +74,9 @@ Status run_forward(KernelContext& ctx) {
         const int64_t row = (bi * p.hq + h) * p.sq + i;
         const double* qi = &q.data[static_cast<size_t>(row * p.d)];
         double* oi = &o.data[static_cast<size_t>(row * p.dv)];
-        const auto [lo, hi] = p.key_range(bi, i);
-        double mx = -INFINITY;
-        for (int64_t j = lo; j < hi; ++j) {
-          s[static_cast<size_t>(j)] = p.score(dot(qi, kb + j * p.d, p.d), h, i, j);
-          mx = std::max(mx, s[static_cast<size_t>(j)]);
-        }
+        const auto [lo, hi, mx] = p.scores(bi, i, s.data(), [&](int64_t j) {
+          return p.score(dot(qi, kb + j * p.d, p.d), h, i, j);
+        });
         if (hi <= lo || mx == -INFINITY) continue;
         double sum = 0.0;
         for (int64_t j = lo; j < hi; ++j) sum += std::exp(s[static_cast<size_t>(j)] - mx);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -29,6 +30,19 @@ struct SdpaMasking {
     if (right) hi = std::min(hi, diag + *right + 1);
     if (left) lo = std::max(lo, diag - *left + 1);
     return {lo, std::max(lo, hi)};
+  }
+  // The keys [lo, hi) query i of batch bi attends (key_range), with s[j] = score(j) for each,
+  // and the largest of those scores (-inf when there is none).
+  struct ScoreRow {
+    int64_t lo, hi;
+    double max;
+  };
+  template <class F>
+  ScoreRow scores(int64_t bi, int64_t i, double* s, F&& score) const {
+    const auto [lo, hi] = key_range(bi, i);
+    double mx = -INFINITY;
+    for (int64_t j = lo; j < hi; ++j) mx = std::max(mx, s[j] = score(j));
+    return {lo, hi, mx};
   }
   // The ALiBi term slope[h] * (j - i), 0 without alibi_mask.
   double alibi_at(int64_t h, int64_t i, int64_t j) const {

@@ -15,13 +15,7 @@ namespace {
 // Sets dims (or checks the caller's) and default strides packed in `order` (outermost first).
 Status fill(const Node& n, Role role, const Tensor& t, const std::vector<int64_t>& dims,
             const std::vector<int64_t>& order) {
-  if (t->dim.empty()) {
-    t->dim = dims;
-  } else if (t->dim != dims) {
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(role, t),
-                      " was set to dims ", dims_str(t->dim), " but the op produces ",
-                      dims_str(dims));
-  }
+  DNNGRAPH_TRY(set_output_dims(n, role, t, dims));
   if (t->stride.empty()) t->stride = packed_strides(dims, order);
   return Status::ok();
 }

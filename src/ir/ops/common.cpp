@@ -107,16 +107,22 @@ std::vector<int64_t> order_like(const Tensor& like, size_t rank) {
   return order;
 }
 
+Status set_output_dims(const Node& n, Role role, const Tensor& out,
+                       const std::vector<int64_t>& dims) {
+  if (out->dim.empty()) {
+    out->dim = dims;
+    return Status::ok();
+  }
+  if (out->dim == dims) return Status::ok();
+  return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(role, out),
+                    " was set to dims ", dims_str(out->dim), " but the op produces ",
+                    dims_str(dims));
+}
+
 Status infer_output(const Node& n, Role role, const Tensor& out, const std::vector<int64_t>& dims,
                     const Tensor& layout_like, const InferContext& ctx, DataType fallback,
                     DataType forced) {
-  if (out->dim.empty()) {
-    out->dim = dims;
-  } else if (out->dim != dims) {
-    return make_error(ErrorCode::InvalidGraph, op_label(n), ": output ", port_label(role, out),
-                      " was set to dims ", dims_str(out->dim), " but the op produces ",
-                      dims_str(dims));
-  }
+  DNNGRAPH_TRY(set_output_dims(n, role, out, dims));
   if (out->stride.empty())
     out->stride = packed_strides(out->dim, order_like(layout_like, dims.size()));
   if (out->data_type == DataType::NotSet) {

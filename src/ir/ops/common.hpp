@@ -63,6 +63,10 @@ std::vector<int64_t> order_like(const Tensor& like, size_t rank);
 Status check_keeps_data_type(const Node& n, std::string_view op, Role role, const Tensor& x,
                              const Tensor& y);
 
+// Sets an output's dims to those the op produces, or checks the ones the user set against them.
+Status set_output_dims(const Node& n, Role role, const Tensor& out,
+                       const std::vector<int64_t>& dims);
+
 // Fills (or checks, when the user set them) an output's dims, then fills missing strides
 // (packed, in the dim order of `layout_like`, row-major when null) and a missing data type:
 // `forced` when given (e.g. FLOAT statistics), else the graph's intermediate type for a

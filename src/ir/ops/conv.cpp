@@ -114,33 +114,36 @@ Status require_set_dims(const Node& n, Role role, const Tensor& t, const char* h
                     "): they cannot be inferred uniquely from DY");
 }
 
+// The gradient `out_role` of conv_dgrad (DX, from DY and W) or conv_wgrad (DW, from DY and X):
+// its dims are the user's, checked against DY through the forward's output dims.
+template <class Attrs>
+Status infer_conv_grad(Node& n, const InferContext& ctx, Role in_role, Role out_role,
+                       const char* hint) {
+  DNNGRAPH_PORT(dy, required_input(n, Role::DY));
+  DNNGRAPH_PORT(in, required_input(n, in_role));
+  DNNGRAPH_PORT(out, required_output(n, out_role));
+  DNNGRAPH_TRY(require_set_dims(n, out_role, out, hint));
+  DNNGRAPH_TRY(check_rank(n, Role::DY, dy, 3, 5));
+  const bool dgrad = out_role == Role::DX;  // else wgrad: the filter is the output
+  const Role x_role = dgrad ? out_role : in_role, w_role = dgrad ? in_role : out_role;
+  const Tensor& x = dgrad ? out : in;
+  const Tensor& w = dgrad ? in : out;
+  auto dims = conv_output_dims(n, n.as<Attrs>(), x_role, x, w_role, w);
+  DNNGRAPH_TRY(dims.status());
+  DNNGRAPH_TRY(
+      check_dy(n, dy, *dims, detail::cat(port_label(x_role, x), " and ", port_label(w_role, w))));
+  // DX follows DY's layout; the filter follows the activation layout (NHWC X -> KRSC DW).
+  return infer_output(n, out_role, out, out->dim, dgrad ? dy : x, ctx, dy->data_type);
+}
+
 }  // namespace
 
 Status infer_conv_dgrad(Node& n, const InferContext& ctx) {
-  DNNGRAPH_PORT(dy, required_input(n, Role::DY));
-  DNNGRAPH_PORT(w, required_input(n, Role::W));
-  DNNGRAPH_PORT(dx, required_output(n, Role::DX));
-  DNNGRAPH_TRY(require_set_dims(n, Role::DX, dx, "the forward input's dims"));
-  DNNGRAPH_TRY(check_rank(n, Role::DY, dy, 3, 5));
-  auto dims = conv_output_dims(n, n.as<ConvDgradAttrs>(), Role::DX, dx, Role::W, w);
-  DNNGRAPH_TRY(dims.status());
-  DNNGRAPH_TRY(check_dy(n, dy, *dims,
-                        detail::cat(port_label(Role::DX, dx), " and ", port_label(Role::W, w))));
-  return infer_output(n, Role::DX, dx, dx->dim, dy, ctx, dy->data_type);
+  return infer_conv_grad<ConvDgradAttrs>(n, ctx, Role::W, Role::DX, "the forward input's dims");
 }
 
 Status infer_conv_wgrad(Node& n, const InferContext& ctx) {
-  DNNGRAPH_PORT(dy, required_input(n, Role::DY));
-  DNNGRAPH_PORT(x, required_input(n, Role::X));
-  DNNGRAPH_PORT(dw, required_output(n, Role::DW));
-  DNNGRAPH_TRY(require_set_dims(n, Role::DW, dw, "the filter's dims"));
-  DNNGRAPH_TRY(check_rank(n, Role::DY, dy, 3, 5));
-  auto dims = conv_output_dims(n, n.as<ConvWgradAttrs>(), Role::X, x, Role::DW, dw);
-  DNNGRAPH_TRY(dims.status());
-  DNNGRAPH_TRY(check_dy(n, dy, *dims,
-                        detail::cat(port_label(Role::X, x), " and ", port_label(Role::DW, dw))));
-  // The filter follows the activation layout (NHWC activations -> KRSC filter).
-  return infer_output(n, Role::DW, dw, dw->dim, x, ctx, dy->data_type);
+  return infer_conv_grad<ConvWgradAttrs>(n, ctx, Role::X, Role::DW, "the filter's dims");
 }
 
 }  // namespace dnngraph::ir

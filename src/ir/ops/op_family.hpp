@@ -28,6 +28,12 @@ DNNGRAPH_OPS(DNNGRAPH_OP_INFER_DECL)
 // sdpa.cpp: the Q / K / V shape rules and the SdpaOptions rules (masks, scale, padding,
 // dropout), shared with sdpa_fp8. Q, K and V must be bound.
 Status check_sdpa_common(const Node& node, const SdpaOptions& a);
+// sdpa.cpp: the ports every SDPA forward binds (sdpa, sdpa_fp8), each required; the first one
+// missing is the error.
+struct SdpaFwdPorts {
+  Tensor q, k, v, o;
+};
+Result<SdpaFwdPorts> sdpa_forward_ports(const Node& node);
 // sdpa.cpp: the ports every SDPA backward binds (sdpa_backward, sdpa_fp8_backward), each
 // required; the first one missing is the error.
 struct SdpaBwdPorts {

@@ -402,10 +402,8 @@ int64_t sdpa_kv_length(const Node& n) {
 
 Status infer_sdpa(Node& n, const InferContext& ctx) {
   const auto& a = n.as<SdpaAttrs>();
-  DNNGRAPH_PORT(q, required_input(n, Role::Q));
-  DNNGRAPH_PORT(k, required_input(n, Role::K));
-  DNNGRAPH_PORT(v, required_input(n, Role::V));
-  DNNGRAPH_PORT(o, required_output(n, Role::O));
+  DNNGRAPH_ASSIGN_OR_RETURN(const SdpaFwdPorts ports, sdpa_forward_ports(n));
+  const auto& [q, k, v, o] = ports;
   auto s = check_qkv(n, q, k, v);
   DNNGRAPH_TRY(s.status());
   DNNGRAPH_TRY(check_options(n, a, *s));
@@ -425,6 +423,16 @@ Status infer_sdpa(Node& n, const InferContext& ctx) {
     DNNGRAPH_TRY(check_floating(n, Role::RNG_DUMP, dump));
   }
   return infer_score_mods(n, a, false, {s->b, s->hq, s->sq, s->skv}, ctx);
+}
+
+Result<SdpaFwdPorts> sdpa_forward_ports(const Node& n) {
+  SdpaFwdPorts p;
+  for (auto [role, t] :
+       {std::pair<Role, Tensor*>{Role::Q, &p.q}, {Role::K, &p.k}, {Role::V, &p.v}}) {
+    DNNGRAPH_ASSIGN_OR_RETURN(*t, required_input(n, role));
+  }
+  DNNGRAPH_ASSIGN_OR_RETURN(p.o, required_output(n, Role::O));
+  return p;
 }
 
 Result<SdpaBwdPorts> sdpa_backward_ports(const Node& n) {

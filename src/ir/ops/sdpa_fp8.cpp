@@ -85,10 +85,8 @@ Status infer_amaxes(const Node& n, const InferContext& ctx) {
 
 Status infer_sdpa_fp8(Node& n, const InferContext& ctx) {
   const auto& a = n.as<SdpaFp8Attrs>();
-  DNNGRAPH_PORT(q, required_input(n, Role::Q));
-  DNNGRAPH_PORT(k, required_input(n, Role::K));
-  DNNGRAPH_PORT(v, required_input(n, Role::V));
-  DNNGRAPH_PORT(o, required_output(n, Role::O));
+  DNNGRAPH_ASSIGN_OR_RETURN(const SdpaFwdPorts ports, sdpa_forward_ports(n));
+  const auto& [q, k, v, o] = ports;
   DNNGRAPH_TRY(check_no_dropout(n, a));
   DNNGRAPH_TRY(check_sdpa_common(n, a));
   for (auto [role, t] : {std::pair<Role, const Tensor&>{Role::Q, q}, {Role::K, k}, {Role::V, v}})

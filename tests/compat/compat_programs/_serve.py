@@ -1,9 +1,14 @@
 """What the serving programs (serve_*.py) share: sequences packed token after token in buffers
 of exactly the token total (what serving engines allocate), declared as the frontend's THD
-tensors (dims [b, h, s_max, d], strides [h*d, d, h*d, 1], ragged offsets in elements), and the
-float64 attention of one sequence they are checked against."""
+tensors (dims [b, h, s_max, d], strides [h*d, d, h*d, 1], ragged offsets in elements), the
+ragged-prefill and paged-attention graphs they build (attention scale 1/sqrt(d)), and the float64
+attention of one sequence they are checked against."""
+
+import math
 
 import numpy as np
+
+from compat_programs import _graph, _sdpa
 
 
 class Packed:
@@ -34,6 +39,15 @@ class Packed:
     def seq(self, i):
         """Sequence i as [h, len, d] float64."""
         return self.values[self.cum[i]:self.cum[i + 1]].transpose(1, 0, 2)
+
+
+def qkvo(h, lens_q, lens_kv, hq, hk, d, s_max_q=None, s_max_kv=None):
+    """Random bf16 Packed q (hq heads of lens_q tokens), k and v (hk heads of lens_kv tokens),
+    and an unwritten Packed o shaped as q."""
+    q = Packed(h, lens_q, hq, d, "bfloat16", s_max=s_max_q)
+    k = Packed(h, lens_kv, hk, d, "bfloat16", s_max=s_max_kv)
+    v = Packed(h, lens_kv, hk, d, "bfloat16", s_max=s_max_kv)
+    return q, k, v, Packed(h, lens_q, hq, d, "bfloat16", s_max=s_max_q, values=False)
 
 
 def lengths(h, lens):
@@ -70,12 +84,79 @@ def tokens(parts):
 
 
 def graph(h, io="BFLOAT16", **kw):
-    cudnn = h.cudnn
-    return cudnn.pygraph(handle=h.handle, io_data_type=getattr(cudnn.data_type, io),
-                         intermediate_data_type=cudnn.data_type.FLOAT,
-                         compute_data_type=cudnn.data_type.FLOAT, **kw)
+    return _graph.graph(h, io, **kw)
 
 
 def ragged_tensor(g, h, name, p, ragged_offset, io="BFLOAT16"):
     return g.tensor(name=name, dim=p.dims(), stride=p.strides(),
                     data_type=getattr(h.cudnn.data_type, io), ragged_offset=ragged_offset)
+
+
+def prefill(h, name, q, k, v, o, seq_q, seq_kv, extra=None, **kw):
+    """A bf16 ragged prefill: Packed q, k, v into Packed o through sdpa with the padding mask and
+    [b, 1, 1, 1] sequence lengths seq_q / seq_kv (plus the keywords and pack entries extra(g)
+    gives, and kw). Executes once; returns a function that executes again."""
+    g = graph(h)
+    RQ, RKV = g.tensor_like(q.offsets), g.tensor_like(k.offsets)
+    SQ, SKV = g.tensor_like(seq_q), g.tensor_like(seq_kv)
+    more, pack = extra(g) if extra else ({}, {})
+    Q = ragged_tensor(g, h, "Q", q, RQ)
+    K = ragged_tensor(g, h, "K", k, RKV)
+    V = ragged_tensor(g, h, "V", v, RKV)
+    O, _ = g.sdpa(name=name, q=Q, k=K, v=V, generate_stats=False, attn_scale=1.0 / math.sqrt(q.d),
+                  use_padding_mask=True, seq_len_q=SQ, seq_len_kv=SKV, **more, **kw)
+    O.set_output(True).set_dim(o.dims()).set_stride(o.strides()).set_ragged_offset(RQ)
+    O.set_data_type(h.cudnn.data_type.BFLOAT16)
+    pack.update({Q: q.array, K: k.array, V: v.array, O: o.array, RQ: q.offsets, RKV: k.offsets,
+                 SQ: seq_q, SKV: seq_kv})
+    return _graph.finish(h, g, pack)
+
+
+def prefill_reference(q, k, v, causal, sink=None):
+    """The float64 O of every packed sequence, in token order."""
+    scale = 1.0 / math.sqrt(q.d)
+    return tokens([attend(q.seq(i), k.seq(i), v.seq(i), scale, causal, sink)
+                   for i in range(len(q.lens))])
+
+
+def pages(h, b, hq, hk, sq, d, page, num_pages, per_seq, dtype, q_scale=1.0):
+    """Random q [b, hq, sq, d] and K/V page pools [num_pages, hk, page, d] in dtype, a page table
+    [b, 1, per_seq, 1] of distinct random pages (numpy, and as an int32 array), and the float64
+    values of q, k and v as rounded."""
+    q = h.randn((b, hq, sq, d), dtype, scale=q_scale)
+    kc = h.randn((num_pages, hk, page, d), dtype)
+    vc = h.randn((num_pages, hk, page, d), dtype)
+    table = h.rng.permutation(num_pages)[:b * per_seq].reshape(b, 1, per_seq, 1)
+    pt = h.array(table.astype(np.float64), "int32")
+    return (q, kc, vc), table, pt, [h.numpy(t) for t in (q, kc, vc)]
+
+
+def paged_kv(table, page, kc, vc, i, n):
+    """Sequence i's first n keys and values gathered from its pages: [h, n, d] each."""
+    rows = [(table[i, 0, j // page, 0], j % page) for j in range(n)]
+    return (np.stack([kc[p, :, r] for p, r in rows], axis=1),
+            np.stack([vc[p, :, r] for p, r in rows], axis=1))
+
+
+def paged(h, qkv, pt, seq_q, seq_kv, max_kv, io="BFLOAT16", set_type=True, extra=None, **kw):
+    """sdpa on q [b, h, s_q, d] and paged K/V pools (one page table pt for both), bounded by the
+    [b, 1, 1, 1] sequence lengths seq_q / seq_kv, into a packed O in io (given that data type
+    when set_type), plus the keywords and pack entries extra(g) gives, and kw. Executes once;
+    returns o and a function that executes again."""
+    q, kc, vc = qkv
+    g = graph(h, io=io)
+    Q, K, V = g.tensor_like(q), g.tensor_like(kc), g.tensor_like(vc)
+    PT_K, PT_V = g.tensor_like(pt), g.tensor_like(pt)
+    SQ, SKV = g.tensor_like(seq_q), g.tensor_like(seq_kv)
+    more, pack = extra(g) if extra else ({}, {})
+    O, _ = g.sdpa(name=kw.pop("name", "decode"), q=Q, k=K, v=V, generate_stats=False,
+                  attn_scale=1.0 / math.sqrt(q.shape[3]), seq_len_q=SQ, seq_len_kv=SKV,
+                  paged_attention_k_table=PT_K, paged_attention_v_table=PT_V,
+                  paged_attention_max_seq_len_kv=max_kv, **more, **kw)
+    shape = list(q.shape)
+    O.set_output(True).set_dim(shape).set_stride(_sdpa.packed(shape))
+    if set_type:
+        O.set_data_type(getattr(h.cudnn.data_type, io))
+    o = h.empty(shape, {"HALF": "float16", "BFLOAT16": "bfloat16"}[io])
+    pack.update({Q: q, K: kc, V: vc, PT_K: pt, PT_V: pt, SQ: seq_q, SKV: seq_kv, O: o})
+    return o, _graph.finish(h, g, pack)

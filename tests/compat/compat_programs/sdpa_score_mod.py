@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from compat_harness import Result
+from compat_programs import _graph, _sdpa
 
 
 class Softcap:
@@ -54,61 +55,35 @@ def reference(qf, kf, vf, dof, scale, cap):
             scale * np.einsum("bhqk,bhqd->bhkd", ds, qf), np.einsum("bhqk,bhqd->bhkd", p, dof))
 
 
+def scalars(g, cudnn):
+    """The pass-by-value cap and -inf substitute."""
+    return [g.tensor(name=n, dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], is_pass_by_value=True,
+                     data_type=cudnn.data_type.FLOAT) for n in ("cap", "neg_inf")]
+
+
 def run(h):
     cudnn = h.cudnn
     b, nh, s, d, cap = 2, 4, 128, 64, 2.0
-    qf, kf, vf, dof = (h.rng.standard_normal((b, nh, s, d)) for _ in range(4))
-    qf = qf * 4.0  # scores well past the cap
-    q, k, v, do = (h.array(t, "float16") for t in (qf, kf, vf, dof))
-    qf, kf, vf, dof = (h.numpy(t) for t in (q, k, v, do))  # the half-rounded values
+    # q scaled: scores well past the cap.
+    (q, k, v, do), (qf, kf, vf, dof) = _sdpa.halves(h, (b, nh, s, d), q_scale=4.0)
     scale = 1.0 / math.sqrt(d)
     o_ref, lse, dq_ref, dk_ref, dv_ref = reference(qf, kf, vf, dof, scale, cap)
     cap_value, neg_inf_value = h.host_scalar(cap), h.host_scalar(-1e9)
 
-    def graph():
-        g = cudnn.pygraph(handle=h.handle, io_data_type=cudnn.data_type.HALF,
-                          intermediate_data_type=cudnn.data_type.FLOAT,
-                          compute_data_type=cudnn.data_type.FLOAT)
-        scalars = [g.tensor(name=n, dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], is_pass_by_value=True,
-                            data_type=cudnn.data_type.FLOAT) for n in ("cap", "neg_inf")]
-        return g, scalars
+    def fwd_extra(g):
+        CAP, NEG = scalars(g, cudnn)
+        return ({"score_mod": causal_softcap(cudnn, Softcap(CAP), NEG)},
+                {CAP: cap_value, NEG: neg_inf_value})
 
-    fwd, (CAP, NEG) = graph()
-    Q, K, V = fwd.tensor_like(q), fwd.tensor_like(k), fwd.tensor_like(v)
-    O, Stats = fwd.sdpa(name="sdpa", q=Q, k=K, v=V, generate_stats=True, attn_scale=scale,
-                        score_mod=causal_softcap(cudnn, Softcap(CAP), NEG))
-    O.set_output(True).set_dim([b, nh, s, d]).set_stride([nh * s * d, s * d, d, 1])
-    Stats.set_output(True).set_data_type(cudnn.data_type.FLOAT)
-    fwd.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    o = h.empty((b, nh, s, d), "float16")
-    st = h.empty((b, nh, s, 1), "float32")
-    fpack = {Q: q, K: k, V: v, O: o, Stats: st, CAP: cap_value, NEG: neg_inf_value}
-    fws = h.workspace(fwd)
-    fwd.execute(fpack, fws)
+    def bwd_extra(g):
+        CAP, NEG = scalars(g, cudnn)
+        softcap = Softcap(CAP)
+        return ({"score_mod": causal_softcap(cudnn, softcap, NEG),
+                 "score_mod_bprop": softcap.backward}, {CAP: cap_value, NEG: neg_inf_value})
 
-    # The backward from the reference O and stats, so that its check is independent.
-    o_in = h.array(o_ref, "float16")
-    stats = h.array(lse, "float32")
-    bwd, (CAPb, NEGb) = graph()
-    Qb, Kb, Vb, Ob, dOb, STb = (bwd.tensor_like(t) for t in (q, k, v, o_in, do, stats))
-    softcap = Softcap(CAPb)
-    dQ, dK, dV = bwd.sdpa_backward(name="sdpa_bwd", q=Qb, k=Kb, v=Vb, o=Ob, dO=dOb, stats=STb,
-                                   attn_scale=scale,
-                                   score_mod=causal_softcap(cudnn, softcap, NEGb),
-                                   score_mod_bprop=softcap.backward)
-    for t in (dQ, dK, dV):
-        t.set_output(True).set_dim([b, nh, s, d]).set_stride([nh * s * d, s * d, d, 1])
-    bwd.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    dq, dk, dv = (h.empty((b, nh, s, d), "float16") for _ in range(3))
-    bpack = {Qb: q, Kb: k, Vb: v, Ob: o_in, dOb: do, STb: stats, dQ: dq, dK: dk, dV: dv,
-             CAPb: cap_value, NEGb: neg_inf_value}
-    bws = h.workspace(bwd)
-    bwd.execute(bpack, bws)
-
-    def both():
-        fwd.execute(fpack, fws)
-        bwd.execute(bpack, bws)
-
+    o, st, fwd = _sdpa.forward(h, q, k, v, scale, fwd_extra)
+    o_in, _, stats = _sdpa.saved(h, o_ref, lse)
+    (dq, dk, dv), bwd = _sdpa.backward(h, (q, k, v, o_in, do, stats), scale, bwd_extra)
     return Result({"O": o, "Stats": st, "dQ": dq, "dK": dk, "dV": dv},
                   {"O": o_ref, "Stats": lse, "dQ": dq_ref, "dK": dk_ref, "dV": dv_ref},
-                  2e-2, both)
+                  2e-2, _graph.chain(fwd, bwd))

@@ -1,14 +1,13 @@
 """serialize() a built graph, deserialize(handle, data) into a fresh pygraph, execute by uid."""
 
 from compat_harness import Result
+from compat_programs import _graph
 
 
 def run(h):
     cudnn = h.cudnn
     a, b = h.randn((2, 16, 32), "float16"), h.randn((2, 32, 8), "float16")
-    g = cudnn.pygraph(handle=h.handle, io_data_type=cudnn.data_type.HALF,
-                      intermediate_data_type=cudnn.data_type.FLOAT,
-                      compute_data_type=cudnn.data_type.FLOAT)
+    g = _graph.graph(h)
     A, B = g.tensor_like(a), g.tensor_like(b)
     Y = g.gelu(input=g.matmul(A=A, B=B))
     Y.set_output(True).set_data_type(cudnn.data_type.HALF)

@@ -3,45 +3,18 @@ prompts packed in Q, K, V and O buffers of exactly the token total, causal, grou
 sink_token [1, h_q, 1, 1] fp32, one extra logit per query head joining every row's softmax with
 no value row, bf16."""
 
-import math
-
 from compat_harness import Result
-from compat_programs import _serve
+from compat_programs import _sdpa, _serve
 
 
 def run(h):
     lens = [23, 64, 9]
     hq, hk, d = 8, 2, 64
-    scale = 1.0 / math.sqrt(d)
-    q = _serve.Packed(h, lens, hq, d, "bfloat16")
-    k = _serve.Packed(h, lens, hk, d, "bfloat16")
-    v = _serve.Packed(h, lens, hk, d, "bfloat16")
-    o = _serve.Packed(h, lens, hq, d, "bfloat16", values=False)
+    q, k, v, o = _serve.qkvo(h, lens, lens, hq, hk, d)
     seq = _serve.lengths(h, lens)
     sinkf = h.rng.standard_normal((1, hq, 1, 1)) + 1.5  # large enough to take real weight
     sink = h.array(sinkf, "float32")
-
-    g = _serve.graph(h)
-    RQ, RKV = g.tensor_like(q.offsets), g.tensor_like(k.offsets)
-    SQ, SKV = g.tensor_like(seq), g.tensor_like(seq)
-    SINK = g.tensor_like(sink)
-    Q = _serve.ragged_tensor(g, h, "Q", q, RQ)
-    K = _serve.ragged_tensor(g, h, "K", k, RKV)
-    V = _serve.ragged_tensor(g, h, "V", v, RKV)
-    O, _ = g.sdpa(name="sink_prefill", q=Q, k=K, v=V, generate_stats=False, attn_scale=scale,
-                  use_causal_mask=True, use_padding_mask=True, seq_len_q=SQ, seq_len_kv=SKV,
-                  sink_token=SINK)
-    O.set_output(True).set_dim(o.dims()).set_stride(o.strides()).set_ragged_offset(RQ)
-    O.set_data_type(h.cudnn.data_type.BFLOAT16)
-    g.build([h.cudnn.heur_mode.A, h.cudnn.heur_mode.FALLBACK])
-    pack = {Q: q.array, K: k.array, V: v.array, O: o.array, RQ: q.offsets, RKV: k.offsets,
-            SQ: seq, SKV: seq, SINK: sink}
-    ws = h.workspace(g)
-    g.execute(pack, ws)
-    h.sync()
-
-    sinkv = h.numpy(sink).reshape(-1)
-    ref = [_serve.attend(q.seq(i), k.seq(i), v.seq(i), scale, "top_left", sinkv)
-           for i in range(len(lens))]
-    return Result({"O": h.numpy(o.array).reshape(-1)}, {"O": _serve.tokens(ref)}, 2e-2,
-                  lambda: g.execute(pack, ws))
+    again = _serve.prefill(h, "sink_prefill", q, k, v, o, seq, seq, _sdpa.like(sink_token=sink),
+                           use_causal_mask=True)
+    ref = _serve.prefill_reference(q, k, v, "top_left", h.numpy(sink).reshape(-1))
+    return Result({"O": h.numpy(o.array).reshape(-1)}, {"O": ref}, 2e-2, again)
