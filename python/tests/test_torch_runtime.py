@@ -389,3 +389,26 @@ def test_direct_entries_leave_unconvertible_numbers_to_torch_ops():
     assert _fast.layer_norm(rand(2, 8), [2**70], None, None, 1e-5) is NotImplemented
     with pytest.raises((TypeError, RuntimeError, OverflowError), match="eps"):
         F.layer_norm(rand(2, 8), [8], eps=10**400)
+
+
+def test_backward_makes_no_zeros_for_unused_outputs():
+    """The statistics outputs (logsumexp, mean, rstd, amax) get no gradient: backward runs with
+    no zero tensor made and filled for them (an allocation and a kernel per op otherwise)."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    q, k, v = (torch.randn(1, 2, 4, 8, requires_grad=True) for _ in range(3))
+    a, b = torch.randn(2, 4, 6, requires_grad=True), torch.randn(2, 6, 5, requires_grad=True)
+    cases = {
+        "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        "layer_norm": lambda: F.layer_norm(x, [8], torch.ones(8), torch.zeros(8)),
+        "rms_norm": lambda: F.rms_norm(x, [8], torch.ones(8)),
+        "add_rms_norm": lambda: F.add_rms_norm(x, x, [8], torch.ones(8))[1],
+        "matmul_epilogue": lambda: F.matmul_epilogue(a, b, None, 1.0, "gelu", amax=True)[0],
+    }
+    for name, fn in cases.items():
+        out = fn()
+        g = torch.randn_like(out)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            out.backward(g)
+        made = [e.name for e in prof.events() if e.name in ("aten::zeros", "aten::zeros_like", "aten::fill_", "aten::zero_")]
+        assert not made, f"{name}: backward made zeros: {made}"

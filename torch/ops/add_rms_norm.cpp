@@ -187,6 +187,8 @@ class AddRmsNormFn : public torch::autograd::Function<AddRmsNormFn> {
     ctx->save_for_backward({sum, rstd, value_or_undefined(w)});
     ctx->saved_data["n"] = static_cast<int64_t>(shape.size());
     ctx->mark_non_differentiable({rstd});
+    // No zeros made for the gradients of unused outputs: backward takes undefined ones.
+    ctx->set_materialize_grads(false);
     return {sum, y, rstd};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {

@@ -340,6 +340,8 @@ class MatmulEpilogueFn : public torch::autograd::Function<MatmulEpilogueFn> {
     ctx->saved_data["act"] = std::string(act);
     ctx->saved_data["alpha"] = alpha;
     ctx->mark_non_differentiable({amax});
+    // No zeros made for the gradients of unused outputs: backward takes undefined ones.
+    ctx->set_materialize_grads(false);
     return {y, amax};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {

@@ -380,6 +380,8 @@ class LayerNormFn : public torch::autograd::Function<LayerNormFn> {
     ctx->save_for_backward({x, mean, rstd, value_or_undefined(w), value_or_undefined(b)});
     ctx->saved_data["n"] = static_cast<int64_t>(shape.size());
     ctx->mark_non_differentiable({mean, rstd});
+    // No zeros made for the gradients of unused outputs: backward takes undefined ones.
+    ctx->set_materialize_grads(false);
     return {y, mean, rstd};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -409,6 +411,8 @@ class RmsNormFn : public torch::autograd::Function<RmsNormFn> {
     ctx->save_for_backward({x, rstd, value_or_undefined(w)});
     ctx->saved_data["n"] = static_cast<int64_t>(shape.size());
     ctx->mark_non_differentiable({rstd});
+    // No zeros made for the gradients of unused outputs: backward takes undefined ones.
+    ctx->set_materialize_grads(false);
     return {y, rstd};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {

@@ -334,6 +334,8 @@ class SdpaFn : public torch::autograd::Function<SdpaFn> {
     ctx->saved_data["scale"] = scale ? c10::IValue(*scale) : c10::IValue();
     ctx->saved_data["gqa"] = gqa;
     ctx->mark_non_differentiable({lse});
+    // No zeros made for the gradients of unused outputs: backward takes undefined ones.
+    ctx->set_materialize_grads(false);
     return {out, lse};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
