@@ -37,7 +37,7 @@ fi
 step sdpa 150 python3 bench/torch/sdpa_compare.py ${SDPA_LOG:+--log /tmp/sdpa-log}
 [ -n "${SDPA_LOG:-}" ] && gzip -9 /tmp/sdpa-log/*.log && cp /tmp/sdpa-log/*.gz "$out/"
 grep -E "^----|Self CUDA time total|sdpa_sm90|matmul_dq" "$out/sdpa.txt" | cut -c1-160 | head -20
-step blocks "${BLOCKS_TIMEOUT:-330}" env DNNGRAPH_LOG=info python3 bench/torch/blocks.py ${BLOCKS_ARGS:---profile --no-compile}
-tail -n 12 "$out/blocks.txt"
 [[ $steps == *" ops "* ]] && { step ops 200 python3 bench/torch/bench_torch_ops.py --no-autotune; tail -n 14 "$out/ops.txt"; }
+step blocks "${BLOCKS_TIMEOUT:-330}" env DNNGRAPH_LOG=info python3 bench/torch/blocks.py ${BLOCKS_ARGS---profile --no-compile}
+tail -n 12 "$out/blocks.txt"
 exit 0

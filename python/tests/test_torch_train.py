@@ -286,3 +286,49 @@ def test_without_plans_the_unfused_path_is_logged_and_aten_matches():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
     assert r.stderr.count("linear_act_backward: no plan for a fused backward graph") == 1, r.stderr[-3000:]
+
+
+@pytest.mark.aten_fallback
+def test_aten_backward_parts_take_any_layout_and_every_activation():
+    """The backward's ATen parts (what runs on a GPU where cuDNN has no engine; forced here with
+    DNNGRAPH_TORCH_FORCE_FALLBACK): every activation's derivative and the bias gradient of a
+    linear layer, and a channels_last residual conv block whose output gradient arrives NCHW (as
+    from a loss), against eager in fp32; the input's gradient keeps channels_last."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "import torch.nn.functional as TF\n"
+        "import dnngraph.torch as dt\n"
+        "from dnngraph.torch import functional as F\n"
+        "torch.manual_seed(0)\n"
+        "ref = {'none': lambda t: t, 'relu': TF.relu, 'gelu': TF.gelu, 'silu': TF.silu,\n"
+        "       'gelu_tanh': lambda t: TF.gelu(t, approximate='tanh'), 'tanh': torch.tanh,\n"
+        "       'sigmoid': torch.sigmoid}\n"
+        "for act, f in ref.items():\n"
+        "    x = torch.randn(3, 4, 6, requires_grad=True); w = torch.randn(5, 6, requires_grad=True)\n"
+        "    b = torch.randn(5, requires_grad=True); g = torch.randn(3, 4, 5)\n"
+        "    F.linear(x, w, b, act).backward(g)\n"
+        "    xr, wr, br = (t.detach().clone().requires_grad_() for t in (x, w, b))\n"
+        "    f(TF.linear(xr, wr, br)).backward(g)\n"
+        "    for a, r in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):\n"
+        "        torch.testing.assert_close(a, r, atol=1e-5, rtol=1e-5, msg=act)\n"
+        "cl = torch.channels_last\n"
+        "c1 = dt.Conv2dBiasAct(4, 4, 3, padding=1, activation='relu').to(memory_format=cl)\n"
+        "c2 = dt.Conv2dBiasAct(4, 4, 3, padding=1, activation='relu').to(memory_format=cl)\n"
+        "x = torch.randn(2, 4, 5, 5).to(memory_format=cl).requires_grad_()\n"
+        "g = torch.randn(2, 4, 5, 5)  # NCHW, as a loss over the block gives it\n"
+        "c2(c1(x), residual=x).backward(g)\n"
+        "assert x.grad.is_contiguous(memory_format=cl)\n"
+        "xr = x.detach().clone().requires_grad_()\n"
+        "h = TF.relu(TF.conv2d(xr, c1.weight, c1.bias, padding=1))\n"
+        "TF.relu(xr + TF.conv2d(h, c2.weight, c2.bias, padding=1)).backward(g)\n"
+        "torch.testing.assert_close(x.grad, xr.grad, atol=1e-4, rtol=1e-4)\n"
+        "print('OK')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), DNNGRAPH_TORCH_FORCE_FALLBACK="1",
+               DNNGRAPH_TORCH_FALLBACK="warn")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]

@@ -167,6 +167,42 @@ at::Tensor aten_act_backward(Act act, const at::Tensor& dy, const at::Tensor& z)
   return dy;
 }
 
+void aten_act_backward_out(Act act, at::Tensor& out, const at::Tensor& dy, const at::Tensor& z) {
+  switch (act) {
+    case Act::None:
+      out.copy_(dy);
+      return;
+    case Act::Relu:
+      at::threshold_backward_out(out, dy, z, 0);
+      return;
+    case Act::Gelu:
+      at::gelu_backward_out(out, dy, z);
+      return;
+    case Act::GeluTanh:
+      at::gelu_backward_out(out, dy, z, "tanh");
+      return;
+    case Act::Silu:
+      at::silu_backward_out(out, dy, z);
+      return;
+    case Act::Tanh:
+      at::tanh_backward_out(out, dy, at::tanh(z));
+      return;
+    case Act::Sigmoid:
+      at::sigmoid_backward_out(out, dy, at::sigmoid(z));
+      return;
+  }
+}
+
+void sum_to_out(at::Tensor& out, const at::Tensor& x) {
+  const int64_t lead = x.dim() - out.dim();
+  std::vector<int64_t> shape(static_cast<size_t>(lead), 1), dims;
+  shape.insert(shape.end(), out.sizes().begin(), out.sizes().end());
+  for (int64_t i = 0; i < x.dim(); ++i)
+    if (shape[static_cast<size_t>(i)] == 1 && x.size(i) != 1) dims.push_back(i);
+  at::Tensor o = out.view(shape);
+  at::sum_out(o, x, dims, /*keepdim=*/true);
+}
+
 // ---------------------------------------------------------------- key
 
 Key& Key::add_str(std::string_view s) {

@@ -92,7 +92,16 @@ std::tuple<Tensor, Tensor> conv2d_bias_add_act_train(const Tensor& x, const Tens
   return {y, z};
 }
 
-// dZ = act'(saved) * dY (saved: Z, or Y for relu), in dY's memory format.
+// dZ's memory format: the forward output's (`saved`), the layout the convolution's backward
+// takes, so that a gradient arriving in another one (NCHW from a loss over a channels_last
+// model) is read in place by the derivative's kernel rather than copied twice; dY's without an
+// activation. Contiguous for other ranks.
+at::MemoryFormat dz_format(const Tensor& dy, const Tensor& saved, Act act) {
+  if (dy.dim() != 4) return at::MemoryFormat::Contiguous;
+  return format_of(act == Act::None || !saved.defined() ? dy : saved);
+}
+
+// dZ = act'(saved) * dY (saved: Z, or Y for relu), in dz_format.
 Tensor activation_backward(const Tensor& dy_in, const Tensor& saved_in, c10::string_view name) {
   const char* op = "activation_backward";
   const Act act = parse_act(op, name);
@@ -100,14 +109,15 @@ Tensor activation_backward(const Tensor& dy_in, const Tensor& saved_in, c10::str
   data_type_of(dy_in, op, "dy");
   TORCH_CHECK_VALUE(act == Act::None || saved_in.sizes() == dy_in.sizes(), "dnngraph::", op,
                     ": 'saved' has shape ", saved_in.sizes(), " but 'dy' has ", dy_in.sizes());
-  const at::MemoryFormat fmt = dy_in.dim() == 4 ? format_of(dy_in) : at::MemoryFormat::Contiguous;
-  const Tensor dy = dy_in.contiguous(fmt);
-  Tensor dz = at::empty(dy.sizes(), dy.options().memory_format(fmt));
+  const at::MemoryFormat fmt = dz_format(dy_in, saved_in, act);
+  Tensor dz = at::empty(dy_in.sizes(), dy_in.options().memory_format(fmt));
   if (dz.numel() == 0) return dz;
-  const Tensor saved = act == Act::None ? Tensor() : saved_in.contiguous(fmt);
-  if (!pointwise_graph_on(dy.device(), op, "the activation derivative")) {
-    return act == Act::None ? dy.clone(fmt) : aten_act_backward(act, dy, saved).contiguous(fmt);
+  if (!pointwise_graph_on(dy_in.device(), op, "the activation derivative")) {
+    aten_act_backward_out(act, dz, dy_in, saved_in);  // one kernel, whatever dy's layout
+    return dz;
   }
+  const Tensor dy = dy_in.contiguous(fmt);
+  const Tensor saved = act == Act::None ? Tensor() : saved_in.contiguous(fmt);
   Key key(op);
   key.add(dy).add(saved).add(static_cast<int64_t>(act)).add_device(dy.device());
   auto g = cached_graph(key, dy.device(), op, [&](Graph& gr) {
@@ -119,7 +129,8 @@ Tensor activation_backward(const Tensor& dy_in, const Tensor& saved_in, c10::str
   });
   if (!g->graph) {
     warn_fallback(op, g->unsupported);
-    return dz.copy_(aten_act_backward(act, dy, saved));
+    aten_act_backward_out(act, dz, dy, saved);
+    return dz;
   }
   execute(*g, dy.device(), op, {{DY, &dy}, {SAVED, &saved}, {DZ, &dz}});
   return dz;
@@ -143,8 +154,8 @@ std::tuple<Tensor, Tensor> conv2d_bias_add_act_train_meta(const Tensor& x, const
   const bool want_z = saves_preactivation(parse_act("conv2d_bias_add_act", act));
   return {y, want_z ? at::empty_like(y) : at::empty({0}, x.options())};
 }
-Tensor activation_backward_meta(const Tensor& dy, const Tensor&, c10::string_view) {
-  const at::MemoryFormat fmt = dy.dim() == 4 ? format_of(dy) : at::MemoryFormat::Contiguous;
+Tensor activation_backward_meta(const Tensor& dy, const Tensor& saved, c10::string_view name) {
+  const at::MemoryFormat fmt = dz_format(dy, saved, parse_act("activation_backward", name));
   return at::empty_symint(dy.sym_sizes(), dy.options().memory_format(fmt));
 }
 

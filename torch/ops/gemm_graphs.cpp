@@ -64,9 +64,11 @@ Tensor unfused_dz(const char* op, Act act, const Tensor& dy, const Tensor& saved
   enum Uid : int64_t { DY = 1, SAVED = 2, DZ = 100, DBIAS = 101 };
   const bool has_act = act != Act::None;
   if (!has_act && !dbias.defined()) return dy;
-  if (!dbias.defined() && !pointwise_graph_on(dy.device(), op, "the activation derivative"))
-    return aten_act_backward(act, dy, saved);
   Tensor dz = has_act ? at::empty(dy.sizes(), dy.options().memory_format(format)) : dy;
+  if (!dbias.defined() && !pointwise_graph_on(dy.device(), op, "the activation derivative")) {
+    aten_act_backward_out(act, dz, dy, saved);
+    return dz;
+  }
   Key key("unfused_dz");
   key.add(dy).add(saved).add(dz).add(dbias).add(static_cast<int64_t>(act)).add_device(dy.device());
   auto g = cached_graph(key, dy.device(), op, [&](Graph& gr) {
@@ -82,8 +84,11 @@ Tensor unfused_dz(const char* op, Act act, const Tensor& dy, const Tensor& saved
     note_aten_part(
         op, has_act ? "the activation derivative and the bias gradient" : "the bias gradient",
         g->unsupported);
-    if (has_act) dz = aten_act_backward(act, dy, saved);
-    if (dbias.defined()) dbias.copy_(dz.sum_to_size(dbias.sizes()));
+    if (has_act) aten_act_backward_out(act, dz, dy, saved);
+    if (dbias.defined()) {
+      Tensor out = dbias;
+      sum_to_out(out, dz);
+    }
     return dz;
   }
   execute(*g, dy.device(), op,
