@@ -190,7 +190,8 @@ def main() -> None:
         lines.append("| --- | --- | --- | --- | --- |")
         for impl in ("frontend", "dnngraph"):
             r = res[impl, "dynamic"]
-            if "runs" not in r:
+            if "runs" not in r:  # refused (or failed): say so rather than leave the row out
+                lines.append(f"| {impl} | {r.get('error', 'no result')} | | | |")
                 continue
             first = r["runs"][0]["ms"]
             rest = sum(x["ms"] for x in r["runs"][1:])

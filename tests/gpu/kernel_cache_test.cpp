@@ -155,3 +155,43 @@ TEST(GpuPlanCache, RestoredPlansMatchTheReference) {
 
 }  // namespace
 }  // namespace dnngraph::gpu_test
+
+namespace dnngraph::gpu_test {
+namespace {
+
+// Attention with dynamic shapes and a kernel cache: on cuDNN before 9.20 refused at build
+// (NotSupported naming the op and the cache; its kernels gave wrong outputs for later shapes,
+// with the frontend as with us); from 9.20 each shape must match the reference.
+TEST(GpuKernelCache, AttentionWithDynamicShapesIsRefusedOrRight) {
+  DNNGRAPH_REQUIRE_GPU();
+  auto kc = KernelCache::create();
+  auto sdpa = [&kc](int64_t b, int64_t s) {
+    return [b, s, &kc](Graph& g) {
+      g.set_io_data_type(DataType::BFloat16).set_dynamic_shape_enabled(true);
+      g.set_kernel_cache(kc);
+      ir::SdpaAttrs a;
+      a.is_inference = true;
+      a.causal = true;
+      a.attn_scale = 0.125;
+      auto r = g.sdpa(input(g, "Q", {b, 4, s, 64}, DataType::BFloat16),
+                      input(g, "K", {b, 2, s, 64}, DataType::BFloat16),
+                      input(g, "V", {b, 2, s, 64}, DataType::BFloat16), a, {});
+      finish(r[0], "O", {b, 4, s, 64}, DataType::BFloat16);
+    };
+  };
+  if (cudnn_info().version >= 92000) {
+    for (auto [b, s] : {std::pair<int64_t, int64_t>{2, 128}, {1, 64}, {3, 96}})
+      expect_matches_reference(sdpa(b, s), {.min_abs = 2e-2});
+    return;
+  }
+  Graph g;
+  sdpa(2, 128)(g);
+  auto h = Handle::create(Device::cuda(0)).value();
+  Status s = g.build(h);
+  ASSERT_EQ(s.code(), ErrorCode::NotSupported) << s.to_string();
+  EXPECT_NE(s.message().find("sdpa"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("kernel cache"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace dnngraph::gpu_test

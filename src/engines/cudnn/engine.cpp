@@ -318,7 +318,9 @@ class CudnnLoweredGraph final : public LoweredGraph {
   explicit CudnnLoweredGraph(std::shared_ptr<LoweredState> st) : st_(std::move(st)) {}
   // Used by dynamic-shape graphs only (as in the frontend); others compile their own kernels.
   Status set_kernel_cache(const KernelCachePtr& cache) override {
-    if (st_->cx->graph().dynamic_shape_enabled()) st_->kernel_cache = cache;
+    if (!st_->cx->graph().dynamic_shape_enabled()) return Status::ok();
+    DNNGRAPH_TRY(sdpa_kernel_cache_rule(st_->cx->graph()));
+    st_->kernel_cache = cache;
     return Status::ok();
   }
   Result<std::vector<std::unique_ptr<Candidate>>> candidates(HeurMode mode) override {

@@ -36,6 +36,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "dnngraph/engines/cudnn.hpp"
 #include "dnngraph/ir/sdpa.hpp"
 #include "engines/cudnn/loader.hpp"
 #include "engines/cudnn/sdpa_common.hpp"
@@ -63,9 +64,10 @@ Status sdpa_mask_rules(const std::string& what, const ir::SdpaOptions& a, int64_
   return Status::ok();
 }
 
-Status sdpa_precheck(const ir::Node& n) {
-  // The SDPA family: the ops whose attributes are SdpaOptions.
-  const ir::SdpaOptions* a = std::visit(
+namespace {
+// The SDPA family: the ops whose attributes are SdpaOptions (null for the others).
+const ir::SdpaOptions* sdpa_options_of(const ir::Node& n) {
+  return std::visit(
       [](const auto& attrs) -> const ir::SdpaOptions* {
         if constexpr (std::is_base_of_v<ir::SdpaOptions, std::decay_t<decltype(attrs)>>)
           return &attrs;
@@ -73,6 +75,25 @@ Status sdpa_precheck(const ir::Node& n) {
           return nullptr;
       },
       n.attrs);
+}
+}  // namespace
+
+Status sdpa_kernel_cache_rule(const ir::ValidatedGraph& g) {
+  if (load_info().version >= 92000) return Status::ok();
+  for (const auto& n : g.nodes())
+    if (sdpa_options_of(n))
+      return make_error(ErrorCode::NotSupported, op_kind_name(n.kind()), " '", n.name,
+                        "': attention with dynamic shapes and a shared kernel cache is refused on "
+                        "cuDNN ",
+                        backend_version_string(),
+                        ": its kernels gave wrong outputs for the shapes after the first "
+                        "(docs/cudnn-engine.md, \"Dynamic shapes and the kernel cache\"); build "
+                        "the graph without the kernel cache, or without dynamic shapes");
+  return Status::ok();
+}
+
+Status sdpa_precheck(const ir::Node& n) {
+  const ir::SdpaOptions* a = sdpa_options_of(n);
   if (!a) return Status::ok();
   const ir::Tensor q = n.input(Role::Q);
   if (!q || q->dim.size() != 4) return Status::ok();  // lowering says what is wrong
