@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from torch_util import ACTS, TF, assert_close, rand, torch
+from torch_util import ACTS, TF, assert_close, rand, run_without_plans, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -264,10 +264,6 @@ def test_bf16_saved_preactivation_matches_eager():
 def test_without_plans_the_unfused_path_is_logged_and_aten_matches():
     """With no plan at all (DNNGRAPH_TORCH_FORCE_FALLBACK), the backward goes fused -> unfused
     -> ATen: the unfused step is logged at info level once per op, the results still match."""
-    import os
-    import subprocess
-    import sys
-
     code = (
         "import torch, dnngraph.torch as dt\n"
         "from dnngraph.torch import functional as F\n"
@@ -281,11 +277,8 @@ def test_without_plans_the_unfused_path_is_logged_and_aten_matches():
         "    torch.testing.assert_close(g, r, atol=1e-5, rtol=1e-5)\n"
         "print('OK')\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), DNNGRAPH_TORCH_FORCE_FALLBACK="1",
-               DNNGRAPH_TORCH_FALLBACK="warn", DNNGRAPH_LOG="info")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
-    assert r.stderr.count("linear_act_backward: no plan for a fused backward graph") == 1, r.stderr[-3000:]
+    stderr = run_without_plans(code, log=True)
+    assert stderr.count("linear_act_backward: no plan for a fused backward graph") == 1, stderr[-3000:]
 
 
 @pytest.mark.aten_fallback
@@ -294,10 +287,6 @@ def test_aten_backward_parts_take_any_layout_and_every_activation():
     DNNGRAPH_TORCH_FORCE_FALLBACK): every activation's derivative and the bias gradient of a
     linear layer, and a channels_last residual conv block whose output gradient arrives NCHW (as
     from a loss), against eager in fp32; the input's gradient keeps channels_last."""
-    import os
-    import subprocess
-    import sys
-
     code = (
         "import torch\n"
         "import torch.nn.functional as TF\n"
@@ -328,7 +317,4 @@ def test_aten_backward_parts_take_any_layout_and_every_activation():
         "torch.testing.assert_close(x.grad, xr.grad, atol=1e-4, rtol=1e-4)\n"
         "print('OK')\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), DNNGRAPH_TORCH_FORCE_FALLBACK="1",
-               DNNGRAPH_TORCH_FALLBACK="warn")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+    run_without_plans(code)
