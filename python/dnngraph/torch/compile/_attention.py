@@ -109,12 +109,16 @@ def flash_backward(ctx: Ctx, node):
     _sdpa_bwd(ctx, node, grad, q, k, v, out, lse, node.args[11])
 
 
-def check_biased(node):
-    if node.args[3] is not None:
+def _bias_or_dropout(node, bias, dropout):
+    """Why an attention node with its bias at args[bias] and dropout_p at args[dropout] is not
+    mapped (None when it is)."""
+    if node.args[bias] is not None:
         return "attention bias"
-    if _arg(node, 5, "dropout_p", 0.0):
-        return "dropout_p > 0"
-    return None
+    return "dropout_p > 0" if _arg(node, dropout, "dropout_p", 0.0) else None
+
+
+def check_biased(node):
+    return _bias_or_dropout(node, 3, 5)
 
 
 def check_cudnn_attention(node):
@@ -127,9 +131,7 @@ def cudnn_attention(ctx: Ctx, node):
 
 
 def check_cudnn_attention_bwd(node):
-    if node.args[8] is not None:
-        return "attention bias"
-    return "dropout_p > 0" if node.args[13] else None
+    return _bias_or_dropout(node, 8, 13)
 
 
 def cudnn_attention_backward(ctx: Ctx, node):
@@ -142,9 +144,7 @@ def efficient(ctx: Ctx, node):
 
 
 def check_efficient_bwd(node):
-    if node.args[4] is not None:
-        return "attention bias"
-    return "dropout_p > 0" if node.args[9] else None
+    return _bias_or_dropout(node, 4, 9)
 
 
 def efficient_backward(ctx: Ctx, node):
