@@ -97,6 +97,13 @@ ir::TensorAttrs f32(std::string name, std::vector<int64_t> dims) {
       .set_data_type(DataType::Float);
 }
 
+// The names of partition p's ops, in order.
+std::vector<std::string> names_of(const Graph& g, const Partition& p) {
+  std::vector<std::string> out;
+  for (size_t i : p.ops) out.push_back(g.nodes()[i].name);
+  return out;
+}
+
 // x -> conv -> bias -> relu -> matmul -> Y, the relu's output R also a graph output.
 struct Chain {
   Graph g;
@@ -113,14 +120,21 @@ struct Chain {
     g.matmul(r, w2, {}, {.name = "mm"})->set_output(true).set_name("Y");
     EXPECT_TRUE(g.validate().is_ok());
   }
-  std::vector<std::string> names(const Partition& p) const {
-    std::vector<std::string> out;
-    for (size_t i : p.ops) out.push_back(g.nodes()[i].name);
-    return out;
-  }
+  std::vector<std::string> names(const Partition& p) const { return names_of(g, p); }
 };
 
 using Names = std::vector<std::string>;
+
+// relu(X1) named `relu_name` and `second`(X2) named `second_name`, added into S.
+void two_branches_added(Graph& g, const char* name, const char* relu_name, PointwiseMode second,
+                        const char* second_name) {
+  g.set_name(name).set_io_data_type(DataType::Float);
+  auto x1 = g.tensor(f32("X1", {2, 3}).set_stride({3, 1}));
+  auto x2 = g.tensor(f32("X2", {2, 3}).set_stride({3, 1}));
+  auto r = g.relu(x1, {.name = relu_name});
+  auto u = g.unary(second, x2, {.name = second_name});
+  g.add(r, u, {.name = "sum"})->set_output(true).set_name("S");
+}
 
 struct PartitionTest : ::testing::Test {
   PickyEngine picky;
@@ -246,12 +260,7 @@ TEST_F(PartitionTest, ADiamondWithARefusedArmStaysConvex) {
 // relu(X1) and relu(X2) start two groups; the add that reads both merges them.
 TEST_F(PartitionTest, AnOpReadingTwoGroupsMergesThem) {
   Graph g;
-  g.set_name("two").set_io_data_type(DataType::Float);
-  auto x1 = g.tensor(f32("X1", {2, 3}).set_stride({3, 1}));
-  auto x2 = g.tensor(f32("X2", {2, 3}).set_stride({3, 1}));
-  auto r1 = g.relu(x1, {.name = "r1"});
-  auto r2 = g.unary(PointwiseMode::Tanh, x2, {.name = "r2"});
-  g.add(r1, r2, {.name = "sum"})->set_output(true).set_name("S");
+  two_branches_added(g, "two", "r1", PointwiseMode::Tanh, "r2");
   ASSERT_TRUE(g.validate().is_ok());
   auto parts = partition(g, h);
   ASSERT_TRUE(parts.is_ok()) << parts.status().message();
@@ -265,24 +274,14 @@ TEST_F(PartitionTest, AnOpReadingTwoGroupsMergesThem) {
 TEST_F(PartitionTest, PartitionsComeInAnOrderThatRunsThem) {
   picky.r.modes = {PointwiseMode::Sigmoid};
   Graph g;
-  g.set_name("order").set_io_data_type(DataType::Float);
-  auto x1 = g.tensor(f32("X1", {2, 3}).set_stride({3, 1}));
-  auto x2 = g.tensor(f32("X2", {2, 3}).set_stride({3, 1}));
-  auto r = g.relu(x1, {.name = "r"});
-  auto sg = g.unary(PointwiseMode::Sigmoid, x2, {.name = "sg"});
-  g.add(r, sg, {.name = "sum"})->set_output(true).set_name("S");
+  two_branches_added(g, "order", "r", PointwiseMode::Sigmoid, "sg");
   ASSERT_TRUE(g.validate().is_ok());
   auto parts = partition(g, h);
   ASSERT_TRUE(parts.is_ok()) << parts.status().message();
   ASSERT_EQ(parts->size(), 2u);
-  auto names = [&](const Partition& p) {
-    Names out;
-    for (size_t i : p.ops) out.push_back(g.nodes()[i].name);
-    return out;
-  };
-  EXPECT_EQ(names((*parts)[0]), (Names{"sg"}));
+  EXPECT_EQ(names_of(g, (*parts)[0]), (Names{"sg"}));
   EXPECT_FALSE((*parts)[0].supported);
-  EXPECT_EQ(names((*parts)[1]), (Names{"r", "sum"}));
+  EXPECT_EQ(names_of(g, (*parts)[1]), (Names{"r", "sum"}));
   EXPECT_TRUE((*parts)[1].supported);
 }
 
