@@ -143,6 +143,30 @@ at::Tensor aten_act(Act act, const at::Tensor& x) {
   return x;
 }
 
+at::Tensor aten_act_backward(Act act, const at::Tensor& dy, const at::Tensor& z) {
+  switch (act) {
+    case Act::None:
+      return dy;
+    case Act::Relu:
+      return at::threshold_backward(dy, z, 0);
+    case Act::Gelu:
+      return at::gelu_backward(dy, z);
+    case Act::GeluTanh:
+      return at::gelu_backward(dy, z, "tanh");
+    case Act::Silu:
+      return at::silu_backward(dy, z);
+    case Act::Tanh: {
+      at::Tensor t = at::tanh(z);
+      return dy * (1 - t * t);
+    }
+    case Act::Sigmoid: {
+      at::Tensor s = at::sigmoid(z);
+      return dy * s * (1 - s);
+    }
+  }
+  return dy;
+}
+
 void aten_act_backward_out(Act act, at::Tensor& out, const at::Tensor& dy, const at::Tensor& z) {
   switch (act) {
     case Act::None:

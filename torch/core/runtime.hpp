@@ -52,8 +52,9 @@ Act parse_act(const char* op, std::string_view name);
 ir::Tensor apply_act(ir::Graph& g, Act act, ir::Tensor x);
 // The ATen form (for fallbacks and backward).
 at::Tensor aten_act(Act act, const at::Tensor& x);
-// d act(z) / dz * dy through ATen, written into `out` (any layout: one kernel reads dy and z
-// as they are laid out).
+// d act(z) / dz * dy, through ATen.
+at::Tensor aten_act_backward(Act act, const at::Tensor& dy, const at::Tensor& z);
+// The same written into `out` (any layout: one kernel reads dy and z as they are laid out).
 void aten_act_backward_out(Act act, at::Tensor& out, const at::Tensor& dy, const at::Tensor& z);
 // `out` = `x` summed over the dims `out` broadcasts along (sum_to_size), in place: one
 // reduction kernel, no copy.

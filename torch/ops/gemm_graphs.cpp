@@ -303,14 +303,8 @@ void epilogue_backward(const char* op, BackwardProblem p, const Tensor& da_out,
   if (p.dy.numel() == 0 || p.a.size(2) == 0) {
     for (const Tensor* t : {&da_out, &db_out, &dbias_out})
       if (t->defined()) t->zero_();
-    if (p.dy.numel() > 0 && dbias_out.defined()) {
-      Tensor dz = p.dy, out = dbias_out;
-      if (p.act != Act::None) {
-        dz = at::empty_like(p.dy);
-        aten_act_backward_out(p.act, dz, p.dy, p.saved);
-      }
-      sum_to_out(out, dz);
-    }
+    if (p.dy.numel() > 0 && dbias_out.defined())
+      dbias_out.copy_(aten_act_backward(p.act, p.dy, p.saved).sum_to_size(dbias_out.sizes()));
     return;
   }
   if (!unfused_backward()) {
