@@ -4,7 +4,7 @@ opcheck, torch.compile, the attention module, errors."""
 
 import pytest
 
-from torch_util import DEVICES, assert_close, assert_grads_close, rand, ref_dtype, torch
+from torch_util import DEVICES, assert_close, assert_grads_close, rand, ref_dtype, run_without_plans, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -107,6 +107,30 @@ def test_compile_fullgraph_attention_module():
     ref_loss.backward()
     assert_close(loss, ref_loss, torch.float32, scale=4)
     assert_close(x.grad, xr.grad, torch.float32, scale=4)
+
+
+def test_aten_paths_keep_the_layouts_the_meta_kernels_promise():
+    """Where the engine has no plan (fp32 attention on cuDNN, a head dim it lacks), ATen computes
+    the attention: its results come back in the layouts of the graph path, which the Meta
+    kernels promise, so torch.compile (it checks them) and the heads merge (a view) still work."""
+    code = """
+import torch, dnngraph.torch as dt
+ops = torch.ops.dnngraph
+q, k, v = (torch.randn(2, 5, 4, 8).transpose(1, 2) for _ in "qkv")  # heads inside: [B, S, H, D]
+out, lse = ops.sdpa(q, k, v, None, 0.0, True)
+fake = ops.sdpa(*(t.to("meta") for t in (q, k, v)), None, 0.0, True)
+assert out.stride() == fake[0].stride() and lse.stride() == fake[1].stride(), (out.stride(), fake[0].stride())
+grads = ops.sdpa_backward(torch.randn_like(out), q, k, v, out, lse, None, 0.0, True, None, False)
+fake = ops.sdpa_backward(*(t.to("meta") for t in (out, q, k, v, out, lse)), None, 0.0, True, None, False)
+assert [g.stride() for g in grads[:3]] == [f.stride() for f in fake[:3]]
+torch.library.opcheck(ops.sdpa.default, (q, k, v, None, 0.0, True))
+mha = dt.MultiheadAttention(16, 4)
+x = torch.randn(2, 5, 16, requires_grad=True)
+torch.compile(lambda x: mha(x, x, x, is_causal=True)[0].sum(), fullgraph=True)(x).backward()
+assert torch.isfinite(x.grad).all()
+print("OK")
+"""
+    run_without_plans(code)
 
 
 def test_errors():

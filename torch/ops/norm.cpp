@@ -174,8 +174,14 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& dy_in, cons
             mask[2] && has(b) ? db : Tensor()};
   };
   auto aten = [&] {
-    auto [dx, dw, db] = at::native_layer_norm_backward(
-        dy, x, shape, mu, rs, scale, param_or(b, x, shape, 0.0), {true, true, true});
+    // ATen's CPU kernel takes the statistics in x's type, its CUDA kernel in float (ours): on
+    // the CPU it then runs in the statistics' type, and the gradients are rounded once.
+    const bool up = x.is_cpu() && mu.scalar_type() != x.scalar_type();
+    auto in = [&](const Tensor& t) { return up ? t.to(mu.scalar_type()) : t; };
+    auto [dx, dw, db] =
+        at::native_layer_norm_backward(in(dy), in(x), shape, mu, rs, in(scale),
+                                       in(param_or(b, x, shape, 0.0)), {true, true, true});
+    if (up) dx = dx.to(x.scalar_type()), dw = dw.to(x.scalar_type()), db = db.to(x.scalar_type());
     return finish(dx, dw, db);
   };
   if (x.numel() == 0) return aten();

@@ -162,9 +162,17 @@ std::tuple<Tensor, Tensor> sdpa(const Tensor& q_in, const Tensor& k_in, const Te
   const Tensor q = rules::engine_operand(q_in), k = rules::engine_operand(k_in),
                v = rules::engine_operand(v_in);
   const Attn a = check_attn(op, q, k, v, bias, dropout_p, causal, scale, gqa);
-  if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return sdpa_math(q, k, v, a, causal);
   Tensor out = empty_bhsd(q, a.dv, q.options());
   Tensor lse = at::empty({a.b, a.hq, a.sq}, q.options().dtype(stat_dtype(q.scalar_type())));
+  // ATen's results written into the layouts the graph writes and the Meta kernel promises
+  // (torch.compile checks them).
+  auto aten_result = [&](const std::tuple<Tensor, Tensor>& r) -> std::tuple<Tensor, Tensor> {
+    out.copy_(std::get<0>(r));
+    lse.copy_(std::get<1>(r));
+    return {out, lse};
+  };
+  if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0)
+    return aten_result(sdpa_math(q, k, v, a, causal));
   Key key(op);
   key.add(q).add(k).add(v).add(a.bias).add(a.scale).add(causal).add_device(q.device());
   auto g = cached_graph(key, q.device(), op, [&](Graph& gr) {
@@ -184,10 +192,10 @@ std::tuple<Tensor, Tensor> sdpa(const Tensor& q_in, const Tensor& k_in, const Te
     if (flash_applies(q, k, v, a)) {
       warn_fallback(op, with_path(g->unsupported, "on ATen's flash attention"));
       auto r = at::_scaled_dot_product_flash_attention(q, k, v, 0.0, causal, false, a.scale);
-      return {std::get<0>(r), std::get<1>(r)};
+      return aten_result({std::get<0>(r), std::get<1>(r)});
     }
     warn_fallback(op, with_path(g->unsupported, "on ATen's math attention"));
-    return sdpa_math(q, k, v, a, causal);
+    return aten_result(sdpa_math(q, k, v, a, causal));
   }
   execute(*g, q.device(), op,
           {{Q, &q}, {K, &k}, {V, &v}, {BIAS, &a.bias}, {OUT_O, &out}, {OUT_STATS, &lse}});
@@ -221,17 +229,23 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout_in, 
                     "dnngraph::", op, ": 'logsumexp' has shape ", lse_in.sizes(), "; expected [",
                     a.b, ", ", a.hq, ", ", a.sq, "]");
   const Tensor lse = lse_in.contiguous();
-  auto finish = [&](Tensor dq, Tensor dk, Tensor dv, Tensor db) {
-    if (db.defined()) db = db.view(bias->sizes());
-    return std::tuple<Tensor, Tensor, Tensor, Tensor>{dq, dk, dv, db};
-  };
-  auto math = [&] {
-    auto [dq, dk, dv, db] = sdpa_backward_aten(dout, q, k, v, a, causal);
-    return finish(dq, dk, dv, db);
-  };
-  if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return math();
   Tensor dq = empty_grad_bhsd(q), dk = empty_grad_bhsd(k), dv = empty_grad_bhsd(v);
   Tensor db = a.bias.defined() ? at::empty_like(a.bias) : Tensor();
+  auto finish = [&] {
+    return std::tuple<Tensor, Tensor, Tensor, Tensor>{
+        dq, dk, dv, db.defined() ? db.view(bias->sizes()) : Tensor()};
+  };
+  // ATen's gradients written into the layouts the graph writes and the Meta kernel promises.
+  auto aten_result = [&](const Tensor& gq, const Tensor& gk, const Tensor& gv, const Tensor& gb) {
+    dq.copy_(gq), dk.copy_(gk), dv.copy_(gv);
+    if (db.defined()) db.copy_(gb);
+    return finish();
+  };
+  auto math = [&] {
+    auto [gq, gk, gv, gb] = sdpa_backward_aten(dout, q, k, v, a, causal);
+    return aten_result(gq, gk, gv, gb);
+  };
+  if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return math();
   Key key(op);
   key.add(dout).add(q).add(k).add(v).add(out).add(lse).add(a.bias).add(a.scale).add(causal);
   key.add(dq).add(dk).add(dv).add_device(q.device());
@@ -261,7 +275,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout_in, 
       auto r = at::_scaled_dot_product_flash_attention_backward(dout, q, k, v, out, lse, Tensor(),
                                                                 Tensor(), a.sq, a.skv, 0.0, causal,
                                                                 none, none, a.scale);
-      return finish(std::get<0>(r), std::get<1>(r), std::get<2>(r), Tensor());
+      return aten_result(std::get<0>(r), std::get<1>(r), std::get<2>(r), Tensor());
     }
     warn_fallback(op, with_path(g->unsupported,
                                 "on ATen's attention with the forward recomputed (flash or "
@@ -280,7 +294,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout_in, 
            {DK, &dk},
            {DV, &dv},
            {DBIAS, &db}});
-  return finish(dq, dk, dv, db);
+  return finish();
 }
 
 // ---------------------------------------------------------------- Meta
