@@ -3,6 +3,7 @@
 // changes, several threads on one plan, plan serialization.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -289,6 +290,46 @@ TEST(CudnnEngine, ExecuteRejectsBadPointersWithoutLaunching) {
   for (float v : got) ASSERT_EQ(v, want);
   cudaFree(x);
   cudaFree(y);
+  if (ws) cudaFree(ws);
+}
+
+// Pointers alternating between two sets of buffers (the layers of a model sharing one plan):
+// every call writes its own output, and a host pointer after them is still refused.
+TEST(CudnnEngine, AlternatingPointersAreBoundEachCallAndAHostPointerStaysRefused) {
+  DNNGRAPH_REQUIRE_GPU();
+  ReluGraph r;
+  auto h = Handle::create(Device::cuda(0)).value();
+  ASSERT_TRUE(r.g.build(h).is_ok());
+  const size_t n = 4 * 256, bytes = n * sizeof(float);
+  std::vector<float> xs[2] = {std::vector<float>(n), std::vector<float>(n)};
+  for (size_t i = 0; i < n; ++i) {
+    xs[0][i] = static_cast<float>(i % 7) - 3.0f;
+    xs[1][i] = 2.0f - static_cast<float>(i % 5);
+  }
+  float *x[2] = {nullptr, nullptr}, *y[2] = {nullptr, nullptr};
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_EQ(dmalloc(&x[k], bytes), cudaSuccess);
+    ASSERT_EQ(dmalloc(&y[k], bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(x[k], xs[k].data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  void* ws = nullptr;
+  const int64_t wsz = r.g.get_workspace_size().value();
+  if (wsz > 0) {
+    ASSERT_EQ(dmalloc(&ws, static_cast<size_t>(wsz)), cudaSuccess);
+  }
+  for (int call = 0; call < 6; ++call) {
+    const int k = call % 2;
+    ASSERT_EQ(cudaMemset(y[k], 0xff, bytes), cudaSuccess);  // NaN poison
+    ASSERT_TRUE(r.g.execute(*h, {{r.x->uid, x[k]}, {r.y->uid, y[k]}}, ws, wsz).is_ok());
+    std::vector<float> got(n);
+    ASSERT_EQ(cudaMemcpy(got.data(), y[k], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], std::max(xs[k][i], 0.0f)) << call << " " << i;
+  }
+  std::vector<float> host(n, 1.0f);
+  Status s = r.g.execute(*h, {{r.x->uid, host.data()}, {r.y->uid, y[0]}}, ws, wsz);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(s.message().find("host memory"), std::string::npos) << s.message();
+  for (int k = 0; k < 2; ++k) cudaFree(x[k]), cudaFree(y[k]);
   if (ws) cudaFree(ws);
 }
 

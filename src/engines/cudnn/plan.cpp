@@ -98,7 +98,7 @@ class CudnnPlan final : public Plan {
 
     std::unique_lock<std::mutex> prepared(mu_, std::try_to_lock);
     const bool same = prepared.owns_lock() && workspace == last_ws_ && ptrs == last_ptrs_ && vp_;
-    if (!same) DNNGRAPH_TRY(validate(ptrs, workspace));
+    if (!same) DNNGRAPH_TRY(validate(ptrs, workspace, *hs));
 
     Descriptor own;  // used when another thread holds the prepared pack
     cudnnBackendDescriptor_t vp = nullptr;
@@ -233,7 +233,7 @@ class CudnnPlan final : public Plan {
                 bool update) {
     std::vector<void*> ptrs;
     DNNGRAPH_ASSIGN_OR_RETURN(auto hs, gather(handle, pack, workspace, ptrs));
-    DNNGRAPH_TRY(validate(ptrs, workspace));
+    DNNGRAPH_TRY(validate(ptrs, workspace, *hs));
     Descriptor vp;
     DNNGRAPH_TRY(fill_pack(vp, ptrs, workspace));
     int native = native_.load(std::memory_order_relaxed);
@@ -246,8 +246,9 @@ class CudnnPlan final : public Plan {
   }
 
   // Non-null was checked by the caller; here: alignment and that device pointers (and the
-  // workspace) live on the plan's GPU. Pass-by-value tensors point to host scalars.
-  Status validate(const std::vector<void*>& ptrs, void* workspace) const {
+  // workspace) live on the plan's GPU, asked once per address (hs.on_device). Pass-by-value
+  // tensors point to host scalars.
+  Status validate(const std::vector<void*>& ptrs, void* workspace, HandleState& hs) const {
     for (size_t i = 0; i < st_->io.size(); ++i) {
       const IoSlot& s = st_->io[i];
       if (s.by_value) continue;
@@ -265,14 +266,16 @@ class CudnnPlan final : public Plan {
                           s.alignment, " bytes its descriptor declares");
       }
       DNNGRAPH_TRY(on_plan_device(
-          ptrs[i], [&] { return detail::cat("tensor '", s.name, "' (uid ", s.uid, ")"); }));
+          hs, ptrs[i], [&] { return detail::cat("tensor '", s.name, "' (uid ", s.uid, ")"); }));
     }
-    if (workspace) DNNGRAPH_TRY(on_plan_device(workspace, [] { return std::string("workspace"); }));
+    if (workspace)
+      DNNGRAPH_TRY(on_plan_device(hs, workspace, [] { return std::string("workspace"); }));
     return Status::ok();
   }
 
   template <class Who>
-  Status on_plan_device(void* ptr, const Who& who) const {
+  Status on_plan_device(HandleState& hs, void* ptr, const Who& who) const {
+    if (hs.on_device.contains(ptr)) return Status::ok();
     cudaPointerAttributes attr{};
     cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
     if (e != cudaSuccess) {
@@ -286,6 +289,7 @@ class CudnnPlan final : public Plan {
           ErrorCode::InvalidArgument, "plan '", name_, "': ", who(), " points to ",
           on_device ? "memory of cuda:" + std::to_string(attr.device) : std::string("host memory"),
           " but the plan runs on cuda:", st_->device);
+    hs.on_device.add(ptr);
     return Status::ok();
   }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -18,6 +19,30 @@
 #include "engines/cudnn/lowering.hpp"
 
 namespace dnngraph::cudnn {
+
+// Device addresses found on one GPU by cudaPointerGetAttributes (a driver call of about a
+// microsecond that serialises on the runtime): execute asks about an address once, not on
+// every call that binds it. A training step binds the same few hundred addresses of torch's
+// caching allocator step after step, across every layer that shares a plan. Bounded: emptied
+// when full. (An address freed and then mapped again on another device or the host stays
+// known; then cuDNN, not this check, meets it, as in the frontend, which checks none.)
+class KnownDevicePointers {
+ public:
+  bool contains(const void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return set_.count(reinterpret_cast<uintptr_t>(p)) != 0;
+  }
+  void add(const void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (set_.size() >= kCapacity) set_.clear();
+    set_.insert(reinterpret_cast<uintptr_t>(p));
+  }
+
+ private:
+  static constexpr size_t kCapacity = 4096;
+  std::mutex mu_;
+  std::unordered_set<uintptr_t> set_;
+};
 
 // The cuDNN engine's per-handle state (Handle::engine_state<HandleState>).
 struct HandleState final : EngineState {
@@ -30,6 +55,7 @@ struct HandleState final : EngineState {
   std::mutex mu;                   // one stream per handle: executes on it are serialised
   uint64_t applied_epoch = ~0ull;  // Handle::stream_epoch() last given to cudnnSetStream
   void* capture_stream = nullptr;  // cudaStream_t for CUDA graph capture, made on first use
+  KnownDevicePointers on_device;   // addresses execute found on `device`
   ~HandleState() override;
 };
 Result<HandleState*> handle_state(Handle& handle);
