@@ -14,6 +14,7 @@ reported (--strict makes it an error).
   PyTorch's channels_last guide does: model.to(memory_format=torch.channels_last))
 
     python bench/torch/blocks.py [--blocks gpt_d1024,resnet_c64] [--iters 20] [--profile]
+                                 [--depth 4]   # 4 layers of each block in one model
     python bench/torch/blocks.py --cpu-smoke   # tiny sizes on the CPU (tests run this)
 """
 
@@ -115,8 +116,25 @@ def profile(name, model, x, device, rows=20):
     print(prof.key_averages().table(sort_by=key, row_limit=rows, max_name_column_width=70))
 
 
+def stacked_pair(kind, device, dtype, depth, sizes):
+    """(ours, eager) of `depth` blocks in sequence, each layer with its own weights (the same
+    in both): a model whose layers share every graph's plan, as a real network's do."""
+    if depth == 1:
+        return torch_blocks.pair(kind, device, dtype, **sizes)
+    layers = []
+    for i in range(depth):
+        torch.manual_seed(i)
+        ours, ref = torch_blocks.pair(kind, device, dtype, **sizes)
+        with torch.no_grad():  # pair() seeds itself: give each layer other weights
+            for p, q in zip(ours.parameters(), ref.parameters()):
+                p.add_(torch.randn_like(p), alpha=0.01 * i)
+                q.copy_(p)
+        layers.append((ours, ref))
+    return tuple(torch.nn.Sequential(*m) for m in zip(*layers))
+
+
 def run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name, failures):
-    ours, ref = torch_blocks.pair(kind, device, dtype, **sizes)
+    ours, ref = stacked_pair(kind, device, dtype, args.depth, sizes)
     if kind == "resnet":
         ours, ref = (m.to(memory_format=torch.channels_last) for m in (ours, ref))
     x = make_input(kind, shape, device, dtype)
@@ -143,6 +161,8 @@ def main():
     p.add_argument("--backend", default=None, help="torch.compile backend (default inductor; "
                    "aot_eager with --cpu-smoke)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile columns")
+    p.add_argument("--depth", type=int, default=1,
+                   help="layers of each block in sequence (one model; default 1)")
     p.add_argument("--strict", action="store_true", help="a fallback warning is an error")
     args = p.parse_args()
     smoke = args.cpu_smoke
@@ -184,7 +204,8 @@ def main():
         if not args.no_compile:
             ratio += f" {ms['compile'] / ms['dnngraph']:.2f}x |"
         print(f"| {name} | {cells} |{ratio}")
-    print(f"(mean ms of forward+backward over {iters} back-to-back steps, {dtype}, {device}; compile backend {backend})")
+    print(f"(mean ms of forward+backward over {iters} back-to-back steps, {dtype}, {device}; "
+          f"compile backend {backend}; {args.depth} layer(s) per block)")
     if failures:
         print("FAILED: " + "; ".join(failures))
         sys.exit(1)

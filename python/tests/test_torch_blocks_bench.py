@@ -23,3 +23,15 @@ def test_blocks_bench_cpu_smoke():
         assert f"{name}:" in out
     assert out.count(" ok") == 10, out  # dnngraph and compile(ours) vs eager, per block
     assert "MISMATCH" not in out and "fallback warning" not in out
+
+
+def test_blocks_bench_stacked_layers_cpu_smoke():
+    """--depth: layers in sequence, each with its own weights, still equal to eager."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "torch", "blocks.py"), "--cpu-smoke", "--strict",
+         "--depth", "2", "--blocks", "gpt_d768,resnet_c256", "--no-compile"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert r.stdout.count(" ok") == 2 and "2 layer(s) per block" in r.stdout, r.stdout
