@@ -1,12 +1,13 @@
-// Execution of a built cuDNN plan. The variant pack is prepared once per plan (uids fixed,
-// constants bound); a call gathers the pointers, validates them (only when they changed since
-// the last validated call), applies the handle's stream only when its epoch moved, and
-// launches. Several threads may execute one plan: the prepared pack is used under try_lock and
-// a contended call builds its own.
+// Execution of a built cuDNN plan. A call gathers the pointers (uids fixed, constants bound),
+// finds the variant pack prepared for them before or validates them and prepares one, applies
+// the handle's stream only when its epoch moved, and launches. Several threads may execute one
+// plan: the prepared packs are used under try_lock and a contended call builds its own.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
+#include <vector>
 
 #include "engines/cudnn/plan.hpp"
 
@@ -75,6 +76,38 @@ Result<void*> upload_device_constant(int device, const std::vector<float>& value
 
 namespace {
 
+// The variant packs one plan prepared (validated and finalized), by what they bind: its
+// pointers, then the workspace. The layers of a model that share a plan each find theirs again
+// step after step, as torch's caching allocator hands out the same addresses. Bounded: emptied
+// when full.
+class PreparedPacks {
+ public:
+  using Key = std::vector<void*>;
+  cudnnBackendDescriptor_t find(const Key& key) const {
+    auto it = packs_.find(key);
+    return it == packs_.end() ? nullptr : it->second.get();
+  }
+  // Prepares a pack for `key` with fill(Descriptor&) and keeps it.
+  template <class Fill>
+  Result<cudnnBackendDescriptor_t> add(const Key& key, const Fill& fill) {
+    if (packs_.size() >= kCapacity) packs_.clear();
+    Descriptor d;
+    DNNGRAPH_TRY(fill(d));
+    return packs_.emplace(key, std::move(d)).first->second.get();
+  }
+
+ private:
+  static constexpr size_t kCapacity = 64;
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = 1469598103934665603ull;  // FNV-1a over the addresses
+      for (void* p : k) h = (h ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<Key, Descriptor, Hash> packs_;
+};
+
 class CudnnPlan final : public Plan {
  public:
   // ws: what cuDNN asks for; the plan's workspace adds the scratch tensors after it.
@@ -85,7 +118,6 @@ class CudnnPlan final : public Plan {
         workspace_(plan_workspace(*st_, ws)),
         scratch_at_(scratch_base(ws)) {
     for (const auto& s : st_->io) uids_.push_back(s.uid);
-    last_ptrs_.assign(uids_.size(), nullptr);
   }
 
   std::string name() const override { return name_; }
@@ -96,22 +128,22 @@ class CudnnPlan final : public Plan {
     thread_local std::vector<void*> ptrs;
     DNNGRAPH_ASSIGN_OR_RETURN(auto hs, gather(handle, pack, workspace, ptrs));
 
-    std::unique_lock<std::mutex> prepared(mu_, std::try_to_lock);
-    const bool same = prepared.owns_lock() && workspace == last_ws_ && ptrs == last_ptrs_ && vp_;
-    if (!same) DNNGRAPH_TRY(validate(ptrs, workspace, *hs));
+    thread_local std::vector<void*> key;  // the pointers, then the workspace
+    key.assign(ptrs.begin(), ptrs.end());
+    key.push_back(workspace);
 
-    Descriptor own;  // used when another thread holds the prepared pack
-    cudnnBackendDescriptor_t vp = nullptr;
-    if (prepared.owns_lock()) {
-      if (!same) {
-        DNNGRAPH_TRY(fill_pack(vp_, ptrs, workspace));
-        last_ptrs_ = ptrs;
-        last_ws_ = workspace;
+    std::unique_lock<std::mutex> prepared(mu_, std::try_to_lock);
+    cudnnBackendDescriptor_t vp = prepared.owns_lock() ? packs_.find(key) : nullptr;
+    Descriptor own;  // used when another thread holds the prepared packs
+    if (!vp) {
+      DNNGRAPH_TRY(validate(ptrs, workspace, *hs));
+      if (prepared.owns_lock()) {
+        DNNGRAPH_ASSIGN_OR_RETURN(
+            vp, packs_.add(key, [&](Descriptor& d) { return fill_pack(d, ptrs, workspace); }));
+      } else {
+        DNNGRAPH_TRY(fill_pack(own, ptrs, workspace));
+        vp = own.get();
       }
-      vp = vp_.get();
-    } else {
-      DNNGRAPH_TRY(fill_pack(own, ptrs, workspace));
-      vp = own.get();
     }
     std::lock_guard<std::mutex> on_stream(hs->mu);
     const uint64_t epoch = handle.stream_epoch();
@@ -313,10 +345,8 @@ class CudnnPlan final : public Plan {
   int64_t workspace_;
   int64_t scratch_at_;  // where the scratch tensors start in the workspace
   std::vector<int64_t> uids_;
-  std::mutex mu_;  // guards vp_, last_ptrs_, last_ws_
-  Descriptor vp_;
-  std::vector<void*> last_ptrs_;
-  void* last_ws_ = nullptr;
+  std::mutex mu_;  // guards packs_
+  PreparedPacks packs_;
   std::atomic<int> native_{-1};  // native CUDA graph API usable: -1 not asked yet, 0, 1
   ReplayCache replays_;
 };
