@@ -395,8 +395,11 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
       auto ws = g->get_workspace_size();
       if (!ws.is_ok()) throw_status(op, ws.status());
       built->workspace_bytes = ws.value();
-      for (const auto& t : g->io_tensors())
-        if (!t->value) built->io_uids.push_back(t->uid);
+      for (const auto& t : g->io_tensors()) {
+        if (t->value) continue;
+        built->io_uids.push_back(t->uid);
+        if (t->is_output) built->output_uids.push_back(t->uid);
+      }
       built->graph = std::move(g);
     } else {
       built->unsupported = s;
@@ -405,8 +408,27 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
   return cache().insert(key, std::move(built));
 }
 
-void execute(const BuiltGraph& g, const at::Device& device, const char* op,
-             c10::ArrayRef<std::pair<int64_t, const at::Tensor*>> pack) {
+namespace {
+
+bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+// The memory t reads, from its first element to its last (strides of torch tensors are >= 0),
+// as a 1-D view of its storage.
+at::Tensor span_of(const at::Tensor& t) {
+  int64_t extent = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
+  return t.as_strided({extent}, {1}, t.storage_offset());
+}
+
+// A copy of what t spans in fresh (aligned) memory, viewed with t's sizes and strides, so the
+// built graph's layout holds for it whatever its strides (overlapping ones too).
+at::Tensor aligned_copy(const at::Tensor& t) {
+  const at::Tensor span = span_of(t);
+  return at::empty_like(span).copy_(span).as_strided(t.sizes(), t.strides(), 0);
+}
+
+void run(const BuiltGraph& g, const at::Device& device, const char* op,
+         c10::ArrayRef<std::pair<int64_t, const at::Tensor*>> pack) {
   // One variant pack per thread, reused: a call of the same op finds the map's nodes for the
   // same uids and only overwrites the pointers (no allocation). It is rebuilt when the uids
   // differ, so that it never holds a uid the graph does not have or misses one it has.
@@ -447,6 +469,41 @@ void execute(const BuiltGraph& g, const at::Device& device, const char* op,
     s = g.graph->execute(*h, vp, ws.defined() ? ws.data_ptr() : nullptr, g.workspace_bytes);
   }
   if (!s.is_ok()) throw_status(op, s);
+}
+
+}  // namespace
+
+void execute(const BuiltGraph& g, const at::Device& device, const char* op,
+             c10::ArrayRef<std::pair<int64_t, const at::Tensor*>> pack_in) {
+  // Misaligned tensors through aligned copies (on the CPU too, where the reference engine would
+  // read any address: one path on both); the pack then points at those (`copies` is complete
+  // before any pointer into it is taken).
+  c10::SmallVector<std::pair<int64_t, const at::Tensor*>, 12> repacked;
+  c10::SmallVector<std::pair<const at::Tensor*, at::Tensor>, 2> copies;  // (caller's, copy)
+  c10::ArrayRef<std::pair<int64_t, const at::Tensor*>> pack = pack_in;
+  {
+    for (const auto& [uid, t] : pack_in)
+      if (t && t->defined() && t->numel() > 0 && !aligned16(*t))
+        copies.emplace_back(t, at::Tensor());
+    if (!copies.empty()) {
+      for (auto& [orig, copy] : copies) copy = aligned_copy(*orig);
+      for (const auto& [uid, t] : pack_in) {
+        auto it =
+            std::find_if(copies.begin(), copies.end(), [&](const auto& c) { return c.first == t; });
+        repacked.emplace_back(uid, it == copies.end() ? t : &it->second);
+      }
+      pack = repacked;
+    }
+  }
+  run(g, device, op, pack);
+  for (const auto& [uid, t] : pack_in) {  // outputs written into copies go back
+    if (copies.empty()) break;
+    auto it =
+        std::find_if(copies.begin(), copies.end(), [&](const auto& c) { return c.first == t; });
+    if (it != copies.end() &&
+        std::find(g.output_uids.begin(), g.output_uids.end(), uid) != g.output_uids.end())
+      t->copy_(it->second);  // element by element: other outputs may lie in the gaps
+  }
 }
 
 namespace {

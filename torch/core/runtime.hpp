@@ -96,8 +96,9 @@ class Key {
 struct BuiltGraph {
   std::unique_ptr<Graph> graph;  // null when unsupported
   int64_t workspace_bytes = 0;
-  std::vector<int64_t> io_uids;  // the graph's non-virtual tensors: what a variant pack holds
-  Status unsupported;            // why the engine has no plan (the op then falls back to ATen)
+  std::vector<int64_t> io_uids;      // the graph's non-virtual tensors: what a variant pack holds
+  std::vector<int64_t> output_uids;  // those of them the graph writes
+  Status unsupported;                // why the engine has no plan (the op then falls back to ATen)
 };
 // Adds tensors (explicit uids) and ops. A reference to the caller's lambda: nothing is
 // allocated to pass it on a cache hit (a std::function of a capturing lambda would be).
@@ -111,7 +112,10 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
 
 // Runs a built graph: uid -> tensor pointers (entries whose uid the graph does not hold, e.g.
 // an optional input it was built without, are skipped), the device's current stream (set on the
-// handle only when it changed), a workspace from torch's caching allocator for this call.
+// handle only when it changed), a workspace from torch's caching allocator for this call. A
+// tensor that does not start on a 16-byte boundary (a view such as x[..., 1:] in bf16; cuDNN's
+// descriptors declare 16) is bound through an aligned copy of the memory it spans, written back
+// after the call when the graph writes it.
 void execute(const BuiltGraph& g, const at::Device& device, const char* op,
              c10::ArrayRef<std::pair<int64_t, const at::Tensor*>> pack);
 inline void execute(const BuiltGraph& g, const at::Device& device, const char* op,
