@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 
 import torch
+import torch.fx as fx
 
 import dnngraph as dg
 
@@ -33,6 +34,7 @@ from ._attention import (
     sdpa_cpu_backward,
 )
 from ._lower import Ctx, Unmappable, check_floating, map_shape, meta
+from ._runtime import dg_dtype
 
 aten = torch.ops.aten
 PW = dg.pointwise_mode
@@ -50,9 +52,51 @@ def _unary(method, **kw):
     return lower
 
 
+def _proxy(arg):
+    """What ``torch.result_type`` needs of an operand: a number, or a tensor of its dtype and
+    of its rank class (0-dim tensors promote like numbers within a category)."""
+    if not isinstance(arg, fx.Node):
+        return arg
+    v = meta(arg)
+    return torch.empty([1] * v.dim(), dtype=v.dtype)
+
+
+_LOSSLESS = {(torch.bfloat16, torch.float32), (torch.float16, torch.float32),
+             (torch.bfloat16, torch.float64), (torch.float16, torch.float64),
+             (torch.float32, torch.float64)}
+
+
+def _rounded(ctx: Ctx, t, dtype):
+    """``t`` stored as ``dtype`` (the reference engine rounds a value to its stored type)."""
+    y = ctx.g.identity(t)
+    y.set_data_type(dg_dtype(dtype))
+    return y
+
+
+def _in_common_type(ctx: Ctx, args, vals, compare):
+    """The operands of a binary op as ATen computes them: each converted to the op's common
+    dtype first. A wider operand (a 0-dim fp32 tensor with a bf16 one) is rounded to it; a
+    comparison also rounds a Python number and the values computed inside the graph (kept
+    there in fp32) to a bf16/fp16 common dtype, since ATen compares the rounded values."""
+    common = torch.result_type(*[_proxy(a) for a in args])
+    low = common in (torch.bfloat16, torch.float16)
+    out = []
+    for a, v in zip(args, vals):
+        if isinstance(v, float):
+            out.append(float(torch.tensor(v, dtype=common)) if compare else v)
+            continue
+        src = meta(a).dtype
+        if (src != common and (src, common) not in _LOSSLESS) or (
+                compare and low and a in ctx.values):
+            v = _rounded(ctx, v, common)
+        out.append(v)
+    return out
+
+
 def _binary(method, alpha_on_second=False):
     def lower(ctx: Ctx, node):
         (a, b), d = ctx.pointwise(node, node.args[:2])
+        a, b = _in_common_type(ctx, node.args[:2], (a, b), method.startswith("cmp_"))
         alpha = node.kwargs.get("alpha", 1)
         if alpha_on_second and alpha != 1:
             b = b * alpha if isinstance(b, float) else ctx.g.mul(b, float(alpha))
@@ -115,8 +159,9 @@ def _check_pow(node):
 
 
 def _to_copy(ctx: Ctx, node):
+    # Stored in the cast's type: a cast down rounds, also when the value stays inside.
     (x,), d = ctx.pointwise(node, node.args[:1])
-    ctx.define(node, ctx.g.identity(x), d)
+    ctx.define(node, _rounded(ctx, x, meta(node).dtype), d)
 
 
 def _check_to_copy(node):
@@ -415,8 +460,8 @@ TABLE = {
     aten.le.Scalar: (_binary("cmp_le"), None),
     aten.eq.Tensor: (_binary("cmp_eq"), None),
     aten.eq.Scalar: (_binary("cmp_eq"), None),
-    aten.ne.Tensor: (_binary("cmp_ne"), None),
-    aten.ne.Scalar: (_binary("cmp_ne"), None),
+    aten.ne.Tensor: (_binary("cmp_neq"), None),
+    aten.ne.Scalar: (_binary("cmp_neq"), None),
     aten.where.self: (_where, None),
     aten.neg.default: (_unary("neg"), None),
     aten.exp.default: (_unary("exp"), None),
