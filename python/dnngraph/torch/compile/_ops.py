@@ -292,13 +292,16 @@ def _addmm(ctx: Ctx, node):
 
 
 def _check_conv(node):
-    transposed, groups = node.args[6], node.args[8]
-    if transposed:
+    # Grouped and depthwise convolutions are mapped: the groups follow from the weight's
+    # input channels (C / groups), as in ATen.
+    if node.args[6]:
         return "transposed convolution"
-    if groups != 1:
-        return f"groups={groups}"
-    if meta(node.args[0]).dim() not in (4, 5):
-        return "convolution of rank other than 2-D/3-D"
+    return _check_conv_rank(node.args[0])
+
+
+def _check_conv_rank(x):
+    if meta(x).dim() not in (3, 4, 5):
+        return "convolution of rank other than 1-D/2-D/3-D"
     return None
 
 
@@ -322,12 +325,9 @@ def _convolution(ctx: Ctx, node):
 
 
 def _check_conv_bwd(node):
-    transposed, groups = node.args[7], node.args[9]
-    if transposed:
+    if node.args[7]:
         return "transposed convolution"
-    if groups != 1:
-        return f"groups={groups}"
-    return None
+    return _check_conv_rank(node.args[1])
 
 
 def _convolution_backward(ctx: Ctx, node):
