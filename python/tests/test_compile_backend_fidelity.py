@@ -66,7 +66,8 @@ def _close(actual, expected, dtype, scale, what):
     t = {k: v * scale for k, v in TOL[dtype].items()}
     assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    torch.testing.assert_close(actual, expected, msg=lambda m: f"{what}: {m}", **t)
+    torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{what}: {m}",
+                               **t)
 
 
 def fidelity(fn, *args, dtype=None, backward=True, fused=(), fused_bw=(), out=None,
@@ -952,3 +953,90 @@ def test_sdpa_bf16():
     q, k, v = (rnd(2, 2, 8, 16, dtype=torch.bfloat16, grad=True) for _ in range(3))
     fidelity(fn, q, k, v, fused=["scaled_dot_product"], fused_bw=["scaled_dot_product"],
              scale=2.0)
+
+
+def test_sdpa_gqa_backward():
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True, scale=0.2) * 2.0
+
+    fidelity(fn, rnd(2, 6, 8, 16, grad=True), rnd(2, 2, 8, 16, grad=True),
+             rnd(2, 2, 8, 16, grad=True), fused=["scaled_dot_product"],
+             fused_bw=["scaled_dot_product"])
+
+
+def test_amax_with_ties():
+    # The gradient of amax is shared evenly between tied maxima.
+    def fn(x, w):
+        return torch.amax(torch.relu(x * w), dim=-1, keepdim=True) * 3.0
+
+    x = torch.tensor([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 2.0], [-1.0, -2.0, -3.0, -4.0]])
+    fidelity(fn, x.requires_grad_(True), torch.ones(4, requires_grad=True), fused=["amax"])
+
+
+def test_rms_norm_bf16_and_default_eps():
+    norm = nn.RMSNorm(16).to(torch.bfloat16)
+    lin = nn.Linear(16, 16).to(torch.bfloat16)
+    fidelity(lambda x: lin(norm(x)), rnd(2, 3, 16, dtype=torch.bfloat16, grad=True), scale=2.0)
+
+
+def test_layer_norm_bf16_input_fp32_params():
+    ln = _randomize(nn.LayerNorm(16))
+
+    def fn(x, w):
+        h = x @ w
+        return F.layer_norm(h, (16,), ln.weight, ln.bias) * 2.0
+
+    fidelity(fn, rnd(4, 16, dtype=torch.bfloat16, grad=True),
+             rnd(16, 16, dtype=torch.bfloat16, grad=True), scale=2.0)
+
+
+def test_conv_backward_channels_last_first_layer():
+    # The input needs no gradient (first layer): convolution_backward without dgrad.
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU())
+    m = m.to(memory_format=torch.channels_last)
+    x = rnd(2, 3, 6, 6).contiguous(memory_format=torch.channels_last)
+    fidelity(m, x, fused=["convolution"], fused_bw=["convolution_backward"])
+
+
+# ---- special values: NaN and inf as ATen treats them ---------------------------------------
+
+SPECIAL = [float("nan"), float("inf"), -float("inf"), 1.0, -1.0, 0.0, 2.0, -0.5]
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "where", "relu", "amax", "sigmoid",
+                                  "gt"])
+def test_special_values_forward(name):
+    f = {
+        "maximum": lambda h, y: torch.maximum(h, y) + torch.maximum(y, h * 0.5),
+        "minimum": lambda h, y: torch.minimum(h, y) + torch.minimum(y * 2.0, h),
+        "where": lambda h, y: torch.where(h > y, 0.5, h) * 2.0,
+        "relu": lambda h, y: torch.relu(h) + y,
+        "amax": lambda h, y: torch.amax(h * y, dim=-1, keepdim=True) + 1.0,
+        "sigmoid": lambda h, y: torch.sigmoid(h) * y,
+        "gt": lambda h, y: torch.where(h >= 1.0, h, y) + torch.where(h != h, y, h),
+    }[name]
+    x = torch.tensor(SPECIAL)
+    y = torch.tensor(SPECIAL[::-1]).roll(3)
+    fidelity(lambda x, y: f(x * 1.0, y), x.view(2, 4), y.view(2, 4), backward=False,
+             fused=["mul" if name != "amax" else "amax"])
+
+
+def test_relu_backward_blocks_inf_and_passes_nan_input():
+    # ATen's threshold_backward selects: 0 where x <= 0 (also for an inf gradient there),
+    # the gradient elsewhere (also where x is NaN).
+    def fn(x):
+        return torch.relu(x * 1.0) * 2.0
+
+    x = torch.tensor(SPECIAL).requires_grad_(True)
+    upstream = torch.tensor([1.0, float("inf"), float("inf"), float("nan"), float("inf"),
+                             -float("inf"), 3.0, float("nan")])
+    fn(x).backward(upstream)
+    ref = x.grad.clone()
+    x.grad = None
+    compiled = torch.compile(fn, backend="dnngraph",
+                             options={"inner": "eager", "fuse_pointwise": True})
+    with _backend.collect_reports() as reports:
+        compiled(x).backward(upstream)
+    _close(x.grad, ref, torch.float32, 1.0, "gradient")
+    e = dt.compile.Explanation(list(reports))
+    _assert_fused(e, ["threshold_backward"], ("backward",))

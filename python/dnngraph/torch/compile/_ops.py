@@ -108,9 +108,24 @@ def _binary(method, alpha_on_second=False):
             if method not in ("add", "mul", "max", "min"):
                 raise Unmappable("scalar first operand of a non-commutative op")
             a, b = b, a  # dnngraph's first operand is a tensor
-        ctx.define(node, getattr(ctx.g, method)(a, b), d)
+        y = getattr(ctx.g, method)(a, b)
+        if method in ("max", "min"):
+            y = _nan_propagating(ctx, y, a, b)
+        ctx.define(node, y, d)
 
     return lower
+
+
+def _nan_propagating(ctx: Ctx, y, a, b):
+    """``maximum``/``minimum`` as ATen computes them: a NaN operand gives NaN (dnngraph's max
+    and min return the other operand, as fmax and fmin do)."""
+    for t in (a, b):
+        if isinstance(t, float):
+            if t != t:
+                raise Unmappable("maximum/minimum with a NaN constant")
+            continue
+        y = ctx.g.binary_select(t, y, ctx.g.cmp_neq(t, t))
+    return y
 
 
 def _where(ctx: Ctx, node):
@@ -119,8 +134,11 @@ def _where(ctx: Ctx, node):
         raise Unmappable(f"mask '{getattr(cond, 'name', cond)}' is not computed in the graph "
                          "(a torch bool tensor cannot be read: dnngraph's BOOLEAN is bit-packed)")
     (c, a, b), d = ctx.pointwise(node, node.args[:3])
-    if isinstance(a, float):
-        raise Unmappable("where with a scalar first operand")
+    if isinstance(a, float) and isinstance(b, float):
+        raise Unmappable("where with two scalar operands")
+    if isinstance(a, float):  # dnngraph's first operand is a tensor: select on the inverse
+        ctx.define(node, ctx.g.binary_select(b, a, ctx.g.logical_not(c)), d)
+        return
     ctx.define(node, ctx.g.binary_select(a, b, c), d)
 
 
@@ -179,9 +197,11 @@ def _check_to_copy(node):
 
 
 def _threshold_backward(ctx: Ctx, node):
-    # grad where self > threshold else 0: RELU_BWD with the threshold as lower clip.
+    # ATen: 0 where self <= threshold, else grad. A select, not grad * (self > threshold): an
+    # inf or NaN gradient where the mask is 0 gives 0, and a NaN self passes the gradient.
     (grad, x), d = ctx.pointwise(node, node.args[:2])
-    ctx.define(node, ctx.g.relu_backward(grad, x, lower_clip=float(node.args[2])), d)
+    keep = ctx.g.logical_not(ctx.g.cmp_le(x, float(node.args[2])))
+    ctx.define(node, ctx.g.binary_select(grad, 0.0, keep), d)
 
 
 def _gelu_backward(ctx: Ctx, node):
