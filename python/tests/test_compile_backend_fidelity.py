@@ -1040,3 +1040,20 @@ def test_relu_backward_blocks_inf_and_passes_nan_input():
     _close(x.grad, ref, torch.float32, 1.0, "gradient")
     e = dt.compile.Explanation(list(reports))
     _assert_fused(e, ["threshold_backward"], ("backward",))
+
+
+ZERO_SIZE = {
+    "batch": (lambda x, w: F.gelu(x @ w) * 2.0, [(0, 8), (8, 16)]),
+    "k": (lambda x, w: torch.relu(x @ w + 1.0), [(4, 0), (0, 6)]),
+    "conv": (lambda x, w: torch.relu(F.conv2d(x, w)) * 2.0, [(0, 3, 5, 5), (4, 3, 3, 3)]),
+    "reduce": (lambda x, w: (x @ w).sum(0, keepdim=True) + 1.0, [(0, 8), (8, 4)]),
+    "keys": (lambda q, k: F.scaled_dot_product_attention(q, k, k) * 2.0,
+             [(1, 2, 4, 8), (1, 2, 0, 8)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_SIZE))
+def test_zero_size_tensors(name):
+    # No crash and the same (empty or filled) result, fused or not.
+    f, shapes = ZERO_SIZE[name]
+    fidelity(f, *(rnd(*s) for s in shapes), backward=False)
