@@ -1057,3 +1057,74 @@ def test_zero_size_tensors(name):
     # No crash and the same (empty or filled) result, fused or not.
     f, shapes = ZERO_SIZE[name]
     fidelity(f, *(rnd(*s) for s in shapes), backward=False)
+
+
+# ---- GPU (cuDNN): skipped without CUDA; what the mapping added for the CPU, checked there ----
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def _gpu_fidelity(model, x, fused=None):
+    """bf16 on the GPU (inner compiler: eager): outputs and gradients against eager; the ops
+    in ``fused`` must have run in a fused graph (cuDNN's support check took them)."""
+    import copy
+
+    ref = copy.deepcopy(model)
+    xr = x.detach().clone().requires_grad_(True)
+    out = ref(xr)
+    up = torch.rand_like(out) + 0.5
+    (out.float() * up).sum().backward()
+    compiled = torch.compile(model, backend="dnngraph", options={"inner": "eager"})
+    with _backend.collect_reports() as reports:
+        got = compiled(x)
+        (got.float() * up).sum().backward()
+    _close(got, out, torch.bfloat16, 2.0, "output")
+    _close(x.grad, xr.grad, torch.bfloat16, 4.0, "input gradient")
+    for (n, p), (_, pr) in zip(model.named_parameters(), ref.named_parameters()):
+        _close(p.grad, pr.grad, torch.bfloat16, 8.0, f"gradient of {n}")
+    e = dt.compile.Explanation(list(reports))
+    _assert_fused(e, fused or [], ("forward",))
+    return e
+
+
+@needs_cuda
+@pytest.mark.parametrize("groups", [1, 4, 32])
+def test_gpu_grouped_and_depthwise_conv_bf16(groups):
+    m = nn.Sequential(nn.Conv2d(32, 64, 3, padding=1, groups=groups), nn.ReLU())
+    m = m.to("cuda", torch.bfloat16).to(memory_format=torch.channels_last)
+    x = rnd(4, 32, 16, 16, dtype=torch.bfloat16).to("cuda")
+    x = x.contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    e = _gpu_fidelity(m, x)
+    print(e)  # whether cuDNN took the grouped convolution, and why not
+
+
+@needs_cuda
+def test_gpu_relu_backward_maximum_and_casts_bf16():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(64, 64), nn.Linear(64, 64)
+
+        def forward(self, x):
+            h = torch.relu(self.a(x))
+            h = torch.maximum(h, self.b(x) * 0.5)
+            return h.float().to(torch.bfloat16) * 2.0
+
+    m = M().to("cuda", torch.bfloat16)
+    e = _gpu_fidelity(m, rnd(32, 64, dtype=torch.bfloat16).to("cuda").requires_grad_(True),
+                      fused=["addmm"])
+    print(e)
+
+
+@needs_cuda
+def test_gpu_llama_block_bf16_still_fuses():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import torch_blocks
+
+    block = torch_blocks.TorchLlamaBlock(128, 4, 2, 256, max_seq_len=64).to("cuda", torch.bfloat16)
+    x = rnd(2, 64, 128, dtype=torch.bfloat16).to("cuda").requires_grad_(True)
+    e = _gpu_fidelity(block, x)
+    assert e.partitions, str(e)

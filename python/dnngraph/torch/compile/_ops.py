@@ -179,9 +179,12 @@ def _check_pow(node):
 
 
 def _to_copy(ctx: Ctx, node):
-    # Stored in the cast's type: a cast down rounds, also when the value stays inside.
+    # A cast down is stored in its type (it rounds, also when the value stays inside); a
+    # cast up is exact: the value keeps the graph's intermediate type.
     (x,), d = ctx.pointwise(node, node.args[:1])
-    ctx.define(node, _rounded(ctx, x, meta(node).dtype), d)
+    src, dst = meta(node.args[0]).dtype, meta(node).dtype
+    narrows = src != dst and (src, dst) not in _LOSSLESS
+    ctx.define(node, _rounded(ctx, x, dst) if narrows else ctx.g.identity(x), d)
 
 
 def _check_to_copy(node):
