@@ -1128,3 +1128,21 @@ def test_gpu_llama_block_bf16_still_fuses():
     x = rnd(2, 64, 128, dtype=torch.bfloat16).to("cuda").requires_grad_(True)
     e = _gpu_fidelity(block, x)
     assert e.partitions, str(e)
+
+
+def test_strided_and_offset_operands():
+    # Every operand a view with its own strides and storage offset: step slices, transposes,
+    # narrowed rows, a broadcast (stride 0) bias.
+    def fn(x, w, b, r):
+        h = torch.addmm(b.expand(5, 6), x[1:, ::2], w.t()[2:, :6])
+        return torch.sigmoid(h) * r[::2, 1:7] + r[1::2, :6].t().t()
+
+    fidelity(fn, rnd(6, 16, grad=True), rnd(9, 10, grad=True), rnd(6, grad=True),
+             rnd(10, 8, grad=True), fused=["addmm", "sigmoid"])
+
+
+def test_bmm_strided_batches():
+    def fn(a, b):
+        return torch.tanh(torch.bmm(a.transpose(1, 2), b[:, ::2])) * 2.0
+
+    fidelity(fn, rnd(3, 5, 4, grad=True), rnd(3, 10, 6, grad=True), fused=["bmm", "tanh"])
