@@ -1146,3 +1146,15 @@ def test_bmm_strided_batches():
         return torch.tanh(torch.bmm(a.transpose(1, 2), b[:, ::2])) * 2.0
 
     fidelity(fn, rnd(3, 5, 4, grad=True), rnd(3, 10, 6, grad=True), fused=["bmm", "tanh"])
+
+
+def test_fp32_comparison_in_an_fp64_graph():
+    # The graph computes in fp64 (it reads an fp64 tensor); the fp32 values it compares are
+    # rounded to fp32 first, as ATen compares them. h is exactly fp32(0.3) where x is 0.1.
+    def fn(x, d):
+        h = x * 3.0
+        return torch.where(h > 0.3, h, -h) + torch.where(h == 0.3, 5.0, h).double() * d
+
+    x = torch.tensor([[0.1, 0.2, 0.3, 0.1000001]]).repeat(2, 1)
+    fidelity(fn, x, rnd(2, 4, dtype=torch.float64), backward=False, dtype=torch.float32,
+             fused=["where"])

@@ -155,7 +155,7 @@ def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
     compute = _compute_type(nodes)
     g = dg.pygraph(name=name, handle=handle, io_data_type=_io_type(nodes),
                    intermediate_data_type=compute, compute_data_type=compute)
-    ctx = Ctx(g, set(nodes))
+    ctx = Ctx(g, set(nodes), torch.float64 if compute == dg.data_type.DOUBLE else torch.float32)
     op_owner = {}
     for n in nodes:
         try:

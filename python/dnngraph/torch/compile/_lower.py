@@ -39,9 +39,10 @@ class Ctx:
     values read, each as (FX node, layout request) -> tensor; the backend feeds them in that
     order after giving each value its dims with views (``layout_request``)."""
 
-    def __init__(self, g, nodes):
+    def __init__(self, g, nodes, compute=torch.float32):
         self.g = g
         self.nodes = nodes
+        self.compute = compute  # the type values inside the graph are kept in
         self.values: dict[fx.Node, object] = {}
         self.dims: dict[fx.Node, list] = {}  # dims in the graph of each value defined inside
         self.inputs: dict[tuple, object] = {}

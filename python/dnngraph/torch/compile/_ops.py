@@ -76,10 +76,10 @@ def _rounded(ctx: Ctx, t, dtype):
 def _in_common_type(ctx: Ctx, args, vals, compare):
     """The operands of a binary op as ATen computes them: each converted to the op's common
     dtype first. A wider operand (a 0-dim fp32 tensor with a bf16 one) is rounded to it; a
-    comparison also rounds a Python number and the values computed inside the graph (kept
-    there in fp32) to a bf16/fp16 common dtype, since ATen compares the rounded values."""
+    comparison also rounds a Python number, and the values computed inside the graph (kept
+    there in its compute type) when that type is wider, since ATen compares rounded values."""
     common = torch.result_type(*[_proxy(a) for a in args])
-    low = common in (torch.bfloat16, torch.float16)
+    low = common != ctx.compute and (common, ctx.compute) in _LOSSLESS
     out = []
     for a, v in zip(args, vals):
         if isinstance(v, float):
