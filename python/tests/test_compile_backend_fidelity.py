@@ -1016,8 +1016,10 @@ def test_special_values_forward(name):
     }[name]
     x = torch.tensor(SPECIAL)
     y = torch.tensor(SPECIAL[::-1]).roll(3)
+    op = {"maximum": "maximum", "minimum": "minimum", "where": "where", "amax": "amax",
+          "gt": "where"}.get(name, "mul")
     fidelity(lambda x, y: f(x * 1.0, y), x.view(2, 4), y.view(2, 4), backward=False,
-             fused=["mul" if name != "amax" else "amax"])
+             fused=[op])
 
 
 def test_relu_backward_blocks_inf_and_passes_nan_input():
@@ -1157,3 +1159,19 @@ def test_fp32_comparison_in_an_fp64_graph():
     x = torch.tensor([[0.1, 0.2, 0.3, 0.1000001]]).repeat(2, 1)
     fidelity(fn, x, rnd(2, 4, dtype=torch.float64), backward=False, dtype=torch.float32,
              fused=["where"])
+
+
+def test_fp64_conv_norm_attention():
+    conv = nn.Conv2d(3, 4, 3, padding=1).double()
+    ln = _randomize(nn.LayerNorm(16)).double()
+
+    def fn(x, q, k, v, y):
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2.0
+        return F.relu(conv(x)).sum() + a.sum() + (ln(y) * 3.0).sum()
+
+    d = torch.float64
+    fidelity(lambda *t: fn(*t).reshape(1), rnd(2, 3, 6, 6, dtype=d, grad=True),
+             *(rnd(1, 2, 8, 16, dtype=d, grad=True) for _ in range(3)),
+             rnd(4, 16, dtype=d, grad=True),
+             fused=["convolution", "scaled_dot_product", "native_layer_norm"],
+             fused_bw=["convolution_backward", "native_layer_norm_backward"])
