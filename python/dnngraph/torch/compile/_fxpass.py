@@ -122,12 +122,25 @@ class _Built:
         self.outputs = outputs  # [(FX node | None, dims in the graph)]
 
 
-def _io_type(nodes):
+def _values(nodes):
     for n in nodes:
         v = meta(n)
         for x in (v if isinstance(v, (tuple, list)) else [v]):
             if isinstance(x, torch.Tensor) and dg_dtype(x.dtype) is not None:
-                return dg_dtype(x.dtype)
+                yield x
+
+
+def _io_type(nodes):
+    return next((dg_dtype(x.dtype) for x in _values(nodes)), dg.data_type.FLOAT)
+
+
+def _compute_type(nodes):
+    """fp64 where any value of the nodes (or an input they read) is fp64: ATen computes those
+    ops in fp64, and an fp32 intermediate would round them. fp32 otherwise (ATen's opmath type
+    of fp32, bf16 and fp16)."""
+    reads = [a for n in nodes for a in n.all_input_nodes]
+    if any(x.dtype == torch.float64 for x in _values(list(nodes) + reads)):
+        return dg.data_type.DOUBLE
     return dg.data_type.FLOAT
 
 
@@ -139,10 +152,10 @@ def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
     """One dnngraph graph computing ``nodes``; raises Unmappable naming the node that failed."""
     # io type: the first value's (what an output no value reads, such as an unused gradient of
     # a norm backward, is written in); every input and read output has its own type set.
+    compute = _compute_type(nodes)
     g = dg.pygraph(name=name, handle=handle, io_data_type=_io_type(nodes),
-                   intermediate_data_type=dg.data_type.FLOAT,
-                   compute_data_type=dg.data_type.FLOAT)
-    ctx = Ctx(g, set(nodes))
+                   intermediate_data_type=compute, compute_data_type=compute)
+    ctx = Ctx(g, set(nodes), torch.float64 if compute == dg.data_type.DOUBLE else torch.float32)
     op_owner = {}
     for n in nodes:
         try:
@@ -151,8 +164,8 @@ def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
             if not getattr(e, "nodes", None):
                 e.nodes = [n]
             raise
-        except (ValueError, TypeError, RuntimeError, dg.NotSupportedError) as e:
-            err = Unmappable(f"dnngraph refused the mapping: {e}")
+        except Exception as e:  # any other failure keeps this op (only) in ATen
+            err = Unmappable(f"dnngraph refused the mapping: {type(e).__name__}: {e}")
             err.nodes = [n]
             raise err from e
         if owners:

@@ -39,9 +39,10 @@ class Ctx:
     values read, each as (FX node, layout request) -> tensor; the backend feeds them in that
     order after giving each value its dims with views (``layout_request``)."""
 
-    def __init__(self, g, nodes):
+    def __init__(self, g, nodes, compute=torch.float32):
         self.g = g
         self.nodes = nodes
+        self.compute = compute  # the type values inside the graph are kept in
         self.values: dict[fx.Node, object] = {}
         self.dims: dict[fx.Node, list] = {}  # dims in the graph of each value defined inside
         self.inputs: dict[tuple, object] = {}
@@ -116,6 +117,10 @@ class Ctx:
             if isinstance(a, (int, float)):
                 out.append(float(a))
                 continue
+            c = scalar_constant(a)
+            if c is not None:
+                out.append(c)
+                continue
             if not isinstance(a, fx.Node) or not isinstance(meta(a), torch.Tensor):
                 raise Unmappable(f"operand {a!r} is not a tensor or a number")
             o = _padded(list(meta(a).shape), len(F))
@@ -174,6 +179,18 @@ class Ctx:
         for i, t in enumerate(outs):
             if t is not None and i not in seen:
                 self.extra_outputs.append(t)
+
+
+def scalar_constant(arg):
+    """The value of ``aten.scalar_tensor(number)`` (a 0-dim tensor ATen makes for a number,
+    as in ``torch.where(mask, x, 0.0)``) in its dtype, read as a constant; None for any other
+    operand."""
+    if not isinstance(arg, fx.Node) or arg.target is not aten.scalar_tensor.default:
+        return None
+    v, x = meta(arg), arg.args[0]
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not v.is_floating_point():
+        return None
+    return float(torch.tensor(x, dtype=v.dtype))
 
 
 def _padded(shape, rank):

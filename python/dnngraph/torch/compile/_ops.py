@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 
 import torch
+import torch.fx as fx
 
 import dnngraph as dg
 
@@ -33,6 +34,7 @@ from ._attention import (
     sdpa_cpu_backward,
 )
 from ._lower import Ctx, Unmappable, check_floating, map_shape, meta
+from ._runtime import dg_dtype
 
 aten = torch.ops.aten
 PW = dg.pointwise_mode
@@ -50,9 +52,53 @@ def _unary(method, **kw):
     return lower
 
 
+def _proxy(arg):
+    """What ``torch.result_type`` needs of an operand: a number, or a tensor of its dtype and
+    of its rank class (0-dim tensors promote like numbers within a category)."""
+    if not isinstance(arg, fx.Node):
+        return arg
+    v = meta(arg)
+    return torch.empty([1] * v.dim(), dtype=v.dtype)
+
+
+_LOSSLESS = {(torch.bfloat16, torch.float32), (torch.float16, torch.float32),
+             (torch.bfloat16, torch.float64), (torch.float16, torch.float64),
+             (torch.float32, torch.float64)}
+
+
+def _rounded(ctx: Ctx, t, dtype):
+    """``t`` stored as ``dtype`` (the reference engine rounds a value to its stored type)."""
+    y = ctx.g.identity(t)
+    y.set_data_type(dg_dtype(dtype))
+    return y
+
+
+def _in_common_type(ctx: Ctx, args, vals, compare):
+    """The operands of a binary op as ATen computes them: each converted to the op's common
+    dtype first. A wider operand (a 0-dim fp32 tensor with a bf16 one) is rounded to it; a
+    comparison also rounds a Python number, and the values computed inside the graph (kept
+    there in its compute type) when that type is wider, since ATen compares rounded values."""
+    common = torch.result_type(*[_proxy(a) for a in args])
+    low = common != ctx.compute and (common, ctx.compute) in _LOSSLESS
+    out = []
+    for a, v in zip(args, vals):
+        if isinstance(v, float):
+            # A number (rounded by a comparison) or a 0-dim constant tensor (converted).
+            keep = not compare and not isinstance(a, fx.Node)
+            out.append(v if keep else float(torch.tensor(v, dtype=common)))
+            continue
+        src = meta(a).dtype
+        if (src != common and (src, common) not in _LOSSLESS) or (
+                compare and low and a in ctx.values):
+            v = _rounded(ctx, v, common)
+        out.append(v)
+    return out
+
+
 def _binary(method, alpha_on_second=False):
     def lower(ctx: Ctx, node):
         (a, b), d = ctx.pointwise(node, node.args[:2])
+        a, b = _in_common_type(ctx, node.args[:2], (a, b), method.startswith("cmp_"))
         alpha = node.kwargs.get("alpha", 1)
         if alpha_on_second and alpha != 1:
             b = b * alpha if isinstance(b, float) else ctx.g.mul(b, float(alpha))
@@ -62,9 +108,24 @@ def _binary(method, alpha_on_second=False):
             if method not in ("add", "mul", "max", "min"):
                 raise Unmappable("scalar first operand of a non-commutative op")
             a, b = b, a  # dnngraph's first operand is a tensor
-        ctx.define(node, getattr(ctx.g, method)(a, b), d)
+        y = getattr(ctx.g, method)(a, b)
+        if method in ("max", "min"):
+            y = _nan_propagating(ctx, y, a, b)
+        ctx.define(node, y, d)
 
     return lower
+
+
+def _nan_propagating(ctx: Ctx, y, a, b):
+    """``maximum``/``minimum`` as ATen computes them: a NaN operand gives NaN (dnngraph's max
+    and min return the other operand, as fmax and fmin do)."""
+    for t in (a, b):
+        if isinstance(t, float):
+            if t != t:
+                raise Unmappable("maximum/minimum with a NaN constant")
+            continue
+        y = ctx.g.binary_select(t, y, ctx.g.cmp_neq(t, t))
+    return y
 
 
 def _where(ctx: Ctx, node):
@@ -73,8 +134,11 @@ def _where(ctx: Ctx, node):
         raise Unmappable(f"mask '{getattr(cond, 'name', cond)}' is not computed in the graph "
                          "(a torch bool tensor cannot be read: dnngraph's BOOLEAN is bit-packed)")
     (c, a, b), d = ctx.pointwise(node, node.args[:3])
-    if isinstance(a, float):
-        raise Unmappable("where with a scalar first operand")
+    if isinstance(a, float) and isinstance(b, float):
+        raise Unmappable("where with two scalar operands")
+    if isinstance(a, float):  # dnngraph's first operand is a tensor: select on the inverse
+        ctx.define(node, ctx.g.binary_select(b, a, ctx.g.logical_not(c)), d)
+        return
     ctx.define(node, ctx.g.binary_select(a, b, c), d)
 
 
@@ -115,8 +179,12 @@ def _check_pow(node):
 
 
 def _to_copy(ctx: Ctx, node):
+    # A cast down is stored in its type (it rounds, also when the value stays inside); a
+    # cast up is exact: the value keeps the graph's intermediate type.
     (x,), d = ctx.pointwise(node, node.args[:1])
-    ctx.define(node, ctx.g.identity(x), d)
+    src, dst = meta(node.args[0]).dtype, meta(node).dtype
+    narrows = src != dst and (src, dst) not in _LOSSLESS
+    ctx.define(node, _rounded(ctx, x, dst) if narrows else ctx.g.identity(x), d)
 
 
 def _check_to_copy(node):
@@ -132,9 +200,11 @@ def _check_to_copy(node):
 
 
 def _threshold_backward(ctx: Ctx, node):
-    # grad where self > threshold else 0: RELU_BWD with the threshold as lower clip.
+    # ATen: 0 where self <= threshold, else grad. A select, not grad * (self > threshold): an
+    # inf or NaN gradient where the mask is 0 gives 0, and a NaN self passes the gradient.
     (grad, x), d = ctx.pointwise(node, node.args[:2])
-    ctx.define(node, ctx.g.relu_backward(grad, x, lower_clip=float(node.args[2])), d)
+    keep = ctx.g.logical_not(ctx.g.cmp_le(x, float(node.args[2])))
+    ctx.define(node, ctx.g.binary_select(grad, 0.0, keep), d)
 
 
 def _gelu_backward(ctx: Ctx, node):
@@ -247,13 +317,16 @@ def _addmm(ctx: Ctx, node):
 
 
 def _check_conv(node):
-    transposed, groups = node.args[6], node.args[8]
-    if transposed:
+    # Grouped and depthwise convolutions are mapped: the groups follow from the weight's
+    # input channels (C / groups), as in ATen.
+    if node.args[6]:
         return "transposed convolution"
-    if groups != 1:
-        return f"groups={groups}"
-    if meta(node.args[0]).dim() not in (4, 5):
-        return "convolution of rank other than 2-D/3-D"
+    return _check_conv_rank(node.args[0])
+
+
+def _check_conv_rank(x):
+    if meta(x).dim() not in (3, 4, 5):
+        return "convolution of rank other than 1-D/2-D/3-D"
     return None
 
 
@@ -277,12 +350,9 @@ def _convolution(ctx: Ctx, node):
 
 
 def _check_conv_bwd(node):
-    transposed, groups = node.args[7], node.args[9]
-    if transposed:
+    if node.args[7]:
         return "transposed convolution"
-    if groups != 1:
-        return f"groups={groups}"
-    return None
+    return _check_conv_rank(node.args[1])
 
 
 def _convolution_backward(ctx: Ctx, node):
@@ -415,8 +485,8 @@ TABLE = {
     aten.le.Scalar: (_binary("cmp_le"), None),
     aten.eq.Tensor: (_binary("cmp_eq"), None),
     aten.eq.Scalar: (_binary("cmp_eq"), None),
-    aten.ne.Tensor: (_binary("cmp_ne"), None),
-    aten.ne.Scalar: (_binary("cmp_ne"), None),
+    aten.ne.Tensor: (_binary("cmp_neq"), None),
+    aten.ne.Scalar: (_binary("cmp_neq"), None),
     aten.where.self: (_where, None),
     aten.neg.default: (_unary("neg"), None),
     aten.exp.default: (_unary("exp"), None),
