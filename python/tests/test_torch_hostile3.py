@@ -6,7 +6,7 @@ type that names the op and the user's argument."""
 
 import pytest
 
-from torch_util import assert_close, rand, torch
+from torch_util import assert_close, needs_cuda, rand, torch
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -169,6 +169,20 @@ def test_a_tensor_on_meta_next_to_cpu_tensors_is_a_device_error(which):
     fn, msg = _meta_calls()[which]
     with pytest.raises(ValueError, match=rf"dnngraph::\w+: tensor {msg} but '\w+' is on cpu"):
         fn()
+
+
+@needs_cuda
+def test_a_saved_tensor_on_another_device_is_a_device_error():
+    # The saved pre-activation was not device-checked: a CUDA one next to CPU tensors reached the
+    # CPU engine, which would read device memory.
+    x, w, b = rand(3, 4), rand(5, 4), rand(5)
+    z = rand(3, 5, device="cuda")
+    for op, args in (
+        (ops.linear_act_train_backward, (rand(3, 5), x, w, b, "gelu", z, [True] * 3)),
+        (ops.matmul_epilogue_train_backward, (rand(3, 5), x, w.t(), None, 1.0, "gelu", z, [True] * 3)),
+    ):
+        with pytest.raises(ValueError, match=r"tensor 'saved' is on cuda:0 but '\w+' is on cpu"):
+            op(*args)
 
 
 # ---------------------------------------------------------------- Meta kernels = eager rules
