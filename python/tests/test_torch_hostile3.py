@@ -285,12 +285,17 @@ def test_module_constructor_arguments_are_checked(make, msg):
         make()
 
 
-def test_attention_modules_refuse_unbatched_input():
+def test_attention_modules_refuse_unbatched_input_and_bad_masks():
     mha = dt.MultiheadAttention(8, 2)
     with pytest.raises(ValueError, match=r"MultiheadAttention: 'query' has shape \[5, 8\]"):
         mha(rand(5, 8), rand(5, 8), rand(5, 8))
     with pytest.raises(ValueError, match=r"LlamaAttention: 'x' has shape \[3, 8\]"):
         dt.LlamaAttention(8, 2)(rand(3, 8))
+    q = rand(2, 5, 8)
+    with pytest.raises(RuntimeError, match=r"MultiheadAttention: the 3-D attn_mask has shape \[3, 5, 5\]"):
+        mha(q, q, q, attn_mask=rand(3, 5, 5))
+    with pytest.raises(ValueError, match=r"MultiheadAttention: 'query' \[2, 5, 8\], 'key' \[3, 5, 8\]"):
+        mha(q, rand(3, 5, 8), rand(3, 5, 8))
 
 
 def test_llama_attention_on_an_empty_sequence():

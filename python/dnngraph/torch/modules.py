@@ -130,6 +130,12 @@ class MultiheadAttention(nn.MultiheadAttention):
             )
         _check_batched("MultiheadAttention", query=query, key=key, value=value)
         b, s_q, e = query.shape
+        if key.shape[0] != b or value.shape[0] != b or key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"dnngraph MultiheadAttention: 'query' {list(query.shape)}, 'key' "
+                f"{list(key.shape)} and 'value' {list(value.shape)} disagree; expected one batch "
+                "size, and key and value of one length"
+            )
         h = self.num_heads
         def heads(y):
             return y.view(b, y.shape[1], h, e // h).transpose(1, 2)
@@ -151,6 +157,12 @@ class MultiheadAttention(nn.MultiheadAttention):
             if attn_mask.dim() == 2:
                 attn_mask = attn_mask.view(1, 1, *attn_mask.shape)
             elif attn_mask.dim() == 3:  # [batch * num_heads, L, S], as nn.MultiheadAttention
+                if attn_mask.shape[0] != b * h:
+                    raise RuntimeError(
+                        f"dnngraph MultiheadAttention: the 3-D attn_mask has shape "
+                        f"{list(attn_mask.shape)}; expected [batch * num_heads = {b * h}, "
+                        f"{s_q}, {key.shape[1]}] (as nn.MultiheadAttention)"
+                    )
                 attn_mask = attn_mask.reshape(b, h, *attn_mask.shape[1:])
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
         o = o.transpose(1, 2).reshape(b, s_q, e)
