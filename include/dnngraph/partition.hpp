@@ -25,7 +25,9 @@ struct Partition {
 };
 
 // Splits a validated graph (validate() first: it sorts the ops) for the engine that runs on h's
-// device. The ops are walked in topological order; an op joins the groups whose outputs it reads
+// device. A connected component (ops linked by the tensors one makes and another reads) that the
+// engine builds as one graph is one partition, asked once. The ops of any other component are
+// walked in topological order; an op joins the groups whose outputs it reads
 // when the union stays convex (no path leaves it and comes back) and the engine can build the
 // union as one graph; else it starts a group of its own if the engine takes it alone, and is
 // an unsupported partition of one op otherwise. "Can build" is the pipeline's answer up to

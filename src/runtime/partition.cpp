@@ -248,8 +248,9 @@ bool has_bit(const Bits& b, size_t i) { return (b[i / 64] >> (i % 64)) & 1; }
 void or_into(Bits& dst, const Bits& src) {
   for (size_t k = 0; k < dst.size(); ++k) dst[k] |= src[k];
 }
-bool intersects(const Bits& a, const Bits& b) {
-  for (size_t k = 0; k < a.size(); ++k)
+// Whether a and b share a bit among the words [from, to).
+bool intersects(const Bits& a, const Bits& b, size_t from, size_t to) {
+  for (size_t k = from; k < to; ++k)
     if (a[k] & b[k]) return true;
   return false;
 }
@@ -276,17 +277,27 @@ class Grouper {
   }
 
   void place(size_t i);
+  // Places every op of a connected component whose ops the engine builds as one graph, as one
+  // group (a component is convex); false, placing nothing, when the engine refuses it.
+  bool place_component(const std::vector<size_t>& ops);
   std::vector<Partition> result() const;
+  size_t size() const { return n_; }
+  const std::vector<std::vector<size_t>>& preds() const { return w_.preds; }
 
  private:
   // Whether the ops of `u` (which holds op i, the latest) form a convex set: no op outside u lies
-  // on a path between two of its ops. Only ops before i can (the order is topological).
-  bool convex(const Bits& u) const {
+  // on a path between two of its ops. Such an op lies between u's first op and i (the order is
+  // topological), so only that span is looked at: the cost follows the group's span, not the
+  // graph's size.
+  bool convex(const Bits& u, size_t i) const {
+    size_t lo = 0;
+    while (!has_bit(u, lo)) ++lo;
+    const size_t wlo = lo / 64, whi = i / 64 + 1;
     Bits above(words_);
-    for (size_t m = 0; m < n_; ++m)
+    for (size_t m = lo; m <= i; ++m)
       if (has_bit(u, m)) or_into(above, anc_[m]);
-    for (size_t k = 0; k < n_; ++k)
-      if (has_bit(above, k) && !has_bit(u, k) && intersects(anc_[k], u)) return false;
+    for (size_t k = lo + 1; k < i; ++k)
+      if (has_bit(above, k) && !has_bit(u, k) && intersects(anc_[k], u, wlo, whi)) return false;
     return true;
   }
   Status accepts(const Bits& u) const {
@@ -314,7 +325,7 @@ bool Grouper::try_merge(size_t i, const std::vector<size_t>& gs) {
   Bits u(words_);
   set_bit(u, i);
   for (size_t g : gs) or_into(u, groups_[g].members);
-  if (!convex(u) || !accepts(u).is_ok()) return false;
+  if (!convex(u, i) || !accepts(u).is_ok()) return false;
   Group& into = groups_[gs[0]];
   for (size_t k = 1; k < gs.size(); ++k) {
     Group& from = groups_[gs[k]];
@@ -358,6 +369,40 @@ void Grouper::place(size_t i) {
   }
   group_of_[i] = groups_.size();
   groups_.push_back(std::move(alone));
+}
+
+bool Grouper::place_component(const std::vector<size_t>& ops) {
+  Group all;
+  all.members = Bits(words_);
+  for (size_t i : ops) set_bit(all.members, i);
+  if (!accepts(all.members).is_ok()) return false;
+  all.ops = ops;
+  all.supported = true;
+  for (size_t i : ops) group_of_[i] = groups_.size();
+  groups_.push_back(std::move(all));
+  return true;
+}
+
+// The ops connected through the tensors one makes and another reads, component by component,
+// each ascending; components in the order of their first op.
+std::vector<std::vector<size_t>> components(size_t n,
+                                            const std::vector<std::vector<size_t>>& preds) {
+  std::vector<size_t> root(n);
+  for (size_t i = 0; i < n; ++i) root[i] = i;
+  auto find = [&](size_t i) {
+    while (root[i] != i) i = root[i] = root[root[i]];
+    return i;
+  };
+  for (size_t i = 0; i < n; ++i)
+    for (size_t p : preds[i]) root[find(i)] = find(p);
+  std::vector<std::vector<size_t>> out;
+  std::unordered_map<size_t, size_t> index;  // root -> component
+  for (size_t i = 0; i < n; ++i) {
+    auto [it, added] = index.emplace(find(i), out.size());
+    if (added) out.emplace_back();
+    out[it->second].push_back(i);
+  }
+  return out;
 }
 
 // The live groups in an order that runs them (Kahn's algorithm, the group with the earliest op
@@ -405,7 +450,13 @@ Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h) {
   DNNGRAPH_TRY(needs_validated(g, "partition"));
   const ir::ValidatedGraphPtr v = g.validated();
   Grouper grouper(*v, h);
-  for (size_t i = 0; i < v->nodes().size(); ++i) grouper.place(i);
+  // A component the engine builds whole is one partition, asked once: growing it op by op would
+  // ask about ever larger candidates, time quadratic in its size (the reference engine takes
+  // every graph). Otherwise its ops are placed one by one, in topological order.
+  for (const std::vector<size_t>& ops : components(grouper.size(), grouper.preds())) {
+    if (ops.size() > 1 && grouper.place_component(ops)) continue;
+    for (size_t i : ops) grouper.place(i);
+  }
   return grouper.result();
 }
 

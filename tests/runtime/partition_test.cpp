@@ -433,5 +433,42 @@ TEST_F(PartitionTest, AnEmptyGraphHasNoPartitions) {
   EXPECT_TRUE(parts->empty());
 }
 
+// A long chain the engine takes whole: one partition, from one question to the engine (growing
+// it op by op asked about every prefix: thousands of ever larger graphs, quadratic time).
+TEST_F(PartitionTest, AComponentTheEngineTakesWholeIsAskedOnce) {
+  Graph g;
+  g.set_name("long").set_io_data_type(DataType::Float);
+  ir::Tensor t = g.tensor(f32("X", {1, 4}).set_stride({4, 1}));
+  constexpr int kOps = 3000;
+  for (int i = 0; i < kOps; ++i) t = g.relu(t);
+  t->set_output(true);
+  ASSERT_TRUE(g.validate().is_ok());
+  auto parts = partition(g, h);
+  ASSERT_TRUE(parts.is_ok()) << parts.status().message();
+  ASSERT_EQ(parts->size(), 1u);
+  EXPECT_EQ((*parts)[0].ops.size(), static_cast<size_t>(kOps));
+  EXPECT_EQ(picky.r.checks, 1);
+  EXPECT_EQ(partition_cache_stats()[2], 1);
+}
+
+// Two components: the one the engine takes whole is one partition; the other, with a refused
+// op, is grown op by op as before.
+TEST_F(PartitionTest, ComponentsAreAskedWholeThenOpByOp) {
+  picky.r.modes = {PointwiseMode::Sigmoid};
+  Graph g;
+  g.set_name("two").set_io_data_type(DataType::Float);
+  auto x1 = g.tensor(f32("X1", {2, 3}).set_stride({3, 1}));
+  auto x2 = g.tensor(f32("X2", {2, 3}).set_stride({3, 1}));
+  g.relu(g.unary(PointwiseMode::Tanh, x1, {.name = "t1"}), {.name = "r1"})->set_output(true);
+  g.relu(g.unary(PointwiseMode::Sigmoid, x2, {.name = "s2"}), {.name = "r2"})->set_output(true);
+  ASSERT_TRUE(g.validate().is_ok());
+  auto parts = partition(g, h);
+  ASSERT_TRUE(parts.is_ok()) << parts.status().message();
+  std::vector<Names> got;
+  for (const Partition& p : *parts) got.push_back(names_of(g, p));
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<Names>{{"r2"}, {"s2"}, {"t1", "r1"}}));
+}
+
 }  // namespace
 }  // namespace dnngraph

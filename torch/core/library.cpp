@@ -38,7 +38,8 @@ TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
         "sdpa_backward", "layer_norm_backward", "rms_norm_backward", "linear_act_train",
         "matmul_epilogue_train", "conv2d_bias_act_train", "linear_act_train_backward",
         "matmul_epilogue_train_backward", "conv2d_bias_act_train_backward", "add_rms_norm_backward",
-        "swiglu_backward", "rope_backward", "activation_backward", "run_graph"})
+        "swiglu_backward", "rope_backward", "activation_backward", "conv2d_bias_add_act_train",
+        "run_graph"})
     m.impl(op, torch::autograd::autogradNotImplementedFallback());
 }
 

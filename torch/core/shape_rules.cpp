@@ -1,9 +1,13 @@
 #include "core/shape_rules.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <string>
+
+#include "core/runtime.hpp"  // parse_act
 
 namespace dnngraph::torch_ops::rules {
 
@@ -184,6 +188,77 @@ SymShape sdpa(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
   return {q.sym_size(0), hq, q.sym_size(2), v.sym_size(3)};
 }
 
+SymShape conv2d_add(const char* op, const Tensor& x, const Tensor& w, const OptTensor& bias,
+                    const Tensor& res, at::IntArrayRef stride, at::IntArrayRef padding,
+                    at::IntArrayRef dilation, int64_t groups) {
+  SymShape out = conv2d(op, x, w, bias, stride, padding, dilation, groups);
+  check_same_device(op, x, "x", {{&res, "residual"}});
+  bool same = res.dim() == 4;
+  for (int64_t i = 0; same && i < 4; ++i) same = res.sym_size(i) == out[i];
+  TORCH_CHECK_VALUE(same, "dnngraph::", op, ": 'residual' has shape ", res.sym_sizes(),
+                    "; expected the convolution's output shape ", c10::SymIntArrayRef(out),
+                    " (give the residual of that shape)");
+  return out;
+}
+
+void rope(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  check_same_device(op, x, "x", {{&cos, "cos"}, {&sin, "sin"}});
+  TORCH_CHECK_VALUE(x.dim() == 4 && x.sym_size(3) % 2 == 0, "dnngraph::", op,
+                    ": 'x' must be [B, H, S, D] with an even D; got ", x.sym_sizes());
+  const SymInt s = x.sym_size(2), half = x.sym_size(3) / 2;
+  TORCH_CHECK_VALUE(cos.dim() == 2 && cos.sym_size(0) == s && cos.sym_size(1) == half &&
+                        sin.dim() == 2 && sin.sym_size(0) == s && sin.sym_size(1) == half,
+                    "dnngraph::", op, ": 'cos' and 'sin' must be [S, D/2] = [", s, ", ", half,
+                    "] for 'x' ", x.sym_sizes(), "; got ", cos.sym_sizes(), " and ",
+                    sin.sym_sizes());
+}
+
+SymShape swiglu(const char* op, const Tensor& z) {
+  TORCH_CHECK_VALUE(z.dim() >= 1 && z.sym_size(-1) % 2 == 0, "dnngraph::", op,
+                    ": 'z' must end with an even dim 2F (the gate's half, then the up half); "
+                    "got shape ",
+                    z.sym_sizes());
+  SymShape out(z.sym_sizes().begin(), z.sym_sizes().end());
+  out.back() = out.back() / 2;
+  return out;
+}
+
+void swiglu_backward(const char* op, const Tensor& dy, const Tensor& z) {
+  check_same_device(op, z, "z", {{&dy, "dy"}});
+  check_grad(op, dy, "dy", swiglu(op, z));
+}
+
+void add_rms_norm(const char* op, const Tensor& x, const Tensor& res, c10::SymIntArrayRef shape,
+                  const OptTensor& w) {
+  check_same_device(op, x, "x", {{&res, "residual"}});
+  norm(op, x, shape, w, std::nullopt);
+  check_grad(op, res, "residual", SymShape(x.sym_sizes().begin(), x.sym_sizes().end()));
+}
+
+void activation_backward(const char* op, const Tensor& dy, const Tensor& saved,
+                         c10::string_view act) {
+  check_same_device(op, dy, "dy", {{&saved, "saved"}});
+  if (parse_act(op, std::string_view(act.data(), act.size())) != Act::None)
+    check_grad(op, saved, "saved", SymShape(dy.sym_sizes().begin(), dy.sym_sizes().end()));
+}
+
+void check_saved(const char* op, const OptTensor& saved, const Tensor& x, const char* x_name,
+                 const SymShape& want) {
+  if (!has(saved)) return;
+  check_same_device(op, x, x_name, {{&*saved, "saved"}});
+  if (saved->sym_numel() == 0) return;  // "not saved": the backward recomputes it
+  check_grad(op, *saved, "saved", want);
+}
+
+void check_stat(const char* op, const Tensor& stat, const char* name, const Tensor& x,
+                const char* x_name, const SymInt& want) {
+  check_same_device(op, x, x_name, {{&stat, name}});
+  TORCH_CHECK_VALUE(stat.sym_numel() == want, "dnngraph::", op, ": '", name, "' has shape ",
+                    stat.sym_sizes(), " (", stat.sym_numel(),
+                    " values); expected one value per row, ", want,
+                    " (pass the statistics the forward returned)");
+}
+
 void check_grad(const char* op, const Tensor& t, const char* name, const SymShape& want) {
   bool same = t.dim() == static_cast<int64_t>(want.size());
   for (size_t i = 0; same && i < want.size(); ++i)
@@ -224,6 +299,60 @@ at::Tensor engine_operand(const Tensor& t) {
   std::vector<int64_t> s(strides.begin(), strides.end());
   for (int64_t& v : s) v = std::max<int64_t>(v, 1);
   return t.as_strided(sizes, s);
+}
+
+namespace {
+
+// The user's name of a schema argument.
+const char* display_name(const std::string& arg) { return arg == "w" ? "weight" : arg.c_str(); }
+
+// Calls the Meta kernel, then checks that every tensor argument is on one device.
+class DeviceCheckedMeta final : public c10::OperatorKernel {
+ public:
+  explicit DeviceCheckedMeta(c10::KernelFunction inner) : inner_(std::move(inner)) {}
+  void operator()(const c10::OperatorHandle& handle, c10::DispatchKeySet keys,
+                  torch::jit::Stack* stack) {
+    const auto& schema = handle.schema();
+    const auto& args = schema.arguments();
+    std::vector<std::pair<Tensor, size_t>> tensors;  // (tensor, argument index)
+    const size_t first = stack->size() - args.size();
+    for (size_t i = 0; i < args.size(); ++i) {
+      const c10::IValue& v = (*stack)[first + i];
+      if (v.isTensor()) {
+        tensors.emplace_back(v.toTensor(), i);
+      } else if (v.isTensorList()) {
+        for (const Tensor& t : v.toTensorVector()) tensors.emplace_back(t, i);
+      } else if (v.isOptionalTensorList()) {
+        for (const std::optional<Tensor> t : v.toOptionalTensorList())
+          if (t) tensors.emplace_back(*t, i);
+      }
+    }
+    inner_.callBoxed(handle, keys, stack);  // its own rules first, with their messages
+    const Tensor* ref = nullptr;
+    size_t ref_arg = 0;
+    for (const auto& [t, i] : tensors) {
+      if (!t.defined()) continue;
+      if (!ref) {
+        ref = &t, ref_arg = i;
+        continue;
+      }
+      TORCH_CHECK_VALUE(t.device() == ref->device(), "dnngraph::", schema.name().substr(10),
+                        ": tensor '", display_name(args[i].name()), "' is on ", t.device(),
+                        " but '", display_name(args[ref_arg].name()), "' is on ", ref->device(),
+                        "; move them to one device (a parameter still on 'meta' must be "
+                        "materialised first, e.g. with module.to_empty() and an init)");
+    }
+  }
+
+ private:
+  c10::KernelFunction inner_;
+};
+
+}  // namespace
+
+torch::CppFunction meta_kernel_boxed(c10::KernelFunction inner) {
+  return torch::CppFunction::makeFromBoxedFunctor(
+      std::make_unique<DeviceCheckedMeta>(std::move(inner)));
 }
 
 }  // namespace dnngraph::torch_ops::rules

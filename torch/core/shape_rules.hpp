@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/SymInt.h>
+#include <torch/library.h>
 
 #include <initializer_list>
 #include <optional>
@@ -47,6 +48,39 @@ SymShape conv2d(const char* op, const at::Tensor& x, const at::Tensor& w, const 
 SymShape sdpa(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
               const OptTensor& bias, bool causal, bool gqa);
 
+// conv2d_bias_add_act: conv2d's rules, and a residual of the convolution's output shape on x's
+// device. Returns the output's shape.
+SymShape conv2d_add(const char* op, const at::Tensor& x, const at::Tensor& w, const OptTensor& bias,
+                    const at::Tensor& residual, at::IntArrayRef stride, at::IntArrayRef padding,
+                    at::IntArrayRef dilation, int64_t groups);
+
+// rope / rope_backward: x [B, H, S, D] with an even D, cos and sin [S, D/2], all on x's device.
+void rope(const char* op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+// swiglu: z [..., 2F] -> [..., F]. swiglu_backward: dy [..., F] on z's device as well.
+SymShape swiglu(const char* op, const at::Tensor& z);
+void swiglu_backward(const char* op, const at::Tensor& dy, const at::Tensor& z);
+
+// add_rms_norm: x and residual of one shape ending with normalized_shape, weight of
+// normalized_shape, all on x's device.
+void add_rms_norm(const char* op, const at::Tensor& x, const at::Tensor& residual,
+                  c10::SymIntArrayRef normalized_shape, const OptTensor& weight);
+
+// activation_backward: dy, and (unless the activation is none) `saved` of dy's shape on its
+// device; the activation's name is one parse_act knows.
+void activation_backward(const char* op, const at::Tensor& dy, const at::Tensor& saved,
+                         c10::string_view act);
+
+// A training backward's `saved` tensor (the forward's Z, or Y for relu): when given (not empty),
+// the forward output's shape `want`, on x's device.
+void check_saved(const char* op, const OptTensor& saved, const at::Tensor& x, const char* x_name,
+                 const SymShape& want);
+
+// A statistics tensor of a backward op (rstd, mean, logsumexp) with exactly `want` elements
+// (one per row), on x's device.
+void check_stat(const char* op, const at::Tensor& stat, const char* name, const at::Tensor& x,
+                const char* x_name, const c10::SymInt& want);
+
 // A backward op's incoming gradient `t` (named `name`) has the forward output's shape `want`.
 void check_grad(const char* op, const at::Tensor& t, const char* name, const SymShape& want);
 
@@ -59,5 +93,17 @@ void norm(const char* op, const at::Tensor& x, c10::SymIntArrayRef normalized_sh
 // stride 0 (an expand()ed input) is materialised (a contiguous copy); a stride of 0 on a dim of
 // extent 1 (never stepped over) becomes 1 on a view. Anything else is returned as is.
 at::Tensor engine_operand(const at::Tensor& t);
+
+// The Meta kernel `fn` of an op, registered so that every tensor argument (optional ones and
+// tensor lists included) must be on one device once `fn` has run its own rules. The dispatcher
+// sends a call to the Meta kernel when any argument is on `meta`: without this a parameter left
+// on `meta` next to CPU or CUDA tensors would return an uninitialised tensor instead of an error.
+// Usage: m.impl("op", rules::meta_kernel(&op_meta)). Not for run_graph, whose pass-by-value
+// scalars may stay on the host next to CUDA inputs (its own Meta kernel checks the rest).
+torch::CppFunction meta_kernel_boxed(c10::KernelFunction inner);
+template <class F>
+torch::CppFunction meta_kernel(F* fn) {
+  return meta_kernel_boxed(c10::KernelFunction::makeFromUnboxedRuntimeFunction(fn));
+}
 
 }  // namespace dnngraph::torch_ops::rules

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/op_support.hpp"
+#include "core/shape_rules.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
@@ -67,6 +68,24 @@ void check_pair(const char* op, const Tensor& x, const Tensor& res, const OptTen
                     res.sizes(), " but 'x' has ", x.sizes(), "; give both the same shape");
 }
 
+// The backward's rules: sum [..., normalized_shape] with weight, dy and dsum of sum's shape, rstd
+// with one value per row, all on sum's device.
+void check_backward(const char* op, const OptTensor& dsum, const Tensor& dy, const Tensor& sum,
+                    c10::SymIntArrayRef shape, const Tensor& rstd, const OptTensor& w) {
+  rules::norm(op, sum, shape, w, std::nullopt);
+  const rules::SymShape want(sum.sym_sizes().begin(), sum.sym_sizes().end());
+  rules::check_same_device(op, sum, "sum", {{&dy, "dy"}});
+  rules::check_grad(op, dy, "dy", want);
+  if (has(dsum)) {
+    rules::check_same_device(op, sum, "sum", {{&*dsum, "dsum"}});
+    rules::check_grad(op, *dsum, "dsum", want);
+  }
+  c10::SymInt rows = 1;
+  for (int64_t i = 0; i < sum.dim() - static_cast<int64_t>(shape.size()); ++i)
+    rows = rows * sum.sym_size(i);
+  rules::check_stat(op, rstd, "rstd", sum, "sum", rows);
+}
+
 Tensor weight_or_ones(const OptTensor& w, const Tensor& x, at::IntArrayRef shape) {
   return has(w) ? w->contiguous() : at::ones(shape, x.options());
 }
@@ -75,11 +94,13 @@ std::tuple<Tensor, Tensor, Tensor> add_rms_norm(const Tensor& x_in, const Tensor
                                                 at::IntArrayRef shape, const OptTensor& w,
                                                 std::optional<double> eps_in) {
   const char* op = "add_rms_norm";
+  rules::add_rms_norm(op, x_in, res_in, c10::fromIntArrayRefSlow(shape), w);
   check_pair(op, x_in, res_in, w);
   const Rows r = rows_of(op, x_in, shape, w);
   const double eps = eps_in ? *eps_in : default_eps(x_in.scalar_type());
   const at::ScalarType st = stat_dtype(x_in.scalar_type());
-  const Tensor x = x_in.contiguous(), res = res_in.contiguous();
+  const Tensor x = rules::engine_operand(x_in.contiguous()),
+               res = rules::engine_operand(res_in.contiguous());
   Tensor sum = at::empty_like(x), y = at::empty_like(x);
   Tensor rstd = at::empty(r.stat_shape, x.options().dtype(st));
   if (x.numel() == 0) return {sum, y, rstd};
@@ -119,6 +140,7 @@ std::tuple<Tensor, Tensor> add_rms_norm_backward(const OptTensor& dsum_in, const
                                                  const Tensor& rstd_in, const OptTensor& w,
                                                  std::array<bool, 2> mask) {
   const char* op = "add_rms_norm_backward";
+  check_backward(op, dsum_in, dy_in, sum_in, c10::fromIntArrayRefSlow(shape), rstd_in, w);
   check_device(op, sum_in, "sum",
                {{&dy_in, "dy"},
                 {&rstd_in, "rstd"},
@@ -148,22 +170,21 @@ std::tuple<Tensor, Tensor> add_rms_norm_backward(const OptTensor& dsum_in, const
 
 // ---------------------------------------------------------------- Meta
 
-std::tuple<Tensor, Tensor, Tensor> add_rms_norm_meta(const Tensor& x, const Tensor&,
-                                                     c10::SymIntArrayRef shape, const OptTensor&,
+std::tuple<Tensor, Tensor, Tensor> add_rms_norm_meta(const Tensor& x, const Tensor& res,
+                                                     c10::SymIntArrayRef shape, const OptTensor& w,
                                                      std::optional<double>) {
-  TORCH_CHECK_VALUE(shape.size() >= 1 && x.dim() >= static_cast<int64_t>(shape.size()),
-                    "dnngraph::add_rms_norm: normalized_shape ", shape, " does not fit x ",
-                    x.sym_sizes());
+  rules::add_rms_norm("add_rms_norm", x, res, shape, w);
   std::vector<c10::SymInt> ss(x.sym_sizes().begin(), x.sym_sizes().end() - shape.size());
   ss.resize(x.dim(), c10::SymInt(1));
   return {at::empty_symint(x.sym_sizes(), x.options()),
           at::empty_symint(x.sym_sizes(), x.options()),
           at::empty_symint(ss, x.options().dtype(stat_dtype(x.scalar_type())))};
 }
-std::tuple<Tensor, Tensor> add_rms_norm_backward_meta(const OptTensor&, const Tensor&,
+std::tuple<Tensor, Tensor> add_rms_norm_backward_meta(const OptTensor& dsum, const Tensor& dy,
                                                       const Tensor& s, c10::SymIntArrayRef shape,
-                                                      const Tensor&, const OptTensor& w,
+                                                      const Tensor& rstd, const OptTensor& w,
                                                       std::array<bool, 2> mask) {
+  check_backward("add_rms_norm_backward", dsum, dy, s, shape, rstd, w);
   return {mask[0] ? at::empty_symint(s.sym_sizes(), s.options()) : Tensor(),
           mask[1] && has(w) ? at::empty_symint(shape, w->options()) : Tensor()};
 }
@@ -240,8 +261,8 @@ void impl_devices(torch::Library& m) {
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
-  m.impl("add_rms_norm", &add_rms_norm_meta);
-  m.impl("add_rms_norm_backward", &add_rms_norm_backward_meta);
+  m.impl("add_rms_norm", rules::meta_kernel(&add_rms_norm_meta));
+  m.impl("add_rms_norm_backward", rules::meta_kernel(&add_rms_norm_backward_meta));
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) { m.impl("add_rms_norm", &add_rms_norm_autograd); }
 

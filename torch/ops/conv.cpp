@@ -229,6 +229,8 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_train_backward(
   check_inputs(op, x_in, w_in, bias);
   check_device(op, x_in, "x", {{&dy, "dy"}, {has(saved) ? &*saved : nullptr, "saved"}});
   check_same_dtype(op, x_in, "x", dy, "dy");
+  rules::check_saved(op, saved, x_in, "x",
+                     rules::SymShape(dy.sym_sizes().begin(), dy.sym_sizes().end()));
   const ConvParams p = conv_params(x_in, stride, padding, dilation, groups);
   if (x_in.numel() == 0 || dy.numel() == 0) {  // an empty batch (or no channels): zero grads
     auto zeros = [&](const Tensor& t, at::MemoryFormat f) {
@@ -282,9 +284,10 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward(
 
 Tensor conv2d_bias_act_meta(const Tensor& x, const Tensor& w, const OptTensor& bias,
                             at::IntArrayRef stride, at::IntArrayRef padding,
-                            at::IntArrayRef dilation, int64_t groups, c10::string_view) {
+                            at::IntArrayRef dilation, int64_t groups, c10::string_view act) {
   const rules::SymShape s =
       rules::conv2d("conv2d_bias_act", x, w, bias, stride, padding, dilation, groups);
+  parse_act("conv2d_bias_act", act);
   auto format = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
                     ? at::MemoryFormat::ChannelsLast
                     : at::MemoryFormat::Contiguous;
@@ -304,7 +307,8 @@ std::tuple<Tensor, Tensor> conv2d_bias_act_train_meta(const Tensor& x, const Ten
 std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward_meta(
     const Tensor& dy, const Tensor& x, const Tensor& w, const OptTensor& bias,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-    c10::string_view, std::array<bool, 3> mask) {
+    c10::string_view act, std::array<bool, 3> mask) {
+  parse_act("conv2d_bias_act_backward", act);
   rules::check_grad(
       "conv2d_bias_act_backward", dy, "dy",
       rules::conv2d("conv2d_bias_act_backward", x, w, bias, stride, padding, dilation, groups));
@@ -320,9 +324,12 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward_meta(
 std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_train_backward_meta(
     const Tensor& dy, const Tensor& x, const Tensor& w, const OptTensor& bias,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-    c10::string_view act, const OptTensor&, std::array<bool, 3> mask) {
-  return conv2d_bias_act_backward_meta(dy, x, w, bias, stride, padding, dilation, groups, act,
-                                       mask);
+    c10::string_view act, const OptTensor& saved, std::array<bool, 3> mask) {
+  auto r =
+      conv2d_bias_act_backward_meta(dy, x, w, bias, stride, padding, dilation, groups, act, mask);
+  rules::check_saved("conv2d_bias_act_backward", saved, x, "x",
+                     rules::SymShape(dy.sym_sizes().begin(), dy.sym_sizes().end()));
+  return r;
 }
 
 // ---------------------------------------------------------------- autograd
@@ -415,10 +422,11 @@ void impl_devices(torch::Library& m) {
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
-  m.impl("conv2d_bias_act", &conv2d_bias_act_meta);
-  m.impl("conv2d_bias_act_backward", &conv2d_bias_act_backward_meta);
-  m.impl("conv2d_bias_act_train", &conv2d_bias_act_train_meta);
-  m.impl("conv2d_bias_act_train_backward", &conv2d_bias_act_train_backward_meta);
+  m.impl("conv2d_bias_act", rules::meta_kernel(&conv2d_bias_act_meta));
+  m.impl("conv2d_bias_act_backward", rules::meta_kernel(&conv2d_bias_act_backward_meta));
+  m.impl("conv2d_bias_act_train", rules::meta_kernel(&conv2d_bias_act_train_meta));
+  m.impl("conv2d_bias_act_train_backward",
+         rules::meta_kernel(&conv2d_bias_act_train_backward_meta));
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) { m.impl("conv2d_bias_act", &conv2d_bias_act_autograd); }
 

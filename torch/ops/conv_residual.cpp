@@ -5,6 +5,7 @@
 // be written anyway), then conv2d_bias_act's backward graphs with no activation take dZ
 // (dgrad; wgrad with the bias reduction). Layouts as conv2d_bias_act: channels_last end to end.
 #include "core/op_support.hpp"
+#include "core/shape_rules.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
@@ -18,39 +19,32 @@ at::MemoryFormat format_of(const Tensor& x) {
              : at::MemoryFormat::Contiguous;
 }
 
-using ConvSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
-                       at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
-
 std::pair<Tensor, Tensor> forward(const Tensor& x_in, const Tensor& w_in, const OptTensor& bias,
                                   const Tensor& res_in, at::IntArrayRef stride,
                                   at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
                                   c10::string_view act_name, bool train) {
   const char* op = "conv2d_bias_add_act";
+  const rules::SymShape sym_shape =
+      rules::conv2d_add(op, x_in, w_in, bias, res_in, stride, padding, dilation, groups);
   const Act act = parse_act(op, act_name);
-  TORCH_CHECK_VALUE(x_in.dim() == 4 && w_in.dim() == 4 && stride.size() == 2 &&
-                        padding.size() == 2 && dilation.size() == 2,
-                    "dnngraph::", op, ": expected 4-D 'x' and 'weight' and 2 values each of ",
-                    "stride, padding and dilation; got ", x_in.sizes(), " and ", w_in.sizes());
-  std::vector<int64_t> shape{x_in.size(0), w_in.size(0), 0, 0};
-  for (int i = 0; i < 2; ++i)
-    shape[2 + i] =
-        (x_in.size(2 + i) + 2 * padding[i] - dilation[i] * (w_in.size(2 + i) - 1) - 1) / stride[i] +
-        1;
-  const at::IntArrayRef out_shape(shape);
   check_device(op, x_in, "x",
                {{&w_in, "weight"}, {&res_in, "residual"}, {has(bias) ? &*bias : nullptr, "bias"}});
   data_type_of(x_in, op, "x");
   check_same_dtype(op, x_in, "x", w_in, "weight");
   check_same_dtype(op, x_in, "x", res_in, "residual");
   if (has(bias)) check_same_dtype(op, x_in, "x", *bias, "bias");
-  TORCH_CHECK_VALUE(res_in.sizes() == out_shape, "dnngraph::", op, ": 'residual' has shape ",
-                    res_in.sizes(), "; expected the convolution's output shape ", out_shape);
+  std::vector<int64_t> shape;
+  for (const c10::SymInt& d : sym_shape) shape.push_back(d.expect_int());
+  const at::IntArrayRef out_shape(shape);
   const at::MemoryFormat fmt = format_of(x_in);
-  const Tensor x = x_in.contiguous(fmt), w = w_in.contiguous(fmt), res = res_in.contiguous(fmt);
+  const Tensor x = rules::engine_operand(x_in.contiguous(fmt)),
+               w = rules::engine_operand(w_in.contiguous(fmt)),
+               res = rules::engine_operand(res_in.contiguous(fmt));
   Tensor y = at::empty(out_shape, x.options().memory_format(fmt));
   const bool want_z = train && saves_preactivation(act);
   Tensor z = want_z ? at::empty_like(y) : Tensor();
-  const Tensor b = has(bias) ? bias->reshape({1, -1, 1, 1}) : Tensor();
+  if (y.numel() == 0) return {y, want_z ? z : at::empty({0}, x.options())};  // an empty batch
+  const Tensor b = has(bias) ? rules::engine_operand(bias->reshape({1, -1, 1, 1})) : Tensor();
   ir::ConvFpropAttrs attrs;
   attrs.set_padding(padding.vec()).set_stride(stride.vec()).set_dilation(dilation.vec());
   Key key(op);
@@ -104,11 +98,14 @@ at::MemoryFormat dz_format(const Tensor& dy, const Tensor& saved, Act act) {
 // dZ = act'(saved) * dY (saved: Z, or Y for relu), in dz_format.
 Tensor activation_backward(const Tensor& dy_in, const Tensor& saved_in, c10::string_view name) {
   const char* op = "activation_backward";
+  rules::activation_backward(op, dy_in, saved_in, name);
   const Act act = parse_act(op, name);
   check_device(op, dy_in, "dy", {{&saved_in, "saved"}});
   data_type_of(dy_in, op, "dy");
-  TORCH_CHECK_VALUE(act == Act::None || saved_in.sizes() == dy_in.sizes(), "dnngraph::", op,
-                    ": 'saved' has shape ", saved_in.sizes(), " but 'dy' has ", dy_in.sizes());
+  if (dy_in.dim() == 0)  // the graphs take tensors of at least one dim
+    return activation_backward(dy_in.view({1}), act == Act::None ? saved_in : saved_in.view({1}),
+                               name)
+        .squeeze(0);
   const at::MemoryFormat fmt = dz_format(dy_in, saved_in, act);
   Tensor dz = at::empty(dy_in.sizes(), dy_in.options().memory_format(fmt));
   if (dz.numel() == 0) return dz;
@@ -139,10 +136,13 @@ Tensor activation_backward(const Tensor& dy_in, const Tensor& saved_in, c10::str
 // ---------------------------------------------------------------- Meta
 
 Tensor conv2d_bias_add_act_meta(const Tensor& x, const Tensor& w, const OptTensor& bias,
-                                const Tensor&, at::IntArrayRef stride, at::IntArrayRef padding,
+                                const Tensor& res, at::IntArrayRef stride, at::IntArrayRef padding,
                                 at::IntArrayRef dilation, int64_t groups, c10::string_view act) {
-  static auto meta = op_handle<ConvSig>("dnngraph::conv2d_bias_act");
-  return meta.call(x, w, bias, stride, padding, dilation, groups, act);
+  const char* op = "conv2d_bias_add_act";
+  const rules::SymShape s =
+      rules::conv2d_add(op, x, w, bias, res, stride, padding, dilation, groups);
+  parse_act(op, act);
+  return at::empty_symint(s, x.options().memory_format(format_of(x)));
 }
 std::tuple<Tensor, Tensor> conv2d_bias_add_act_train_meta(const Tensor& x, const Tensor& w,
                                                           const OptTensor& bias, const Tensor& res,
@@ -155,6 +155,7 @@ std::tuple<Tensor, Tensor> conv2d_bias_add_act_train_meta(const Tensor& x, const
   return {y, want_z ? at::empty_like(y) : at::empty({0}, x.options())};
 }
 Tensor activation_backward_meta(const Tensor& dy, const Tensor& saved, c10::string_view name) {
+  rules::activation_backward("activation_backward", dy, saved, name);
   const at::MemoryFormat fmt = dz_format(dy, saved, parse_act("activation_backward", name));
   return at::empty_symint(dy.sym_sizes(), dy.options().memory_format(fmt));
 }
@@ -243,9 +244,9 @@ void impl_devices(torch::Library& m) {
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
-  m.impl("conv2d_bias_add_act", &conv2d_bias_add_act_meta);
-  m.impl("conv2d_bias_add_act_train", &conv2d_bias_add_act_train_meta);
-  m.impl("activation_backward", &activation_backward_meta);
+  m.impl("conv2d_bias_add_act", rules::meta_kernel(&conv2d_bias_add_act_meta));
+  m.impl("conv2d_bias_add_act_train", rules::meta_kernel(&conv2d_bias_add_act_train_meta));
+  m.impl("activation_backward", rules::meta_kernel(&activation_backward_meta));
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
   m.impl("conv2d_bias_add_act", &conv2d_bias_add_act_autograd);

@@ -89,7 +89,7 @@ std::tuple<Tensor, Tensor> linear_act_train(const Tensor& x, const Tensor& w, co
 // The tensor the backward reads act' from: Z, or Y for relu; undefined when none was given.
 Tensor saved_for(Act act, const OptTensor& saved, at::IntArrayRef shape3) {
   if (act == Act::None || !has(saved) || saved->numel() == 0) return Tensor();
-  return saved->reshape(shape3);
+  return rules::engine_operand(saved->reshape(shape3));
 }
 
 std::tuple<Tensor, Tensor, Tensor> linear_act_train_backward(const Tensor& dy, const Tensor& x,
@@ -104,9 +104,8 @@ std::tuple<Tensor, Tensor, Tensor> linear_act_train_backward(const Tensor& dy, c
   TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(v.out_shape), "dnngraph::", op,
                     ": 'dy' has shape ", dy.sizes(), "; expected ", at::IntArrayRef(v.out_shape));
   const Act act = parse_act(op, act_name);
-  if (has(saved) && saved->numel() > 0)
-    TORCH_CHECK_VALUE(saved->sizes() == dy.sizes(), "dnngraph::", op, ": 'saved' has shape ",
-                      saved->sizes(), "; expected the output's ", dy.sizes());
+  rules::check_saved(op, saved, x, "x",
+                     rules::SymShape(dy.sym_sizes().begin(), dy.sym_sizes().end()));
   const int64_t n = w.size(0);
   BackwardProblem p;
   p.dy = rules::engine_operand(dy.reshape({1, -1, n}));
@@ -187,9 +186,8 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train_backward(
   const EpilogueView v = epilogue_view(op, a, b, bias);
   check_pair(op, a, "a", dy, "dy", std::nullopt);
   const Tensor dy3 = v.two_d ? dy.unsqueeze(0) : dy;  // its shape checked by rules::check_grad
-  if (has(saved) && saved->numel() > 0)
-    TORCH_CHECK_VALUE(saved->sizes() == dy.sizes(), "dnngraph::", op, ": 'saved' has shape ",
-                      saved->sizes(), "; expected the output's ", dy.sizes());
+  rules::check_saved(op, saved, a, "a",
+                     rules::SymShape(dy.sym_sizes().begin(), dy.sym_sizes().end()));
   const Act act = parse_act(op, act_name);
   BackwardProblem p;
   p.dy = rules::engine_operand(dy3);
@@ -215,7 +213,9 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward(const Tensor& dy, co
 
 // ---------------------------------------------------------------- Meta
 
-Tensor linear_act_meta(const Tensor& x, const Tensor& w, const OptTensor& bias, c10::string_view) {
+Tensor linear_act_meta(const Tensor& x, const Tensor& w, const OptTensor& bias,
+                       c10::string_view act) {
+  parse_act("linear_act", act);
   return at::empty_symint(rules::linear("linear_act", x, w, bias), x.options());
 }
 std::tuple<Tensor, Tensor> linear_act_train_meta(const Tensor& x, const Tensor& w,
@@ -228,8 +228,9 @@ std::tuple<Tensor, Tensor> linear_act_train_meta(const Tensor& x, const Tensor& 
 }
 std::tuple<Tensor, Tensor, Tensor> linear_act_backward_meta(const Tensor& dy, const Tensor& x,
                                                             const Tensor& w, const OptTensor& bias,
-                                                            c10::string_view,
+                                                            c10::string_view act,
                                                             std::array<bool, 3> mask) {
+  parse_act("linear_act_backward", act);
   rules::check_grad("linear_act_backward", dy, "dy",
                     rules::linear("linear_act_backward", x, w, bias));
   rules::check_same_device("linear_act_backward", x, "x", {{&dy, "dy"}});
@@ -242,8 +243,9 @@ Tensor amax_meta(const Tensor& a, bool want_amax) {
   return want_amax ? at::empty({}, st) : at::empty({0}, st);
 }
 std::tuple<Tensor, Tensor> matmul_epilogue_meta(const Tensor& a, const Tensor& b,
-                                                const OptTensor& bias, double, c10::string_view,
+                                                const OptTensor& bias, double, c10::string_view act,
                                                 bool want_amax) {
+  parse_act("matmul_epilogue", act);
   return {at::empty_symint(rules::matmul_epilogue("matmul_epilogue", a, b, bias), a.options()),
           amax_meta(a, want_amax)};
 }
@@ -260,8 +262,9 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train_meta(const Tensor& a, c
 std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward_meta(const Tensor& dy, const Tensor& a,
                                                                  const Tensor& b,
                                                                  const OptTensor& bias, double,
-                                                                 c10::string_view,
+                                                                 c10::string_view act,
                                                                  std::array<bool, 3> mask) {
+  parse_act("matmul_epilogue_backward", act);
   rules::check_grad("matmul_epilogue_backward", dy, "dy",
                     rules::matmul_epilogue("matmul_epilogue_backward", a, b, bias));
   rules::check_same_device("matmul_epilogue_backward", a, "a", {{&dy, "dy"}});
@@ -271,13 +274,19 @@ std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_backward_meta(const Tensor& d
 }
 std::tuple<Tensor, Tensor, Tensor> linear_act_train_backward_meta(
     const Tensor& dy, const Tensor& x, const Tensor& w, const OptTensor& bias, c10::string_view act,
-    const OptTensor&, std::array<bool, 3> mask) {
-  return linear_act_backward_meta(dy, x, w, bias, act, mask);
+    const OptTensor& saved, std::array<bool, 3> mask) {
+  auto r = linear_act_backward_meta(dy, x, w, bias, act, mask);
+  rules::check_saved("linear_act_backward", saved, x, "x",
+                     rules::SymShape(dy.sym_sizes().begin(), dy.sym_sizes().end()));
+  return r;
 }
 std::tuple<Tensor, Tensor, Tensor> matmul_epilogue_train_backward_meta(
     const Tensor& dy, const Tensor& a, const Tensor& b, const OptTensor& bias, double alpha,
-    c10::string_view act, const OptTensor&, std::array<bool, 3> mask) {
-  return matmul_epilogue_backward_meta(dy, a, b, bias, alpha, act, mask);
+    c10::string_view act, const OptTensor& saved, std::array<bool, 3> mask) {
+  auto r = matmul_epilogue_backward_meta(dy, a, b, bias, alpha, act, mask);
+  rules::check_saved("matmul_epilogue_backward", saved, a, "a",
+                     rules::SymShape(dy.sym_sizes().begin(), dy.sym_sizes().end()));
+  return r;
 }
 
 // ---------------------------------------------------------------- autograd
@@ -427,14 +436,15 @@ void impl_devices(torch::Library& m) {
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
-  m.impl("linear_act", &linear_act_meta);
-  m.impl("linear_act_train", &linear_act_train_meta);
-  m.impl("linear_act_backward", &linear_act_backward_meta);
-  m.impl("linear_act_train_backward", &linear_act_train_backward_meta);
-  m.impl("matmul_epilogue", &matmul_epilogue_meta);
-  m.impl("matmul_epilogue_train", &matmul_epilogue_train_meta);
-  m.impl("matmul_epilogue_backward", &matmul_epilogue_backward_meta);
-  m.impl("matmul_epilogue_train_backward", &matmul_epilogue_train_backward_meta);
+  m.impl("linear_act", rules::meta_kernel(&linear_act_meta));
+  m.impl("linear_act_train", rules::meta_kernel(&linear_act_train_meta));
+  m.impl("linear_act_backward", rules::meta_kernel(&linear_act_backward_meta));
+  m.impl("linear_act_train_backward", rules::meta_kernel(&linear_act_train_backward_meta));
+  m.impl("matmul_epilogue", rules::meta_kernel(&matmul_epilogue_meta));
+  m.impl("matmul_epilogue_train", rules::meta_kernel(&matmul_epilogue_train_meta));
+  m.impl("matmul_epilogue_backward", rules::meta_kernel(&matmul_epilogue_backward_meta));
+  m.impl("matmul_epilogue_train_backward",
+         rules::meta_kernel(&matmul_epilogue_train_backward_meta));
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
   m.impl("linear_act", &linear_act_autograd);

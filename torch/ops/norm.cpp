@@ -323,6 +323,16 @@ std::vector<c10::SymInt> sym_stat_shape(const Tensor& x, size_t n) {
   return s;
 }
 
+// A backward's dy (x's shape) and statistics (one value per row), on x's device.
+void check_backward_inputs(const char* op, const Tensor& dy, const Tensor& x, size_t n,
+                           std::initializer_list<std::pair<const Tensor*, const char*>> stats) {
+  rules::check_same_device(op, x, "x", {{&dy, "dy"}});
+  rules::check_grad(op, dy, "dy", rules::SymShape(x.sym_sizes().begin(), x.sym_sizes().end()));
+  c10::SymInt rows = 1;
+  for (int64_t i = 0; i < x.dim() - static_cast<int64_t>(n); ++i) rows = rows * x.sym_size(i);
+  for (const auto& [t, name] : stats) rules::check_stat(op, *t, name, x, "x", rows);
+}
+
 std::tuple<Tensor, Tensor, Tensor> layer_norm_meta(const Tensor& x, c10::SymIntArrayRef shape,
                                                    const OptTensor& w, const OptTensor& b, double) {
   rules::norm("layer_norm", x, shape, w, b);
@@ -337,11 +347,12 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_meta(const Tensor& x, c10::SymIntA
 
 std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_meta(const Tensor& dy, const Tensor& x,
                                                             c10::SymIntArrayRef shape,
-                                                            const Tensor&, const Tensor&,
+                                                            const Tensor& mean, const Tensor& rstd,
                                                             const OptTensor& w, const OptTensor& b,
                                                             std::array<bool, 3> mask) {
   rules::norm("layer_norm_backward", x, shape, w, b);
-  rules::check_same_device("layer_norm_backward", x, "x", {{&dy, "dy"}});
+  check_backward_inputs("layer_norm_backward", dy, x, shape.size(),
+                        {{&mean, "mean"}, {&rstd, "rstd"}});
   return {mask[0] ? at::empty_symint(x.sym_sizes(), x.options()) : Tensor(),
           mask[1] && has(w) ? at::empty_symint(shape, w->options()) : Tensor(),
           mask[2] && has(b) ? at::empty_symint(shape, b->options()) : Tensor()};
@@ -359,10 +370,10 @@ std::tuple<Tensor, Tensor> rms_norm_meta(const Tensor& x, c10::SymIntArrayRef sh
 }
 
 std::tuple<Tensor, Tensor> rms_norm_backward_meta(const Tensor& dy, const Tensor& x,
-                                                  c10::SymIntArrayRef shape, const Tensor&,
+                                                  c10::SymIntArrayRef shape, const Tensor& rstd,
                                                   const OptTensor& w, std::array<bool, 2> mask) {
   rules::norm("rms_norm_backward", x, shape, w, std::nullopt);
-  rules::check_same_device("rms_norm_backward", x, "x", {{&dy, "dy"}});
+  check_backward_inputs("rms_norm_backward", dy, x, shape.size(), {{&rstd, "rstd"}});
   return {mask[0] ? at::empty_symint(x.sym_sizes(), x.options()) : Tensor(),
           mask[1] && has(w) ? at::empty_symint(shape, w->options()) : Tensor()};
 }
@@ -488,10 +499,10 @@ void impl_devices(torch::Library& m) {
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
-  m.impl("layer_norm", &layer_norm_meta);
-  m.impl("layer_norm_backward", &layer_norm_backward_meta);
-  m.impl("rms_norm", &rms_norm_meta);
-  m.impl("rms_norm_backward", &rms_norm_backward_meta);
+  m.impl("layer_norm", rules::meta_kernel(&layer_norm_meta));
+  m.impl("layer_norm_backward", rules::meta_kernel(&layer_norm_backward_meta));
+  m.impl("rms_norm", rules::meta_kernel(&rms_norm_meta));
+  m.impl("rms_norm_backward", rules::meta_kernel(&rms_norm_backward_meta));
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
   m.impl("layer_norm", &layer_norm_autograd);

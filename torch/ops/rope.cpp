@@ -16,17 +16,11 @@ namespace {
 enum Uid : int64_t { X1 = 1, X2 = 2, COS = 3, SIN = 4, Y1 = 100, Y2 = 101 };
 
 void check_rope(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  rules::rope(op, x, cos, sin);
   check_device(op, x, "x", {{&cos, "cos"}, {&sin, "sin"}});
   data_type_of(x, op, "x");
   data_type_of(cos, op, "cos");
   check_same_dtype(op, cos, "cos", sin, "sin");
-  TORCH_CHECK_VALUE(x.dim() == 4 && x.size(3) % 2 == 0, "dnngraph::", op,
-                    ": 'x' must be [B, H, S, D] with an even D; got ", x.sizes());
-  const int64_t s = x.size(2), half = x.size(3) / 2;
-  TORCH_CHECK_VALUE(
-      cos.dim() == 2 && cos.size(0) == s && cos.size(1) == half && sin.sizes() == cos.sizes(),
-      "dnngraph::", op, ": 'cos' and 'sin' must be [S, D/2] = [", s, ", ", half, "] for 'x' ",
-      x.sizes(), "; got ", cos.sizes(), " and ", sin.sizes());
 }
 
 // y = rotate(x) (inverse: by -angle) through one pointwise graph.
@@ -86,9 +80,13 @@ Tensor rope_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin) {
   return rotate("rope_backward", rules::engine_operand(dy), cos, sin, true);
 }
 
-Tensor rope_meta(const Tensor& x, const Tensor&, const Tensor&) {
-  TORCH_CHECK_VALUE(x.dim() == 4, "dnngraph::rope: 'x' must be [B, H, S, D]; got ", x.sym_sizes());
+Tensor rope_meta(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  rules::rope("rope", x, cos, sin);
   return empty_bhsd(x, x.sym_size(3), x.options());
+}
+Tensor rope_backward_meta(const Tensor& dy, const Tensor& cos, const Tensor& sin) {
+  rules::rope("rope_backward", dy, cos, sin);
+  return empty_bhsd(dy, dy.sym_size(3), dy.options());
 }
 
 using RopeSig = Tensor(const Tensor&, const Tensor&, const Tensor&);
@@ -139,8 +137,8 @@ void impl_devices(torch::Library& m) {
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
-  m.impl("rope", &rope_meta);
-  m.impl("rope_backward", &rope_meta);
+  m.impl("rope", rules::meta_kernel(&rope_meta));
+  m.impl("rope_backward", rules::meta_kernel(&rope_backward_meta));
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) { m.impl("rope", &rope_autograd); }
 

@@ -99,7 +99,8 @@ Tensor repeat_heads(const Tensor& t, int64_t hq) {
   return t.size(1) == hq ? t : t.repeat_interleave(hq / t.size(1), 1);
 }
 Tensor scores_of(const Tensor& q, const Tensor& k, const Attn& a, bool causal) {
-  Tensor s = at::matmul(q, repeat_heads(k, a.hq).transpose(-2, -1)) * a.scale;
+  Tensor s = at::matmul(q, repeat_heads(k, a.hq).transpose(-2, -1));
+  if (a.d > 0) s = s * a.scale;  // empty dot products are 0 whatever the scale (1/sqrt(0) = inf)
   if (a.bias.defined()) s = s + a.bias.to(s.scalar_type());
   if (causal)
     s = s.masked_fill(at::ones({a.sq, a.skv}, q.options().dtype(at::kBool)).triu(1),
@@ -319,6 +320,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward_meta(const Tensor& dout
                            {{&dout, "dout"}, {&out, "out"}, {&lse, "logsumexp"}});
   rules::check_grad("sdpa_backward", dout, "dout", shape);
   rules::check_grad("sdpa_backward", out, "out", shape);
+  rules::check_grad("sdpa_backward", lse, "logsumexp", {shape[0], shape[1], shape[2]});
   return {empty_grad_bhsd(q), empty_grad_bhsd(k), empty_grad_bhsd(v),
           has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};
 }
@@ -405,8 +407,8 @@ void impl_devices(torch::Library& m) {
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
-  m.impl("sdpa", &sdpa_meta);
-  m.impl("sdpa_backward", &sdpa_backward_meta);
+  m.impl("sdpa", rules::meta_kernel(&sdpa_meta));
+  m.impl("sdpa_backward", rules::meta_kernel(&sdpa_backward_meta));
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) { m.impl("sdpa", &sdpa_autograd); }
 

@@ -16,12 +16,9 @@ namespace {
 enum Uid : int64_t { Z1 = 1, Z3 = 2, DY = 3, Y = 100, DZ1 = 101, DZ3 = 102 };
 
 int64_t half_of(const char* op, const Tensor& z) {
+  rules::swiglu(op, z);
   check_device(op, z, "z", {});
   data_type_of(z, op, "z");
-  TORCH_CHECK_VALUE(z.dim() >= 1 && z.size(-1) % 2 == 0, "dnngraph::", op,
-                    ": 'z' must end with an even dim 2F (the gate's half, then the up half); "
-                    "got shape ",
-                    z.sizes());
   return z.size(-1) / 2;
 }
 
@@ -51,15 +48,11 @@ Tensor swiglu(const Tensor& z_in) {
 
 Tensor swiglu_backward(const Tensor& dy_in, const Tensor& z_in) {
   const char* op = "swiglu_backward";
+  rules::swiglu_backward(op, dy_in, z_in);
   const Tensor dy = rules::engine_operand(dy_in), z = rules::engine_operand(z_in);
   const int64_t f = half_of(op, z);
   check_device(op, z, "z", {{&dy, "dy"}});
   check_same_dtype(op, z, "z", dy, "dy");
-  std::vector<int64_t> shape = z.sizes().vec();
-  shape.back() = f;
-  TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(shape), "dnngraph::", op, ": 'dy' has shape ",
-                    dy.sizes(), "; expected ", at::IntArrayRef(shape), " (half of 'z' ", z.sizes(),
-                    ")");
   Tensor dz = at::empty(z.sizes(), z.options());
   if (dz.numel() == 0) return dz;
   const Tensor z1 = z.narrow(-1, 0, f), z3 = z.narrow(-1, f, f);
@@ -84,12 +77,10 @@ Tensor swiglu_backward(const Tensor& dy_in, const Tensor& z_in) {
 }
 
 Tensor swiglu_meta(const Tensor& z) {
-  TORCH_CHECK_VALUE(z.dim() >= 1, "dnngraph::swiglu: 'z' must have at least one dim");
-  std::vector<c10::SymInt> shape(z.sym_sizes().begin(), z.sym_sizes().end());
-  shape.back() = shape.back() / 2;
-  return at::empty_symint(shape, z.options());
+  return at::empty_symint(rules::swiglu("swiglu", z), z.options());
 }
-Tensor swiglu_backward_meta(const Tensor&, const Tensor& z) {
+Tensor swiglu_backward_meta(const Tensor& dy, const Tensor& z) {
+  rules::swiglu_backward("swiglu_backward", dy, z);
   return at::empty_symint(z.sym_sizes(), z.options());
 }
 
@@ -149,8 +140,8 @@ void impl_devices(torch::Library& m) {
 TORCH_LIBRARY_IMPL(dnngraph, CPU, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, CUDA, m) { impl_devices(m); }
 TORCH_LIBRARY_IMPL(dnngraph, Meta, m) {
-  m.impl("swiglu", &swiglu_meta);
-  m.impl("swiglu_backward", &swiglu_backward_meta);
+  m.impl("swiglu", rules::meta_kernel(&swiglu_meta));
+  m.impl("swiglu_backward", rules::meta_kernel(&swiglu_backward_meta));
 }
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) { m.impl("swiglu", &swiglu_autograd); }
 TORCH_LIBRARY_IMPL(dnngraph, CompositeImplicitAutograd, m) {

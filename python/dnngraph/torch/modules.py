@@ -4,12 +4,38 @@ They keep the parent's parameters and buffers, so ``load_state_dict`` takes the 
 the torch module (and ``Module.load_state_dict(torch_module.state_dict())`` works both ways).
 """
 
+import math
 from typing import Optional
 
 import torch
 from torch import nn
 
 from . import functional as F
+
+# The activations the fused ops take (linear_act, conv2d_bias_act).
+_ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid")
+
+
+def _check_activation(module, activation):
+    if not isinstance(activation, str) or activation not in _ACTIVATIONS:
+        raise ValueError(
+            f"dnngraph {module}: activation={activation!r}; expected one of {_ACTIVATIONS}"
+        )
+
+
+def _check_batched(module, **tensors):
+    for name, t in tensors.items():
+        if t.dim() != 3:
+            raise ValueError(
+                f"dnngraph {module}: '{name}' has shape {list(t.shape)}; expected a batch "
+                "[batch, seq, features] (unsqueeze(0) an unbatched input)"
+            )
+
+
+def _check_count(module, name, value, least=1):
+    """An integer size argument: a Python int (not bool) >= least."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"dnngraph {module}: {name}={value!r}; expected an integer >= {least}")
 
 __all__ = [
     "LayerNorm",
@@ -41,6 +67,7 @@ class Linear(nn.Linear):
     """``torch.nn.Linear`` followed by an activation, fused: ``activation(x @ W.T + b)``."""
 
     def __init__(self, in_features, out_features, bias=True, activation="none", device=None, dtype=None):
+        _check_activation("Linear", activation)
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
         self.activation = activation
 
@@ -55,6 +82,7 @@ class Conv2dBiasAct(nn.Conv2d):
     """``torch.nn.Conv2d`` (zeros padding, numeric padding) followed by an activation, fused."""
 
     def __init__(self, *args, activation: str = "none", **kwargs):
+        _check_activation("Conv2dBiasAct", activation)
         super().__init__(*args, **kwargs)
         if self.padding_mode != "zeros" or isinstance(self.padding, str):
             raise ValueError(
@@ -100,7 +128,14 @@ class MultiheadAttention(nn.MultiheadAttention):
                 "dnngraph MultiheadAttention: need_weights and key_padding_mask are not "
                 "supported (pass need_weights=False and fold padding into attn_mask)"
             )
+        _check_batched("MultiheadAttention", query=query, key=key, value=value)
         b, s_q, e = query.shape
+        if key.shape[0] != b or value.shape[0] != b or key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"dnngraph MultiheadAttention: 'query' {list(query.shape)}, 'key' "
+                f"{list(key.shape)} and 'value' {list(value.shape)} disagree; expected one batch "
+                "size, and key and value of one length"
+            )
         h = self.num_heads
         def heads(y):
             return y.view(b, y.shape[1], h, e // h).transpose(1, 2)
@@ -122,6 +157,12 @@ class MultiheadAttention(nn.MultiheadAttention):
             if attn_mask.dim() == 2:
                 attn_mask = attn_mask.view(1, 1, *attn_mask.shape)
             elif attn_mask.dim() == 3:  # [batch * num_heads, L, S], as nn.MultiheadAttention
+                if attn_mask.shape[0] != b * h:
+                    raise RuntimeError(
+                        f"dnngraph MultiheadAttention: the 3-D attn_mask has shape "
+                        f"{list(attn_mask.shape)}; expected [batch * num_heads = {b * h}, "
+                        f"{s_q}, {key.shape[1]}] (as nn.MultiheadAttention)"
+                    )
                 attn_mask = attn_mask.reshape(b, h, *attn_mask.shape[1:])
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
         o = o.transpose(1, 2).reshape(b, s_q, e)
@@ -135,6 +176,8 @@ class SwiGLU(nn.Module):
 
     def __init__(self, dim, hidden, bias=False, device=None, dtype=None):
         super().__init__()
+        _check_count("SwiGLU", "dim", dim, 0)
+        _check_count("SwiGLU", "hidden", hidden, 0)
         kw = dict(device=device, dtype=dtype)
         self.w13 = nn.Linear(dim, 2 * hidden, bias=bias, **kw)
         self.w2 = nn.Linear(hidden, dim, bias=bias, **kw)
@@ -154,13 +197,33 @@ class LlamaAttention(nn.Module):
     def __init__(self, dim, heads, kv_heads=None, max_seq_len=4096, rope_base=10000.0,
                  head_dim=None, device=None, dtype=None):
         super().__init__()
-        kv_heads = kv_heads or heads
+        name = "LlamaAttention"
+        _check_count(name, "dim", dim)
+        _check_count(name, "heads", heads)
+        kv_heads = heads if kv_heads is None else kv_heads
+        _check_count(name, "kv_heads", kv_heads)
+        _check_count(name, "max_seq_len", max_seq_len, 0)
+        if head_dim is not None:
+            _check_count(name, "head_dim", head_dim)
         if (head_dim is None and dim % heads) or heads % kv_heads:
             raise ValueError(
                 f"dnngraph LlamaAttention: dim={dim} must be a multiple of heads={heads} (or give "
                 f"head_dim), and heads a multiple of kv_heads={kv_heads}"
             )
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim or dim // heads
+        head_dim = dim // heads if head_dim is None else head_dim
+        if head_dim % 2:
+            raise ValueError(
+                f"dnngraph LlamaAttention: the head dim is {head_dim}; rotary embedding rotates "
+                "pairs of features, so it must be even (choose dim, heads or head_dim so)"
+            )
+        if isinstance(rope_base, bool) or not isinstance(rope_base, (int, float)) or not (
+            math.isfinite(rope_base) and rope_base > 0
+        ):
+            raise ValueError(
+                f"dnngraph LlamaAttention: rope_base={rope_base!r}; expected a finite number > 0 "
+                "(the angles are pos * rope_base^(-2i/head_dim))"
+            )
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
         kw = dict(device=device, dtype=dtype)
         self.wqkv = nn.Linear(dim, (heads + 2 * kv_heads) * self.head_dim, bias=False, **kw)
         self.wo = nn.Linear(heads * self.head_dim, dim, bias=False, **kw)
@@ -169,6 +232,7 @@ class LlamaAttention(nn.Module):
         self.register_buffer("rope_sin", sin, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_batched("LlamaAttention", x=x)
         b, s, _ = x.shape
         h, kv, d = self.heads, self.kv_heads, self.head_dim
         if s > self.rope_cos.shape[0]:
@@ -178,7 +242,8 @@ class LlamaAttention(nn.Module):
             )
         # split (not slicing): autograd assembles the three gradients with one concatenation.
         q, k, v = F.linear(x, self.wqkv.weight).split([h * d, kv * d, kv * d], dim=-1)
-        q, k, v = (t.view(b, s, -1, d).transpose(1, 2) for t in (q, k, v))
+        # Head counts given, not -1: a view of an empty sequence must not infer them.
+        q, k, v = (t.view(b, s, t.shape[-1] // d, d).transpose(1, 2) for t in (q, k, v))
         cos, sin = self.rope_cos[:s], self.rope_sin[:s]
         q, k = F.rope(q, cos, sin), F.rope(k, cos, sin)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kv != h)
@@ -193,11 +258,13 @@ class LlamaBlock(nn.Module):
     def __init__(self, dim, heads, kv_heads=None, hidden=None, eps=1e-6, max_seq_len=4096,
                  rope_base=10000.0, head_dim=None, device=None, dtype=None):
         super().__init__()
+        if hidden is not None:
+            _check_count("LlamaBlock", "hidden", hidden)
         kw = dict(device=device, dtype=dtype)
         self.attn_norm = RMSNorm(dim, eps=eps, **kw)
         self.attn = LlamaAttention(dim, heads, kv_heads, max_seq_len, rope_base, head_dim, **kw)
         self.mlp_norm = RMSNorm(dim, eps=eps, **kw)
-        self.mlp = SwiGLU(dim, hidden or 4 * dim, **kw)
+        self.mlp = SwiGLU(dim, 4 * dim if hidden is None else hidden, **kw)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         a = self.attn(self.attn_norm(x))

@@ -14,6 +14,8 @@ from torch._functorch.aot_autograd import make_boxed_func
 from ._fxpass import run_pass
 
 INNERS = ("inductor", "eager")
+# torch.compile's modes; the backend reads "max-autotune" (the inner Inductor's autotuning).
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 _local = threading.local()
 _graph_ids = itertools.count()
@@ -76,9 +78,16 @@ def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = Fals
 
     ``fuse_pointwise``: also claim partitions of pointwise and reduction ops alone (by default
     they go to the inner compiler, which fuses them as well)."""
-    if inner not in INNERS:
+    if not isinstance(inner, str) or inner not in INNERS:
         raise ValueError(
             f"dnngraph backend: options['inner'] is {inner!r}; expected one of {INNERS}"
+        )
+    if not (mode is None or isinstance(mode, str)) or mode not in MODES:
+        raise ValueError(f"dnngraph backend: mode={mode!r}; expected one of {MODES}")
+    if not isinstance(fuse_pointwise, bool):
+        raise ValueError(
+            f"dnngraph backend: options['fuse_pointwise'] is {fuse_pointwise!r}; expected True "
+            "or False"
         )
     return aot_autograd(
         fw_compiler=functools.partial(_compiler, "forward", inner, mode, fuse_pointwise),
@@ -92,9 +101,14 @@ def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = Fals
 def dnngraph_backend(gm, example_inputs, options=None, mode=None):
     """``torch.compile(model, backend="dnngraph", options={"inner": "inductor" | "eager",
     "fuse_pointwise": False})``."""
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(
+            f"dnngraph backend: options is a {type(options).__name__}; expected a dict such as "
+            "{'inner': 'eager', 'fuse_pointwise': False}"
+        )
     options = dict(options or {})
     inner = options.pop("inner", "inductor")
-    fuse_pointwise = bool(options.pop("fuse_pointwise", False))
+    fuse_pointwise = options.pop("fuse_pointwise", None) or False
     if options:
         raise ValueError(
             f"dnngraph backend: unknown options {sorted(options)}; the backend takes 'inner' "

@@ -69,12 +69,25 @@ def explain(model, *inputs, backward=None, **kwargs) -> Explanation:
     ``backward``: also run a backward (of the sum of the floating outputs) to see the backward
     graphs; by default when an output requires grad. Gradients the model's parameters and the
     inputs held before are restored afterwards."""
+    if not callable(model):
+        raise TypeError(
+            f"dnngraph.torch.explain: model is a {type(model).__name__}; expected a module or "
+            "function to call on the inputs"
+        )
+    if backward not in (None, True, False):
+        raise ValueError(f"dnngraph.torch.explain: backward={backward!r}; expected None, True or False")
     compiled = torch.compile(model, backend=make_backend("eager"), fullgraph=False)
     with collect_reports() as reports:
         out = compiled(*inputs, **kwargs)
         outs = [t for t in _tensors(out) if t.is_floating_point()]
         if backward is None:
             backward = any(t.requires_grad for t in outs)
+        if backward and not any(t.requires_grad for t in outs):
+            raise ValueError(
+                "dnngraph.torch.explain: backward=True, but no floating-point output of the "
+                "model requires grad (give inputs or parameters that require grad, or leave "
+                "backward unset)"
+            )
         if backward:
             leaves = [t for t in _leaves(model, inputs) if t.requires_grad]
             saved = [t.grad for t in leaves]
