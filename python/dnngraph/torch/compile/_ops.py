@@ -10,7 +10,6 @@ from __future__ import annotations
 import operator
 
 import torch
-import torch.fx as fx
 
 import dnngraph as dg
 
@@ -34,7 +33,7 @@ from ._attention import (
     sdpa_cpu_backward,
 )
 from ._lower import Ctx, Unmappable, check_floating, map_shape, meta
-from ._runtime import dg_dtype
+from ._promote import LOSSLESS, in_common_type, nan_propagating, rounded
 
 aten = torch.ops.aten
 PW = dg.pointwise_mode
@@ -52,53 +51,10 @@ def _unary(method, **kw):
     return lower
 
 
-def _proxy(arg):
-    """What ``torch.result_type`` needs of an operand: a number, or a tensor of its dtype and
-    of its rank class (0-dim tensors promote like numbers within a category)."""
-    if not isinstance(arg, fx.Node):
-        return arg
-    v = meta(arg)
-    return torch.empty([1] * v.dim(), dtype=v.dtype)
-
-
-_LOSSLESS = {(torch.bfloat16, torch.float32), (torch.float16, torch.float32),
-             (torch.bfloat16, torch.float64), (torch.float16, torch.float64),
-             (torch.float32, torch.float64)}
-
-
-def _rounded(ctx: Ctx, t, dtype):
-    """``t`` stored as ``dtype`` (the reference engine rounds a value to its stored type)."""
-    y = ctx.g.identity(t)
-    y.set_data_type(dg_dtype(dtype))
-    return y
-
-
-def _in_common_type(ctx: Ctx, args, vals, compare):
-    """The operands of a binary op as ATen computes them: each converted to the op's common
-    dtype first. A wider operand (a 0-dim fp32 tensor with a bf16 one) is rounded to it; a
-    comparison also rounds a Python number, and the values computed inside the graph (kept
-    there in its compute type) when that type is wider, since ATen compares rounded values."""
-    common = torch.result_type(*[_proxy(a) for a in args])
-    low = common != ctx.compute and (common, ctx.compute) in _LOSSLESS
-    out = []
-    for a, v in zip(args, vals):
-        if isinstance(v, float):
-            # A number (rounded by a comparison) or a 0-dim constant tensor (converted).
-            keep = not compare and not isinstance(a, fx.Node)
-            out.append(v if keep else float(torch.tensor(v, dtype=common)))
-            continue
-        src = meta(a).dtype
-        if (src != common and (src, common) not in _LOSSLESS) or (
-                compare and low and a in ctx.values):
-            v = _rounded(ctx, v, common)
-        out.append(v)
-    return out
-
-
 def _binary(method, alpha_on_second=False):
     def lower(ctx: Ctx, node):
         (a, b), d = ctx.pointwise(node, node.args[:2])
-        a, b = _in_common_type(ctx, node.args[:2], (a, b), method.startswith("cmp_"))
+        a, b = in_common_type(ctx, node.args[:2], (a, b), method.startswith("cmp_"))
         alpha = node.kwargs.get("alpha", 1)
         if alpha_on_second and alpha != 1:
             b = b * alpha if isinstance(b, float) else ctx.g.mul(b, float(alpha))
@@ -110,22 +66,10 @@ def _binary(method, alpha_on_second=False):
             a, b = b, a  # dnngraph's first operand is a tensor
         y = getattr(ctx.g, method)(a, b)
         if method in ("max", "min"):
-            y = _nan_propagating(ctx, y, a, b)
+            y = nan_propagating(ctx, y, a, b)
         ctx.define(node, y, d)
 
     return lower
-
-
-def _nan_propagating(ctx: Ctx, y, a, b):
-    """``maximum``/``minimum`` as ATen computes them: a NaN operand gives NaN (dnngraph's max
-    and min return the other operand, as fmax and fmin do)."""
-    for t in (a, b):
-        if isinstance(t, float):
-            if t != t:
-                raise Unmappable("maximum/minimum with a NaN constant")
-            continue
-        y = ctx.g.binary_select(t, y, ctx.g.cmp_neq(t, t))
-    return y
 
 
 def _where(ctx: Ctx, node):
@@ -183,8 +127,8 @@ def _to_copy(ctx: Ctx, node):
     # cast up is exact: the value keeps the graph's intermediate type.
     (x,), d = ctx.pointwise(node, node.args[:1])
     src, dst = meta(node.args[0]).dtype, meta(node).dtype
-    narrows = src != dst and (src, dst) not in _LOSSLESS
-    ctx.define(node, _rounded(ctx, x, dst) if narrows else ctx.g.identity(x), d)
+    narrows = src != dst and (src, dst) not in LOSSLESS
+    ctx.define(node, rounded(ctx, x, dst) if narrows else ctx.g.identity(x), d)
 
 
 def _check_to_copy(node):
