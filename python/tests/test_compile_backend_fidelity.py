@@ -479,3 +479,24 @@ def test_sdpa_mask_and_dropout_stay():
                 if "dropout" in op or "bernoulli" in op or "rand" in op]
     assert rand_ops and all(why for _, why in rand_ops), str(e)
     assert not any("scaled_dot_product" in op for _, _, ops in e.partitions for op in ops)
+
+
+CLAMPS = {
+    "clamp": lambda h: torch.clamp(h, -0.5, 0.75),
+    "clamp_min": lambda h: torch.clamp(h, min=-0.25),
+    "clamp_max": lambda h: h.clamp(max=0.5),
+    "relu6": F.relu6,
+    "hardtanh": lambda h: F.hardtanh(h, -0.3, 0.6),
+    "rsub": lambda h: 1.5 - h,
+    "rsub_tensor": lambda h: torch.rsub(h, h * h, alpha=2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLAMPS))
+def test_clamps_and_rsub(name):
+    def fn(x, w):
+        return CLAMPS[name](x @ w) * 2.0
+
+    fidelity(fn, rnd(4, 8, grad=True), rnd(8, 8, grad=True), fused=["mm", name.split("_")[0]
+             if name != "relu6" else "hardtanh"],
+             fused_bw=["hardtanh_backward"] if name in ("relu6", "hardtanh") else [])

@@ -282,3 +282,22 @@ def test_fp64_conv_norm_attention():
              rnd(4, 16, dtype=d, grad=True),
              fused=["convolution", "scaled_dot_product", "native_layer_norm"],
              fused_bw=["convolution_backward", "native_layer_norm_backward"])
+
+
+@pytest.mark.parametrize("name", ["clamp", "hardtanh"])
+def test_clamp_special_values(name):
+    # A NaN input stays NaN; the hardtanh gradient is a select (inf where clipped gives 0).
+    f = {"clamp": lambda h: torch.clamp(h, -0.5, 1.5), "hardtanh": F.relu6}[name]
+    x = torch.tensor(SPECIAL).requires_grad_(True)
+    upstream = torch.tensor([1.0, float("inf"), -float("inf"), 2.0, float("nan"), 3.0, 4.0, 5.0])
+    f(x * 1.0).backward(upstream)
+    ref, ref_out = x.grad.clone(), f(x * 1.0)
+    x.grad = None
+    compiled = torch.compile(lambda x: f(x * 1.0), backend="dnngraph",
+                             options={"inner": "eager", "fuse_pointwise": True})
+    with _backend.collect_reports() as reports:
+        out = compiled(x)
+        out.backward(upstream)
+    close(out, ref_out, torch.float32, 1.0, "output")
+    close(x.grad, ref, torch.float32, 1.0, "gradient")
+    assert_fused(dt.compile.Explanation(list(reports)), [name], ("forward",))

@@ -34,6 +34,7 @@ from ._attention import (
 )
 from ._lower import Ctx, Unmappable, check_floating, map_shape, meta
 from ._promote import LOSSLESS, in_common_type, nan_propagating, rounded
+from ._selects import check_clamp, clamp, hardtanh_backward, threshold_backward
 
 aten = torch.ops.aten
 PW = dg.pointwise_mode
@@ -143,14 +144,6 @@ def _check_to_copy(node):
     return None
 
 
-def _threshold_backward(ctx: Ctx, node):
-    # ATen: 0 where self <= threshold, else grad. A select, not grad * (self > threshold): an
-    # inf or NaN gradient where the mask is 0 gives 0, and a NaN self passes the gradient.
-    (grad, x), d = ctx.pointwise(node, node.args[:2])
-    keep = ctx.g.logical_not(ctx.g.cmp_le(x, float(node.args[2])))
-    ctx.define(node, ctx.g.binary_select(grad, 0.0, keep), d)
-
-
 def _gelu_backward(ctx: Ctx, node):
     (grad, x), d = ctx.pointwise(node, node.args[:2])
     if node.kwargs.get("approximate", "none") == "tanh":
@@ -169,6 +162,16 @@ def _sigmoid_backward(ctx: Ctx, node):
     (grad, y), d = ctx.pointwise(node, node.args[:2])
     one_minus = ctx.g.sub(ctx.g.mul(y, -1.0), -1.0)
     ctx.define(node, ctx.g.mul(ctx.g.mul(grad, y), one_minus), d)
+
+
+def _rsub(ctx: Ctx, node):
+    # other - alpha * self (rsub.Scalar and rsub.Tensor): (self * -alpha) + other.
+    (x, other), d = ctx.pointwise(node, node.args[:2])
+    x, other = in_common_type(ctx, node.args[:2], (x, other), False)
+    if isinstance(x, float):
+        raise Unmappable("rsub of a number")
+    y = ctx.g.mul(x, -float(node.kwargs.get("alpha", 1)))
+    ctx.define(node, ctx.g.add(y, other), d)
 
 
 def _tanh_backward(ctx: Ctx, node):
@@ -419,6 +422,13 @@ TABLE = {
     aten.div.Scalar: (_binary("div"), None),
     aten.maximum.default: (_binary("max"), None),
     aten.minimum.default: (_binary("min"), None),
+    aten.rsub.Scalar: (_rsub, None),
+    aten.rsub.Tensor: (_rsub, None),
+    aten.clamp.default: (clamp, check_clamp),
+    aten.clamp_min.default: (clamp, check_clamp),
+    aten.clamp_max.default: (clamp, check_clamp),
+    aten.hardtanh.default: (clamp, check_clamp),
+    aten.hardtanh_backward.default: (hardtanh_backward, None),
     aten.gt.Tensor: (_binary("cmp_gt"), None),
     aten.gt.Scalar: (_binary("cmp_gt"), None),
     aten.lt.Tensor: (_binary("cmp_lt"), None),
@@ -449,7 +459,7 @@ TABLE = {
     aten._to_copy.default: (_to_copy, _check_to_copy),
     aten.view.default: (_view, _check_view),
     aten._unsafe_view.default: (_view, _check_view),
-    aten.threshold_backward.default: (_threshold_backward, None),
+    aten.threshold_backward.default: (threshold_backward, None),
     aten.gelu_backward.default: (_gelu_backward, None),
     aten.silu_backward.default: (_silu_backward, None),
     aten.sigmoid_backward.default: (_sigmoid_backward, None),
