@@ -500,3 +500,21 @@ def test_clamps_and_rsub(name):
     fidelity(fn, rnd(4, 8, grad=True), rnd(8, 8, grad=True), fused=["mm", name.split("_")[0]
              if name != "relu6" else "hardtanh"],
              fused_bw=["hardtanh_backward"] if name in ("relu6", "hardtanh") else [])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_softmax(dtype):
+    def fn(x, w):
+        return torch.softmax(x @ w * 0.5, dim=-1) * 3.0 + F.softmax(x, dim=1)
+
+    fidelity(fn, rnd(4, 8, dtype=dtype, grad=True), rnd(8, 8, dtype=dtype, grad=True),
+             fused=["mm", "_softmax"], fused_bw=["_softmax_backward_data"],
+             scale=1.0 if dtype == torch.float32 else 2.0)
+
+
+def test_softmax_other_dim_stays():
+    def fn(x, w):
+        return torch.softmax(x @ w, dim=0) * 3.0
+
+    fidelity(fn, rnd(4, 8, grad=True), rnd(8, 8, grad=True),
+             out={"_softmax.default": "last dim"})

@@ -301,3 +301,13 @@ def test_clamp_special_values(name):
     close(out, ref_out, torch.float32, 1.0, "output")
     close(x.grad, ref, torch.float32, 1.0, "gradient")
     assert_fused(dt.compile.Explanation(list(reports)), [name], ("forward",))
+
+
+def test_softmax_masked_rows():
+    # -inf scores (a masked_fill mask) give 0; a row masked whole gives NaN, as in ATen.
+    def fn(x, m):
+        return torch.softmax((x * 2.0).masked_fill(m, -float("inf")), dim=-1) * 1.0
+
+    m = torch.tensor([[False, True, False, True], [True, True, True, True],
+                      [False, False, False, False]])
+    fidelity(fn, rnd(3, 4), m, backward=False, fused=["_softmax"])

@@ -301,3 +301,21 @@ def test_gpu_llama_block_bf16_still_fuses():
     x = rnd(2, 64, 128, dtype=torch.bfloat16).to("cuda").requires_grad_(True)
     e = _gpu_fidelity(block, x)
     assert e.partitions, str(e)
+
+
+class MHA(nn.Module):
+    """Stock nn.MultiheadAttention returning its weights: the explicit bmm-softmax-bmm path."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+
+    def forward(self, x):
+        o, w = self.attn(x, x, x, need_weights=True)
+        return o + w.sum(-1, keepdim=True)
+
+
+def test_multihead_attention_with_weights():
+    e = model_fidelity(randomize(MHA()), rnd(2, 6, 32, grad=True))
+    assert_fused(e, ["_softmax"], ("forward",))
+    assert_fused(e, ["_softmax_backward_data"], ("backward",))

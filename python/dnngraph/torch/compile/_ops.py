@@ -35,6 +35,7 @@ from ._attention import (
 from ._lower import Ctx, Unmappable, check_floating, map_shape, meta
 from ._promote import LOSSLESS, in_common_type, nan_propagating, rounded
 from ._selects import check_clamp, clamp, hardtanh_backward, threshold_backward
+from ._softmax import check_softmax, check_softmax_bwd, softmax, softmax_backward
 
 aten = torch.ops.aten
 PW = dg.pointwise_mode
@@ -467,6 +468,8 @@ TABLE = {
     aten.sum.dim_IntList: (_reduction(dg.reduction_mode.ADD), _check_reduction),
     aten.mean.dim: (_reduction(dg.reduction_mode.AVG), _check_reduction),
     aten.amax.default: (_reduction(dg.reduction_mode.MAX), _check_reduction),  # AMAX is max|x|
+    aten._softmax.default: (softmax, check_softmax),
+    aten._softmax_backward_data.default: (softmax_backward, check_softmax_bwd),
     aten.mm.default: (_mm, None),
     aten.bmm.default: (_mm, None),
     aten.addmm.default: (_addmm, None),
