@@ -518,3 +518,14 @@ def test_softmax_other_dim_stays():
 
     fidelity(fn, rnd(4, 8, grad=True), rnd(8, 8, grad=True),
              out={"_softmax.default": "last dim"})
+
+
+def test_log_softmax_and_cross_entropy():
+    lin = nn.Linear(8, 5)
+
+    def fn(x, t):
+        logits = lin(x)
+        return F.log_softmax(logits * 2.0, dim=-1) * 1.5 + F.cross_entropy(logits, t)
+
+    fidelity(fn, rnd(6, 8, grad=True), torch.randint(0, 5, (6,)),
+             fused=["_log_softmax"], fused_bw=["_log_softmax_backward_data"])

@@ -35,7 +35,8 @@ from ._attention import (
 from ._lower import Ctx, Unmappable, check_floating, map_shape, meta
 from ._promote import LOSSLESS, in_common_type, nan_propagating, rounded
 from ._selects import check_clamp, clamp, hardtanh_backward, threshold_backward
-from ._softmax import check_softmax, check_softmax_bwd, softmax, softmax_backward
+from ._softmax import check_softmax, check_softmax_bwd, log_softmax, log_softmax_backward
+from ._softmax import softmax, softmax_backward
 
 aten = torch.ops.aten
 PW = dg.pointwise_mode
@@ -470,6 +471,8 @@ TABLE = {
     aten.amax.default: (_reduction(dg.reduction_mode.MAX), _check_reduction),  # AMAX is max|x|
     aten._softmax.default: (softmax, check_softmax),
     aten._softmax_backward_data.default: (softmax_backward, check_softmax_bwd),
+    aten._log_softmax.default: (log_softmax, check_softmax),
+    aten._log_softmax_backward_data.default: (log_softmax_backward, check_softmax_bwd),
     aten.mm.default: (_mm, None),
     aten.bmm.default: (_mm, None),
     aten.addmm.default: (_addmm, None),

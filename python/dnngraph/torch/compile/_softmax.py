@@ -1,5 +1,5 @@
-"""Softmax over the last dim (``_softmax``) and its backward (``_softmax_backward_data``,
-``y * (g - sum(g * y))`` as ATen computes it)."""
+"""Softmax and log-softmax over the last dim (``_softmax``, ``_log_softmax``) and their
+backwards (``y * (g - sum(g * y))`` and ``g - exp(y) * sum(g)``, as ATen computes them)."""
 
 from __future__ import annotations
 
@@ -53,3 +53,21 @@ def softmax_backward(ctx: Ctx, node):
     s = ctx.g.reduction(ctx.g.mul(gt, yt), mode=dg.reduction_mode.ADD)
     s.set_dim(dims[:-1] + [1])
     ctx.define(node, ctx.g.mul(yt, ctx.g.sub(gt, s)))
+
+
+def log_softmax(ctx: Ctx, node):
+    # x - logsumexp(x): the softmax's statistics are the log-sum-exp of each row.
+    x = node.args[0]
+    xt = ctx.tensor(x, dims=_last_dim_dims(ctx, x))
+    _, lse = ctx.g.softmax(xt, generate_stats=True)
+    ctx.define(node, ctx.g.sub(xt, lse))
+
+
+def log_softmax_backward(ctx: Ctx, node):
+    # ATen: g - exp(y) * sum(g, dim, keepdim).
+    g, y = node.args[:2]
+    dims = _last_dim_dims(ctx, g)
+    gt, yt = ctx.tensor(g, dims=dims), ctx.tensor(y, dims=_last_dim_dims(ctx, y))
+    s = ctx.g.reduction(gt, mode=dg.reduction_mode.ADD)
+    s.set_dim(dims[:-1] + [1])
+    ctx.define(node, ctx.g.sub(gt, ctx.g.mul(ctx.g.exp(yt), s)))
