@@ -180,7 +180,7 @@ SPECIAL = [float("nan"), float("inf"), -float("inf"), 1.0, -1.0, 0.0, 2.0, -0.5]
 
 
 @pytest.mark.parametrize("name", ["maximum", "minimum", "where", "relu", "amax", "sigmoid",
-                                  "gt"])
+                                  "gt", "softmax", "log_softmax"])
 def test_special_values_forward(name):
     f = {
         "maximum": lambda h, y: torch.maximum(h, y) + torch.maximum(y, h * 0.5),
@@ -190,11 +190,13 @@ def test_special_values_forward(name):
         "amax": lambda h, y: torch.amax(h * y, dim=-1, keepdim=True) + 1.0,
         "sigmoid": lambda h, y: torch.sigmoid(h) * y,
         "gt": lambda h, y: torch.where(h >= 1.0, h, y) + torch.where(h != h, y, h),
+        "softmax": lambda h, y: torch.softmax(h, -1) + y,
+        "log_softmax": lambda h, y: F.log_softmax(h, -1) * y,
     }[name]
     x = torch.tensor(SPECIAL)
     y = torch.tensor(SPECIAL[::-1]).roll(3)
     op = {"maximum": "maximum", "minimum": "minimum", "where": "where", "amax": "amax",
-          "gt": "where"}.get(name, "mul")
+          "gt": "where", "softmax": "_softmax", "log_softmax": "_log_softmax"}.get(name, "mul")
     fidelity(lambda x, y: f(x * 1.0, y), x.view(2, 4), y.view(2, 4), backward=False,
              fused=[op])
 
