@@ -487,6 +487,7 @@ CLAMPS = {
     "clamp_max": lambda h: h.clamp(max=0.5),
     "relu6": F.relu6,
     "hardtanh": lambda h: F.hardtanh(h, -0.3, 0.6),
+    "hardswish": F.hardswish,
     "rsub": lambda h: 1.5 - h,
     "rsub_tensor": lambda h: torch.rsub(h, h * h, alpha=2.0),
 }
@@ -499,7 +500,9 @@ def test_clamps_and_rsub(name):
 
     fidelity(fn, rnd(4, 8, grad=True), rnd(8, 8, grad=True), fused=["mm", name.split("_")[0]
              if name != "relu6" else "hardtanh"],
-             fused_bw=["hardtanh_backward"] if name in ("relu6", "hardtanh") else [])
+             fused_bw=[{"relu6": "hardtanh_backward", "hardtanh": "hardtanh_backward",
+                        "hardswish": "hardswish_backward"}[name]]
+             if name in ("relu6", "hardtanh", "hardswish") else [])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -286,10 +286,11 @@ def test_fp64_conv_norm_attention():
              fused_bw=["convolution_backward", "native_layer_norm_backward"])
 
 
-@pytest.mark.parametrize("name", ["clamp", "hardtanh"])
+@pytest.mark.parametrize("name", ["clamp", "hardtanh", "hardswish"])
 def test_clamp_special_values(name):
     # A NaN input stays NaN; the hardtanh gradient is a select (inf where clipped gives 0).
-    f = {"clamp": lambda h: torch.clamp(h, -0.5, 1.5), "hardtanh": F.relu6}[name]
+    f = {"clamp": lambda h: torch.clamp(h, -0.5, 1.5), "hardtanh": F.relu6,
+         "hardswish": F.hardswish}[name]
     x = torch.tensor(SPECIAL).requires_grad_(True)
     upstream = torch.tensor([1.0, float("inf"), -float("inf"), 2.0, float("nan"), 3.0, 4.0, 5.0])
     f(x * 1.0).backward(upstream)

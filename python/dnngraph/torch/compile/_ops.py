@@ -34,7 +34,8 @@ from ._attention import (
 )
 from ._lower import Ctx, Unmappable, check_floating, map_shape, meta
 from ._promote import LOSSLESS, in_common_type, nan_propagating, rounded
-from ._selects import check_clamp, clamp, hardtanh_backward, threshold_backward
+from ._selects import check_clamp, clamp, hardswish, hardswish_backward, hardtanh_backward
+from ._selects import threshold_backward
 from ._softmax import check_softmax, check_softmax_bwd, log_softmax, log_softmax_backward
 from ._softmax import softmax, softmax_backward
 
@@ -431,6 +432,8 @@ TABLE = {
     aten.clamp_max.default: (clamp, check_clamp),
     aten.hardtanh.default: (clamp, check_clamp),
     aten.hardtanh_backward.default: (hardtanh_backward, None),
+    aten.hardswish.default: (hardswish, None),
+    aten.hardswish_backward.default: (hardswish_backward, None),
     aten.gt.Tensor: (_binary("cmp_gt"), None),
     aten.gt.Scalar: (_binary("cmp_gt"), None),
     aten.lt.Tensor: (_binary("cmp_lt"), None),

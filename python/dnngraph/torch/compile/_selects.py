@@ -1,6 +1,6 @@
 """Lowerings whose ATen semantics need a select rather than arithmetic: clamps (a NaN input
-stays NaN, where dnngraph's max/min are fmax/fmin) and the masked gradients (0 where the mask is
-off, even for an inf or NaN gradient; a NaN input passes the gradient)."""
+stays NaN, where dnngraph's max/min are fmax/fmin), hardswish, and the masked gradients (0 where
+the mask is off, even for an inf or NaN gradient; a NaN input passes the gradient)."""
 
 from __future__ import annotations
 
@@ -61,3 +61,18 @@ def hardtanh_backward(ctx: Ctx, node):
     lo, hi = float(node.args[2]), float(node.args[3])
     out = ctx.g.logical_or(ctx.g.cmp_le(x, lo), ctx.g.cmp_ge(x, hi))
     ctx.define(node, ctx.g.binary_select(grad, 0.0, ctx.g.logical_not(out)), d)
+
+
+def hardswish(ctx: Ctx, node):
+    # ATen: x * min(max(x + 3, 0), 6) / 6 (a NaN x gives NaN through the product).
+    (x,), d = ctx.pointwise(node, node.args[:1])
+    r6 = ctx.g.min(ctx.g.max(ctx.g.add(x, 3.0), 0.0), 6.0)
+    ctx.define(node, ctx.g.div(ctx.g.mul(x, r6), 6.0), d)
+
+
+def hardswish_backward(ctx: Ctx, node):
+    # ATen: 0 where x < -3, grad * (x / 3 + 0.5) where x <= 3, else grad (also for a NaN x).
+    (grad, x), d = ctx.pointwise(node, node.args[:2])
+    mid = ctx.g.mul(grad, ctx.g.add(ctx.g.div(x, 3.0), 0.5))
+    y = ctx.g.binary_select(mid, grad, ctx.g.cmp_le(x, 3.0))
+    ctx.define(node, ctx.g.binary_select(y, 0.0, ctx.g.logical_not(ctx.g.cmp_lt(x, -3.0))), d)
