@@ -319,3 +319,26 @@ def test_multihead_attention_with_weights():
     e = model_fidelity(randomize(MHA()), rnd(2, 6, 32, grad=True))
     assert_fused(e, ["_softmax"], ("forward",))
     assert_fused(e, ["_softmax_backward_data"], ("backward",))
+
+
+@needs_cuda
+def test_gpu_mobilenet_block_and_softmax_bf16():
+    m = nn.Sequential(
+        nn.Conv2d(32, 32, 3, padding=1, groups=32, bias=False), nn.BatchNorm2d(32), nn.ReLU6(),
+        nn.Conv2d(32, 64, 1, bias=False), nn.BatchNorm2d(64), nn.Hardswish(),
+    )
+    m = randomize(m).eval().to("cuda", torch.bfloat16).to(memory_format=torch.channels_last)
+    x = rnd(4, 32, 16, 16, dtype=torch.bfloat16).to("cuda")
+    x = x.contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    print(_gpu_fidelity(m, x))
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(64, 32)
+
+        def forward(self, h):
+            return torch.softmax(self.fc(h).clamp(-2.0, 2.0), dim=-1) * 2.0 - 1.0
+
+    head = Head().to("cuda", torch.bfloat16)
+    print(_gpu_fidelity(head, rnd(16, 64, dtype=torch.bfloat16).to("cuda").requires_grad_(True)))
