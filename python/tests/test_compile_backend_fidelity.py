@@ -246,7 +246,7 @@ def test_broadcast(a, b):
     fidelity(fn, x, y, rnd(4, 4, grad=True), fused=["mm", "relu"])
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
+@settings(max_examples=8, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(1, 3), min_size=1, max_size=4), st.data())
 def test_broadcast_property(shape, data):

@@ -80,7 +80,7 @@ def test_mixed_dtypes_bf16_gemm_fp32_residual():
              dtype=torch.bfloat16, fused=["mm"])
 
 
-@settings(max_examples=10, deadline=None, derandomize=True,
+@settings(max_examples=8, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.data())
 def test_reduction_property(shape, data):
