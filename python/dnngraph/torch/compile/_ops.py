@@ -10,7 +10,6 @@ from __future__ import annotations
 import operator
 
 import torch
-import torch.fx as fx
 
 import dnngraph as dg
 
@@ -34,7 +33,11 @@ from ._attention import (
     sdpa_cpu_backward,
 )
 from ._lower import Ctx, Unmappable, check_floating, map_shape, meta
-from ._runtime import dg_dtype
+from ._promote import LOSSLESS, in_common_type, nan_propagating, rounded
+from ._selects import check_clamp, clamp, hardswish, hardswish_backward, hardtanh_backward
+from ._selects import threshold_backward
+from ._softmax import check_softmax, check_softmax_bwd, log_softmax, log_softmax_backward
+from ._softmax import softmax, softmax_backward
 
 aten = torch.ops.aten
 PW = dg.pointwise_mode
@@ -52,53 +55,10 @@ def _unary(method, **kw):
     return lower
 
 
-def _proxy(arg):
-    """What ``torch.result_type`` needs of an operand: a number, or a tensor of its dtype and
-    of its rank class (0-dim tensors promote like numbers within a category)."""
-    if not isinstance(arg, fx.Node):
-        return arg
-    v = meta(arg)
-    return torch.empty([1] * v.dim(), dtype=v.dtype)
-
-
-_LOSSLESS = {(torch.bfloat16, torch.float32), (torch.float16, torch.float32),
-             (torch.bfloat16, torch.float64), (torch.float16, torch.float64),
-             (torch.float32, torch.float64)}
-
-
-def _rounded(ctx: Ctx, t, dtype):
-    """``t`` stored as ``dtype`` (the reference engine rounds a value to its stored type)."""
-    y = ctx.g.identity(t)
-    y.set_data_type(dg_dtype(dtype))
-    return y
-
-
-def _in_common_type(ctx: Ctx, args, vals, compare):
-    """The operands of a binary op as ATen computes them: each converted to the op's common
-    dtype first. A wider operand (a 0-dim fp32 tensor with a bf16 one) is rounded to it; a
-    comparison also rounds a Python number, and the values computed inside the graph (kept
-    there in its compute type) when that type is wider, since ATen compares rounded values."""
-    common = torch.result_type(*[_proxy(a) for a in args])
-    low = common != ctx.compute and (common, ctx.compute) in _LOSSLESS
-    out = []
-    for a, v in zip(args, vals):
-        if isinstance(v, float):
-            # A number (rounded by a comparison) or a 0-dim constant tensor (converted).
-            keep = not compare and not isinstance(a, fx.Node)
-            out.append(v if keep else float(torch.tensor(v, dtype=common)))
-            continue
-        src = meta(a).dtype
-        if (src != common and (src, common) not in _LOSSLESS) or (
-                compare and low and a in ctx.values):
-            v = _rounded(ctx, v, common)
-        out.append(v)
-    return out
-
-
 def _binary(method, alpha_on_second=False):
     def lower(ctx: Ctx, node):
         (a, b), d = ctx.pointwise(node, node.args[:2])
-        a, b = _in_common_type(ctx, node.args[:2], (a, b), method.startswith("cmp_"))
+        a, b = in_common_type(ctx, node.args[:2], (a, b), method.startswith("cmp_"))
         alpha = node.kwargs.get("alpha", 1)
         if alpha_on_second and alpha != 1:
             b = b * alpha if isinstance(b, float) else ctx.g.mul(b, float(alpha))
@@ -110,22 +70,10 @@ def _binary(method, alpha_on_second=False):
             a, b = b, a  # dnngraph's first operand is a tensor
         y = getattr(ctx.g, method)(a, b)
         if method in ("max", "min"):
-            y = _nan_propagating(ctx, y, a, b)
+            y = nan_propagating(ctx, y, a, b)
         ctx.define(node, y, d)
 
     return lower
-
-
-def _nan_propagating(ctx: Ctx, y, a, b):
-    """``maximum``/``minimum`` as ATen computes them: a NaN operand gives NaN (dnngraph's max
-    and min return the other operand, as fmax and fmin do)."""
-    for t in (a, b):
-        if isinstance(t, float):
-            if t != t:
-                raise Unmappable("maximum/minimum with a NaN constant")
-            continue
-        y = ctx.g.binary_select(t, y, ctx.g.cmp_neq(t, t))
-    return y
 
 
 def _where(ctx: Ctx, node):
@@ -183,8 +131,8 @@ def _to_copy(ctx: Ctx, node):
     # cast up is exact: the value keeps the graph's intermediate type.
     (x,), d = ctx.pointwise(node, node.args[:1])
     src, dst = meta(node.args[0]).dtype, meta(node).dtype
-    narrows = src != dst and (src, dst) not in _LOSSLESS
-    ctx.define(node, _rounded(ctx, x, dst) if narrows else ctx.g.identity(x), d)
+    narrows = src != dst and (src, dst) not in LOSSLESS
+    ctx.define(node, rounded(ctx, x, dst) if narrows else ctx.g.identity(x), d)
 
 
 def _check_to_copy(node):
@@ -197,14 +145,6 @@ def _check_to_copy(node):
     if node.kwargs.get("layout") not in (None, torch.strided):
         return "layout change"
     return None
-
-
-def _threshold_backward(ctx: Ctx, node):
-    # ATen: 0 where self <= threshold, else grad. A select, not grad * (self > threshold): an
-    # inf or NaN gradient where the mask is 0 gives 0, and a NaN self passes the gradient.
-    (grad, x), d = ctx.pointwise(node, node.args[:2])
-    keep = ctx.g.logical_not(ctx.g.cmp_le(x, float(node.args[2])))
-    ctx.define(node, ctx.g.binary_select(grad, 0.0, keep), d)
 
 
 def _gelu_backward(ctx: Ctx, node):
@@ -225,6 +165,16 @@ def _sigmoid_backward(ctx: Ctx, node):
     (grad, y), d = ctx.pointwise(node, node.args[:2])
     one_minus = ctx.g.sub(ctx.g.mul(y, -1.0), -1.0)
     ctx.define(node, ctx.g.mul(ctx.g.mul(grad, y), one_minus), d)
+
+
+def _rsub(ctx: Ctx, node):
+    # other - alpha * self (rsub.Scalar and rsub.Tensor): (self * -alpha) + other.
+    (x, other), d = ctx.pointwise(node, node.args[:2])
+    x, other = in_common_type(ctx, node.args[:2], (x, other), False)
+    if isinstance(x, float):
+        raise Unmappable("rsub of a number")
+    y = ctx.g.mul(x, -float(node.kwargs.get("alpha", 1)))
+    ctx.define(node, ctx.g.add(y, other), d)
 
 
 def _tanh_backward(ctx: Ctx, node):
@@ -475,6 +425,15 @@ TABLE = {
     aten.div.Scalar: (_binary("div"), None),
     aten.maximum.default: (_binary("max"), None),
     aten.minimum.default: (_binary("min"), None),
+    aten.rsub.Scalar: (_rsub, None),
+    aten.rsub.Tensor: (_rsub, None),
+    aten.clamp.default: (clamp, check_clamp),
+    aten.clamp_min.default: (clamp, check_clamp),
+    aten.clamp_max.default: (clamp, check_clamp),
+    aten.hardtanh.default: (clamp, check_clamp),
+    aten.hardtanh_backward.default: (hardtanh_backward, None),
+    aten.hardswish.default: (hardswish, None),
+    aten.hardswish_backward.default: (hardswish_backward, None),
     aten.gt.Tensor: (_binary("cmp_gt"), None),
     aten.gt.Scalar: (_binary("cmp_gt"), None),
     aten.lt.Tensor: (_binary("cmp_lt"), None),
@@ -505,7 +464,7 @@ TABLE = {
     aten._to_copy.default: (_to_copy, _check_to_copy),
     aten.view.default: (_view, _check_view),
     aten._unsafe_view.default: (_view, _check_view),
-    aten.threshold_backward.default: (_threshold_backward, None),
+    aten.threshold_backward.default: (threshold_backward, None),
     aten.gelu_backward.default: (_gelu_backward, None),
     aten.silu_backward.default: (_silu_backward, None),
     aten.sigmoid_backward.default: (_sigmoid_backward, None),
@@ -513,6 +472,10 @@ TABLE = {
     aten.sum.dim_IntList: (_reduction(dg.reduction_mode.ADD), _check_reduction),
     aten.mean.dim: (_reduction(dg.reduction_mode.AVG), _check_reduction),
     aten.amax.default: (_reduction(dg.reduction_mode.MAX), _check_reduction),  # AMAX is max|x|
+    aten._softmax.default: (softmax, check_softmax),
+    aten._softmax_backward_data.default: (softmax_backward, check_softmax_bwd),
+    aten._log_softmax.default: (log_softmax, check_softmax),
+    aten._log_softmax_backward_data.default: (log_softmax_backward, check_softmax_bwd),
     aten.mm.default: (_mm, None),
     aten.bmm.default: (_mm, None),
     aten.addmm.default: (_addmm, None),

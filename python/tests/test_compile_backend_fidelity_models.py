@@ -1,0 +1,344 @@
+"""torch.compile(backend="dnngraph") against eager on small versions of the models users run
+(MLP, GPT and ViT blocks, a Llama block of stock modules, ResNet bottleneck with batch norm in eval
+and train mode, MobileNet and UNet-style conv blocks, dropout, in-place ops, a mutated buffer,
+no_grad inference, dynamic batch, graph breaks): outputs, input and parameter gradients and
+buffers match, and the expected ops ran fused. GPU cases (cuDNN, bf16) skip without CUDA."""
+
+import pytest
+from compile_fidelity import (  # noqa: F401  (fresh: the autouse fixture)
+    assert_fused, close, fidelity, fresh, model_fidelity, randomize, rnd,
+)
+from torch_util import torch  # noqa: F401  (skips without dnngraph.torch)
+
+import torch.nn as nn
+import torch.nn.functional as F
+
+import dnngraph.torch as dt
+from dnngraph.torch.compile import _backend
+
+
+# ---- stock models --------------------------------------------------------------------------
+
+
+class MLP(nn.Module):
+    def __init__(self, d=16, hidden=32):
+        super().__init__()
+        self.ln, self.fc1, self.fc2 = nn.LayerNorm(d), nn.Linear(d, hidden), nn.Linear(hidden, d)
+
+    def forward(self, x):
+        return x + self.fc2(F.gelu(self.fc1(self.ln(x))))
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.h = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"),
+                                 nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (t.view(b, s, self.h, d // self.h).transpose(1, 2) for t in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, s, d))
+        return x + self.mlp(self.ln2(x))
+
+
+def test_mlp_layer_norm_gelu():
+    e = model_fidelity(randomize(MLP()), rnd(2, 5, 16, grad=True))
+    assert_fused(e, ["addmm", "gelu"], ("forward",))
+    assert_fused(e, ["native_layer_norm_backward", "gelu_backward"], ("backward",))
+
+
+def test_gpt_block():
+    e = model_fidelity(randomize(GPTBlock()), rnd(2, 8, 32, grad=True))
+    assert_fused(e, ["native_layer_norm", "addmm", "gelu"], ("forward",))
+    assert_fused(e, ["native_layer_norm_backward", "gelu_backward"], ("backward",))
+
+
+def test_vit_block_stock_encoder_layer():
+    layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation="gelu",
+                                       batch_first=True, norm_first=True)
+    e = model_fidelity(randomize(layer), rnd(2, 6, 32, grad=True))
+    assert_fused(e, ["native_layer_norm"], ("forward",))
+
+
+def test_llama_block():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import torch_blocks
+
+    block = torch_blocks.TorchLlamaBlock(32, 4, 2, 64, max_seq_len=16)
+    e = model_fidelity(randomize(block), rnd(2, 8, 32, grad=True))
+    assert_fused(e, ["rms_norm_pattern", "mm"], ("forward",))
+    assert_fused(e, ["silu_backward"], ("backward",))
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, c=8, mid=4):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(c, mid, 1, bias=False), nn.BatchNorm2d(mid)
+        self.c2, self.b2 = nn.Conv2d(mid, mid, 3, padding=1, bias=False), nn.BatchNorm2d(mid)
+        self.c3, self.b3 = nn.Conv2d(mid, c, 1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        h = F.relu(self.b1(self.c1(x)))
+        h = F.relu(self.b2(self.c2(h)))
+        return F.relu(x + self.b3(self.c3(h)))
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_resnet_bottleneck_batch_norm(train):
+    m = randomize(Bottleneck()).train(train)
+    x = rnd(2, 8, 6, 6, grad=True)
+    e = model_fidelity(m, x)
+    assert_fused(e, ["convolution"], ("forward",))
+    with torch.no_grad():
+        torch._dynamo.reset()
+        e = model_fidelity(m, x.detach())
+    if not train:
+        # Inference: each batch norm unfolds to x * scale + shift: the whole block is one graph.
+        (p,) = e.partitions
+        assert p[2].count("aten.convolution.default") == 3, str(e)
+
+
+def test_mobilenet_depthwise_separable():
+    m = nn.Sequential(
+        nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), nn.BatchNorm2d(8), nn.ReLU6(),
+        nn.Conv2d(8, 16, 1, bias=False), nn.BatchNorm2d(16), nn.Hardswish(),
+    )
+    m = randomize(m).eval()
+    e = model_fidelity(m, rnd(2, 8, 7, 7, grad=True))
+    assert all(why for _, _, _, why in e.left_out)
+    with torch.no_grad():
+        torch._dynamo.reset()
+        e = model_fidelity(m, rnd(2, 8, 7, 7))
+    # The depthwise convolution, its unfolded batch norm and ReLU6, then the pointwise
+    # convolution, its batch norm and hardswish, run as one graph.
+    (p,) = e.partitions
+    assert p[2].count("aten.convolution.default") == 2, str(e)
+    assert "aten.hardtanh.default" in p[2] and "aten.hardswish.default" in p[2], str(e)
+
+
+class UNetish(nn.Module):
+    def __init__(self, c=4):
+        super().__init__()
+        self.down = nn.Conv2d(c, 2 * c, 3, stride=2, padding=1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.fuse = nn.Conv2d(3 * c, c, 3, padding=1)
+
+    def forward(self, x):
+        h = F.silu(self.down(x))
+        return F.relu(self.fuse(torch.cat([x, self.up(h)], dim=1)))
+
+
+def test_unet_conv_upsample_cat():
+    e = model_fidelity(randomize(UNetish()), rnd(2, 4, 8, 8, grad=True))
+    assert_fused(e, ["convolution"], ("forward",))
+    assert_fused(e, ["convolution_backward"], ("backward",))
+
+
+def test_dropout_train_mode():
+    m = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 16))
+    x = rnd(4, 16, grad=True)
+    # Same random stream for both runs: the dropout mask is drawn by ATen in both.
+    torch.manual_seed(1)
+    import copy
+
+    ref = copy.deepcopy(m)
+    out = ref(x)
+    torch.manual_seed(1)
+    got = torch.compile(m, backend="dnngraph", options={"inner": "eager"})(x)
+    close(got, out, torch.float32, 4.0, "output")
+    e = dt.explain(m, x)
+    rows = [why for _, _, op, why in e.left_out if "dropout" in op or "bernoulli" in op]
+    assert rows and all(rows), str(e)
+
+
+class InPlace(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = self.fc(x).relu_()
+        y = h * 1.0
+        y.add_(x, alpha=0.5)
+        y.mul_(2.0)
+        return y
+
+
+def test_in_place_ops():
+    e = model_fidelity(randomize(InPlace()), rnd(4, 16, grad=True))
+    assert_fused(e, ["addmm", "relu"], ("forward",))
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.register_buffer("ema", torch.zeros(16))
+
+    def forward(self, x):
+        h = F.gelu(self.fc(x))
+        with torch.no_grad():
+            self.ema.mul_(0.9).add_(h.mean(0), alpha=0.1)
+        return h * 2.0 + self.ema
+
+
+def test_mutated_buffer():
+    m = randomize(Counter())
+    e = model_fidelity(m, rnd(4, 16, grad=True))
+    assert_fused(e, ["addmm", "gelu"], ("forward",))
+
+
+def test_no_grad_inference():
+    m = randomize(GPTBlock())
+    x = rnd(2, 8, 32)
+    with torch.no_grad():
+        e = model_fidelity(m, x)
+    assert [r for r in e.reports if r.graph.startswith("inference")]
+    assert_fused(e, ["native_layer_norm", "addmm", "gelu"], ("inference",))
+
+
+def test_dynamic_batch():
+    m = randomize(MLP())
+    compiled = torch.compile(m, backend="dnngraph", options={"inner": "eager"}, dynamic=True)
+    for batch in (3, 5):
+        x = rnd(batch, 16, grad=True)
+        xr = x.detach().clone().requires_grad_(True)
+        out, ref = compiled(x), m(xr)
+        close(out, ref, torch.float32, 4.0, f"batch {batch}")
+        out.sum().backward()
+        ref.sum().backward()
+        close(x.grad, xr.grad, torch.float32, 16.0, f"batch {batch} gradient")
+
+
+def test_graph_breaks_print_and_item():
+    lin = randomize(nn.Linear(16, 16))
+
+    def fn(x):
+        h = F.gelu(lin(x))
+        print("graph break")
+        s = h.sum().item()
+        return torch.relu(lin(h)) * (1.0 + abs(s) * 1e-3)
+
+    e = fidelity(fn, rnd(4, 16, grad=True), fused=["addmm", "gelu"], scale=4.0)
+    assert len([r for r in e.reports if r.graph.startswith("forward")]) >= 2
+
+
+# ---- GPU (cuDNN): skipped without CUDA; what the mapping added for the CPU, checked there ----
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def _gpu_fidelity(model, x, fused=None):
+    """bf16 on the GPU (inner compiler: eager): outputs and gradients against eager; the ops
+    in ``fused`` must have run in a fused graph (cuDNN's support check took them)."""
+    import copy
+
+    ref = copy.deepcopy(model)
+    xr = x.detach().clone().requires_grad_(True)
+    out = ref(xr)
+    up = torch.rand_like(out) + 0.5
+    (out.float() * up).sum().backward()
+    compiled = torch.compile(model, backend="dnngraph", options={"inner": "eager"})
+    with _backend.collect_reports() as reports:
+        got = compiled(x)
+        (got.float() * up).sum().backward()
+    close(got, out, torch.bfloat16, 2.0, "output")
+    close(x.grad, xr.grad, torch.bfloat16, 4.0, "input gradient")
+    for (n, p), (_, pr) in zip(model.named_parameters(), ref.named_parameters()):
+        close(p.grad, pr.grad, torch.bfloat16, 8.0, f"gradient of {n}")
+    e = dt.compile.Explanation(list(reports))
+    assert_fused(e, fused or [], ("forward",))
+    return e
+
+
+@needs_cuda
+@pytest.mark.parametrize("groups", [1, 4, 32])
+def test_gpu_grouped_and_depthwise_conv_bf16(groups):
+    m = nn.Sequential(nn.Conv2d(32, 64, 3, padding=1, groups=groups), nn.ReLU())
+    m = m.to("cuda", torch.bfloat16).to(memory_format=torch.channels_last)
+    x = rnd(4, 32, 16, 16, dtype=torch.bfloat16).to("cuda")
+    x = x.contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    e = _gpu_fidelity(m, x)
+    print(e)  # whether cuDNN took the grouped convolution, and why not
+
+
+@needs_cuda
+def test_gpu_relu_backward_maximum_and_casts_bf16():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(64, 64), nn.Linear(64, 64)
+
+        def forward(self, x):
+            h = torch.relu(self.a(x))
+            h = torch.maximum(h, self.b(x) * 0.5)
+            return h.float().to(torch.bfloat16) * 2.0
+
+    m = M().to("cuda", torch.bfloat16)
+    e = _gpu_fidelity(m, rnd(32, 64, dtype=torch.bfloat16).to("cuda").requires_grad_(True),
+                      fused=["addmm"])
+    print(e)
+
+
+@needs_cuda
+def test_gpu_llama_block_bf16_still_fuses():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import torch_blocks
+
+    block = torch_blocks.TorchLlamaBlock(128, 4, 2, 256, max_seq_len=64).to("cuda", torch.bfloat16)
+    x = rnd(2, 64, 128, dtype=torch.bfloat16).to("cuda").requires_grad_(True)
+    e = _gpu_fidelity(block, x)
+    assert e.partitions, str(e)
+
+
+class MHA(nn.Module):
+    """Stock nn.MultiheadAttention returning its weights: the explicit bmm-softmax-bmm path."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+
+    def forward(self, x):
+        o, w = self.attn(x, x, x, need_weights=True)
+        return o + w.sum(-1, keepdim=True)
+
+
+def test_multihead_attention_with_weights():
+    e = model_fidelity(randomize(MHA()), rnd(2, 6, 32, grad=True))
+    assert_fused(e, ["_softmax"], ("forward",))
+    assert_fused(e, ["_softmax_backward_data"], ("backward",))
+
+
+@needs_cuda
+def test_gpu_mobilenet_block_and_softmax_bf16():
+    m = nn.Sequential(
+        nn.Conv2d(32, 32, 3, padding=1, groups=32, bias=False), nn.BatchNorm2d(32), nn.ReLU6(),
+        nn.Conv2d(32, 64, 1, bias=False), nn.BatchNorm2d(64), nn.Hardswish(),
+    )
+    m = randomize(m).eval().to("cuda", torch.bfloat16).to(memory_format=torch.channels_last)
+    x = rnd(4, 32, 16, 16, dtype=torch.bfloat16).to("cuda")
+    x = x.contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    print(_gpu_fidelity(m, x))
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(64, 32)
+
+        def forward(self, h):
+            return torch.softmax(self.fc(h).clamp(-2.0, 2.0), dim=-1) * 2.0 - 1.0
+
+    head = Head().to("cuda", torch.bfloat16)
+    print(_gpu_fidelity(head, rnd(16, 64, dtype=torch.bfloat16).to("cuda").requires_grad_(True)))
