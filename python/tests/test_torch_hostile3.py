@@ -255,6 +255,48 @@ def test_sdpa_with_a_head_dim_of_zero_matches_torch():
     assert_close(got, v.mean(2, keepdim=True).expand(1, 2, 4, 3), torch.float32)
 
 
+# ---------------------------------------------------------------- forward-mode AD
+
+
+def _forward_ad_cases():
+    w, w4, res = rand(5, 4), rand(3, 2, 3, 3), rand(1, 3, 5, 5)
+    cos, sin = rand(5, 4), rand(5, 4)
+    return {
+        "linear": (lambda t: F.linear(t, w, None, "gelu"), rand(3, 4)),
+        "matmul_epilogue": (lambda t: F.matmul_epilogue(t, w.t(), activation="silu"), rand(3, 4)),
+        "conv": (lambda t: F.conv2d_bias_act(t, w4, activation="relu"), rand(1, 2, 5, 5)),
+        "conv_add": (lambda t: conv_add(t, w4, res), rand(1, 2, 5, 5)),
+        "sdpa": (lambda t: F.scaled_dot_product_attention(t, t, t), rand(1, 2, 4, 8)),
+        "layer_norm": (lambda t: F.layer_norm(t, [4]), rand(3, 4)),
+        "rms_norm": (lambda t: F.rms_norm(t, [4]), rand(3, 4)),
+        "add_rms_norm": (lambda t: F.add_rms_norm(t, t, [4], None)[1], rand(3, 4)),
+        "rope": (lambda t: F.rope(t, cos, sin), rand(1, 2, 5, 8)),
+        "swiglu": (lambda t: F.swiglu(t), rand(3, 8)),
+    }
+
+
+@pytest.mark.parametrize("which", sorted(_forward_ad_cases()))
+def test_forward_mode_ad_is_refused(which):
+    # The ops have no forward-mode derivative: torch.func.jvp gave a zero tangent and jacfwd a
+    # zero Jacobian, silently.
+    fn, x = _forward_ad_cases()[which]
+    msg = r"dnngraph::\w+: '\w+' has a forward-mode tangent"
+    with pytest.raises(NotImplementedError, match=msg):
+        torch.func.jvp(fn, (x,), (torch.ones_like(x),))
+    import torch.autograd.forward_ad as fwad
+
+    with fwad.dual_level(), pytest.raises(NotImplementedError, match=msg):
+        fn(fwad.make_dual(x, torch.ones_like(x)))
+
+
+def test_forward_mode_ad_into_an_out_variant_is_refused():
+    import torch.autograd.forward_ad as fwad
+
+    x, w = rand(3, 4), rand(5, 4)
+    with fwad.dual_level(), pytest.raises(NotImplementedError, match=r"linear_act.out: .*tangent"):
+        ops.linear_act.out(fwad.make_dual(x, torch.ones_like(x)), w, out=torch.empty(0))
+
+
 # ---------------------------------------------------------------- modules
 
 

@@ -286,6 +286,16 @@ void norm(const char* op, const Tensor& x, c10::SymIntArrayRef shape, const OptT
     }
 }
 
+void refuse_forward_ad(const char* op,
+                       std::initializer_list<std::pair<const Tensor*, const char*>> inputs) {
+  for (const auto& [t, name] : inputs)
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        !t || !has_tangent(*t), "dnngraph::", op, ": '", name,
+        "' has a forward-mode tangent, but the op has no forward-mode derivative "
+        "(torch.autograd.forward_ad, torch.func.jvp and jacfwd); use reverse mode (backward(), "
+        "torch.autograd.grad), or the matching torch op");
+}
+
 at::Tensor engine_operand(const Tensor& t) {
   if (!t.defined() || t.numel() == 0) return t;
   const auto sizes = t.sizes(), strides = t.strides();

@@ -89,6 +89,14 @@ void check_grad(const char* op, const at::Tensor& t, const char* name, const Sym
 void norm(const char* op, const at::Tensor& x, c10::SymIntArrayRef normalized_shape,
           const OptTensor& weight, const OptTensor& bias);
 
+// Forward-mode AD (torch.autograd.forward_ad, torch.func.jvp and jacfwd) has no formula in these
+// ops: an input with a tangent is refused (NotImplementedError naming it), as ATen refuses ops
+// without one, instead of giving an output without a tangent, which forward AD reads as zero.
+inline bool has_tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(0).defined(); }
+inline bool has_tangent(const OptTensor& t) { return t && has_tangent(*t); }
+void refuse_forward_ad(const char* op,
+                       std::initializer_list<std::pair<const at::Tensor*, const char*>> inputs);
+
 // `t` as the engines take it: a tensor whose strides are all >= 1. A dim of extent > 1 with
 // stride 0 (an expand()ed input) is materialised (a contiguous copy); a stride of 0 on a dim of
 // extent 1 (never stepped over) becomes 1 on a view. Anything else is returned as is.

@@ -103,6 +103,7 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
 };
 
 Tensor swiglu_autograd(const Tensor& z) {
+  rules::refuse_forward_ad("swiglu", {{&z, "z"}});
   if (!wants_grad(z)) {
     static auto op = op_handle<SwigluSig>("dnngraph::swiglu");
     at::AutoDispatchBelowADInplaceOrView guard;
