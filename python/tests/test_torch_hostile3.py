@@ -222,6 +222,20 @@ def test_meta_kernels_refuse_what_eager_refuses(i):
             fn()
 
 
+def test_saved_tensor_of_another_dtype_is_a_type_error():
+    # Autograd always saves the forward's own dtype; a direct call with another one reached the
+    # engines (ATen's derivative kernels refuse mixed dtypes on the GPU path).
+    x, w = rand(3, 4), rand(5, 4)
+    z = rand(3, 5, dtype=torch.float64)
+    for dev in ("cpu", "meta"):
+        with pytest.raises(TypeError, match=r"linear_act_backward: tensor 'saved' has dtype Double"):
+            ops.linear_act_train_backward(
+                rand(3, 5).to(dev), x.to(dev), w.to(dev), None, "gelu", z.to(dev), [True] * 3
+            )
+        with pytest.raises(TypeError, match=r"activation_backward: tensor 'saved' has dtype Double"):
+            ops.activation_backward(rand(3, 5).to(dev), z.to(dev), "gelu")
+
+
 # ---------------------------------------------------------------- edge values torch accepts
 
 

@@ -66,13 +66,13 @@ void swiglu_backward(const char* op, const at::Tensor& dy, const at::Tensor& z);
 void add_rms_norm(const char* op, const at::Tensor& x, const at::Tensor& residual,
                   c10::SymIntArrayRef normalized_shape, const OptTensor& weight);
 
-// activation_backward: dy, and (unless the activation is none) `saved` of dy's shape on its
-// device; the activation's name is one parse_act knows.
+// activation_backward: dy, and (unless the activation is none) `saved` of dy's shape and dtype
+// on its device; the activation's name is one parse_act knows.
 void activation_backward(const char* op, const at::Tensor& dy, const at::Tensor& saved,
                          c10::string_view act);
 
 // A training backward's `saved` tensor (the forward's Z, or Y for relu): when given (not empty),
-// the forward output's shape `want`, on x's device.
+// the forward output's shape `want` and x's dtype, on x's device.
 void check_saved(const char* op, const OptTensor& saved, const at::Tensor& x, const char* x_name,
                  const SymShape& want);
 
