@@ -222,6 +222,20 @@ def test_meta_kernels_refuse_what_eager_refuses(i):
             fn()
 
 
+def test_saved_tensor_of_another_dtype_is_a_type_error():
+    # Autograd always saves the forward's own dtype; a direct call with another one reached the
+    # engines (ATen's derivative kernels refuse mixed dtypes on the GPU path).
+    x, w = rand(3, 4), rand(5, 4)
+    z = rand(3, 5, dtype=torch.float64)
+    for dev in ("cpu", "meta"):
+        with pytest.raises(TypeError, match=r"linear_act_backward: tensor 'saved' has dtype Double"):
+            ops.linear_act_train_backward(
+                rand(3, 5).to(dev), x.to(dev), w.to(dev), None, "gelu", z.to(dev), [True] * 3
+            )
+        with pytest.raises(TypeError, match=r"activation_backward: tensor 'saved' has dtype Double"):
+            ops.activation_backward(rand(3, 5).to(dev), z.to(dev), "gelu")
+
+
 # ---------------------------------------------------------------- edge values torch accepts
 
 
@@ -253,6 +267,48 @@ def test_sdpa_with_a_head_dim_of_zero_matches_torch():
     got = F.scaled_dot_product_attention(q, k, v)
     assert_close(got, TF.scaled_dot_product_attention(q, k, v), torch.float32)
     assert_close(got, v.mean(2, keepdim=True).expand(1, 2, 4, 3), torch.float32)
+
+
+# ---------------------------------------------------------------- forward-mode AD
+
+
+def _forward_ad_cases():
+    w, w4, res = rand(5, 4), rand(3, 2, 3, 3), rand(1, 3, 5, 5)
+    cos, sin = rand(5, 4), rand(5, 4)
+    return {
+        "linear": (lambda t: F.linear(t, w, None, "gelu"), rand(3, 4)),
+        "matmul_epilogue": (lambda t: F.matmul_epilogue(t, w.t(), activation="silu"), rand(3, 4)),
+        "conv": (lambda t: F.conv2d_bias_act(t, w4, activation="relu"), rand(1, 2, 5, 5)),
+        "conv_add": (lambda t: conv_add(t, w4, res), rand(1, 2, 5, 5)),
+        "sdpa": (lambda t: F.scaled_dot_product_attention(t, t, t), rand(1, 2, 4, 8)),
+        "layer_norm": (lambda t: F.layer_norm(t, [4]), rand(3, 4)),
+        "rms_norm": (lambda t: F.rms_norm(t, [4]), rand(3, 4)),
+        "add_rms_norm": (lambda t: F.add_rms_norm(t, t, [4], None)[1], rand(3, 4)),
+        "rope": (lambda t: F.rope(t, cos, sin), rand(1, 2, 5, 8)),
+        "swiglu": (lambda t: F.swiglu(t), rand(3, 8)),
+    }
+
+
+@pytest.mark.parametrize("which", sorted(_forward_ad_cases()))
+def test_forward_mode_ad_is_refused(which):
+    # The ops have no forward-mode derivative: torch.func.jvp gave a zero tangent and jacfwd a
+    # zero Jacobian, silently.
+    fn, x = _forward_ad_cases()[which]
+    msg = r"dnngraph::\w+: '\w+' has a forward-mode tangent"
+    with pytest.raises(NotImplementedError, match=msg):
+        torch.func.jvp(fn, (x,), (torch.ones_like(x),))
+    import torch.autograd.forward_ad as fwad
+
+    with fwad.dual_level(), pytest.raises(NotImplementedError, match=msg):
+        fn(fwad.make_dual(x, torch.ones_like(x)))
+
+
+def test_forward_mode_ad_into_an_out_variant_is_refused():
+    import torch.autograd.forward_ad as fwad
+
+    x, w = rand(3, 4), rand(5, 4)
+    with fwad.dual_level(), pytest.raises(NotImplementedError, match=r"linear_act.out: .*tangent"):
+        ops.linear_act.out(fwad.make_dual(x, torch.ones_like(x)), w, out=torch.empty(0))
 
 
 # ---------------------------------------------------------------- modules

@@ -238,8 +238,11 @@ void add_rms_norm(const char* op, const Tensor& x, const Tensor& res, c10::SymIn
 void activation_backward(const char* op, const Tensor& dy, const Tensor& saved,
                          c10::string_view act) {
   check_same_device(op, dy, "dy", {{&saved, "saved"}});
-  if (parse_act(op, std::string_view(act.data(), act.size())) != Act::None)
-    check_grad(op, saved, "saved", SymShape(dy.sym_sizes().begin(), dy.sym_sizes().end()));
+  if (parse_act(op, std::string_view(act.data(), act.size())) == Act::None) return;
+  check_grad(op, saved, "saved", SymShape(dy.sym_sizes().begin(), dy.sym_sizes().end()));
+  TORCH_CHECK_TYPE(saved.scalar_type() == dy.scalar_type(), "dnngraph::", op,
+                   ": tensor 'saved' has dtype ", saved.scalar_type(), " but 'dy' has ",
+                   dy.scalar_type(), "; give both the same dtype");
 }
 
 void check_saved(const char* op, const OptTensor& saved, const Tensor& x, const char* x_name,
@@ -248,6 +251,9 @@ void check_saved(const char* op, const OptTensor& saved, const Tensor& x, const 
   check_same_device(op, x, x_name, {{&*saved, "saved"}});
   if (saved->sym_numel() == 0) return;  // "not saved": the backward recomputes it
   check_grad(op, *saved, "saved", want);
+  TORCH_CHECK_TYPE(saved->scalar_type() == x.scalar_type(), "dnngraph::", op,
+                   ": tensor 'saved' has dtype ", saved->scalar_type(), " but '", x_name, "' has ",
+                   x.scalar_type(), "; give both the same dtype");
 }
 
 void check_stat(const char* op, const Tensor& stat, const char* name, const Tensor& x,
@@ -284,6 +290,16 @@ void norm(const char* op, const Tensor& x, c10::SymIntArrayRef shape, const OptT
       TORCH_CHECK_VALUE(same, "dnngraph::", op, ": '", name, "' has shape ", (*t)->sym_sizes(),
                         " but normalized_shape is ", shape);
     }
+}
+
+void refuse_forward_ad(const char* op,
+                       std::initializer_list<std::pair<const Tensor*, const char*>> inputs) {
+  for (const auto& [t, name] : inputs)
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        !t || !has_tangent(*t), "dnngraph::", op, ": '", name,
+        "' has a forward-mode tangent, but the op has no forward-mode derivative "
+        "(torch.autograd.forward_ad, torch.func.jvp and jacfwd); use reverse mode (backward(), "
+        "torch.autograd.grad), or the matching torch op");
 }
 
 at::Tensor engine_operand(const Tensor& t) {

@@ -66,13 +66,13 @@ void swiglu_backward(const char* op, const at::Tensor& dy, const at::Tensor& z);
 void add_rms_norm(const char* op, const at::Tensor& x, const at::Tensor& residual,
                   c10::SymIntArrayRef normalized_shape, const OptTensor& weight);
 
-// activation_backward: dy, and (unless the activation is none) `saved` of dy's shape on its
-// device; the activation's name is one parse_act knows.
+// activation_backward: dy, and (unless the activation is none) `saved` of dy's shape and dtype
+// on its device; the activation's name is one parse_act knows.
 void activation_backward(const char* op, const at::Tensor& dy, const at::Tensor& saved,
                          c10::string_view act);
 
 // A training backward's `saved` tensor (the forward's Z, or Y for relu): when given (not empty),
-// the forward output's shape `want`, on x's device.
+// the forward output's shape `want` and x's dtype, on x's device.
 void check_saved(const char* op, const OptTensor& saved, const at::Tensor& x, const char* x_name,
                  const SymShape& want);
 
@@ -88,6 +88,14 @@ void check_grad(const char* op, const at::Tensor& t, const char* name, const Sym
 // normalized_shape, all on x's device.
 void norm(const char* op, const at::Tensor& x, c10::SymIntArrayRef normalized_shape,
           const OptTensor& weight, const OptTensor& bias);
+
+// Forward-mode AD (torch.autograd.forward_ad, torch.func.jvp and jacfwd) has no formula in these
+// ops: an input with a tangent is refused (NotImplementedError naming it), as ATen refuses ops
+// without one, instead of giving an output without a tangent, which forward AD reads as zero.
+inline bool has_tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(0).defined(); }
+inline bool has_tangent(const OptTensor& t) { return t && has_tangent(*t); }
+void refuse_forward_ad(const char* op,
+                       std::initializer_list<std::pair<const at::Tensor*, const char*>> inputs);
 
 // `t` as the engines take it: a tensor whose strides are all >= 1. A dim of extent > 1 with
 // stride 0 (an expand()ed input) is materialised (a contiguous copy); a stride of 0 on a dim of

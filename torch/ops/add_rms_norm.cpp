@@ -231,6 +231,8 @@ std::tuple<Tensor, Tensor, Tensor> add_rms_norm_autograd(const Tensor& x, const 
                                                          c10::SymIntArrayRef shape,
                                                          const OptTensor& w,
                                                          std::optional<double> eps) {
+  rules::refuse_forward_ad("add_rms_norm",
+                           {{&x, "x"}, {&res, "residual"}, {has(w) ? &*w : nullptr, "weight"}});
   if (!wants_grad(x, res, w)) {
     static auto op = op_handle<Sig>("dnngraph::add_rms_norm");
     at::AutoDispatchBelowADInplaceOrView guard;

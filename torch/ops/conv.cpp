@@ -379,6 +379,8 @@ class ConvFn : public torch::autograd::Function<ConvFn> {
 Tensor conv2d_bias_act_autograd(const Tensor& x, const Tensor& w, const OptTensor& bias,
                                 at::IntArrayRef stride, at::IntArrayRef padding,
                                 at::IntArrayRef dilation, int64_t groups, c10::string_view act) {
+  rules::refuse_forward_ad("conv2d_bias_act",
+                           {{&x, "x"}, {&w, "weight"}, {has(bias) ? &*bias : nullptr, "bias"}});
   if (!wants_grad(x, w, bias)) {
     static auto op = op_handle<ConvSig>("dnngraph::conv2d_bias_act");
     at::AutoDispatchBelowADInplaceOrView guard;

@@ -213,6 +213,9 @@ Tensor conv2d_bias_add_act_autograd(const Tensor& x, const Tensor& w, const OptT
                                     const Tensor& res, at::IntArrayRef stride,
                                     at::IntArrayRef padding, at::IntArrayRef dilation,
                                     int64_t groups, c10::string_view act) {
+  rules::refuse_forward_ad(
+      "conv2d_bias_add_act",
+      {{&x, "x"}, {&w, "weight"}, {has(bias) ? &*bias : nullptr, "bias"}, {&res, "residual"}});
   if (!wants_grad(x, w, bias, res)) {
     static auto op = op_handle<AddSig>("dnngraph::conv2d_bias_add_act");
     at::AutoDispatchBelowADInplaceOrView guard;

@@ -368,6 +368,8 @@ class MatmulEpilogueFn : public torch::autograd::Function<MatmulEpilogueFn> {
 
 Tensor linear_act_autograd(const Tensor& x, const Tensor& w, const OptTensor& bias,
                            c10::string_view act) {
+  rules::refuse_forward_ad("linear_act",
+                           {{&x, "x"}, {&w, "weight"}, {has(bias) ? &*bias : nullptr, "bias"}});
   if (!wants_grad(x, w, bias)) {
     static auto op = op_handle<LinSig>("dnngraph::linear_act");
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -378,6 +380,8 @@ Tensor linear_act_autograd(const Tensor& x, const Tensor& w, const OptTensor& bi
 std::tuple<Tensor, Tensor> matmul_epilogue_autograd(const Tensor& a, const Tensor& b,
                                                     const OptTensor& bias, double alpha,
                                                     c10::string_view act, bool want_amax) {
+  rules::refuse_forward_ad("matmul_epilogue",
+                           {{&a, "a"}, {&b, "b"}, {has(bias) ? &*bias : nullptr, "bias"}});
   if (!wants_grad(a, b, bias)) {
     static auto op = op_handle<EpiSig>("dnngraph::matmul_epilogue");
     at::AutoDispatchBelowADInplaceOrView guard;

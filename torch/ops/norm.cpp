@@ -449,6 +449,9 @@ class RmsNormFn : public torch::autograd::Function<RmsNormFn> {
 std::tuple<Tensor, Tensor, Tensor> layer_norm_autograd(const Tensor& x, c10::SymIntArrayRef shape,
                                                        const OptTensor& w, const OptTensor& b,
                                                        double eps) {
+  rules::refuse_forward_ad(
+      "layer_norm",
+      {{&x, "x"}, {has(w) ? &*w : nullptr, "weight"}, {has(b) ? &*b : nullptr, "bias"}});
   if (!wants_grad(x, w, b)) {
     static auto op = op_handle<LnSig>("dnngraph::layer_norm");
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -459,6 +462,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_autograd(const Tensor& x, c10::Sym
 }
 std::tuple<Tensor, Tensor> rms_norm_autograd(const Tensor& x, c10::SymIntArrayRef shape,
                                              const OptTensor& w, std::optional<double> eps) {
+  rules::refuse_forward_ad("rms_norm", {{&x, "x"}, {has(w) ? &*w : nullptr, "weight"}});
   if (!wants_grad(x, w)) {
     static auto op = op_handle<RmsSig>("dnngraph::rms_norm");
     at::AutoDispatchBelowADInplaceOrView guard;

@@ -19,6 +19,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "core/op_support.hpp"
+#include "core/shape_rules.hpp"
 
 namespace dnngraph::torch_ops {
 namespace {
@@ -44,6 +45,10 @@ void refuse_grad(const char* op, const T&... tensors) {
               ".out: out= variants do not support automatic differentiation (as torch's out= "
               "functions), but an input or an out tensor requires grad; call the functional "
               "form, or this one under torch.no_grad()");
+  TORCH_CHECK_NOT_IMPLEMENTED(!(rules::has_tangent(tensors) || ...), "dnngraph::", op,
+                              ".out: an input or out tensor has a forward-mode tangent, but the "
+                              "op has no forward-mode derivative; call the functional form "
+                              "outside forward AD");
 }
 // write_out for each of a backward's three gradients that the output mask asked for.
 void write_grads(const char* op, const std::tuple<Tensor, Tensor, Tensor>& r,

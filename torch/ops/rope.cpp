@@ -109,6 +109,7 @@ class RopeFn : public torch::autograd::Function<RopeFn> {
 };
 
 Tensor rope_autograd(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  rules::refuse_forward_ad("rope", {{&x, "x"}, {&cos, "cos"}, {&sin, "sin"}});
   TORCH_CHECK_VALUE(!wants_grad(cos, sin), "dnngraph::rope: 'cos' and 'sin' require grad, but ",
                     "rope gives no gradient for them (they are constants of the positions); "
                     "detach them");

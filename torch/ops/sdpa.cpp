@@ -375,6 +375,8 @@ class SdpaFn : public torch::autograd::Function<SdpaFn> {
 std::tuple<Tensor, Tensor> sdpa_autograd(const Tensor& q, const Tensor& k, const Tensor& v,
                                          const OptTensor& bias, double dropout_p, bool causal,
                                          std::optional<double> scale, bool gqa) {
+  rules::refuse_forward_ad(
+      "sdpa", {{&q, "q"}, {&k, "k"}, {&v, "v"}, {has(bias) ? &*bias : nullptr, "attn_bias"}});
   if (!wants_grad(q, k, v, bias)) {
     static auto op = op_handle<SdpaSig>("dnngraph::sdpa");
     at::AutoDispatchBelowADInplaceOrView guard;

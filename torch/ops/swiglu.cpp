@@ -103,6 +103,7 @@ class SwigluFn : public torch::autograd::Function<SwigluFn> {
 };
 
 Tensor swiglu_autograd(const Tensor& z) {
+  rules::refuse_forward_ad("swiglu", {{&z, "z"}});
   if (!wants_grad(z)) {
     static auto op = op_handle<SwigluSig>("dnngraph::swiglu");
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -115,8 +116,8 @@ using LinSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, c10::strin
 
 // Composite: the linear graph then the gate graph (each op brings its autograd and Meta).
 Tensor swiglu_linear(const Tensor& x, const Tensor& w, const OptTensor& bias) {
-  TORCH_CHECK_VALUE(w.dim() == 2 && w.size(0) % 2 == 0, "dnngraph::swiglu_linear: 'weight' must ",
-                    "be the packed [2F, in_features] = [W1; W3]; got shape ", w.sizes());
+  TORCH_CHECK_VALUE(w.dim() == 2 && w.sym_size(0) % 2 == 0, "dnngraph::swiglu_linear: 'weight' ",
+                    "must be the packed [2F, in_features] = [W1; W3]; got shape ", w.sym_sizes());
   static auto lin = op_handle<LinSig>("dnngraph::linear_act");
   static auto glu = op_handle<SwigluSig>("dnngraph::swiglu");
   return glu.call(lin.call(x, w, bias, "none"));
