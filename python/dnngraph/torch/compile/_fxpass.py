@@ -29,6 +29,7 @@ import dnngraph as dg
 from . import _ops
 from ._canonical import canonicalize
 from ._lower import RESHAPES, Ctx, Unmappable, apply_request, meta
+from ._pieces import piece_label
 from ._runtime import dg_dtype, handle_for, partition_graph, run_graph_op, standin_register
 from ._runtime import uses_standin
 
@@ -59,7 +60,9 @@ def _op_name(node) -> str:
     t = node.target
     if t is operator.getitem:
         return "getitem"
-    return str(getattr(t, "__name__", t)) if not hasattr(t, "_schema") else str(t)
+    name = str(getattr(t, "__name__", t)) if not hasattr(t, "_schema") else str(t)
+    piece = piece_label(node)
+    return f"{piece} ({name})" if piece else name
 
 
 # ---- 2. candidates ---------------------------------------------------------------------------
