@@ -354,9 +354,13 @@ def _pieces(e):
         if not r.graph.startswith("backward"):
             continue
         for d in r.decisions:
-            if d.op.startswith("convolution_backward."):
-                out.setdefault(d.op.split(" ")[0], []).append(d.partition)
+            if d.piece:
+                out.setdefault(d.piece, []).append(d.partition)
     return out
+
+
+def _decisions(e, piece):
+    return [d for r in e.reports for d in r.decisions if d.piece == piece]
 
 
 def _assert_pieces(e, fused, absent=(), count=None):
@@ -439,8 +443,10 @@ def test_resnet_training_conv_backward_pieces(block):
     e = model_fidelity(m, rnd(2, 8, 6, 6, grad=True))
     convs = 2 if block == "basic" else 3
     _assert_pieces(e, ["grad_input"], absent=["grad_bias"], count=convs)
-    wgrad = [x for x in e.left_out if x[2].startswith("convolution_backward.grad_weight")]
-    assert len(wgrad) == convs and all("single op" in x[3] for x in wgrad), str(e)
+    wgrad = _decisions(e, "convolution_backward.grad_weight")
+    assert len(wgrad) == convs, str(e)
+    assert all(d.partition is None and "single op" in d.reason for d in wgrad), str(e)
+    assert "convolution_backward.grad_input" in str(e)
 
 
 def test_resnet_block_without_batch_norm_fuses_every_piece():
@@ -457,4 +463,7 @@ def test_resnet_block_without_batch_norm_fuses_every_piece():
     e = model_fidelity(randomize(Block()), rnd(2, 8, 6, 6, grad=True))
     _assert_pieces(e, ["grad_input", "grad_weight", "grad_bias"], count=2)
     (bw,) = [p for p in e.partitions if p[0].startswith("backward")]
-    assert sum("convolution_backward." in o for o in bw[2]) == 6, str(e)
+    names = {d.node for d in _decisions(e, "convolution_backward.grad_input")
+             + _decisions(e, "convolution_backward.grad_weight")
+             + _decisions(e, "convolution_backward.grad_bias")}
+    assert len(names) == 6 and names <= set(bw[1]), str(e)

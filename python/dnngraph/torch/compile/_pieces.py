@@ -52,17 +52,22 @@ def _conv_piece(g, mode, node, k):
     """One piece of a ``convolution_backward`` node: output k alone."""
     args = list(node.args)
     name = f"{node.name}_{_CONV_PIECES[k]}"
-    if k == 2:
+    if k == 2:  # a keepdim sum (every mapped value keeps its dims) and a view to [C]
         grad = args[0]
         dims = [d for d in range(meta(grad).dim()) if d != 1]
-        target, args = aten.sum.dim_IntList, (grad, dims)
+        target, args = aten.sum.dim_IntList, (grad, dims, True)
     else:
         args[10] = [i == k for i in range(3)]
         target, args = aten.convolution_backward.default, tuple(args)
     piece = g.create_node("call_function", target, args, {}, name=name)
     piece.meta["val"] = _fake(mode, piece.target, piece.args)
     piece.meta[PIECE] = f"convolution_backward.{_CONV_PIECES[k]}"
-    return piece
+    if k != 2:
+        return piece
+    c = meta(piece).shape[1]
+    view = g.call_function(aten.view.default, (piece, [c]))
+    view.meta["val"] = _fake(mode, view.target, view.args)
+    return view
 
 
 def split_pieces(g, mode) -> bool:
