@@ -372,7 +372,7 @@ def _assert_pieces(e, fused, absent=(), count=None):
             assert len(got) == count, f"{label}: {got}\n{e}"
     for label in absent:
         assert f"convolution_backward.{label}" not in pieces, f"{label}\n{e}"
-    assert not any("splits the ops" in x[3] for x in e.left_out), str(e)
+    assert not any("splits the ops" in row[3] for row in e.left_out), str(e)
 
 
 class ConvChain(nn.Module):
@@ -467,3 +467,30 @@ def test_resnet_block_without_batch_norm_fuses_every_piece():
              + _decisions(e, "convolution_backward.grad_weight")
              + _decisions(e, "convolution_backward.grad_bias")}
     assert len(names) == 6 and names <= set(bw[1]), str(e)
+
+
+@needs_cuda
+@pytest.mark.parametrize("block", ["basic", "bottleneck", "no_batch_norm"])
+def test_gpu_resnet_training_conv_backward_pieces_bf16(block):
+    # cuDNN's support check decides which pieces fuse; none may be refused for being split,
+    # and every piece is either in a fused graph or left out with a reason (printed).
+    class NoBN(nn.Module):
+        def __init__(self, c=64):
+            super().__init__()
+            self.c1, self.c2 = nn.Conv2d(c, c, 3, padding=1), nn.Conv2d(c, c, 3, padding=1)
+
+        def forward(self, x):
+            return F.relu(x + self.c2(F.relu(self.c1(x))))
+
+    make = {"basic": lambda: BasicBlock(64), "bottleneck": lambda: Bottleneck(64, 16),
+            "no_batch_norm": NoBN}[block]
+    m = randomize(make()).train().to("cuda", torch.bfloat16)
+    m = m.to(memory_format=torch.channels_last)
+    x = rnd(8, 64, 16, 16, dtype=torch.bfloat16).to("cuda")
+    x = x.contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    e = _gpu_fidelity(m, x)
+    print(e)
+    pieces = [d for r in e.reports for d in r.decisions if d.piece]
+    assert pieces, str(e)
+    assert all(d.partition is not None or d.reason for d in pieces), str(e)
+    assert not any("splits the ops" in row[3] for row in e.left_out), str(e)
