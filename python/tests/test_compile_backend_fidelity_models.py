@@ -494,3 +494,20 @@ def test_gpu_resnet_training_conv_backward_pieces_bf16(block):
     assert pieces, str(e)
     assert all(d.partition is not None or d.reason for d in pieces), str(e)
     assert not any("splits the ops" in row[3] for row in e.left_out), str(e)
+
+
+@pytest.mark.parametrize("dim", [1, 3])
+def test_conv_backward_pieces_1d_3d_and_transposed(dim):
+    # The bias piece sums every dim but the channels (1-D and 3-D too); a transposed
+    # convolution (not mapped) is split as well, its dgrad and wgrad pieces staying in ATen.
+    conv, convt = (nn.Conv1d, nn.ConvTranspose1d) if dim == 1 else (nn.Conv3d, nn.ConvTranspose3d)
+    m = nn.Sequential(conv(3, 4, 3, padding=1), nn.ReLU(), convt(4, 3, 2, stride=2), nn.ReLU())
+    x = rnd(2, 3, *([6] * dim), grad=True)
+    e = model_fidelity(randomize(m), x)
+    pieces = _pieces(e)
+    assert len(pieces["convolution_backward.grad_bias"]) == 2, str(e)
+    for piece in ("grad_input", "grad_weight"):
+        ds = _decisions(e, f"convolution_backward.{piece}")
+        assert len(ds) == 2, str(e)
+        assert [d.reason for d in ds if d.partition is None] == ["transposed convolution"], str(e)
+    assert not any("splits the ops" in row[3] for row in e.left_out), str(e)
