@@ -342,3 +342,172 @@ def test_gpu_mobilenet_block_and_softmax_bf16():
 
     head = Head().to("cuda", torch.bfloat16)
     print(_gpu_fidelity(head, rnd(16, 64, dtype=torch.bfloat16).to("cuda").requires_grad_(True)))
+
+
+# ---- convolution_backward: one node per gradient, each fused where its neighbours allow -----
+
+
+def _pieces(e):
+    """{piece label: [partition index or None, ...]} over the backward graphs."""
+    out = {}
+    for r in e.reports:
+        if not r.graph.startswith("backward"):
+            continue
+        for d in r.decisions:
+            if d.piece:
+                out.setdefault(d.piece, []).append(d.partition)
+    return out
+
+
+def _decisions(e, piece):
+    return [d for r in e.reports for d in r.decisions if d.piece == piece]
+
+
+def _assert_pieces(e, fused, absent=(), count=None):
+    pieces = _pieces(e)
+    for label in fused:
+        got = pieces.get(f"convolution_backward.{label}")
+        assert got and all(p is not None for p in got), f"{label}: {got}\n{e}"
+        if count is not None:
+            assert len(got) == count, f"{label}: {got}\n{e}"
+    for label in absent:
+        assert f"convolution_backward.{label}" not in pieces, f"{label}\n{e}"
+    assert not any("splits the ops" in row[3] for row in e.left_out), str(e)
+
+
+class ConvChain(nn.Module):
+    """conv -> ReLU -> conv -> ReLU: each convolution's incoming gradient is a ReLU gradient
+    (a mapped op), so dgrad, wgrad and the bias sum join it."""
+
+    def __init__(self, bias=True, groups=1, stride=1, padding=1, dilation=1, c=4):
+        super().__init__()
+        self.c1 = nn.Conv2d(c, 2 * c, 3, padding=1, bias=bias, groups=groups)
+        self.c2 = nn.Conv2d(2 * c, c, 3, stride=stride, padding=padding, dilation=dilation,
+                            bias=bias, groups=groups)
+
+    def forward(self, x):
+        return F.relu(self.c2(F.relu(self.c1(x))))
+
+
+@pytest.mark.parametrize("kw", [
+    dict(), dict(bias=False), dict(groups=2), dict(groups=4, c=4),
+    dict(stride=2, padding=2, dilation=2), dict(stride=(2, 1), padding=0),
+], ids=["bias", "no_bias", "grouped", "depthwise", "strided_dilated", "unpadded"])
+def test_conv_backward_pieces_fuse(kw):
+    m = randomize(ConvChain(**kw))
+    x = rnd(2, 4, 7, 7, grad=True)
+    e = model_fidelity(m, x)
+    bias = kw.get("bias", True)
+    _assert_pieces(e, ["grad_input", "grad_weight"] + (["grad_bias"] if bias else []),
+                   absent=[] if bias else ["grad_bias"], count=2)
+
+
+def test_conv_backward_pieces_channels_last():
+    m = randomize(ConvChain()).to(memory_format=torch.channels_last)
+    x = rnd(2, 4, 6, 6).contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    e = model_fidelity(m, x)
+    _assert_pieces(e, ["grad_input", "grad_weight", "grad_bias"], count=2)
+
+
+def test_conv_backward_output_mask_variants():
+    # The input needs no gradient and the second convolution's weight is frozen: the first
+    # convolution makes no grad_input piece, the second no grad_weight piece.
+    m = randomize(ConvChain())
+    m.c2.weight.requires_grad_(False)
+    x = rnd(2, 4, 6, 6)
+    e = fidelity(m, x)
+    pieces = _pieces(e)
+    assert len(pieces["convolution_backward.grad_input"]) == 1, str(e)
+    assert len(pieces["convolution_backward.grad_weight"]) == 1, str(e)
+    assert len(pieces["convolution_backward.grad_bias"]) == 2, str(e)
+    _assert_pieces(e, ["grad_input", "grad_weight", "grad_bias"])
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, c=8):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        h = F.relu(self.b1(self.c1(x)))
+        return F.relu(x + self.b2(self.c2(h)))
+
+
+@pytest.mark.parametrize("block", ["basic", "bottleneck"])
+def test_resnet_training_conv_backward_pieces(block):
+    # Each convolution's incoming gradient comes from the batch-norm backward (left in ATen):
+    # dgrad fuses with what reads it (the ReLU gradient before it, the residual add); wgrad,
+    # with no mapped neighbour, stays in ATen as one kernel, with that reason.
+    m = randomize(BasicBlock() if block == "basic" else Bottleneck()).train()
+    e = model_fidelity(m, rnd(2, 8, 6, 6, grad=True))
+    convs = 2 if block == "basic" else 3
+    _assert_pieces(e, ["grad_input"], absent=["grad_bias"], count=convs)
+    wgrad = _decisions(e, "convolution_backward.grad_weight")
+    assert len(wgrad) == convs, str(e)
+    assert all(d.partition is None and "single op" in d.reason for d in wgrad), str(e)
+    assert "convolution_backward.grad_input" in str(e)
+
+
+def test_resnet_block_without_batch_norm_fuses_every_piece():
+    # A residual block of convolutions with bias (no batch norm): dgrad, wgrad and the bias
+    # sums of both convolutions and the residual gradient are one backward graph.
+    class Block(nn.Module):
+        def __init__(self, c=8):
+            super().__init__()
+            self.c1, self.c2 = nn.Conv2d(c, c, 3, padding=1), nn.Conv2d(c, c, 3, padding=1)
+
+        def forward(self, x):
+            return F.relu(x + self.c2(F.relu(self.c1(x))))
+
+    e = model_fidelity(randomize(Block()), rnd(2, 8, 6, 6, grad=True))
+    _assert_pieces(e, ["grad_input", "grad_weight", "grad_bias"], count=2)
+    (bw,) = [p for p in e.partitions if p[0].startswith("backward")]
+    names = {d.node for d in _decisions(e, "convolution_backward.grad_input")
+             + _decisions(e, "convolution_backward.grad_weight")
+             + _decisions(e, "convolution_backward.grad_bias")}
+    assert len(names) == 6 and names <= set(bw[1]), str(e)
+
+
+@needs_cuda
+@pytest.mark.parametrize("block", ["basic", "bottleneck", "no_batch_norm"])
+def test_gpu_resnet_training_conv_backward_pieces_bf16(block):
+    # cuDNN's support check decides which pieces fuse; none may be refused for being split,
+    # and every piece is either in a fused graph or left out with a reason (printed).
+    class NoBN(nn.Module):
+        def __init__(self, c=64):
+            super().__init__()
+            self.c1, self.c2 = nn.Conv2d(c, c, 3, padding=1), nn.Conv2d(c, c, 3, padding=1)
+
+        def forward(self, x):
+            return F.relu(x + self.c2(F.relu(self.c1(x))))
+
+    make = {"basic": lambda: BasicBlock(64), "bottleneck": lambda: Bottleneck(64, 16),
+            "no_batch_norm": NoBN}[block]
+    m = randomize(make()).train().to("cuda", torch.bfloat16)
+    m = m.to(memory_format=torch.channels_last)
+    x = rnd(8, 64, 16, 16, dtype=torch.bfloat16).to("cuda")
+    x = x.contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    e = _gpu_fidelity(m, x)
+    print(e)
+    pieces = [d for r in e.reports for d in r.decisions if d.piece]
+    assert pieces, str(e)
+    assert all(d.partition is not None or d.reason for d in pieces), str(e)
+    assert not any("splits the ops" in row[3] for row in e.left_out), str(e)
+
+
+@pytest.mark.parametrize("dim", [1, 3])
+def test_conv_backward_pieces_1d_3d_and_transposed(dim):
+    # The bias piece sums every dim but the channels (1-D and 3-D too); a transposed
+    # convolution (not mapped) is split as well, its dgrad and wgrad pieces staying in ATen.
+    conv, convt = (nn.Conv1d, nn.ConvTranspose1d) if dim == 1 else (nn.Conv3d, nn.ConvTranspose3d)
+    m = nn.Sequential(conv(3, 4, 3, padding=1), nn.ReLU(), convt(4, 3, 2, stride=2), nn.ReLU())
+    x = rnd(2, 3, *([6] * dim), grad=True)
+    e = model_fidelity(randomize(m), x)
+    pieces = _pieces(e)
+    assert len(pieces["convolution_backward.grad_bias"]) == 2, str(e)
+    for piece in ("grad_input", "grad_weight"):
+        ds = _decisions(e, f"convolution_backward.{piece}")
+        assert len(ds) == 2, str(e)
+        assert [d.reason for d in ds if d.partition is None] == ["transposed convolution"], str(e)
+    assert not any("splits the ops" in row[3] for row in e.left_out), str(e)

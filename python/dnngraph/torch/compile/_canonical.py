@@ -4,7 +4,8 @@ fake tensors):
 * a reduction without keepdim -> a keepdim reduction and a view (the view stays in ATen), so
   every mapped value has its own dims inside a dnngraph graph;
 * inference batch norm -> ``x * scale + shift`` (per-channel constants in ATen);
-* the decomposition of ``nn.RMSNorm`` -> one ``rms_norm_pattern`` call.
+* the decomposition of ``nn.RMSNorm`` -> one ``rms_norm_pattern`` call;
+* ``convolution_backward`` -> one node per gradient it computes (``_pieces.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from torch.fx.passes.tools_common import legalize_graph
 
 from ._lower import meta
 from ._ops import rms_norm_pattern
+from ._pieces import split_pieces
+from ._pieces import PIECE, split_pieces
 
 aten = torch.ops.aten
 
@@ -37,6 +40,7 @@ def canonicalize(gm: fx.GraphModule):
     if mode is None:
         return
     g = gm.graph
+    split_pieces(g, mode)
     for node in list(g.nodes):
         if node.op != "call_function":
             continue
@@ -60,6 +64,8 @@ def canonicalize(gm: fx.GraphModule):
         with mode:
             red.meta["val"] = target(xv, dims, True)
             view.meta["val"] = red.meta["val"].view(list(yv.shape))
+        if PIECE in node.meta:
+            red.meta[PIECE] = node.meta[PIECE]
         node.replace_all_uses_with(view)
         g.erase_node(node)
     _unfold_batch_norms(g, mode)

@@ -40,7 +40,8 @@ class Explanation:
         for r in self.reports:
             for d in r.decisions:
                 where = self._label(r.graph, d.partition) if d.partition is not None else "-"
-                rows.append((r.graph, d.node, d.op, where, d.reason))
+                op = f"{d.op} ({d.piece})" if d.piece else d.op
+                rows.append((r.graph, d.node, op, where, d.reason))
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
         lines = []
         for row in rows:

@@ -29,6 +29,7 @@ import dnngraph as dg
 from . import _ops
 from ._canonical import canonicalize
 from ._lower import RESHAPES, Ctx, Unmappable, apply_request, meta
+from ._pieces import piece_label
 from ._runtime import dg_dtype, handle_for, partition_graph, run_graph_op, standin_register
 from ._runtime import uses_standin
 
@@ -38,12 +39,14 @@ log = logging.getLogger("dnngraph")
 @dataclasses.dataclass
 class Decision:
     """What became of one ATen node: ``partition`` (index of its fused graph) or None with
-    ``reason``."""
+    ``reason``. ``piece``: for a node made from part of one ATen op, that part
+    (``convolution_backward.grad_weight``), else empty."""
 
     node: str
     op: str
     partition: int | None
     reason: str
+    piece: str = ""
 
 
 @dataclasses.dataclass
@@ -438,10 +441,11 @@ def _report(gm, name, claimed, refused, engine_refused) -> Report:
         if n.op != "call_function" or n.target is operator.getitem:
             continue
         if n in where:
-            decisions.append(Decision(n.name, _op_name(n), where[n], ""))
+            decisions.append(Decision(n.name, _op_name(n), where[n], "", piece_label(n) or ""))
         elif n.target in _ops.VIEWS or n.target in RESHAPES:
-            decisions.append(Decision(n.name, _op_name(n), None, "view: stays in ATen"))
+            decisions.append(Decision(n.name, _op_name(n), None, "view: stays in ATen",
+                                      piece_label(n) or ""))
         else:
             reason = refused.get(n) or engine_refused.get(n) or _ops.why_not(n) or "not claimed"
-            decisions.append(Decision(n.name, _op_name(n), None, reason))
+            decisions.append(Decision(n.name, _op_name(n), None, reason, piece_label(n) or ""))
     return Report(name, decisions, partitions)
