@@ -49,6 +49,26 @@ def rotate_half(x, cos, sin):
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
 
 
+class TorchGPTBlock(nn.Module):
+    """Pre-norm GPT block of stock modules, as people write it: x + proj(sdpa(qkv(ln1(x)))),
+    then + fc2(gelu_tanh(fc1(ln2(x)))). What torch.compile(backend="dnngraph") gets unmodified."""
+
+    def __init__(self, dim, heads, hidden):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.fc1, self.fc2 = nn.Linear(dim, hidden), nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+        a = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, s, d))
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
 class TorchLlamaBlock(nn.Module):
     """dnngraph.torch.LlamaBlock in plain PyTorch, with the same parameter names."""
 

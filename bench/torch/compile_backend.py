@@ -34,23 +34,7 @@ import torch_blocks  # noqa: E402  (TorchLlamaBlock, BasicBlock(ours=False): sto
 import dnngraph.torch  # noqa: E402,F401  (registers the backend)
 
 
-class GPTBlock(nn.Module):
-    """Pre-norm GPT block of stock modules: x + proj(sdpa(qkv(ln1(x)))), + fc2(gelu(fc1(ln2)))."""
-
-    def __init__(self, dim, heads, hidden):
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
-        self.fc1, self.fc2 = nn.Linear(dim, hidden), nn.Linear(hidden, dim)
-
-    def forward(self, x):
-        b, s, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, s, d))
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+GPTBlock = torch_blocks.TorchGPTBlock  # stock modules, as people write it
 
 
 class Bottleneck(nn.Module):

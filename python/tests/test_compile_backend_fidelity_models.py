@@ -4,6 +4,9 @@ and train mode, MobileNet and UNet-style conv blocks, dropout, in-place ops, a m
 no_grad inference, dynamic batch, graph breaks): outputs, input and parameter gradients and
 buffers match, and the expected ops ran fused. GPU cases (cuDNN, bf16) skip without CUDA."""
 
+import os
+import sys
+
 import pytest
 from compile_fidelity import (  # noqa: F401  (fresh: the autouse fixture)
     assert_fused, close, fidelity, fresh, model_fidelity, randomize, rnd,
@@ -15,6 +18,9 @@ import torch.nn.functional as F
 
 import dnngraph.torch as dt
 from dnngraph.torch.compile import _backend
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import torch_blocks  # noqa: E402  (the stock blocks)
 
 
 # ---- stock models --------------------------------------------------------------------------
@@ -29,22 +35,8 @@ class MLP(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln(x))))
 
 
-class GPTBlock(nn.Module):
-    def __init__(self, d=32, heads=4):
-        super().__init__()
-        self.h = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"),
-                                 nn.Linear(4 * d, d))
-
-    def forward(self, x):
-        b, s, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (t.view(b, s, self.h, d // self.h).transpose(1, 2) for t in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, s, d))
-        return x + self.mlp(self.ln2(x))
+def GPTBlock():
+    return torch_blocks.TorchGPTBlock(32, 4, 128)
 
 
 def test_mlp_layer_norm_gelu():
@@ -67,12 +59,6 @@ def test_vit_block_stock_encoder_layer():
 
 
 def test_llama_block():
-    import os
-    import sys
-
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-    import torch_blocks
-
     block = torch_blocks.TorchLlamaBlock(32, 4, 2, 64, max_seq_len=16)
     e = model_fidelity(randomize(block), rnd(2, 8, 32, grad=True))
     assert_fused(e, ["rms_norm_pattern", "mm"], ("forward",))
@@ -291,12 +277,6 @@ def test_gpu_relu_backward_maximum_and_casts_bf16():
 
 @needs_cuda
 def test_gpu_llama_block_bf16_still_fuses():
-    import os
-    import sys
-
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-    import torch_blocks
-
     block = torch_blocks.TorchLlamaBlock(128, 4, 2, 256, max_seq_len=64).to("cuda", torch.bfloat16)
     x = rnd(2, 64, 128, dtype=torch.bfloat16).to("cuda").requires_grad_(True)
     e = _gpu_fidelity(block, x)
