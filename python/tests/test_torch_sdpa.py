@@ -4,7 +4,8 @@ opcheck, torch.compile, the attention module, errors."""
 
 import pytest
 
-from torch_util import DEVICES, assert_close, assert_grads_close, rand, ref_dtype, run_without_plans, torch
+from torch_util import (DEVICES, assert_close, assert_grads_close, needs_cuda, rand, ref_dtype,
+                        run_without_plans, torch)
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -128,6 +129,34 @@ mha = dt.MultiheadAttention(16, 4)
 x = torch.randn(2, 5, 16, requires_grad=True)
 torch.compile(lambda x: mha(x, x, x, is_causal=True)[0].sum(), fullgraph=True)(x).backward()
 assert torch.isfinite(x.grad).all()
+print("OK")
+"""
+    run_without_plans(code)
+
+
+@needs_cuda
+def test_aten_flash_path_keeps_causal_top_left_when_queries_and_keys_differ():
+    """ATen's flash attention masks causally from the bottom right; this op (as torch's is_causal)
+    from the top left: with fewer queries than keys (a decode step) or more, the ATen path must
+    not take flash. Checked with every plan refused, forward and backward, fp16 on the GPU."""
+    code = """
+import torch, dnngraph.torch
+from dnngraph.torch import functional as F
+torch.manual_seed(0)
+for sq, skv in ((1, 16), (3, 16), (16, 5)):
+    q = torch.randn(1, 2, sq, 64, device="cuda", dtype=torch.float16, requires_grad=True)
+    k, v = (torch.randn(1, 2, skv, 64, device="cuda", dtype=torch.float16, requires_grad=True) for _ in "kv")
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
+    mask = torch.ones(sq, skv, dtype=torch.bool, device="cuda").tril()
+    ref = torch.nn.functional.scaled_dot_product_attention(qr, kr, vr, attn_mask=mask)
+    ok = mask.any(-1)  # rows with no key to see: torch's math gives NaN, skip them
+    assert torch.allclose(out.double()[..., ok, :], ref[..., ok, :], atol=2e-2, rtol=2e-2), (sq, skv)
+    dy = torch.randn_like(out)
+    out.backward(dy)
+    (ref[..., ok, :] * dy.double()[..., ok, :]).sum().backward()
+    for g, gr in ((q.grad[..., ok, :], qr.grad[..., ok, :]), (k.grad, kr.grad), (v.grad, vr.grad)):
+        assert torch.allclose(g.double(), gr, atol=5e-2, rtol=5e-2), (sq, skv)
 print("OK")
 """
     run_without_plans(code)

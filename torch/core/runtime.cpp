@@ -5,6 +5,7 @@
 #include "dnngraph/ir/json.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -351,34 +352,35 @@ void run(const BuiltGraph& g, const at::Device& device, const char* op,
 void execute(const BuiltGraph& g, const at::Device& device, const char* op,
              c10::ArrayRef<std::pair<int64_t, const at::Tensor*>> pack_in) {
   // Misaligned tensors through aligned copies (on the CPU too, where the reference engine would
-  // read any address: one path on both); the pack then points at those (`copies` is complete
-  // before any pointer into it is taken).
-  c10::SmallVector<std::pair<int64_t, const at::Tensor*>, 12> repacked;
+  // read any address: one path on both), one copy per tensor however many uids bind it.
   c10::SmallVector<std::pair<const at::Tensor*, at::Tensor>, 2> copies;  // (caller's, copy)
-  c10::ArrayRef<std::pair<int64_t, const at::Tensor*>> pack = pack_in;
-  {
-    for (const auto& [uid, t] : pack_in)
-      if (t && t->defined() && t->numel() > 0 && !aligned16(*t))
-        copies.emplace_back(t, at::Tensor());
-    if (!copies.empty()) {
-      for (auto& [orig, copy] : copies) copy = aligned_copy(*orig);
-      for (const auto& [uid, t] : pack_in) {
-        auto it =
-            std::find_if(copies.begin(), copies.end(), [&](const auto& c) { return c.first == t; });
-        repacked.emplace_back(uid, it == copies.end() ? t : &it->second);
-      }
-      pack = repacked;
-    }
+  auto copy_of = [&](const at::Tensor* t) -> const at::Tensor* {
+    for (const auto& c : copies)
+      if (c.first == t) return &c.second;
+    return nullptr;
+  };
+  auto is_output = [&](int64_t uid) {
+    return std::find(g.output_uids.begin(), g.output_uids.end(), uid) != g.output_uids.end();
+  };
+  for (const auto& [uid, t] : pack_in)
+    if (t && t->defined() && t->numel() > 0 && !aligned16(*t) && !copy_of(t))
+      copies.emplace_back(t, at::Tensor());
+  if (copies.empty()) return run(g, device, op, pack_in);
+  for (auto& [orig, copy] : copies) copy = aligned_copy(*orig);
+  // `copies` is complete: the pointers into it below stay valid.
+  c10::SmallVector<std::pair<int64_t, const at::Tensor*>, 12> repacked;
+  for (const auto& [uid, t] : pack_in) {
+    const at::Tensor* c = copy_of(t);
+    TORCH_CHECK_VALUE(!c || !is_output(uid) || at::has_internal_overlap(*t) != at::MemOverlap::Yes,
+                      "dnngraph::", op, ": an output (uid ", uid,
+                      ") has elements that share memory; give an output that does not overlap "
+                      "itself");
+    repacked.emplace_back(uid, c ? c : t);
   }
-  run(g, device, op, pack);
-  for (const auto& [uid, t] : pack_in) {  // outputs written into copies go back
-    if (copies.empty()) break;
-    auto it =
-        std::find_if(copies.begin(), copies.end(), [&](const auto& c) { return c.first == t; });
-    if (it != copies.end() &&
-        std::find(g.output_uids.begin(), g.output_uids.end(), uid) != g.output_uids.end())
-      t->copy_(it->second);  // element by element: other outputs may lie in the gaps
-  }
+  run(g, device, op, repacked);
+  for (const auto& [uid, t] : pack_in)  // outputs written into copies go back
+    if (const at::Tensor* c = copy_of(t); c && is_output(uid))
+      t->copy_(*c);  // element by element: other outputs may lie in the gaps
 }
 
 namespace {

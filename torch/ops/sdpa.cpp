@@ -118,12 +118,14 @@ std::tuple<Tensor, Tensor> sdpa_math(const Tensor& q, const Tensor& k, const Ten
 }
 
 // ATen's flash attention takes these: CUDA, fp16/bf16, no bias, as many k/v heads as q heads,
-// one head dim <= 256 that is a multiple of 8, unit stride in the last dim.
-bool flash_applies(const Tensor& q, const Tensor& k, const Tensor& v, const Attn& a) {
+// one head dim <= 256 that is a multiple of 8, unit stride in the last dim; and, when causal, as
+// many queries as keys: its causal mask is aligned to the bottom right, this op's (as torch's
+// is_causal) to the top left, and the two agree only on a square.
+bool flash_applies(const Tensor& q, const Tensor& k, const Tensor& v, const Attn& a, bool causal) {
   const at::ScalarType t = q.scalar_type();
   return q.is_cuda() && (t == at::kHalf || t == at::kBFloat16) && !a.bias.defined() &&
-         a.hq == a.hk && a.d == a.dv && a.d % 8 == 0 && a.d <= 256 && q.stride(-1) == 1 &&
-         k.stride(-1) == 1 && v.stride(-1) == 1;
+         (!causal || a.sq == a.skv) && a.hq == a.hk && a.d == a.dv && a.d % 8 == 0 && a.d <= 256 &&
+         q.stride(-1) == 1 && k.stride(-1) == 1 && v.stride(-1) == 1;
 }
 
 Status with_path(const Status& why, const char* path) {
@@ -190,7 +192,7 @@ std::tuple<Tensor, Tensor> sdpa(const Tensor& q_in, const Tensor& k_in, const Te
     stats_port(r[1], lse);
   });
   if (!g->graph) {
-    if (flash_applies(q, k, v, a)) {
+    if (flash_applies(q, k, v, a, causal)) {
       warn_fallback(op, with_path(g->unsupported, "on ATen's flash attention"));
       auto r = at::_scaled_dot_product_flash_attention(q, k, v, 0.0, causal, false, a.scale);
       return aten_result({std::get<0>(r), std::get<1>(r)});
@@ -268,7 +270,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout_in, 
     if (a.bias.defined()) output_like(r[3], DBIAS, "dbias", db);
   });
   if (!g->graph) {
-    if (flash_applies(q, k, v, a) && dout.stride(-1) == 1 && out.stride(-1) == 1) {
+    if (flash_applies(q, k, v, a, causal) && dout.stride(-1) == 1 && out.stride(-1) == 1) {
       warn_fallback(op, with_path(g->unsupported,
                                   "on ATen's flash attention backward (from the saved out and "
                                   "logsumexp, no forward recompute)"));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <unordered_map>
 #include <vector>
 
@@ -78,8 +79,9 @@ namespace {
 
 // The variant packs one plan prepared (validated and finalized), by what they bind: its
 // pointers, then the workspace. The layers of a model that share a plan each find theirs again
-// step after step, as torch's caching allocator hands out the same addresses. Bounded: emptied
-// when full.
+// step after step, as torch's caching allocator hands out the same addresses. Bounded: when
+// full, one pack makes room (its descriptor is filled again for the new pointers), so a model
+// with more layers than that still finds most of its packs.
 class PreparedPacks {
  public:
   using Key = std::vector<void*>;
@@ -87,17 +89,24 @@ class PreparedPacks {
     auto it = packs_.find(key);
     return it == packs_.end() ? nullptr : it->second.get();
   }
-  // Prepares a pack for `key` with fill(Descriptor&) and keeps it.
+  // Prepares a pack for `key` with fill(Descriptor&) (a fresh descriptor, or an evicted one to
+  // fill again) and keeps it.
   template <class Fill>
   Result<cudnnBackendDescriptor_t> add(const Key& key, const Fill& fill) {
-    if (packs_.size() >= kCapacity) packs_.clear();
     Descriptor d;
+    if (packs_.size() >= kCapacity) {
+      auto victim = packs_.begin();
+      std::advance(victim, static_cast<std::ptrdiff_t>(next_victim_++ % packs_.size()));
+      d = std::move(victim->second);
+      packs_.erase(victim);
+    }
     DNNGRAPH_TRY(fill(d));
     return packs_.emplace(key, std::move(d)).first->second.get();
   }
 
  private:
-  static constexpr size_t kCapacity = 64;
+  static constexpr size_t kCapacity = 128;
+  size_t next_victim_ = 0;
   struct Hash {
     size_t operator()(const Key& k) const {
       uint64_t h = 1469598103934665603ull;  // FNV-1a over the addresses
@@ -326,8 +335,8 @@ class CudnnPlan final : public Plan {
   }
 
   Status fill_pack(Descriptor& vp, const std::vector<void*>& ptrs, void* workspace) const {
-    // Re-initialise the prepared descriptor in place; create it on first use or if cuDNN
-    // refuses to re-initialise.
+    // Re-initialise a descriptor made before (one evicted from packs_) in place; create one when
+    // there is none or cuDNN refuses to re-initialise.
     if (!vp || api()->cudnnBackendInitialize(vp.get()) != CUDNN_STATUS_SUCCESS) {
       DNNGRAPH_ASSIGN_OR_RETURN(auto d, Descriptor::create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR,
                                                            "variant pack of plan '" + name_ + "'"));

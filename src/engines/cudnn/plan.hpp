@@ -23,9 +23,9 @@ namespace dnngraph::cudnn {
 // Device addresses found on one GPU by cudaPointerGetAttributes (a driver call of about a
 // microsecond that serialises on the runtime): execute asks about an address once, not on
 // every call that binds it. A training step binds the same few hundred addresses of torch's
-// caching allocator step after step, across every layer that shares a plan. Bounded: emptied
-// when full. (An address freed and then mapped again on another device or the host stays
-// known; then cuDNN, not this check, meets it, as in the frontend, which checks none.)
+// caching allocator step after step, across every layer that shares a plan. Bounded: when full,
+// one address makes room. (An address freed and then mapped again on another device or the host
+// stays known; then cuDNN, not this check, meets it, as in the frontend, which checks none.)
 class KnownDevicePointers {
  public:
   bool contains(const void* p) {
@@ -34,7 +34,7 @@ class KnownDevicePointers {
   }
   void add(const void* p) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (set_.size() >= kCapacity) set_.clear();
+    if (set_.size() >= kCapacity) set_.erase(set_.begin());
     set_.insert(reinterpret_cast<uintptr_t>(p));
   }
 

@@ -18,7 +18,6 @@ from torch.fx.passes.tools_common import legalize_graph
 
 from ._lower import meta
 from ._ops import rms_norm_pattern
-from ._pieces import split_pieces
 from ._pieces import PIECE, split_pieces
 
 aten = torch.ops.aten

@@ -83,6 +83,7 @@ def split_pieces(g, mode) -> bool:
         if len(used) == 1:  # one piece already: it computes only that output
             (k,) = used
             node.args = node.args[:10] + ([i == k for i in range(3)],) + node.args[11:]
+            node.meta["val"] = _fake(mode, node.target, node.args)  # what it computes now
             node.meta[PIECE] = f"convolution_backward.{_CONV_PIECES[k]}"
             continue
         for k in sorted(used):
