@@ -26,10 +26,14 @@ def pytest_configure(config):
     )
     # Read by libdnngraph_torch when it first needs its policy, and inherited by the processes a
     # test starts (examples, DistributedDataParallel workers).
-    os.environ["DNNGRAPH_TORCH_FALLBACK"] = "error"
+    os.environ["DNNGRAPH_TORCH_FALLBACK"] = os.environ.get("DNNGRAPH_TEST_FALLBACK_POLICY", "error")
 
 
 def _fallback_policy_of(item):
+    # DNNGRAPH_TEST_FALLBACK_POLICY=warn: every test under "warn" (docs/testing.md, "The ATen
+    # paths"), to run the suite with every plan refused.
+    if os.environ.get("DNNGRAPH_TEST_FALLBACK_POLICY") == "warn":
+        return "warn"
     if item.get_closest_marker("aten_fallback") or getattr(item, "_dnngraph_fallback_allowed", None):
         return "warn"
     return "error"
