@@ -47,7 +47,7 @@ done
 # dnngraph.torch on the GPU: its tests (CUDA cases, CUDA graphs, streams, devices), the blocks
 # example with timings, and the op benchmark.
 steps=" ${TORCH_STEPS:-tests blocks bench autotune blocks_bench} "
-torch_tests=${TORCH_TESTS:-$(echo python/tests/test_torch_{norm,gemm,conv,sdpa,runtime,examples,out,distributed,train,llama,conv_residual,blocks_compile,streams,run_graph,compile_backend,alignment,hostile,hostile3}.py python/tests/test_compile_backend_fidelity{,_edges,_models}.py python/tests/test_partition.py python/tests/test_gpu_pointwise_large.py)}
+torch_tests=${TORCH_TESTS:-$(echo python/tests/test_torch_{norm,gemm,conv,sdpa,runtime,examples,out,distributed,train,llama,conv_residual,blocks_compile,streams,run_graph,compile_backend,alignment,hostile,hostile3}.py python/tests/test_torch_compile_fidelity{,_edges,_models}.py python/tests/test_partition.py python/tests/test_gpu_pointwise_large.py)}
 if [ "${TORCH_CHECKS:-1}" = 1 ] && [ -f "$build/python/dnngraph/torch/libdnngraph_torch.so" ]; then
   # The whole-block table first: it is what the training work is judged by.
   if [[ $steps == *" blocks_bench "* ]]; then

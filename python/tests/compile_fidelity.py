@@ -1,4 +1,4 @@
-"""Helpers of the torch.compile backend's fidelity tests (test_compile_backend_fidelity*.py):
+"""Helpers of the torch.compile backend's fidelity tests (test_torch_compile_fidelity*.py):
 a function or module run eagerly and compiled with backend "dnngraph" (inner compiler: eager) on
 seeded random inputs, outputs and gradients compared with dtype-fit tolerances, the outputs of
 every fused graph poisoned first, and the backend's decisions (what ``dnngraph.torch.explain``
