@@ -430,17 +430,11 @@ def test_resnet_training_conv_backward_pieces(block):
 
 
 def test_resnet_block_without_batch_norm_fuses_every_piece():
-    # A residual block of convolutions with bias (no batch norm): dgrad, wgrad and the bias
-    # sums of both convolutions and the residual gradient are one backward graph.
-    class Block(nn.Module):
-        def __init__(self, c=8):
-            super().__init__()
-            self.c1, self.c2 = nn.Conv2d(c, c, 3, padding=1), nn.Conv2d(c, c, 3, padding=1)
-
-        def forward(self, x):
-            return F.relu(x + self.c2(F.relu(self.c1(x))))
-
-    e = model_fidelity(randomize(Block()), rnd(2, 8, 6, 6, grad=True))
+    # A residual block of convolutions with bias (no batch norm: examples/torch_blocks.py's stock
+    # basic block): dgrad, wgrad and the bias sums of both convolutions and the residual
+    # gradient are one backward graph.
+    block = torch_blocks.BasicBlock(8, ours=False)
+    e = model_fidelity(randomize(block), rnd(2, 8, 6, 6, grad=True))
     _assert_pieces(e, ["grad_input", "grad_weight", "grad_bias"], count=2)
     (bw,) = [p for p in e.partitions if p[0].startswith("backward")]
     names = {d.node for d in _decisions(e, "convolution_backward.grad_input")
@@ -454,16 +448,8 @@ def test_resnet_block_without_batch_norm_fuses_every_piece():
 def test_gpu_resnet_training_conv_backward_pieces_bf16(block):
     # cuDNN's support check decides which pieces fuse; none may be refused for being split,
     # and every piece is either in a fused graph or left out with a reason (printed).
-    class NoBN(nn.Module):
-        def __init__(self, c=64):
-            super().__init__()
-            self.c1, self.c2 = nn.Conv2d(c, c, 3, padding=1), nn.Conv2d(c, c, 3, padding=1)
-
-        def forward(self, x):
-            return F.relu(x + self.c2(F.relu(self.c1(x))))
-
     make = {"basic": lambda: BasicBlock(64), "bottleneck": lambda: Bottleneck(64, 16),
-            "no_batch_norm": NoBN}[block]
+            "no_batch_norm": lambda: torch_blocks.BasicBlock(64, ours=False)}[block]
     m = randomize(make()).train().to("cuda", torch.bfloat16)
     m = m.to(memory_format=torch.channels_last)
     x = rnd(8, 64, 16, 16, dtype=torch.bfloat16).to("cuda")

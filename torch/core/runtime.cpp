@@ -98,7 +98,7 @@ Key& Key::add(const at::Tensor& t) {
   for (int64_t s : t.sizes()) add(s);
   for (int64_t s : t.strides()) add(s);
   // cuDNN picks kernels by alignment: keep the pointer's 16-byte alignment in the key.
-  return add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0));
+  return add(aligned16(t));
 }
 
 Key& Key::add(at::IntArrayRef v) {
@@ -285,8 +285,6 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
 }
 
 namespace {
-
-bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
 // The memory t reads, from its first element to its last (strides of torch tensors are >= 0),
 // as a 1-D view of its storage.

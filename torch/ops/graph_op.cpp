@@ -245,7 +245,7 @@ std::vector<at::Tensor> run_graph(c10::string_view json_in, at::TensorList input
     else
       bound[k] = t;
     // cuDNN picks kernels by alignment: the 16-byte alignment of each pointer is in the key.
-    key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(bound[k].data_ptr()) % 16 == 0));
+    key.add(aligned16(bound[k]));
   }
   auto g = cached_graph(key, device, kOp, [&](Graph& gr) {
     if (Status s = ir::from_json(json, gr); !s.is_ok()) throw_status(kOp, s);
