@@ -57,8 +57,10 @@ std::unique_ptr<PlanStore> open_store(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / "plans.sqlite3").string();
   auto s = PlanStore::open(path);
   if (s) return std::move(s).value();
-  if (s.status().code() == ErrorCode::NotSupported) {
-    warn(s.status().message());
+  // Only a file SQLite cannot read is moved aside; one that is merely busy (or a build without
+  // SQLite) leaves plans in memory for this process.
+  if (s.status().code() != ErrorCode::InvalidArgument) {
+    warn(s.status().message() + "; plans are kept in memory only");
     return nullptr;
   }
   const std::string aside = path + ".corrupt." + std::to_string(::getpid());

@@ -9,7 +9,9 @@
 #include <sqlite3.h>
 #include <xxhash.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <string_view>
 #endif
 
@@ -45,9 +47,12 @@ struct PlanStore::Impl {
   Status error(const char* what) const {
     return make_error(ErrorCode::BackendError, "plan cache: ", what, ": ", sqlite3_errmsg(db));
   }
-  Status exec(const char* sql) {
+  // Runs `sql`; `rc` (when given) receives SQLite's primary result code.
+  Status exec(const char* sql, int* rc = nullptr) {
     char* msg = nullptr;
-    if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) == SQLITE_OK) return Status::ok();
+    const int r = sqlite3_exec(db, sql, nullptr, nullptr, &msg);
+    if (rc) *rc = r & 0xff;
+    if (r == SQLITE_OK) return Status::ok();
     std::string m = msg ? msg : "unknown error";
     sqlite3_free(msg);
     return make_error(ErrorCode::BackendError, "plan cache: '", sql, "': ", m);
@@ -68,19 +73,33 @@ Result<std::unique_ptr<PlanStore>> PlanStore::open(const std::string& path) {
     return s;
   }
   sqlite3_busy_timeout(impl->db, 10000);
-  // WAL lets readers and one writer proceed together; switching needs a moment alone, which
-  // the busy timeout waits for.
-  Status s = impl->exec("PRAGMA journal_mode=WAL");
-  if (s) s = impl->exec("PRAGMA synchronous=NORMAL");
-  if (s)
-    s = impl->exec(
-        "CREATE TABLE IF NOT EXISTS plans (key TEXT PRIMARY KEY, engine_config TEXT NOT NULL, "
-        "time_ms REAL NOT NULL, plan BLOB NOT NULL, checksum INTEGER NOT NULL, "
-        "created INTEGER NOT NULL DEFAULT (strftime('%s','now')))");
-  if (!s)
-    return make_error(ErrorCode::BackendError, "plan cache: '", path,
-                      "' is not a usable plan cache (", s.message(),
-                      "); delete it and it will be created again");
+  // WAL lets readers and one writer proceed together. Switching to it, and creating the table,
+  // needs a moment alone; SQLite does not always call the busy handler for that (several
+  // processes opening a new file at once), so a busy answer is retried here for as long.
+  static constexpr const char* setup[] = {
+      "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
+      "CREATE TABLE IF NOT EXISTS plans (key TEXT PRIMARY KEY, engine_config TEXT NOT NULL, "
+      "time_ms REAL NOT NULL, plan BLOB NOT NULL, checksum INTEGER NOT NULL, "
+      "created INTEGER NOT NULL DEFAULT (strftime('%s','now')))"};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (const char* sql : setup) {
+    for (;;) {
+      int rc = SQLITE_OK;
+      Status s = impl->exec(sql, &rc);
+      if (s) break;
+      const bool busy = rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+      if (busy && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        continue;
+      }
+      if (busy)  // held by other processes for the whole timeout: the file itself is fine
+        return make_error(ErrorCode::BackendError, "plan cache: '", path,
+                          "' stayed locked by other processes for 10 s (", s.message(), ")");
+      return make_error(ErrorCode::InvalidArgument, "plan cache: '", path,
+                        "' is not a usable plan cache (", s.message(),
+                        "); delete it and it will be created again");
+    }
+  }
   return std::unique_ptr<PlanStore>(new PlanStore(path, std::move(impl)));
 }
 
