@@ -281,6 +281,20 @@ def test_batchnorm_training_backward_inference_refused(gpu):
 # ---------------------------------------------------------------- attention
 
 
+def test_sdpa_rows_off_16_bytes_are_refused(gpu):
+    """cuDNN's attention kernels read rows whose stride is not a multiple of 16 bytes wrongly
+    (wrong output on Hopper): such a Q (a [..., 1:] view of bf16 rows of 65) is refused at build
+    naming Q and the stride, not run."""
+    q = rand(1, 2, 64, 65)[..., 1:]
+    k, v = rand(1, 2, 64, 64), rand(1, 2, 64, 64)
+    g = new_graph(gpu)
+    Q, K, V = g.tensor_like(q, "Q"), g.tensor_like(k, "K"), g.tensor_like(v, "V")
+    O, _ = g.sdpa(q=Q, k=K, v=V, is_inference=True, attn_scale=0.125)
+    O.set_output(True)
+    with pytest.raises(cudnn.NotSupportedError, match=r"Q .*a stride of 65 elements \(130 bytes\)"):
+        g.build([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+
+
 @pytest.mark.parametrize("layout", ["bhsd", "bshd"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_sdpa_forward_backward(gpu, layout, causal):

@@ -128,6 +128,19 @@ bool flash_applies(const Tensor& q, const Tensor& k, const Tensor& v, const Attn
          q.stride(-1) == 1 && k.stride(-1) == 1 && v.stride(-1) == 1;
 }
 
+// An attention operand as the engine takes it: cuDNN's attention kernels read rows that start
+// off a 16-byte boundary wrongly (the engine refuses such strides), so an operand with a stride
+// of that kind (x[..., 1:] of bf16) is copied into dense memory of the same dim order.
+Tensor attention_operand(const Tensor& t_in) {
+  Tensor t = rules::engine_operand(t_in);
+  if (!t.defined() || t.is_non_overlapping_and_dense()) return t;  // a copy keeps its strides
+  const int64_t bytes = static_cast<int64_t>(t.element_size());
+  for (int64_t i = 0; i < t.dim(); ++i)
+    if (t.size(i) > 1 && t.stride(i) != 1 && (t.stride(i) * bytes) % 16 != 0)
+      return at::empty_like(t).copy_(t);
+  return t;
+}
+
 Status with_path(const Status& why, const char* path) {
   return make_error(ErrorCode::NotSupported, why.message(), "; it runs ", path);
 }
@@ -162,8 +175,8 @@ std::tuple<Tensor, Tensor> sdpa(const Tensor& q_in, const Tensor& k_in, const Te
                                 std::optional<double> scale, bool gqa) {
   const char* op = "sdpa";
   rules::sdpa(op, q_in, k_in, v_in, bias, causal, gqa);
-  const Tensor q = rules::engine_operand(q_in), k = rules::engine_operand(k_in),
-               v = rules::engine_operand(v_in);
+  const Tensor q = attention_operand(q_in), k = attention_operand(k_in),
+               v = attention_operand(v_in);
   const Attn a = check_attn(op, q, k, v, bias, dropout_p, causal, scale, gqa);
   Tensor out = empty_bhsd(q, a.dv, q.options());
   Tensor lse = at::empty({a.b, a.hq, a.sq}, q.options().dtype(stat_dtype(q.scalar_type())));
@@ -217,9 +230,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(const Tensor& dout_in, 
                            {{&dout_in, "dout"}, {&out_in, "out"}, {&lse_in, "logsumexp"}});
   rules::check_grad(op, dout_in, "dout", shape);
   rules::check_grad(op, out_in, "out", shape);
-  const Tensor q = rules::engine_operand(q_in), k = rules::engine_operand(k_in),
-               v = rules::engine_operand(v_in), out = rules::engine_operand(out_in),
-               dout = rules::engine_operand(dout_in);
+  const Tensor q = attention_operand(q_in), k = attention_operand(k_in),
+               v = attention_operand(v_in), out = attention_operand(out_in),
+               dout = attention_operand(dout_in);
   const Attn a = check_attn(op, q, k, v, bias, dropout_p, causal, scale, gqa);
   check_device(op, q, "q", {{&dout, "dout"}, {&out, "out"}, {&lse_in, "logsumexp"}});
   check_same_dtype(op, q, "q", dout, "dout");

@@ -119,6 +119,38 @@ Status sdpa_check_stats_layout(LowerContext& cx, const std::string& what, const 
   return Status::ok();
 }
 
+namespace {
+
+// cuDNN's attention kernels move Q, K, V, O and their gradients in 16-byte vectors and do not
+// check the strides against that: a row that starts off a 16-byte boundary is read wrongly
+// (wrong output on Hopper, a fault on older GPUs). Such a layout is refused.
+Status sdpa_check_strides(LowerContext& cx, const ir::Node& n, const std::string& what) {
+  auto check = [&](const ir::Tensor& t, const char* port) -> Status {
+    if (!t || t->is_virtual) return Status::ok();
+    const int64_t bytes = data_type_size(t->data_type);
+    const TensorView& v = cx.view(t);
+    for (size_t i = 0; bytes > 0 && i < v.dim.size(); ++i)
+      if (v.dim[i] > 1 && v.stride[i] != 1 && (v.stride[i] * bytes) % kTensorAlignment != 0)
+        return sdpa_unsupported(
+            what, detail::cat(port, " ", t->describe(), ": a stride of ", v.stride[i],
+                              " elements (", v.stride[i] * bytes, " bytes) is not a multiple of ",
+                              kTensorAlignment,
+                              " bytes, and cuDNN's attention kernels read such rows wrongly; "
+                              "give it strides that are multiples of 16 bytes (a contiguous "
+                              "copy has them when its last dim does)"));
+    return Status::ok();
+  };
+  for (auto [role, port] : {std::pair{Role::Q, "Q"}, {Role::K, "K"}, {Role::V, "V"},
+                            {Role::O, "O"}, {Role::DO, "dO"}})
+    DNNGRAPH_TRY(check(n.input(role), port));
+  for (auto [role, port] :
+       {std::pair{Role::O, "O"}, {Role::DQ, "dQ"}, {Role::DK, "dK"}, {Role::DV, "dV"}})
+    DNNGRAPH_TRY(check(n.output(role), port));
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,
                              const ir::SdpaOptions& a) {
   ir::Tensor q = n.input(Role::Q), k = n.input(Role::K), v = n.input(Role::V);
@@ -126,6 +158,7 @@ Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::str
   if (qv.dim.size() != 4 || kv.dim.size() != 4 || vv.dim.size() != 4)
     return make_error(ErrorCode::NotSupported, what, ": Q, K and V must be 4-D [b,h,s,d], got ",
                       q->describe(), ", ", k->describe(), " and ", v->describe());
+  DNNGRAPH_TRY(sdpa_check_strides(cx, n, what));
   SdpaShape s{qv.dim[0], qv.dim[1], kv.dim[1], vv.dim[1], qv.dim[2], ir::sdpa_kv_length(n),
               qv.dim[3], vv.dim[3]};
   if (s.hk <= 0 || s.hv <= 0 || s.hq % s.hk != 0 || s.hq % s.hv != 0)

@@ -46,7 +46,8 @@ Result<SdpaDropout> sdpa_dropout(LowerContext& cx, const ir::Node& n, const std:
 // NotSupported naming the op and the feature.
 Status sdpa_unsupported(const std::string& what, const std::string& feature);
 
-// Checks what the lowering cannot express (ranks, head ratios) and reads the shape.
+// Checks what the lowering cannot express (ranks, head ratios, strides off 16 bytes) and reads
+// the shape.
 Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,
                              const ir::SdpaOptions& a);
 
