@@ -7,7 +7,8 @@
 # Python overhead bench or tutorial), TUTORIAL=0, BENCHES=0, GPU_TESTS_TIMEOUT, BENCH_TIMEOUT,
 # TORCH_CHECKS=0 (no dnngraph.torch build, tests and bench), TORCH_ONLY=1 (only those),
 # TORCH_STEPS (the torch steps to run, default "tests blocks bench autotune blocks_bench"),
-# TORCH_TESTS (the torch test files), TORCH_TESTS_TIMEOUT, BLOCKS_ARGS (arguments of bench/torch/blocks.py).
+# TORCH_TESTS (the torch test files), TORCH_TESTS_TIMEOUT, BLOCKS_ARGS (arguments of bench/torch/blocks.py),
+# DNNGRAPH_TEST_ON (default cuda: only the Python tests that run on the GPU; all: every one).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$(pwd)
@@ -55,7 +56,7 @@ if [ "${TORCH_CHECKS:-1}" = 1 ] && [ -f "$build/python/dnngraph/torch/libdnngrap
     tail -n 40 "$out/torch_blocks_bench.log"
   fi
   if [[ $steps == *" tests "* ]]; then
-    run torch_tests ${TORCH_TESTS_TIMEOUT:-420} env PYTHONPATH="$build/python" python3 -m pytest -q -p no:cacheprovider $torch_tests
+    run torch_tests ${TORCH_TESTS_TIMEOUT:-420} env PYTHONPATH="$build/python" DNNGRAPH_TEST_ON=${DNNGRAPH_TEST_ON:-cuda} python3 -m pytest -q -p no:cacheprovider -p no:logging -rfE $torch_tests
     tail -n 15 "$out/torch_tests.log"
   fi
   if [[ $steps == *" blocks "* ]]; then
@@ -74,7 +75,7 @@ fi
 [ "${TORCH_ONLY:-0}" = 1 ] && { for k in "${!result[@]}"; do printf "%-28s rc=%s\n" "$k" "${result[$k]}"; done; exit 0; }
 # Python on the GPU: the pytest suite (torch tests included) and the tutorial's code unchanged.
 if [ "${PYTHON_CHECKS:-1}" = 1 ] && ls "$build"/python/dnngraph/_dnngraph*.so >/dev/null 2>&1; then
-  run pytest 180 env PYTHONPATH="$build/python" python3 -m pytest -q python/tests
+  run pytest 180 env PYTHONPATH="$build/python" DNNGRAPH_TEST_ON=${DNNGRAPH_TEST_ON:-cuda} python3 -m pytest -q -p no:logging -rfE python/tests
   tail -n 3 "$out/pytest.log"
   run py_overhead 120 env PYTHONPATH="$build/python" python3 bench/python/gpu_execute_overhead.py
   cat "$out/py_overhead.log"

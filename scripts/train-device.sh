@@ -31,7 +31,7 @@ step tests 150 "$build/tests/dnngraph_gpu_tests" --gtest_filter="${GTEST_FILTER:
 grep -E "^\[  (FAILED|PASSED) |Failure" "$out/tests.txt" | head -20
 if [ -n "${TORCH_TESTS:-}" ]; then
   s=$(date +%s)
-  timeout "${TORCH_TESTS_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider $TORCH_TESTS >"$out/torch_tests.txt" 2>&1
+  DNNGRAPH_TEST_ON=${DNNGRAPH_TEST_ON:-cuda} timeout "${TORCH_TESTS_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -p no:logging -rfE $TORCH_TESTS >"$out/torch_tests.txt" 2>&1
   echo "torch_tests: rc=$? ($(( $(date +%s) - s )) s)"; tail -n 12 "$out/torch_tests.txt"
 fi
 step sdpa 150 python3 bench/torch/sdpa_compare.py ${SDPA_LOG:+--log /tmp/sdpa-log}

@@ -29,6 +29,24 @@ def pytest_configure(config):
     os.environ["DNNGRAPH_TORCH_FALLBACK"] = os.environ.get("DNNGRAPH_TEST_FALLBACK_POLICY", "error")
 
 
+def _runs_on_a_gpu(item):
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return (any(str(v).startswith("cuda") for v in params.values())
+            or any(m.kwargs.get("reason") == "needs a CUDA GPU" for m in item.iter_markers("skipif"))
+            or item.path.name.startswith("test_gpu_"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """DNNGRAPH_TEST_ON=cuda keeps only the tests that run on a GPU (a case parametrized with a
+    CUDA device, a test marked needs_cuda, the test_gpu_* files): the GPU machine's run, whose
+    CPU cases the CPU run already covers."""
+    if os.environ.get("DNNGRAPH_TEST_ON", "all") != "cuda":
+        return
+    keep = [item for item in items if _runs_on_a_gpu(item)]
+    config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+    items[:] = keep
+
+
 def _fallback_policy_of(item):
     # DNNGRAPH_TEST_FALLBACK_POLICY=warn: every test under "warn" (docs/testing.md, "The ATen
     # paths"), to run the suite with every plan refused.
