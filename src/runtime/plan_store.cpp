@@ -11,8 +11,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <string_view>
+#include <thread>
 #endif
 
 namespace dnngraph {

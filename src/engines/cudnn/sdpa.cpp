@@ -132,16 +132,16 @@ Status sdpa_check_strides(LowerContext& cx, const ir::Node& n, const std::string
     for (size_t i = 0; bytes > 0 && i < v.dim.size(); ++i)
       if (v.dim[i] > 1 && v.stride[i] != 1 && (v.stride[i] * bytes) % kTensorAlignment != 0)
         return sdpa_unsupported(
-            what, detail::cat(port, " ", t->describe(), ": a stride of ", v.stride[i],
-                              " elements (", v.stride[i] * bytes, " bytes) is not a multiple of ",
-                              kTensorAlignment,
-                              " bytes, and cuDNN's attention kernels read such rows wrongly; "
-                              "give it strides that are multiples of 16 bytes (a contiguous "
-                              "copy has them when its last dim does)"));
+            what,
+            detail::cat(port, " ", t->describe(), ": a stride of ", v.stride[i], " elements (",
+                        v.stride[i] * bytes, " bytes) is not a multiple of ", kTensorAlignment,
+                        " bytes, and cuDNN's attention kernels read such rows wrongly; "
+                        "give it strides that are multiples of 16 bytes (a contiguous "
+                        "copy has them when its last dim does)"));
     return Status::ok();
   };
-  for (auto [role, port] : {std::pair{Role::Q, "Q"}, {Role::K, "K"}, {Role::V, "V"},
-                            {Role::O, "O"}, {Role::DO, "dO"}})
+  for (auto [role, port] :
+       {std::pair{Role::Q, "Q"}, {Role::K, "K"}, {Role::V, "V"}, {Role::O, "O"}, {Role::DO, "dO"}})
     DNNGRAPH_TRY(check(n.input(role), port));
   for (auto [role, port] :
        {std::pair{Role::O, "O"}, {Role::DQ, "dQ"}, {Role::DK, "dK"}, {Role::DV, "dV"}})
