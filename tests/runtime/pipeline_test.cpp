@@ -172,6 +172,41 @@ TEST(Pipeline, ValidateWithAHandleAppliesThatEnginesRules) {
   EXPECT_TRUE(make(true)->validate(gpu_like).is_ok());
 }
 
+// Attention rows off a 16-byte boundary (Q [1,2,16,16] bf16 read from rows of 17: a stride of
+// 34 bytes) are refused for cuDNN, which reads them wrongly, naming Q and the stride; the CPU
+// engine runs the graph, and rows of 24 (48 bytes) pass on CUDA too.
+TEST(Pipeline, AttentionRowsOffSixteenBytesAreRefusedForCuda) {
+  auto make = [](int64_t row) {
+    auto g = std::make_unique<Graph>();
+    g->set_io_data_type(DataType::BFloat16);
+    auto in = [&](const char* name, std::vector<int64_t> stride) {
+      return g->tensor(ir::TensorAttrs()
+                           .set_name(name)
+                           .set_dim({1, 2, 16, 16})
+                           .set_stride(std::move(stride))
+                           .set_data_type(DataType::BFloat16));
+    };
+    auto q = in("q", {2 * 16 * row, 16 * row, row, 1});
+    auto k = in("k", {512, 256, 16, 1}), v = in("v", {512, 256, 16, 1});
+    auto out = g->sdpa(q, k, v, ir::SdpaAttrs{}, {}, {"attn"});
+    out[0]->set_output(true);
+    return g;
+  };
+  auto g = make(17);
+  EXPECT_TRUE(g->validate(cpu()).is_ok());
+  auto gpu_like = std::make_shared<Handle>(Device::cuda(0));  // no GPU needed: no backend call
+  Status s = g->validate(gpu_like);
+  if (!cudnn_info().built) {
+    EXPECT_TRUE(s.is_ok()) << "no engine of this build runs on cuda: " << s.to_string();
+    return;
+  }
+  EXPECT_EQ(s.code(), ErrorCode::NotSupported) << s.to_string();
+  for (const char* part :
+       {"sdpa 'attn'", "Q ", "a stride of 17 elements (34 bytes)", "not a multiple of 16 bytes"})
+    EXPECT_NE(s.message().find(part), std::string::npos) << part << " not in: " << s.message();
+  EXPECT_TRUE(make(24)->validate(gpu_like).is_ok());
+}
+
 TEST(Pipeline, CudaHandleWithoutGpuFailsPolitely) {
   auto info = system_info();
   if (!info.gpus.empty()) GTEST_SKIP() << "a GPU is present";

@@ -44,59 +44,15 @@ const ir::SdpaOptions* sdpa_options_of(const ir::Node& n) {
       },
       n.attrs);
 }
-}  // namespace
-
-Status sdpa_kernel_cache_rule(const ir::ValidatedGraph& g) {
-  if (load_info().version >= 92000) return Status::ok();
-  for (const auto& n : g.nodes())
-    if (sdpa_options_of(n))
-      return make_error(ErrorCode::NotSupported, op_kind_name(n.kind()), " '", n.name,
-                        "': attention with dynamic shapes and a shared kernel cache is refused on "
-                        "cuDNN ",
-                        backend_version_string(),
-                        ": its kernels gave wrong outputs for the shapes after the first "
-                        "(docs/cudnn-engine.md, \"Dynamic shapes and the kernel cache\"); build "
-                        "the graph without the kernel cache, or without dynamic shapes");
-  return Status::ok();
-}
-
-Status sdpa_precheck(const ir::Node& n) {
-  const ir::SdpaOptions* a = sdpa_options_of(n);
-  if (!a) return Status::ok();
-  const ir::Tensor q = n.input(Role::Q);
-  if (!q || q->dim.size() != 4) return Status::ok();  // lowering says what is wrong
-  const bool padding = n.input(Role::SEQ_LEN_Q) || n.input(Role::SEQ_LEN_KV);
-  return sdpa_mask_rules(detail::cat(op_kind_name(n.kind()), " '", n.name, "'"), *a, q->dim[2],
-                         ir::sdpa_kv_length(n), padding);
-}
-
-Status sdpa_check_stats_layout(LowerContext& cx, const std::string& what, const ir::Tensor& stats) {
-  // Before cuDNN 9.26 the fused backward reads a STATS input that is not packed [b,h,s_q,1]
-  // wrongly (the cuDNN frontend refuses it too); the forward writes any layout right.
-  if (const TensorView& sv = cx.view(stats); load_info().version < 92600) {
-    const auto& d = sv.dim;
-    const auto& st = sv.stride;
-    const bool packed = d.size() == 4 && st[3] == 1 && st[2] == d[3] && st[1] == d[2] * d[3] &&
-                        st[0] == d[1] * d[2] * d[3];
-    if (!packed)
-      return sdpa_unsupported(
-          what, detail::cat("a STATS input ", stats->describe(),
-                            " that is not packed [b,h,s_q,1] (strides [h*s_q, s_q, 1, 1]; cuDNN "
-                            "before 9.26 reads other layouts wrongly)"));
-  }
-  return Status::ok();
-}
-
-namespace {
 
 // cuDNN's attention kernels move Q, K, V, O and their gradients in 16-byte vectors and do not
 // check the strides against that: a row that starts off a 16-byte boundary is read wrongly
 // (wrong output on Hopper, a fault on older GPUs). Such a layout is refused.
-Status sdpa_check_strides(LowerContext& cx, const ir::Node& n, const std::string& what) {
+Status sdpa_check_strides(const ir::Node& n, const std::string& what) {
   auto check = [&](const ir::Tensor& t, const char* port) -> Status {
     if (!t || t->is_virtual) return Status::ok();
     const int64_t bytes = data_type_size(t->data_type);
-    const TensorView& v = cx.view(t);
+    const ir::TensorAttrs& v = *t;
     for (size_t i = 0; bytes > 0 && i < v.dim.size(); ++i)
       if (v.dim[i] > 1 && v.stride[i] != 1 && (v.stride[i] * bytes) % kTensorAlignment != 0)
         return sdpa_unsupported(
@@ -119,6 +75,48 @@ Status sdpa_check_strides(LowerContext& cx, const ir::Node& n, const std::string
 
 }  // namespace
 
+Status sdpa_kernel_cache_rule(const ir::ValidatedGraph& g) {
+  if (load_info().version >= 92000) return Status::ok();
+  for (const auto& n : g.nodes())
+    if (sdpa_options_of(n))
+      return make_error(ErrorCode::NotSupported, op_kind_name(n.kind()), " '", n.name,
+                        "': attention with dynamic shapes and a shared kernel cache is refused on "
+                        "cuDNN ",
+                        backend_version_string(),
+                        ": its kernels gave wrong outputs for the shapes after the first "
+                        "(docs/cudnn-engine.md, \"Dynamic shapes and the kernel cache\"); build "
+                        "the graph without the kernel cache, or without dynamic shapes");
+  return Status::ok();
+}
+
+Status sdpa_precheck(const ir::Node& n) {
+  const ir::SdpaOptions* a = sdpa_options_of(n);
+  if (!a) return Status::ok();
+  const ir::Tensor q = n.input(Role::Q);
+  if (!q || q->dim.size() != 4) return Status::ok();  // lowering says what is wrong
+  DNNGRAPH_TRY(sdpa_check_strides(n, detail::cat(op_kind_name(n.kind()), " '", n.name, "'")));
+  const bool padding = n.input(Role::SEQ_LEN_Q) || n.input(Role::SEQ_LEN_KV);
+  return sdpa_mask_rules(detail::cat(op_kind_name(n.kind()), " '", n.name, "'"), *a, q->dim[2],
+                         ir::sdpa_kv_length(n), padding);
+}
+
+Status sdpa_check_stats_layout(LowerContext& cx, const std::string& what, const ir::Tensor& stats) {
+  // Before cuDNN 9.26 the fused backward reads a STATS input that is not packed [b,h,s_q,1]
+  // wrongly (the cuDNN frontend refuses it too); the forward writes any layout right.
+  if (const TensorView& sv = cx.view(stats); load_info().version < 92600) {
+    const auto& d = sv.dim;
+    const auto& st = sv.stride;
+    const bool packed = d.size() == 4 && st[3] == 1 && st[2] == d[3] && st[1] == d[2] * d[3] &&
+                        st[0] == d[1] * d[2] * d[3];
+    if (!packed)
+      return sdpa_unsupported(
+          what, detail::cat("a STATS input ", stats->describe(),
+                            " that is not packed [b,h,s_q,1] (strides [h*s_q, s_q, 1, 1]; cuDNN "
+                            "before 9.26 reads other layouts wrongly)"));
+  }
+  return Status::ok();
+}
+
 Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::string& what,
                              const ir::SdpaOptions& a) {
   ir::Tensor q = n.input(Role::Q), k = n.input(Role::K), v = n.input(Role::V);
@@ -126,7 +124,7 @@ Result<SdpaShape> sdpa_shape(LowerContext& cx, const ir::Node& n, const std::str
   if (qv.dim.size() != 4 || kv.dim.size() != 4 || vv.dim.size() != 4)
     return make_error(ErrorCode::NotSupported, what, ": Q, K and V must be 4-D [b,h,s,d], got ",
                       q->describe(), ", ", k->describe(), " and ", v->describe());
-  DNNGRAPH_TRY(sdpa_check_strides(cx, n, what));
+  DNNGRAPH_TRY(sdpa_check_strides(n, what));
   SdpaShape s{qv.dim[0], qv.dim[1], kv.dim[1], vv.dim[1], qv.dim[2], ir::sdpa_kv_length(n),
               qv.dim[3], vv.dim[3]};
   if (s.hk <= 0 || s.hv <= 0 || s.hq % s.hk != 0 || s.hq % s.hv != 0)
