@@ -31,15 +31,17 @@ def pytest_configure(config):
 
 def _runs_on_a_gpu(item):
     params = getattr(getattr(item, "callspec", None), "params", {})
-    return (any(str(v).startswith("cuda") for v in params.values())
-            or any(m.kwargs.get("reason") == "needs a CUDA GPU" for m in item.iter_markers("skipif"))
-            or item.path.name.startswith("test_gpu_"))
+    reasons = " ".join(str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif")).lower()
+    return (item.path.name.startswith("test_gpu_")
+            or any(word in item.name.lower() for word in ("cuda", "gpu"))
+            or any(str(v).startswith("cuda") for v in params.values())
+            or any(word in reasons for word in ("cuda", "gpu", "nccl")))
 
 
 def pytest_collection_modifyitems(config, items):
-    """DNNGRAPH_TEST_ON=cuda keeps only the tests that run on a GPU (a case parametrized with a
-    CUDA device, a test marked needs_cuda, the test_gpu_* files): the GPU machine's run, whose
-    CPU cases the CPU run already covers."""
+    """DNNGRAPH_TEST_ON=cuda keeps only the tests that may run on a GPU (the test_gpu_* files, a
+    test named for CUDA or a GPU, a case parametrized with a CUDA device, a test skipped without
+    CUDA, a GPU or NCCL): the GPU machine's run, whose CPU cases the CPU run already covers."""
     if os.environ.get("DNNGRAPH_TEST_ON", "all") != "cuda":
         return
     keep = [item for item in items if _runs_on_a_gpu(item)]
