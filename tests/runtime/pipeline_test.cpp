@@ -125,6 +125,24 @@ TEST(Pipeline, DeserializeRejectsGarbage) {
   EXPECT_NE(s.message().find("99"), std::string::npos) << s.message();
 }
 
+// A handle on cuda:0 without a GPU: validate() makes no backend call.
+HandlePtr gpu_like() { return std::make_shared<Handle>(Device::cuda(0)); }
+
+// EXPECTs the CPU engine to accept `g` and validate() on a CUDA handle to refuse it
+// (NotSupported) with every part in its message; ok instead when no engine of this build runs
+// on CUDA.
+void expect_refused_on_cuda_only(Graph& g, std::initializer_list<const char*> parts) {
+  EXPECT_TRUE(g.validate(cpu()).is_ok());
+  Status s = g.validate(gpu_like());
+  if (!cudnn_info().built) {
+    EXPECT_TRUE(s.is_ok()) << "no engine of this build runs on cuda: " << s.to_string();
+    return;
+  }
+  EXPECT_EQ(s.code(), ErrorCode::NotSupported) << s.to_string();
+  for (const char* part : parts)
+    EXPECT_NE(s.message().find(part), std::string::npos) << part << " not in: " << s.message();
+}
+
 // validate(handle) applies the rules the engine of that handle knows without a backend call:
 // the cuDNN engine refuses what the frontend refuses at validate() (a bottom-right causal mask
 // with s_q > s_kv and no padding mask); the CPU engine runs it.
@@ -156,20 +174,10 @@ TEST(Pipeline, ValidateWithAHandleAppliesThatEnginesRules) {
     return g;
   };
   auto g = make(false);
-  EXPECT_TRUE(g->validate(cpu()).is_ok());
   EXPECT_TRUE(g->validate(nullptr).is_ok());
-  auto gpu_like = std::make_shared<Handle>(Device::cuda(0));  // no GPU needed: no backend call
-  Status s = g->validate(gpu_like);
-  if (!cudnn_info().built) {
-    EXPECT_TRUE(s.is_ok()) << "no engine of this build runs on cuda: " << s.to_string();
-    return;
-  }
-  EXPECT_EQ(s.code(), ErrorCode::NotSupported) << s.to_string();
-  EXPECT_NE(s.message().find("sdpa 'attn'"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("bottom-right right bound (causal) with s_q > s_kv"),
-            std::string::npos)
-      << s.message();
-  EXPECT_TRUE(make(true)->validate(gpu_like).is_ok());
+  expect_refused_on_cuda_only(*g,
+                              {"sdpa 'attn'", "bottom-right right bound (causal) with s_q > s_kv"});
+  EXPECT_TRUE(make(true)->validate(gpu_like()).is_ok());
 }
 
 // Attention rows off a 16-byte boundary (Q [1,2,16,16] bf16 read from rows of 17: a stride of
@@ -192,19 +200,9 @@ TEST(Pipeline, AttentionRowsOffSixteenBytesAreRefusedForCuda) {
     out[0]->set_output(true);
     return g;
   };
-  auto g = make(17);
-  EXPECT_TRUE(g->validate(cpu()).is_ok());
-  auto gpu_like = std::make_shared<Handle>(Device::cuda(0));  // no GPU needed: no backend call
-  Status s = g->validate(gpu_like);
-  if (!cudnn_info().built) {
-    EXPECT_TRUE(s.is_ok()) << "no engine of this build runs on cuda: " << s.to_string();
-    return;
-  }
-  EXPECT_EQ(s.code(), ErrorCode::NotSupported) << s.to_string();
-  for (const char* part :
-       {"sdpa 'attn'", "Q ", "a stride of 17 elements (34 bytes)", "not a multiple of 16 bytes"})
-    EXPECT_NE(s.message().find(part), std::string::npos) << part << " not in: " << s.message();
-  EXPECT_TRUE(make(24)->validate(gpu_like).is_ok());
+  expect_refused_on_cuda_only(*make(17), {"sdpa 'attn'", "Q ", "a stride of 17 elements (34 bytes)",
+                                          "not a multiple of 16 bytes"});
+  EXPECT_TRUE(make(24)->validate(gpu_like()).is_ok());
 }
 
 TEST(Pipeline, CudaHandleWithoutGpuFailsPolitely) {
