@@ -79,3 +79,18 @@ def test_out_into_a_misaligned_view(device):
     ops.linear_act.out(x, w, None, "none", out=out)
     assert_close(out, TF.linear(x, w), torch.float32, device)
     assert store[0].item() == 7.0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_misaligned_tensor_runs_the_graph_its_layout_built(device):
+    """The graph cache keys on layout, not on where a tensor starts: a misaligned tensor of an
+    aligned one's dims and strides (bound through an aligned copy) runs the graph already built."""
+    x, w = rand(4, 16, device=device), rand(8, 16, device=device)
+    F.linear(x, w, None, "relu")
+    before = dt.cache_info()
+    xs = torch.empty(4 * 16 + 1, device=device)[1:].view(4, 16).copy_(x)
+    assert xs.data_ptr() % 16 != 0 and xs.stride() == x.stride()
+    assert_close(F.linear(xs, w, None, "relu"), TF.relu(TF.linear(x, w)), torch.float32, device)
+    after = dt.cache_info()
+    assert after["size"] == before["size"] and after["misses"] == before["misses"]
+    assert after["hits"] > before["hits"]

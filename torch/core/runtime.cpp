@@ -97,8 +97,9 @@ Key& Key::add(const at::Tensor& t) {
   add(static_cast<int64_t>(t.scalar_type()));
   for (int64_t s : t.sizes()) add(s);
   for (int64_t s : t.strides()) add(s);
-  // cuDNN picks kernels by alignment: keep the pointer's 16-byte alignment in the key.
-  return add(aligned16(t));
+  // Not the pointer's alignment: execute() binds a misaligned tensor through an aligned copy,
+  // so one graph (its descriptors declare 16 bytes) serves both.
+  return *this;
 }
 
 Key& Key::add(at::IntArrayRef v) {

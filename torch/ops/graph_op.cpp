@@ -244,8 +244,6 @@ std::vector<at::Tensor> run_graph(c10::string_view json_in, at::TensorList input
       bound[k] = at::empty_strided(want.dims, want.strides, t.options()).copy_(t);
     else
       bound[k] = t;
-    // cuDNN picks kernels by alignment: the 16-byte alignment of each pointer is in the key.
-    key.add(aligned16(bound[k]));
   }
   auto g = cached_graph(key, device, kOp, [&](Graph& gr) {
     if (Status s = ir::from_json(json, gr); !s.is_ok()) throw_status(kOp, s);
