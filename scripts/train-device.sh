@@ -32,7 +32,8 @@ grep -E "^\[  (FAILED|PASSED) |Failure" "$out/tests.txt" | head -20
 if [ -n "${TORCH_TESTS:-}" ]; then
   s=$(date +%s)
   DNNGRAPH_TEST_ON=${DNNGRAPH_TEST_ON:-cuda} timeout "${TORCH_TESTS_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -p no:logging -rfE $TORCH_TESTS >"$out/torch_tests.txt" 2>&1
-  echo "torch_tests: rc=$? ($(( $(date +%s) - s )) s)"; tail -n 12 "$out/torch_tests.txt"
+  echo "torch_tests: rc=$? ($(( $(date +%s) - s )) s)"
+  grep -E "^(FAILED|ERROR) " "$out/torch_tests.txt" | cut -c1-300 | head -40; tail -n 2 "$out/torch_tests.txt"
 fi
 step sdpa 150 python3 bench/torch/sdpa_compare.py ${SDPA_LOG:+--log /tmp/sdpa-log}
 [ -n "${SDPA_LOG:-}" ] && gzip -9 /tmp/sdpa-log/*.log && cp /tmp/sdpa-log/*.gz "$out/"
