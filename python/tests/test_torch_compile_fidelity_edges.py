@@ -13,6 +13,7 @@ from torch_util import torch  # noqa: F401  (skips without dnngraph.torch)
 
 import torch.nn as nn
 import torch.nn.functional as F
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 import dnngraph.torch as dt
 from dnngraph.torch.compile import _backend
@@ -279,11 +280,19 @@ def test_fp64_conv_norm_attention():
         return F.relu(conv(x)).sum() + a.sum() + (ln(y) * 3.0).sum()
 
     d = torch.float64
+    # torch 2.11 traces fp64 attention's logsumexp as fp32 (its fake kernel; the real one gives
+    # fp64): the backend then leaves attention in ATen rather than lose fp64 precision.
+    q = rnd(1, 2, 8, 16, dtype=d)
+    with FakeTensorMode() as mode:
+        fq = mode.from_tensor(q)
+        traced_lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(fq, fq, fq)[1]
+    exact = traced_lse.dtype == torch.float64
     fidelity(lambda *t: fn(*t).reshape(1), rnd(2, 3, 6, 6, dtype=d, grad=True),
              *(rnd(1, 2, 8, 16, dtype=d, grad=True) for _ in range(3)),
              rnd(4, 16, dtype=d, grad=True),
-             fused=["convolution", "scaled_dot_product", "native_layer_norm"],
-             fused_bw=["convolution_backward", "native_layer_norm_backward"])
+             fused=["convolution", "native_layer_norm"] + (["scaled_dot_product"] if exact else []),
+             fused_bw=["convolution_backward", "native_layer_norm_backward"],
+             out={} if exact else {"scaled_dot_product": "lose fp64 precision"})
 
 
 @pytest.mark.parametrize("name", ["clamp", "hardtanh", "hardswish"])

@@ -35,9 +35,19 @@ def _stats_dims(lse):
     return shape if len(shape) == 4 and shape[-1] == 1 else shape + [1]
 
 
+def _check_lse_precision(q, lse):
+    """Some torch versions (2.11) trace the logsumexp of fp64 attention as fp32 while the kernel
+    returns fp64: a graph that followed the trace would hand fp32 statistics to the backward
+    (fp32-accurate gradients), and one that did not would break the trace. Left in ATen."""
+    if lse is not None and meta(q).dtype == torch.float64 and meta(lse).dtype != torch.float64:
+        raise Unmappable(f"fp64 attention whose traced logsumexp is {meta(lse).dtype} (this "
+                         "torch version's fake kernel): fused, it would lose fp64 precision")
+
+
 def _sdpa_fwd(ctx: Ctx, node, causal, out_count):
     q, k, v = node.args[:3]
     lse_used = any(u.args[1] == 1 for u in node.users)
+    _check_lse_precision(q, next((u for u in node.users if u.args[1] == 1), None))
     o, stats = ctx.g.sdpa(
         ctx.tensor(q), ctx.tensor(k), ctx.tensor(v), is_inference=not lse_used,
         attn_scale=_scale(node, q), use_causal_mask=bool(causal),
@@ -55,6 +65,7 @@ def _sdpa_fwd(ctx: Ctx, node, causal, out_count):
 
 
 def _sdpa_bwd(ctx: Ctx, node, grad, q, k, v, out, lse, causal, outputs=3):
+    _check_lse_precision(q, lse)
     dq, dk, dv = ctx.g.sdpa_backward(
         ctx.tensor(q), ctx.tensor(k), ctx.tensor(v), ctx.tensor(out), ctx.tensor(grad),
         ctx.tensor(lse, dims=_stats_dims(lse)), attn_scale=_scale(node, q),
