@@ -55,13 +55,12 @@ Status sdpa_check_strides(const ir::Node& n, const std::string& what) {
     const ir::TensorAttrs& v = *t;
     for (size_t i = 0; bytes > 0 && i < v.dim.size(); ++i)
       if (v.dim[i] > 1 && v.stride[i] != 1 && (v.stride[i] * bytes) % kTensorAlignment != 0)
-        return sdpa_unsupported(
-            what,
-            detail::cat(port, " ", t->describe(), ": a stride of ", v.stride[i], " elements (",
-                        v.stride[i] * bytes, " bytes) is not a multiple of ", kTensorAlignment,
-                        " bytes, and cuDNN's attention kernels read such rows wrongly; "
-                        "give it strides that are multiples of 16 bytes (a contiguous "
-                        "copy has them when its last dim does)"));
+        return make_error(ErrorCode::NotSupported, what, ": ", port, " ", t->describe(),
+                          ": a stride of ", v.stride[i], " elements (", v.stride[i] * bytes,
+                          " bytes) is not a multiple of ", kTensorAlignment,
+                          " bytes, and cuDNN's attention kernels read such rows wrongly; give it "
+                          "strides that are multiples of 16 bytes (a contiguous copy has them "
+                          "when its last dim does), or run the graph on the reference engine");
     return Status::ok();
   };
   for (auto [role, port] :
