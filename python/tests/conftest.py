@@ -44,8 +44,10 @@ def pytest_collection_modifyitems(config, items):
     CUDA, a GPU or NCCL): the GPU machine's run, whose CPU cases the CPU run already covers."""
     if os.environ.get("DNNGRAPH_TEST_ON", "all") != "cuda":
         return
-    keep = [item for item in items if _runs_on_a_gpu(item)]
-    config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+    keep, drop = [], []
+    for item in items:
+        (keep if _runs_on_a_gpu(item) else drop).append(item)
+    config.hook.pytest_deselected(items=drop)
     items[:] = keep
 
 

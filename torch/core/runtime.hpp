@@ -37,9 +37,11 @@ void check_device(const char* op, const at::Tensor& x, const char* x_name,
                   std::initializer_list<std::pair<const at::Tensor*, const char*>> others);
 void check_same_dtype(const char* op, const at::Tensor& x, const char* x_name, const at::Tensor& t,
                       const char* t_name);
-// Whether t starts on a 16-byte boundary (what cuDNN's tensor descriptors declare).
+// The alignment cuDNN's tensor descriptors declare, in bytes.
+inline constexpr int64_t kAlignmentBytes = 16;
+// Whether t starts on a kAlignmentBytes boundary.
 inline bool aligned16(const at::Tensor& t) {
-  return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+  return reinterpret_cast<uintptr_t>(t.data_ptr()) % kAlignmentBytes == 0;
 }
 // The dims/strides of a torch tensor as dnngraph wants them.
 std::vector<int64_t> dims_of(const at::Tensor& t);

@@ -35,7 +35,8 @@ Tensor rotate(const char* op, const Tensor& x, const Tensor& cos_in, const Tenso
   const Tensor y1 = y.narrow(3, 0, half), y2 = y.narrow(3, half, half);
   // The second halves start D/2 elements in: an engine that needs 16-byte aligned tensors (cuDNN)
   // cannot take them when D/2 elements are fewer bytes than that.
-  const bool aligned = x.device().is_cpu() || ((half * x.element_size()) % 16 == 0 && aligned16(x));
+  const bool aligned =
+      x.device().is_cpu() || ((half * x.element_size()) % kAlignmentBytes == 0 && aligned16(x));
   Key key(op);
   key.add(x1).add(x2).add(cos).add(sin).add(inverse).add_device(x.device());
   std::shared_ptr<const BuiltGraph> g;

@@ -136,7 +136,7 @@ Tensor attention_operand(const Tensor& t_in) {
   if (!t.defined() || t.is_non_overlapping_and_dense()) return t;  // a copy keeps its strides
   const int64_t bytes = static_cast<int64_t>(t.element_size());
   for (int64_t i = 0; i < t.dim(); ++i)
-    if (t.size(i) > 1 && t.stride(i) != 1 && (t.stride(i) * bytes) % 16 != 0)
+    if (t.size(i) > 1 && t.stride(i) != 1 && (t.stride(i) * bytes) % kAlignmentBytes != 0)
       return at::empty_like(t).copy_(t);
   return t;
 }

@@ -59,8 +59,10 @@ Status sdpa_check_strides(const ir::Node& n, const std::string& what) {
                           ": a stride of ", v.stride[i], " elements (", v.stride[i] * bytes,
                           " bytes) is not a multiple of ", kTensorAlignment,
                           " bytes, and cuDNN's attention kernels read such rows wrongly; give it "
-                          "strides that are multiples of 16 bytes (a contiguous copy has them "
-                          "when its last dim does), or run the graph on the reference engine");
+                          "strides that are multiples of ",
+                          kTensorAlignment,
+                          " bytes (a contiguous copy has them when its last dim does), or run "
+                          "the graph on the reference engine");
     return Status::ok();
   };
   for (auto [role, port] :
@@ -93,10 +95,10 @@ Status sdpa_precheck(const ir::Node& n) {
   if (!a) return Status::ok();
   const ir::Tensor q = n.input(Role::Q);
   if (!q || q->dim.size() != 4) return Status::ok();  // lowering says what is wrong
-  DNNGRAPH_TRY(sdpa_check_strides(n, detail::cat(op_kind_name(n.kind()), " '", n.name, "'")));
+  const std::string what = detail::cat(op_kind_name(n.kind()), " '", n.name, "'");
+  DNNGRAPH_TRY(sdpa_check_strides(n, what));
   const bool padding = n.input(Role::SEQ_LEN_Q) || n.input(Role::SEQ_LEN_KV);
-  return sdpa_mask_rules(detail::cat(op_kind_name(n.kind()), " '", n.name, "'"), *a, q->dim[2],
-                         ir::sdpa_kv_length(n), padding);
+  return sdpa_mask_rules(what, *a, q->dim[2], ir::sdpa_kv_length(n), padding);
 }
 
 Status sdpa_check_stats_layout(LowerContext& cx, const std::string& what, const ir::Tensor& stats) {

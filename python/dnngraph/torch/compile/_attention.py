@@ -46,17 +46,16 @@ def _check_lse_precision(q, lse):
 
 def _sdpa_fwd(ctx: Ctx, node, causal, out_count):
     q, k, v = node.args[:3]
-    lse_used = any(u.args[1] == 1 for u in node.users)
-    _check_lse_precision(q, next((u for u in node.users if u.args[1] == 1), None))
+    lse = next((u for u in node.users if u.args[1] == 1), None)  # the logsumexp, when read
+    _check_lse_precision(q, lse)
     o, stats = ctx.g.sdpa(
-        ctx.tensor(q), ctx.tensor(k), ctx.tensor(v), is_inference=not lse_used,
+        ctx.tensor(q), ctx.tensor(k), ctx.tensor(v), is_inference=lse is None,
         attn_scale=_scale(node, q), use_causal_mask=bool(causal),
     )
     outs = [o, stats] + [None] * (out_count - 2)
     dims = [None] * out_count
     if stats is not None:
         stats.set_data_type(F32)
-        lse = next(u for u in node.users if u.args[1] == 1)
         dims[1] = _stats_dims(lse)
         qv = meta(q)
         if math.prod(dims[1]) != qv.shape[0] * qv.shape[1] * qv.shape[2]:
