@@ -2,8 +2,8 @@
 # The training-speed checks on the GPU machine (device tool), in one call: run from the repository
 # root with .devdeps carried (scripts/prepare-device-deps.sh). Builds the Python module, the torch
 # ops and the GPU tests (build/gpu, kept between calls on a warm machine), then
-#   tests   : the GPU tests of GTEST_FILTER (default: attention's) and the torch GPU tests of
-#             TORCH_TESTS (default: none);
+#   tests   : the GPU tests of GTEST_FILTER (default: attention's; GPU_TESTS_TIMEOUT, default 150 s)
+#             and the torch GPU tests of TORCH_TESTS (default: none);
 #   sdpa    : bench/torch/sdpa_compare.py (kernels of both sides, cuDNN logs with SDPA_LOG=1);
 #   blocks  : bench/torch/blocks.py $BLOCKS_ARGS (default --profile --no-compile);
 #   ops     : bench/torch/bench_torch_ops.py --no-autotune (with OPS=1).
@@ -27,7 +27,7 @@ step() {  # name, timeout, command...
   timeout "$t" "$@" >"$out/$name.txt" 2>&1
   echo "$name: rc=$? ($(( $(date +%s) - s )) s)"
 }
-step tests 150 "$build/tests/dnngraph_gpu_tests" --gtest_filter="${GTEST_FILTER:-GpuSdpa*}"
+step tests "${GPU_TESTS_TIMEOUT:-150}" "$build/tests/dnngraph_gpu_tests" --gtest_filter="${GTEST_FILTER:-GpuSdpa*}"
 grep -E "^\[  (FAILED|PASSED) |Failure" "$out/tests.txt" | head -20
 if [ -n "${TORCH_TESTS:-}" ]; then
   s=$(date +%s)
