@@ -21,6 +21,7 @@ reported (--strict makes it an error).
 import argparse
 import os
 import sys
+import time
 import warnings
 
 import torch
@@ -103,17 +104,36 @@ def time_ms(model, x, iters):
 
 
 def profile(name, model, x, device, rows=20):
+    """The top kernels of 5 steps, then where the host time goes: the top host-side events by
+    self CPU time (CUDA runtime calls included: a synchronizing call there serializes host and
+    GPU), and per step the wall time against the GPU's busy time."""
     acts = [torch.profiler.ProfilerActivity.CPU]
     if device != "cpu":
         acts.append(torch.profiler.ProfilerActivity.CUDA)
+    steps = 5
     with torch.profiler.profile(activities=acts) as prof:
-        for _ in range(5):
+        if device != "cpu":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(steps):
             step(model, x)
         if device != "cpu":
             torch.cuda.synchronize()
-    key = "self_cpu_time_total" if device == "cpu" else "self_cuda_time_total"
-    print(f"---- top kernels of {name} (5 steps)")
-    print(prof.key_averages().table(sort_by=key, row_limit=rows, max_name_column_width=70))
+        wall = (time.perf_counter() - t0) * 1e3 / steps
+    events = prof.key_averages()
+    if device != "cpu":
+        print(f"---- top kernels of {name} ({steps} steps)")
+        print(events.table(sort_by="self_cuda_time_total", row_limit=rows, max_name_column_width=70))
+    print(f"---- top host events of {name} ({steps} steps)")
+    print(events.table(sort_by="self_cpu_time_total", row_limit=rows, max_name_column_width=70))
+    if device != "cpu":
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        busy = sum(e.time_range.elapsed_us() for e in kernels) / 1e3 / steps
+        syncs = {e.key: e.count for e in events if any(
+            k in e.key for k in ("Synchronize", "cudaMemcpy", "cudaMalloc", "cudaFree", "cudaHostAlloc"))}
+        print(f"---- {name}: {wall:.3f} ms per step (under the profiler), GPU busy {busy:.3f} ms, "
+              f"{len(kernels) / steps:.0f} kernels per step; synchronizing or allocating calls: "
+              f"{syncs or 'none'}")
 
 
 def stacked_pair(kind, device, dtype, depth, sizes):
@@ -149,6 +169,8 @@ def run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name
     if args.profile:
         profile(f"{name} dnngraph", ours, x, device)
         profile(f"{name} eager", ref, x, device)
+        if "compile(ours)" in variants:
+            profile(f"{name} compile(ours)", variants["compile(ours)"], x, device)
     return ms
 
 
