@@ -2,7 +2,8 @@
 the CUDA kernels each launches for one forward and one backward (torch.profiler, names and
 times), and with --log DIR each side's cuDNN backend log (CUDNN_LOGLEVEL_DBG=3) written to
 DIR/torch.log and DIR/dnngraph.log from separate processes, to diff the descriptors
-(engine, knobs, tensor strides) they hand to cuDNN.
+(engine, knobs, tensor strides) they hand to cuDNN. Then each side's backward alone, host
+events by self CPU time.
 
     python bench/torch/sdpa_compare.py [--shape 4,16,16,1024,64] [--log DIR]
     (shape: batch, q heads, kv heads, sequence, head dim; causal, bf16)
@@ -49,6 +50,15 @@ def run(side, shape, iters=10, profile=True):
         torch.cuda.synchronize()
     print(f"---- {side}: {shape}, {iters} forward+backward")
     print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=12,
+                                    max_name_column_width=90))
+    # The backward alone, host side: what one autograd call costs before the GPU is reached.
+    o = attn()
+    with torch.profiler.profile(activities=acts) as prof:
+        for _ in range(iters):
+            torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+        torch.cuda.synchronize()
+    print(f"---- {side}: {shape}, {iters} backward calls, host events by self CPU time")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=16,
                                     max_name_column_width=90))
 
 
