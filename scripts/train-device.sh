@@ -3,7 +3,8 @@
 # root with .devdeps carried (scripts/prepare-device-deps.sh). Builds the Python module, the torch
 # ops and the GPU tests (build/gpu, kept between calls on a warm machine), then
 #   tests   : the GPU tests of GTEST_FILTER (default: attention's; GPU_TESTS_TIMEOUT, default 150 s)
-#             and the torch GPU tests of TORCH_TESTS (default: none);
+#             and the torch GPU tests of TORCH_TESTS (default: none; stopped with SIGINT at
+#             TORCH_TESTS_TIMEOUT, so the failures so far are still reported);
 #   sdpa    : bench/torch/sdpa_compare.py (kernels of both sides, cuDNN logs with SDPA_LOG=1);
 #   blocks  : bench/torch/blocks.py $BLOCKS_ARGS (default --profile --no-compile);
 #   ops     : bench/torch/bench_torch_ops.py --no-autotune (with OPS=1).
@@ -31,7 +32,7 @@ step tests "${GPU_TESTS_TIMEOUT:-150}" "$build/tests/dnngraph_gpu_tests" --gtest
 grep -E "^\[  (FAILED|PASSED) |Failure" "$out/tests.txt" | head -20
 if [ -n "${TORCH_TESTS:-}" ]; then
   s=$(date +%s)
-  DNNGRAPH_TEST_ON=${DNNGRAPH_TEST_ON:-cuda} timeout "${TORCH_TESTS_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -p no:logging -rfE $TORCH_TESTS >"$out/torch_tests.txt" 2>&1
+  DNNGRAPH_TEST_ON=${DNNGRAPH_TEST_ON:-cuda} timeout -s INT -k 30 "${TORCH_TESTS_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -p no:logging -rfE --durations=12 $TORCH_TESTS >"$out/torch_tests.txt" 2>&1
   echo "torch_tests: rc=$? ($(( $(date +%s) - s )) s)"
   grep -E "^(FAILED|ERROR) " "$out/torch_tests.txt" | cut -c1-300 | head -40; tail -n 2 "$out/torch_tests.txt"
 fi
