@@ -3,8 +3,9 @@
 # root with .devdeps carried (scripts/prepare-device-deps.sh). Builds the Python module, the torch
 # ops and the GPU tests (build/gpu, kept between calls on a warm machine), then
 #   tests   : the GPU tests of GTEST_FILTER (default: attention's; GPU_TESTS_TIMEOUT, default 150 s)
-#             and the torch GPU tests of TORCH_TESTS (default: none; stopped with SIGINT at
-#             TORCH_TESTS_TIMEOUT, so the failures so far are still reported);
+#             and the torch GPU tests of TORCH_TESTS (default: none), through
+#             scripts/run-tests-resumable.py: failures with tracebacks in failures.txt as they
+#             happen, a hung test (TEST_HANG_S) skipped past;
 #   sdpa    : bench/torch/sdpa_compare.py (kernels of both sides, cuDNN logs with SDPA_LOG=1);
 #   blocks  : bench/torch/blocks.py $BLOCKS_ARGS (default --profile --no-compile);
 #   ops     : bench/torch/bench_torch_ops.py --no-autotune (with OPS=1).
@@ -31,10 +32,14 @@ step() {  # name, timeout, command...
 step tests "${GPU_TESTS_TIMEOUT:-150}" "$build/tests/dnngraph_gpu_tests" --gtest_filter="${GTEST_FILTER:-GpuSdpa*}"
 grep -E "^\[  (FAILED|PASSED) |Failure" "$out/tests.txt" | head -20
 if [ -n "${TORCH_TESTS:-}" ]; then
+  # Failures reach $out/failures.txt with their tracebacks as they happen; a test running past
+  # TEST_HANG_S (default 120) seconds has its stacks dumped there and the run goes on after it.
   s=$(date +%s)
-  DNNGRAPH_TEST_ON=${DNNGRAPH_TEST_ON:-cuda} timeout -s INT -k 30 "${TORCH_TESTS_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -p no:logging -rfE --durations=12 $TORCH_TESTS >"$out/torch_tests.txt" 2>&1
+  DNNGRAPH_TEST_ON=${DNNGRAPH_TEST_ON:-cuda} timeout -k 30 "${TORCH_TESTS_TIMEOUT:-300}" \
+    python3 scripts/run-tests-resumable.py --report "$out/failures.txt" --hang-s "${TEST_HANG_S:-120}" \
+    -- -q -p no:cacheprovider -p no:logging --durations=12 $TORCH_TESTS >"$out/torch_tests.txt" 2>&1
   echo "torch_tests: rc=$? ($(( $(date +%s) - s )) s)"
-  grep -E "^(FAILED|ERROR) " "$out/torch_tests.txt" | cut -c1-300 | head -40; tail -n 2 "$out/torch_tests.txt"
+  grep -E "^(FAILED|ENDED) |^[0-9]+ (passed|failed)|passed|failed" "$out/torch_tests.txt" | cut -c1-300 | tail -40
 fi
 step sdpa 150 python3 bench/torch/sdpa_compare.py ${SDPA_LOG:+--log /tmp/sdpa-log}
 [ -n "${SDPA_LOG:-}" ] && gzip -9 /tmp/sdpa-log/*.log && cp /tmp/sdpa-log/*.gz "$out/"

@@ -7,6 +7,7 @@ dnngraph. A test that exercises the ATen fallback on purpose says so with
 the fallback (say, one that caught the error) fails. Every test starts from seeded random
 generators (numpy's and Python's global ones, and torch's when torch is loaded)."""
 
+import faulthandler
 import math
 import os
 import random
@@ -49,6 +50,46 @@ def pytest_collection_modifyitems(config, items):
         (keep if _runs_on_a_gpu(item) else drop).append(item)
     config.hook.pytest_deselected(items=drop)
     items[:] = keep
+
+
+# DNNGRAPH_TEST_REPORT=FILE (the GPU machine's runs, scripts/run-tests-resumable.py): each
+# failure is appended to FILE with its traceback as it happens, so a run cut short still says
+# why; FILE.running names the test under way (removed at the end of the session: if it remains,
+# that test hung or crashed the process). DNNGRAPH_TEST_HANG_S=N: a test still running after N
+# seconds dumps every thread's stack into FILE and ends the process (a hang in C++ cannot be
+# interrupted from Python).
+def _report_path():
+    return os.environ.get("DNNGRAPH_TEST_REPORT")
+
+
+def pytest_runtest_logreport(report):
+    path = _report_path()
+    if path and report.failed:
+        with open(path, "a") as f:
+            f.write(f"==== FAILED {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
+
+
+_hang_file = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _hang_file
+    path = _report_path()
+    if not path:
+        return (yield)
+    with open(path + ".running", "w") as f:
+        f.write(item.nodeid + "\n")
+    hang_s = float(os.environ.get("DNNGRAPH_TEST_HANG_S", "0") or 0)
+    if hang_s > 0:
+        if _hang_file is None:
+            _hang_file = open(path, "a")
+        faulthandler.dump_traceback_later(hang_s, exit=True, file=_hang_file)
+    try:
+        return (yield)
+    finally:
+        if hang_s > 0:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def _fallback_policy_of(item):
@@ -264,7 +305,9 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    import sys
+    path = _report_path()  # the session ended normally: no test hung or crashed it
+    if path and os.path.exists(path + ".running"):
+        os.remove(path + ".running")
     props = sys.modules.get("props")
     if props is not None and props.min_cases() and props.CASES["n"] < props.min_cases():
         session.exitstatus = 1
