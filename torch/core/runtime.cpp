@@ -263,6 +263,19 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
   g->set_name(op);
   build(*g);
   if (Status s = g->validate(); !s.is_ok()) throw_status(op, s);
+  // Tests of the paths an engine without fusion takes (cuDNN has no fused plan for some
+  // shapes): DNNGRAPH_TORCH_MAX_FUSED_NODES=N refuses every graph of more than N ops.
+  static const int64_t max_nodes = [] {
+    const char* e = std::getenv("DNNGRAPH_TORCH_MAX_FUSED_NODES");
+    return e && *e ? std::max<int64_t>(std::atoll(e), 1) : int64_t{0};
+  }();
+  if (max_nodes > 0 && static_cast<int64_t>(g->nodes().size()) > max_nodes) {
+    built->unsupported =
+        make_error(ErrorCode::NotSupported,
+                   "DNNGRAPH_TORCH_MAX_FUSED_NODES=" + std::to_string(max_nodes) +
+                       " refuses this graph of " + std::to_string(g->nodes().size()) + " ops");
+    return cache().insert(key, std::move(built));
+  }
   {
     std::optional<c10::DeviceGuard> guard;
     if (device.is_cuda()) guard.emplace(device);

@@ -67,6 +67,62 @@ void check_inputs(const char* op, const Tensor& x, const Tensor& w, const OptTen
   }
 }
 
+// The forward graph act(conv(x, w) + b) writing y, and z (the pre-activation) when want_z;
+// b may be undefined. Cached; ->graph is null when the engine has no plan for it.
+std::shared_ptr<const BuiltGraph> forward_graph(const char* op, const Tensor& x, const Tensor& w,
+                                                const Tensor& b, const ConvParams& p, Act act,
+                                                const Tensor& y, const Tensor& z) {
+  const bool want_z = z.defined();
+  Key key(op);
+  key.add(x).add(w).add(b).add(at::IntArrayRef(p.stride)).add(at::IntArrayRef(p.padding));
+  key.add(at::IntArrayRef(p.dilation)).add(static_cast<int64_t>(act)).add(want_z);
+  key.add_device(x.device());
+  return cached_graph(key, x.device(), op, [&](Graph& gr) {
+    set_numerics(gr, x);
+    ir::Tensor pre = gr.conv_fprop(tensor_like(gr, X, "x", x), tensor_like(gr, W, "weight", w),
+                                   attrs_of<ir::ConvFpropAttrs>(p));
+    if (b.defined()) pre = gr.bias(pre, tensor_like(gr, BIAS, "bias", b));
+    output_like(apply_act(gr, act, pre), Y, "y", y);
+    if (want_z) output_like(pre, Z, "preactivation", z);
+  });
+}
+
+bool run_forward_graph(const char* op, const Tensor& x, const Tensor& w, const Tensor& b,
+                       const ConvParams& p, Act act, const Tensor& y, const Tensor& z) {
+  auto g = forward_graph(op, x, w, b, p, act, y, z);
+  if (!g->graph) return false;
+  execute(*g, x.device(), op, {{X, &x}, {W, &w}, {BIAS, &b}, {Y, &y}, {Z, &z}});
+  return true;
+}
+
+// When the fused graph has no plan (cuDNN's fusion engines want channel counts and layouts that
+// its plain convolution engines do not, and take no groups): the convolution as a smaller graph
+// (with the bias, else alone), the rest by ATen's elementwise kernels, the ones eager runs for
+// it (note_aten_part; not an ATen fallback: the convolution is still dnngraph's). Writes y and,
+// when defined, z. False when the convolution alone has no plan either.
+bool conv_forward_unfused(const char* op, const Tensor& x, const Tensor& w, const Tensor& b,
+                          const ConvParams& p, Act act, const Status& why, const Tensor& y,
+                          const Tensor& z) {
+  // The pre-activation: y itself without an activation, else z when kept, else a temporary.
+  const Tensor pre = act == Act::None ? y : z.defined() ? z : at::empty_like(y);
+  bool done = false;
+  if (act != Act::None && b.defined()) done = run_forward_graph(op, x, w, b, p, Act::None, pre, {});
+  if (!done) {
+    // Without an activation and with no bias, this is the fused graph again: no plan.
+    if (act == Act::None && !b.defined()) return false;
+    if (!run_forward_graph(op, x, w, Tensor(), p, Act::None, pre, {})) return false;
+    if (b.defined()) {
+      note_aten_part(op, "the bias", why);
+      pre.add_(b);
+    }
+  }
+  if (act != Act::None && !gemm::activation_graph(op, pre, act, y, Tensor())) {
+    note_aten_part(op, "the activation", why);
+    y.copy_(aten_act(act, pre));
+  }
+  return true;
+}
+
 // (y, z): z, the pre-activation, only when want_z (an extra output of the same graph).
 std::pair<Tensor, Tensor> conv_forward(const char* op, const Tensor& x_in, const Tensor& w_in,
                                        const OptTensor& bias, const ConvParams& p, Act act,
@@ -88,30 +144,14 @@ std::pair<Tensor, Tensor> conv_forward(const char* op, const Tensor& x_in, const
     return std::pair{y, z};
   };
   if (y.numel() == 0) return aten();
-  Key key(op);
-  key.add(x).add(w).add(b).add(at::IntArrayRef(p.stride)).add(at::IntArrayRef(p.padding));
-  key.add(at::IntArrayRef(p.dilation)).add(static_cast<int64_t>(act)).add(want_z);
-  key.add_device(x.device());
-  auto g = cached_graph(key, x.device(), op, [&](Graph& gr) {
-    set_numerics(gr, x);
-    ir::Tensor pre = gr.conv_fprop(tensor_like(gr, X, "x", x), tensor_like(gr, W, "weight", w),
-                                   attrs_of<ir::ConvFpropAttrs>(p));
-    if (b.defined()) pre = gr.bias(pre, tensor_like(gr, BIAS, "bias", b));
-    output_like(apply_act(gr, act, pre), Y, "y", y);
-    if (want_z) output_like(pre, Z, "preactivation", z);
-  });
-  if (!g->graph && want_z) {
-    // No plan with Z as a second output: Z from the graph without the activation, then Y from
-    // a pointwise graph; still no ATen.
-    z = conv_forward(op, x, w, bias, p, Act::None).first;
-    if (gemm::activation_graph(op, z, act, y, Tensor())) return {y, z};
+  auto g = forward_graph(op, x, w, b, p, act, y, z);
+  if (g->graph) {
+    execute(*g, x.device(), op, {{X, &x}, {W, &w}, {BIAS, &b}, {Y, &y}, {Z, &z}});
+    return {y, z};
   }
-  if (!g->graph) {
-    warn_fallback(op, g->unsupported);
-    return aten();
-  }
-  execute(*g, x.device(), op, {{X, &x}, {W, &w}, {BIAS, &b}, {Y, &y}, {Z, &z}});
-  return {y, z};
+  if (conv_forward_unfused(op, x, w, b, p, act, g->unsupported, y, z)) return {y, z};
+  warn_fallback(op, g->unsupported);
+  return aten();
 }
 
 Tensor conv2d_bias_act(const Tensor& x, const Tensor& w, const OptTensor& bias,

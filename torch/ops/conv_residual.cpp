@@ -60,9 +60,15 @@ std::pair<Tensor, Tensor> forward(const Tensor& x_in, const Tensor& w_in, const 
     if (want_z) output_like(pre, Z, "preactivation", z);
   });
   if (!g->graph) {
-    warn_fallback(op, g->unsupported);
-    Tensor pre =
-        at::conv2d(x, w, value_or_undefined(bias), stride, padding, dilation, groups) + res;
+    // No plan for the fused graph: conv2d_bias_act computes conv + bias (its own graphs, or its
+    // ATen fallback under the fallback policy), then the residual add and the activation are
+    // ATen's elementwise kernels, the ones eager runs for them.
+    note_aten_part(op, "the residual add and the activation", g->unsupported);
+    using ConvSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
+                           at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
+    static auto conv = op_handle<ConvSig>("dnngraph::conv2d_bias_act");
+    Tensor pre = conv.call(x, w, bias, stride, padding, dilation, groups, "none");
+    pre.add_(res);
     y.copy_(aten_act(act, pre));
     if (want_z) z.copy_(pre);
   } else {
