@@ -3,7 +3,8 @@ every activation, grads vs torch, gradcheck, opcheck, torch.compile, errors."""
 
 import pytest
 
-from torch_util import DEVICES, assert_close, assert_grads_close, rand, ref_dtype, torch
+from torch_util import (DEVICES, assert_close, assert_grads_close, rand, ref_dtype,
+                        run_without_fused_plans, torch)
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -105,24 +106,10 @@ def test_without_fused_plans_the_convolution_is_still_dnngraphs():
     arguments pass under the "error" fallback policy (no ATen convolution), and the log says
     which parts ran on ATen. bf16 is left out: rounding the convolution's output before the bias
     (as eager does) moves a few ReLU decisions next to zero away from the fp32 reference."""
-    import os
-    import subprocess
-    import sys
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, DNNGRAPH_TORCH_MAX_FUSED_NODES="1", DNNGRAPH_LOG="info",
-               PYTHONPATH=os.pathsep.join(sys.path))
-    env.pop("DNNGRAPH_TEST_REPORT", None)
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
-         "-k", "(test_conv2d_bias_act and dtype0) or (test_conv_residual and dtype0) or "
-               "(conv2d_bias_act and non_default) or conv2d_bias_act_keywords",
-         os.path.join(here, "test_torch_conv.py"), os.path.join(here, "test_torch_conv_residual.py"),
-         os.path.join(here, "test_torch_paths.py")],
-        capture_output=True, text=True, env=env, timeout=900)
-    out = r.stdout + r.stderr
-    assert r.returncode == 0, out[-4000:]
-    assert " passed" in r.stdout and " failed" not in r.stdout, out[-2000:]
+    out = run_without_fused_plans(
+        "(test_conv2d_bias_act and dtype0) or (test_conv_residual and dtype0) or "
+        "(conv2d_bias_act and non_default) or conv2d_bias_act_keywords",
+        "test_torch_conv.py", "test_torch_conv_residual.py", "test_torch_paths.py")
     # (On the CPU the activation alone is a pointwise graph; on a GPU ATen's kernel.)
     for part in ("the bias runs", "the residual add and the activation runs"):
         assert part in out, f"no log of {part!r}:\n{out[-3000:]}"

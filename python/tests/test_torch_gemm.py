@@ -3,7 +3,8 @@ opcheck, torch.compile, non-contiguous inputs, errors."""
 
 import pytest
 
-from torch_util import ACTS, DEVICES, TF, assert_close, assert_grads_close, rand, ref_dtype, torch
+from torch_util import (ACTS, DEVICES, TF, assert_close, assert_grads_close, rand, ref_dtype,
+                        run_without_fused_plans, torch)
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -127,3 +128,16 @@ def test_errors():
         F.matmul_epilogue(rand(2, 3, 4), rand(2, 4, 6), rand(5))
     with pytest.raises(TypeError, match="dtype"):
         F.linear(rand(3, 6), rand(4, 6, dtype=torch.float64))
+
+
+def test_without_fused_plans_the_matmul_is_still_dnngraphs():
+    """Where the engine has no plan for a GEMM with its epilogue (scale, bias, activation,
+    AMAX, the saved pre-activation), the matmul still runs as a dnngraph graph and the rest as
+    ATen's kernels (the activation and AMAX: a pointwise graph on the CPU). Forced with every
+    graph of more than one op refused: the fp32 value, gradient and AMAX tests pass under the
+    "error" fallback policy, and the log says which parts ran on ATen."""
+    out = run_without_fused_plans(
+        "(test_linear_act_forward_backward and dtype0) or (test_matmul_epilogue_amax and dtype0)"
+        " or broadcast_and_2d or non_contiguous or gradcheck",
+        "test_torch_gemm.py")
+    assert "the scale and bias runs" in out, out[-3000:]

@@ -117,3 +117,26 @@ def run_without_plans(code, log=False):
                        timeout=300)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
     return r.stderr
+
+
+def run_without_fused_plans(k, *files):
+    """Runs the tests of `files` (names in this folder) selected by the -k expression `k` in a
+    pytest process where every graph of more than one op is refused
+    (DNNGRAPH_TORCH_MAX_FUSED_NODES=1), as an engine without a fused plan for them would, with
+    info logging on. Asserts that they passed (under conftest.py's "error" fallback policy, so
+    no op fell back to ATen) and returns their output (stdout + stderr)."""
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, DNNGRAPH_TORCH_MAX_FUSED_NODES="1", DNNGRAPH_LOG="info",
+               PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("DNNGRAPH_TEST_REPORT", None)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-k", k,
+         *(os.path.join(here, f) for f in files)],
+        capture_output=True, text=True, env=env, timeout=900)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    assert " passed" in r.stdout and " failed" not in r.stdout, out[-2000:]
+    return out

@@ -148,6 +148,80 @@ bool activation_graph(const char* op, const Tensor& z, Act act, const Tensor& y,
   return true;
 }
 
+namespace {
+
+// The graph Y = act(alpha * (A @ B) + bias) [, AMAX] [, Z] writing r's tensors (bias may be
+// undefined). Cached; ->graph is null when the engine has no plan for it.
+std::shared_ptr<const BuiltGraph> epilogue_graph(const char* op, const Tensor& a, const Tensor& b,
+                                                 const Tensor& bias, double alpha, Act act,
+                                                 bool want_amax, bool want_z, const Epilogue& r,
+                                                 at::ScalarType st) {
+  Key key(op);
+  key.add(a)
+      .add(b)
+      .add(bias)
+      .add(alpha)
+      .add(static_cast<int64_t>(act))
+      .add(want_amax)
+      .add(want_z)
+      .add_device(a.device());
+  return cached_graph(key, a.device(), op, [&](Graph& gr) {
+    set_numerics(gr, a);
+    ir::Tensor z = gr.matmul(tensor_like(gr, A, "a", a), tensor_like(gr, B, "b", b));
+    if (alpha != 1.0) z = gr.scale(z, gr.scalar(ir::Scalar::of_float(alpha), "alpha"));
+    if (bias.defined()) z = gr.bias(z, tensor_like(gr, BIAS, "bias", bias));
+    ir::Tensor out = apply_act(gr, act, z);
+    output_like(out, Y, "y", r.y);
+    if (want_z) output_like(z, Z, "preactivation", r.z);
+    if (want_amax) {
+      ir::Tensor m = gr.reduction(out, {ReductionMode::Amax});
+      m->set_output(true).set_name("amax").set_uid(AMAX).set_dim({1, 1, 1}).set_stride({1, 1, 1});
+      m->set_data_type(data_type_of(st, op, "amax"));
+    }
+  });
+}
+
+// The product alone, alpha * (A @ B) + bias, into `pre` as one graph; false without a plan.
+bool run_product(const char* op, const Tensor& a, const Tensor& b, const Tensor& bias, double alpha,
+                 const Tensor& pre, at::ScalarType st) {
+  const Epilogue p{pre, Tensor(), Tensor()};
+  auto g = epilogue_graph(op, a, b, bias, alpha, Act::None, false, false, p, st);
+  if (!g->graph) return false;
+  execute(*g, a.device(), op, {{A, &a}, {B, &b}, {BIAS, &bias}, {Y, &pre}});
+  return true;
+}
+
+// When the fused graph has no plan: the matmul as a smaller graph (with the scale and bias,
+// else alone), the rest by ATen's elementwise kernels, the ones eager runs for it
+// (note_aten_part; the activation and AMAX: a pointwise graph where the engine takes one). Not
+// an ATen fallback: the matmul is still dnngraph's. False when the matmul alone has no plan.
+bool epilogue_unfused(const char* op, const Tensor& a, const Tensor& b, const Tensor& bias,
+                      double alpha, Act act, bool want_amax, const Status& why, Epilogue& r,
+                      at::ScalarType st) {
+  const bool rest = act != Act::None || want_amax;
+  const bool scaled = alpha != 1.0 || bias.defined();
+  // The pre-activation: y itself when nothing follows, else z when kept, else a temporary.
+  const Tensor pre = !rest ? r.y : r.z.defined() ? r.z : at::empty_like(r.y);
+  if (!(rest && scaled && run_product(op, a, b, bias, alpha, pre, st))) {
+    if (!rest && !scaled) return false;  // the fused graph was the matmul alone
+    if (!run_product(op, a, b, Tensor(), 1.0, pre, st)) return false;
+    if (scaled) {
+      note_aten_part(op, "the scale and bias", why);
+      if (alpha != 1.0) pre.mul_(alpha);
+      if (bias.defined()) pre.add_(bias);
+    }
+  }
+  if (rest && !activation_graph(op, pre, act, r.y, want_amax ? r.amax : Tensor())) {
+    note_aten_part(op, "the activation", why);
+    r.y.copy_(aten_act(act, pre));
+    if (want_amax) r.amax.copy_(r.y.abs().max());
+  }
+  if (r.z.defined() && !r.z.is_same(pre)) r.z.copy_(pre);
+  return true;
+}
+
+}  // namespace
+
 Epilogue epilogue(const char* op, const Tensor& a_in, const Tensor& b_in, const Tensor& bias,
                   double alpha, Act act, bool want_amax, bool want_z) {
   const Tensor a = matmul_operand(a_in), b = matmul_operand(b_in);
@@ -167,42 +241,15 @@ Epilogue epilogue(const char* op, const Tensor& a_in, const Tensor& b_in, const 
     return r;
   };
   if (r.y.numel() == 0 || a.size(2) == 0) return aten();
-  Key key(op);
-  key.add(a)
-      .add(b)
-      .add(bias)
-      .add(alpha)
-      .add(static_cast<int64_t>(act))
-      .add(want_amax)
-      .add(want_z)
-      .add_device(a.device());
-  auto g = cached_graph(key, a.device(), op, [&](Graph& gr) {
-    set_numerics(gr, a);
-    ir::Tensor z = gr.matmul(tensor_like(gr, A, "a", a), tensor_like(gr, B, "b", b));
-    if (alpha != 1.0) z = gr.scale(z, gr.scalar(ir::Scalar::of_float(alpha), "alpha"));
-    if (bias.defined()) z = gr.bias(z, tensor_like(gr, BIAS, "bias", bias));
-    ir::Tensor out = apply_act(gr, act, z);
-    output_like(out, Y, "y", r.y);
-    if (want_z) output_like(z, Z, "preactivation", r.z);
-    if (want_amax) {
-      ir::Tensor m = gr.reduction(out, {ReductionMode::Amax});
-      m->set_output(true).set_name("amax").set_uid(AMAX).set_dim({1, 1, 1}).set_stride({1, 1, 1});
-      m->set_data_type(data_type_of(st, op, "amax"));
-    }
-  });
-  if (!g->graph && want_z) {
-    // No plan with Z as a second output: Z from the graph without the activation, then Y (and
-    // AMAX) from a pointwise graph (on a GPU ATen's kernel: activation_graph).
-    r.z = epilogue(op, a, b, bias, alpha, Act::None, false).y;
-    if (activation_graph(op, r.z, act, r.y, want_amax ? r.amax : Tensor())) return r;
+  auto g = epilogue_graph(op, a, b, bias, alpha, act, want_amax, want_z, r, st);
+  if (g->graph) {
+    execute(*g, a.device(), op,
+            {{A, &a}, {B, &b}, {BIAS, &bias}, {Y, &r.y}, {AMAX, &r.amax}, {Z, &r.z}});
+    return r;
   }
-  if (!g->graph) {
-    warn_fallback(op, g->unsupported);
-    return aten();
-  }
-  execute(*g, a.device(), op,
-          {{A, &a}, {B, &b}, {BIAS, &bias}, {Y, &r.y}, {AMAX, &r.amax}, {Z, &r.z}});
-  return r;
+  if (epilogue_unfused(op, a, b, bias, alpha, act, want_amax, g->unsupported, r, st)) return r;
+  warn_fallback(op, g->unsupported);
+  return aten();
 }
 
 // ---------------------------------------------------------------- backward graphs
