@@ -32,7 +32,9 @@ struct Partition {
 // union as one graph; else it starts a group of its own if the engine takes it alone, and is
 // an unsupported partition of one op otherwise. "Can build" is the pipeline's answer up to
 // check_support (validate with the engine's prechecks, build_operation_graph,
-// create_execution_plans with heuristics A then FALLBACK, check_support): no plan is built. The
+// create_execution_plans with heuristics A then FALLBACK, check_support). Each partition settled
+// on is then built (a plan, kept by the plan cache); one that gets no plan is split into its
+// ops, each claimed alone if a plan builds for it, unsupported with the reason otherwise. The
 // answers are cached for the process per device, engines and fingerprint of the candidate graph
 // with its uids renumbered (so the same ops on other tensors, the next layer, ask no more).
 // Partitions come in an order that runs them: every partition after those whose outputs it

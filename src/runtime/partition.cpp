@@ -211,11 +211,12 @@ std::string one_line(const Graph& sub, const Status& s) {
   return out;
 }
 
-// Whether the engine on h's device can build `sub` as one graph: the pipeline up to
-// check_support. `sub` is validated here. A refusal comes back on one line.
-Status engine_accepts(Graph& sub, const HandlePtr& h) {
+// The cached answer for `sub` (validated here) under `tag`, else ask(sub) and cache it when it is
+// an answer (OK or NotSupported). A refusal comes back on one line, naming `sub`'s ops.
+template <class Ask>
+Status cached_answer(Graph& sub, const HandlePtr& h, const char* tag, Ask ask) {
   if (Status v = sub.validate(); !v.is_ok()) return Status(v.code(), flat(v.message()));
-  const std::string key = device_key(*h) + ":" + ir::fingerprint(sub).hex();
+  const std::string key = device_key(*h) + tag + ir::fingerprint(sub).hex();
   SupportCache& cache = support_cache();
   {
     std::lock_guard<std::mutex> lock(cache.mu);
@@ -227,10 +228,7 @@ Status engine_accepts(Graph& sub, const HandlePtr& h) {
     }
     ++cache.misses;
   }
-  Status s = sub.validate(h);
-  if (s.is_ok()) s = sub.build_operation_graph(h);
-  if (s.is_ok()) s = sub.create_execution_plans({HeurMode::A, HeurMode::Fallback});
-  if (s.is_ok()) s = sub.check_support();
+  Status s = ask(sub);
   if (!s.is_ok()) s = Status(s.code(), one_line(sub, s));
   if (s.is_ok() || s.code() == ErrorCode::NotSupported) {  // other errors are not answers
     std::lock_guard<std::mutex> lock(cache.mu);
@@ -238,6 +236,33 @@ Status engine_accepts(Graph& sub, const HandlePtr& h) {
     cache.map.emplace(key, Answer{s, names_of(sub)});
   }
   return s;
+}
+
+// Whether the engine on h's device can build `sub` as one graph: the pipeline up to
+// check_support.
+Status engine_accepts(Graph& sub, const HandlePtr& h) {
+  return cached_answer(sub, h, ":", [&](Graph& g) {
+    Status s = g.validate(h);
+    if (s.is_ok()) s = g.build_operation_graph(h);
+    if (s.is_ok()) s = g.create_execution_plans({HeurMode::A, HeurMode::Fallback});
+    if (s.is_ok()) s = g.check_support();
+    return s;
+  });
+}
+
+// Whether the engine builds a plan for `sub`, not only accepts it at check_support (which reads
+// a candidate's needs without finalizing it: a candidate can still fail to build). Asked of the
+// partitions the grouping settled on, so that run_graph, which has no ATen form, finds a plan.
+// The plan lands in the plan cache, where running the partition finds it.
+Status engine_builds(Graph& sub, const HandlePtr& h) {
+  Status s = cached_answer(sub, h, ":built:", [&](Graph& g) {
+    return g.build(h, {HeurMode::A, HeurMode::Fallback});
+  });
+  if (s.is_ok() || s.code() != ErrorCode::NotSupported) return s;
+  return Status(s.code(),
+                "the engine accepted this graph at check_support but built no plan "
+                "for it: " +
+                    s.message());
 }
 
 // ---------------------------------------------------------------- growing groups
@@ -457,7 +482,40 @@ Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h) {
     if (ops.size() > 1 && grouper.place_component(ops)) continue;
     for (size_t i : ops) grouper.place(i);
   }
-  return grouper.result();
+  // A partition is claimed only once a plan is built for it. One of several ops without a plan
+  // is split into its ops, each claimed alone if a plan is built for it.
+  const Wiring w = wire(*v);
+  auto sub_of = [&](const std::vector<size_t>& ops) {
+    std::vector<char> in(v->nodes().size(), 0);
+    for (size_t i : ops) in[i] = 1;
+    std::unique_ptr<Graph> sub = cut(*v, w, ops, in, v->name());
+    renumber(*sub);
+    return sub;
+  };
+  // Accepted at check_support (asked before for the grouped ones: a cache hit), then built.
+  auto builds = [&](const std::vector<size_t>& ops) {
+    if (Status a = engine_accepts(*sub_of(ops), h); !a.is_ok()) return a;
+    return engine_builds(*sub_of(ops), h);
+  };
+  std::vector<Partition> parts;
+  for (Partition& p : grouper.result()) {
+    Status s = p.supported ? builds(p.ops) : Status::ok();
+    if (s.is_ok() || s.code() != ErrorCode::NotSupported) {
+      if (!s.is_ok()) return s;
+      parts.push_back(std::move(p));
+      continue;
+    }
+    if (p.ops.size() == 1) {
+      parts.push_back(Partition{p.ops, false, s.message()});
+      continue;
+    }
+    for (size_t i : p.ops) {  // ascending: an order that runs them
+      Status one = builds({i});
+      if (!one.is_ok() && one.code() != ErrorCode::NotSupported) return one;
+      parts.push_back(Partition{{i}, one.is_ok(), one.is_ok() ? "" : one.message()});
+    }
+  }
+  return parts;
 }
 
 Result<std::unique_ptr<Graph>> partition_graph(const Graph& g, const Partition& p) {
