@@ -1,5 +1,6 @@
 // The build pipeline of dnngraph::Graph and execution with variant-pack validation.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -333,11 +334,14 @@ Status Graph::build_plan_at_index_unlocked(int64_t index) {
 Status Graph::build_plans_unlocked(BuildPlanPolicy policy) {
   if (state_->stage < Stage::Checked) return stage_error(*this, "build_plans", "check_support");
   std::string reasons;
+  int64_t failed = 0;
+  const auto start = std::chrono::steady_clock::now();
   // HEURISTICS_CHOICE: candidates are checked and built one at a time until one builds, so
   // nothing is compiled that will not be used. ALL: every supported candidate.
   for (int64_t i = 0; check_until(i); ++i) {
     Status s = build_plan_at_index_unlocked(i);
     if (!s.is_ok()) {
+      ++failed;
       reasons +=
           detail::cat("\n  ", state_->statuses[state_->supported[i]].info.name, ": ", s.message());
       continue;
@@ -352,10 +356,17 @@ Status Graph::build_plans_unlocked(BuildPlanPolicy policy) {
   }
   if (log_enabled(LogLevel::Info)) {
     const auto& cs = state_->statuses[state_->supported[static_cast<size_t>(state_->selected)]];
-    log_message(LogLevel::Info,
-                detail::cat("graph '", name(), "': built plan ", state_->selected, " '",
-                            cs.info.name, "' of engine '", state_->engine->name(), "', workspace ",
-                            cs.workspace_size, " bytes"));
+    log_message(
+        LogLevel::Info,
+        detail::cat(
+            "graph '", name(), "': built plan ", state_->selected, " '", cs.info.name,
+            "' of engine '", state_->engine->name(), "', workspace ", cs.workspace_size,
+            " bytes, in ",
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)
+                .count(),
+            " ms",
+            failed ? detail::cat(" (", failed, " candidate(s) failed to build first)") : ""));
   }
   return Status::ok();
 }
