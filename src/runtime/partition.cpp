@@ -211,8 +211,9 @@ std::string one_line(const Graph& sub, const Status& s) {
   return out;
 }
 
-// The cached answer for `sub` (validated here) under `tag`, else ask(sub) and cache it when it is
-// an answer (OK or NotSupported). A refusal comes back on one line, naming `sub`'s ops.
+// The cached answer for `sub` (validated here; its fingerprint is the key) under `tag`, else
+// ask() and cache it when it is an answer (OK or NotSupported). ask() returns the status and the
+// graph it asked (sub, or another form of it), whose candidates put a refusal on one line.
 template <class Ask>
 Status cached_answer(Graph& sub, const HandlePtr& h, const char* tag, Ask ask) {
   if (Status v = sub.validate(); !v.is_ok()) return Status(v.code(), flat(v.message()));
@@ -228,8 +229,8 @@ Status cached_answer(Graph& sub, const HandlePtr& h, const char* tag, Ask ask) {
     }
     ++cache.misses;
   }
-  Status s = ask(sub);
-  if (!s.is_ok()) s = Status(s.code(), one_line(sub, s));
+  auto [s, asked] = ask();
+  if (!s.is_ok()) s = Status(s.code(), one_line(*asked, s));
   if (s.is_ok() || s.code() == ErrorCode::NotSupported) {  // other errors are not answers
     std::lock_guard<std::mutex> lock(cache.mu);
     if (cache.map.size() >= SupportCache::kCapacity) cache.map.clear();
@@ -241,28 +242,31 @@ Status cached_answer(Graph& sub, const HandlePtr& h, const char* tag, Ask ask) {
 // Whether the engine on h's device can build `sub` as one graph: the pipeline up to
 // check_support.
 Status engine_accepts(Graph& sub, const HandlePtr& h) {
-  return cached_answer(sub, h, ":", [&](Graph& g) {
-    Status s = g.validate(h);
-    if (s.is_ok()) s = g.build_operation_graph(h);
-    if (s.is_ok()) s = g.create_execution_plans({HeurMode::A, HeurMode::Fallback});
-    if (s.is_ok()) s = g.check_support();
-    return s;
+  return cached_answer(sub, h, ":", [&] {
+    Status s = sub.validate(h);
+    if (s.is_ok()) s = sub.build_operation_graph(h);
+    if (s.is_ok()) s = sub.create_execution_plans({HeurMode::A, HeurMode::Fallback});
+    if (s.is_ok()) s = sub.check_support();
+    return std::pair<Status, Graph*>{s, &sub};
   });
 }
 
-// Whether the engine builds a plan for `sub`, not only accepts it at check_support (which reads
-// a candidate's needs without finalizing it: a candidate can still fail to build). Asked of the
-// partitions the grouping settled on, so that run_graph, which has no ATen form, finds a plan.
-// The plan lands in the plan cache, where running the partition finds it.
-Status engine_builds(Graph& sub, const HandlePtr& h) {
-  Status s = cached_answer(sub, h, ":built:", [&](Graph& g) {
-    return g.build(h, {HeurMode::A, HeurMode::Fallback});
+// Whether the engine builds a plan for a partition, not only accepts it at check_support (which
+// reads a candidate's needs without finalizing it: a candidate can still fail to build). Asked
+// of the partitions the grouping settled on, so that run_graph, which has no ATen form, finds a
+// plan. The answer is cached by `keyed` (the partition with its uids renumbered); `exact` (the
+// partition as partition_graph() makes it, original uids) is what is built, so that its plan
+// lands in the plan cache under the key running the partition looks up.
+Status engine_builds(Graph& keyed, Graph& exact, const HandlePtr& h) {
+  Status s = cached_answer(keyed, h, ":built:", [&] {
+    Status b = exact.validate();
+    if (b.is_ok()) b = exact.build(h, {HeurMode::A, HeurMode::Fallback});
+    return std::pair<Status, Graph*>{b, &exact};
   });
   if (s.is_ok() || s.code() != ErrorCode::NotSupported) return s;
-  return Status(s.code(),
-                "the engine accepted this graph at check_support but built no plan "
-                "for it: " +
-                    s.message());
+  return Status(
+      s.code(),
+      "the engine accepted this graph at check_support but built no plan for it: " + s.message());
 }
 
 // ---------------------------------------------------------------- growing groups
@@ -485,17 +489,19 @@ Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h) {
   // A partition is claimed only once a plan is built for it. One of several ops without a plan
   // is split into its ops, each claimed alone if a plan is built for it.
   const Wiring w = wire(*v);
-  auto sub_of = [&](const std::vector<size_t>& ops) {
+  // The partition's graph: renumbered (the answers' key), or as partition_graph() makes it.
+  auto sub_of = [&](const std::vector<size_t>& ops, bool renumbered) {
     std::vector<char> in(v->nodes().size(), 0);
     for (size_t i : ops) in[i] = 1;
-    std::unique_ptr<Graph> sub = cut(*v, w, ops, in, v->name());
-    renumber(*sub);
+    std::unique_ptr<Graph> sub =
+        cut(*v, w, ops, in, renumbered ? v->name() : g.name() + "." + v->nodes()[ops.front()].name);
+    if (renumbered) renumber(*sub);
     return sub;
   };
   // Accepted at check_support (asked before for the grouped ones: a cache hit), then built.
   auto builds = [&](const std::vector<size_t>& ops) {
-    if (Status a = engine_accepts(*sub_of(ops), h); !a.is_ok()) return a;
-    return engine_builds(*sub_of(ops), h);
+    if (Status a = engine_accepts(*sub_of(ops, true), h); !a.is_ok()) return a;
+    return engine_builds(*sub_of(ops, true), *sub_of(ops, false), h);
   };
   std::vector<Partition> parts;
   for (Partition& p : grouper.result()) {
