@@ -2,7 +2,8 @@
 //   forward : Y = act(conv_fprop(X, W) + bias)  (one graph; NCHW or channels_last: the graph
 //             takes the tensors' strides, W follows X's memory format, Y keeps it). For
 //             training (conv2d_bias_act_train) the same graph also writes the pre-activation
-//             Z where the backward needs it (relu: Y suffices).
+//             Z where the backward needs it (relu: Y suffices). Where that graph has no plan,
+//             the convolution is a graph of its own and the rest ATen's elementwise kernels.
 //   backward: two graphs, each with dZ = act'(Z) * dY fused in front:
 //             dX = conv_dgrad(dZ, W);  dW = conv_wgrad(dZ, X) and dbias = sum(dZ).
 //             Every gradient keeps the memory format of its tensor (channels_last end to end).

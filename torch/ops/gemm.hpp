@@ -13,8 +13,9 @@ struct Epilogue {
   Tensor y, amax, z;  // z: the pre-activation, when asked for (else undefined)
 };
 
-// Y = act(alpha * (A @ B) + bias) [AMAX = max|Y|] on 3-D A [Ba, M, K], B [Bb, K, N], one graph;
-// y is [max(Ba, Bb), M, N] contiguous. want_z: the graph also writes the pre-activation.
+// Y = act(alpha * (A @ B) + bias) [AMAX = max|Y|] on 3-D A [Ba, M, K], B [Bb, K, N], one graph
+// (where it has no plan: the matmul as a smaller graph, the rest by ATen's kernels or a
+// pointwise graph); y is [max(Ba, Bb), M, N] contiguous. want_z: also the pre-activation.
 Epilogue epilogue(const char* op, const Tensor& a_in, const Tensor& b_in, const Tensor& bias,
                   double alpha, Act act, bool want_amax, bool want_z = false);
 
