@@ -97,9 +97,8 @@ def test_errors():
 
 
 def test_without_fused_plans_the_convolution_is_still_dnngraphs():
-    """Where the engine has no plan for a fused convolution graph (on cuDNN: grouped convolutions,
-    channel counts its fusion engines do not take, fp32 with some activations), the convolution
-    still runs as a dnngraph graph and the bias, residual add and activation as ATen's kernels
+    """Where the engine has no plan for a fused convolution graph (on cuDNN, e.g. an activation
+    its fusion engines do not take), the convolution still runs as a dnngraph graph and the bias, residual add and activation as ATen's kernels
     (the activation alone: a pointwise graph on the CPU).
     Forced on the CPU with DNNGRAPH_TORCH_MAX_FUSED_NODES=1 (every graph of more than one op
     refused): the fp32 value and gradient tests of both convolution ops and the non-default

@@ -96,8 +96,8 @@ bool run_forward_graph(const char* op, const Tensor& x, const Tensor& w, const T
   return true;
 }
 
-// When the fused graph has no plan (cuDNN's fusion engines want channel counts and layouts that
-// its plain convolution engines do not, and take no groups): the convolution as a smaller graph
+// When the fused graph has no plan (e.g. an activation cuDNN's fusion engines do not take in
+// that layout or type, where its plain convolution engines run): the convolution as a smaller graph
 // (with the bias, else alone), the rest by ATen's elementwise kernels, the ones eager runs for
 // it (note_aten_part; not an ATen fallback: the convolution is still dnngraph's). Writes y and,
 // when defined, z. False when the convolution alone has no plan either.
