@@ -498,9 +498,7 @@ Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h) {
     if (renumbered) renumber(*sub);
     return sub;
   };
-  // Accepted at check_support (asked before for the grouped ones: a cache hit), then built.
   auto builds = [&](const std::vector<size_t>& ops) {
-    if (Status a = engine_accepts(*sub_of(ops, true), h); !a.is_ok()) return a;
     return engine_builds(*sub_of(ops, true), *sub_of(ops, false), h);
   };
   std::vector<Partition> parts;
@@ -516,7 +514,9 @@ Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h) {
       continue;
     }
     for (size_t i : p.ops) {  // ascending: an order that runs them
-      Status one = builds({i});
+      // Alone, the op is asked at check_support first (the grouping asked about the group).
+      Status one = engine_accepts(*sub_of({i}, true), h);
+      if (one.is_ok()) one = builds({i});
       if (!one.is_ok() && one.code() != ErrorCode::NotSupported) return one;
       parts.push_back(Partition{{i}, one.is_ok(), one.is_ok() ? "" : one.message()});
     }

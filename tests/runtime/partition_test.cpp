@@ -367,8 +367,7 @@ TEST_F(PartitionTest, AnswersAreCachedPerFingerprint) {
   auto parts = partition(d2.g, h);
   ASSERT_TRUE(parts.is_ok());
   EXPECT_EQ(picky.r.checks, checks);
-  // Every question of the first run (its misses, and the hits of asking a settled partition
-  // again before its plan is built) is a hit now.
+  // Every question of the first run (its misses and its hits) is a hit now.
   EXPECT_EQ(partition_cache_stats()[1] - stats[1], stats[1] + stats[2]);
   ASSERT_EQ(parts->size(), 3u);
   EXPECT_NE((*parts)[1].reason.find("op 'second_c'"), std::string::npos) << (*parts)[1].reason;

@@ -117,10 +117,7 @@ bool conv_forward_unfused(const char* op, const Tensor& x, const Tensor& w, cons
       pre.add_(b);
     }
   }
-  if (act != Act::None && !gemm::activation_graph(op, pre, act, y, Tensor())) {
-    note_aten_part(op, "the activation", why);
-    y.copy_(aten_act(act, pre));
-  }
+  if (act != Act::None) gemm::activation_graph(op, pre, act, y, Tensor());
   return true;
 }
 

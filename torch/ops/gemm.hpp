@@ -19,10 +19,10 @@ struct Epilogue {
 Epilogue epilogue(const char* op, const Tensor& a_in, const Tensor& b_in, const Tensor& bias,
                   double alpha, Act act, bool want_amax, bool want_z = false);
 
-// y = act(z) [and amax = max|y|, if defined] as one pointwise graph (y, amax given); false when
-// the engine has no plan. The training forwards' second step where the engine has no plan for
-// a graph with the pre-activation as a second output.
-bool activation_graph(const char* op, const Tensor& z, Act act, const Tensor& y,
+// y = act(z) [and amax = max|y|, if defined] as one pointwise graph (y, amax given); where the
+// engine takes no such graph or has no plan for it, ATen's kernels (note_aten_part). The second
+// step of the unfused forwards, after the product's graph.
+void activation_graph(const char* op, const Tensor& z, Act act, const Tensor& y,
                       const Tensor& amax);
 
 // One backward problem on 3-D operands: y = act(alpha * A @ B + bias), y [batch, M, N].

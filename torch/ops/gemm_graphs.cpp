@@ -121,13 +121,13 @@ Tensor matmul_operand(const Tensor& t_in) {
   return t.contiguous();
 }
 
-bool activation_graph(const char* op, const Tensor& z, Act act, const Tensor& y,
+void activation_graph(const char* op, const Tensor& z, Act act, const Tensor& y,
                       const Tensor& amax) {
-  if (!pointwise_graph_on(z.device(), op, "the activation")) {
+  auto aten = [&] {
     y.copy_(aten_act(act, z));
     if (amax.defined()) amax.copy_(y.abs().max());
-    return true;
-  }
+  };
+  if (!pointwise_graph_on(z.device(), op, "the activation")) return aten();
   Key key("activation");
   key.add(z).add(y).add(amax).add(static_cast<int64_t>(act)).add_device(z.device());
   auto g = cached_graph(key, z.device(), op, [&](Graph& gr) {
@@ -143,9 +143,11 @@ bool activation_graph(const char* op, const Tensor& z, Act act, const Tensor& y,
       m->set_data_type(data_type_of(amax, op, "amax"));
     }
   });
-  if (!g->graph) return false;
+  if (!g->graph) {
+    note_aten_part(op, "the activation", g->unsupported);
+    return aten();
+  }
   execute(*g, z.device(), op, {{Z, &z}, {Y, &y}, {AMAX, &amax}});
-  return true;
 }
 
 namespace {
@@ -211,11 +213,7 @@ bool epilogue_unfused(const char* op, const Tensor& a, const Tensor& b, const Te
       if (bias.defined()) pre.add_(bias);
     }
   }
-  if (rest && !activation_graph(op, pre, act, r.y, want_amax ? r.amax : Tensor())) {
-    note_aten_part(op, "the activation", why);
-    r.y.copy_(aten_act(act, pre));
-    if (want_amax) r.amax.copy_(r.y.abs().max());
-  }
+  if (rest) activation_graph(op, pre, act, r.y, want_amax ? r.amax : Tensor());
   if (r.z.defined() && !r.z.is_same(pre)) r.z.copy_(pre);
   return true;
 }
