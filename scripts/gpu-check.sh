@@ -59,7 +59,7 @@ if [ "${TORCH_CHECKS:-1}" = 1 ] && [ -f "$build/python/dnngraph/torch/libdnngrap
     # Failures with their tracebacks in torch_failures.txt as they happen; a hung test is skipped past.
     run torch_tests ${TORCH_TESTS_TIMEOUT:-420} env PYTHONPATH="$build/python" DNNGRAPH_TEST_ON=${DNNGRAPH_TEST_ON:-cuda} \
       python3 scripts/run-tests-resumable.py --report "$out/torch_failures.txt" -- -q -p no:cacheprovider -p no:logging $torch_tests
-    grep -E "^(FAILED|ENDED) |passed|failed" "$out/torch_tests.log" | tail -n 40
+    grep -E "^(FAILED|ENDED) |[0-9]+ (passed|failed)" "$out/torch_tests.log" | tail -n 40
   fi
   if [[ $steps == *" blocks "* ]]; then
     run torch_blocks 240 env PYTHONPATH="$build/python" python3 examples/torch_blocks.py --bench
@@ -79,7 +79,7 @@ fi
 if [ "${PYTHON_CHECKS:-1}" = 1 ] && ls "$build"/python/dnngraph/_dnngraph*.so >/dev/null 2>&1; then
   run pytest 300 env PYTHONPATH="$build/python" DNNGRAPH_TEST_ON=${DNNGRAPH_TEST_ON:-cuda} \
     python3 scripts/run-tests-resumable.py --report "$out/pytest_failures.txt" -- -q -p no:cacheprovider -p no:logging python/tests
-  grep -E "^(FAILED|ENDED) |passed|failed" "$out/pytest.log" | tail -n 40
+  grep -E "^(FAILED|ENDED) |[0-9]+ (passed|failed)" "$out/pytest.log" | tail -n 40
   run py_overhead 120 env PYTHONPATH="$build/python" python3 bench/python/gpu_execute_overhead.py
   cat "$out/py_overhead.log"
   if [ "${TUTORIAL:-1}" = 1 ] && [ -f "$root/.devdeps/tutorial.txt" ]; then
