@@ -164,6 +164,8 @@ def main():
     p.add_argument("--cpu-smoke", action="store_true", help="tiny sizes, fp32, on the CPU")
     p.add_argument("--inner", default=None, help="the dnngraph backend's inner compiler "
                    "(inductor; eager with --cpu-smoke)")
+    p.add_argument("--verify", action="store_true", help="the backend's verify option: each "
+                   "fused graph checked against ATen at compile time, any that differs left out")
     args = p.parse_args()
     smoke = args.cpu_smoke
     if not smoke and not torch.cuda.is_available():
@@ -191,7 +193,8 @@ def main():
         variants = {
             "eager": ref,
             "compile": torch.compile(ref, backend=default_backend),
-            "dnngraph": torch.compile(ref, backend="dnngraph", options={"inner": inner}),
+            "dnngraph": torch.compile(ref, backend="dnngraph",
+                                      options={"inner": inner, "verify": args.verify}),
         }
         try:
             compile_s = {v: first_call_s(variants[v], x, train, device) for v in ("compile", "dnngraph")}

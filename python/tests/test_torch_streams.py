@@ -179,7 +179,10 @@ def _gated_run(name, device, stream, setting, case=None):
     with setting():  # warm: the graphs built and cached, the expected results
         want, out_grads = forward_backward(ours, _leaves(inputs, grads), grads)
     torch.cuda.synchronize(device)  # those were made on the setting's stream
-    check(name, want, reference(ref, inputs, grads, out_grads), dtype, device, "ungated")
+    # Both runs are checked against torch's results: cuDNN may pick another engine for the
+    # gated run's buffers (fp32 GEMMs in TF32 then differ in the last bits).
+    expected = reference(ref, inputs, grads, out_grads)
+    check(name, want, expected, dtype, device, "ungated")
     torch.cuda.synchronize(device)
     sources = [t.detach() for t in inputs] + [g.detach() for g in out_grads]
     with torch.cuda.device(stream.device), torch.cuda.stream(stream):
@@ -201,7 +204,7 @@ def _gated_run(name, device, stream, setting, case=None):
     assert still_closed, (
         f"{name}: the gate on {stream} had opened when the call returned: the op made the host "
         "wait for the GPU (or enqueuing took longer than the gate)")
-    check(name, got, want, dtype, device, f"on {stream} behind the gate")
+    check(name, got, expected, dtype, device, f"on {stream} behind the gate")
 
 
 def _side_stream(index):

@@ -1,5 +1,6 @@
 // Convolution (fprop/dgrad/wgrad, NCHW and NHWC, fused bias+relu) and matmul (2-D, batched,
 // broadcast batch, epilogues) on cuDNN against the reference engine.
+#include "dnngraph/partition.hpp"
 #include "harness.hpp"
 
 namespace dnngraph::gpu_test {
@@ -103,6 +104,30 @@ TEST(GpuMatmul, ScaleBiasGeluAmaxEpilogue) {
         finish(amax, "AMAX", {1, 1, 1}, DataType::Float, false);
       },
       {.tol_scale = 2, .min_abs = 3e-2});
+}
+
+// matmul -> GELU -> matmul (a transformer MLP): cuDNN built such graphs and returned wrong values,
+// so the engine refuses them, naming the op; partition() splits one into pieces it builds.
+TEST(GpuMatmul, ChainedMatmulsAreRefusedAndSplit) {
+  DNNGRAPH_REQUIRE_GPU();
+  auto h = Handle::create(Device::cuda(0)).value();
+  const DataType t = DataType::BFloat16;
+  Graph g;
+  g.set_name("mlp");
+  g.set_io_data_type(t);
+  auto x = input(g, "X", {1, 256, 64}, t, false);
+  auto w1 = input(g, "W1", {1, 64, 128}, t, false);
+  auto w2 = input(g, "W2", {1, 128, 64}, t, false);
+  finish(g.matmul(g.gelu(g.matmul(x, w1)), w2), "Y", {1, 256, 64}, t, false);
+  ASSERT_TRUE(g.validate().is_ok());
+  Status s = g.build(h);
+  EXPECT_EQ(s.code(), ErrorCode::NotSupported) << s.to_string();
+  EXPECT_NE(s.message().find("reads the result of another matmul"), std::string::npos)
+      << s.message();
+  auto parts = partition(g, h);
+  ASSERT_TRUE(parts) << parts.status().to_string();
+  ASSERT_GE(parts->size(), 2u);
+  for (const Partition& p : *parts) EXPECT_TRUE(p.supported) << p.reason;
 }
 
 }  // namespace

@@ -85,6 +85,16 @@ inline Tensor saved_activation_input(Act act, const Tensor& y, const Tensor& z) 
   return act == Act::Relu ? y : (saves_preactivation(act) ? z : Tensor());
 }
 
+// The pre-activation a convolution's forward graph keeps for the backward (z), as the graph's
+// output: itself, or for tanh and sigmoid a copy made by an identity op. cuDNN 9.19's
+// conv-bias-activation engine takes conv, bias add and a tanh or sigmoid with the bias add's
+// result kept as an output, and then fails at execute (CUDNN_STATUS_INTERNAL_ERROR); the copy
+// keeps that engine from taking the graph (its other engines fuse the copy).
+inline ir::Tensor kept_preactivation(Graph& g, Act act, ir::Tensor pre) {
+  if (act != Act::Tanh && act != Act::Sigmoid) return pre;
+  return g.unary(PointwiseMode::Identity, std::move(pre));
+}
+
 // Saves what a convolution's backward needs: x, w, bias, the activation input (above) as
 // tensors, and the convolution's parameters and activation name.
 inline void save_conv_for_backward(AutogradContext* ctx, const Tensor& x, const Tensor& w,

@@ -84,7 +84,7 @@ std::shared_ptr<const BuiltGraph> forward_graph(const char* op, const Tensor& x,
                                    attrs_of<ir::ConvFpropAttrs>(p));
     if (b.defined()) pre = gr.bias(pre, tensor_like(gr, BIAS, "bias", b));
     output_like(apply_act(gr, act, pre), Y, "y", y);
-    if (want_z) output_like(pre, Z, "preactivation", z);
+    if (want_z) output_like(kept_preactivation(gr, act, pre), Z, "preactivation", z);
   });
 }
 

@@ -57,7 +57,7 @@ std::pair<Tensor, Tensor> forward(const Tensor& x_in, const Tensor& w_in, const 
     if (b.defined()) pre = gr.bias(pre, tensor_like(gr, BIAS, "bias", b));
     pre = gr.add(pre, tensor_like(gr, RES, "residual", res));
     output_like(apply_act(gr, act, pre), Y, "y", y);
-    if (want_z) output_like(pre, Z, "preactivation", z);
+    if (want_z) output_like(kept_preactivation(gr, act, pre), Z, "preactivation", z);
   });
   if (!g->graph) {
     // No plan for the fused graph: conv2d_bias_act computes conv + bias (its own graphs, or its

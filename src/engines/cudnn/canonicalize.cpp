@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
+#include <set>
 #include <string>
 
 #include "engines/cudnn/view.hpp"
@@ -149,12 +150,42 @@ Status fold(ViewMap& views, const ir::Tensor& layout_of, size_t fold_end, bool p
   return Status::ok();
 }
 
+bool is_product(ir::OpKind k) {
+  return k == ir::OpKind::Matmul || k == ir::OpKind::ConvFprop || k == ir::OpKind::ConvDgrad ||
+         k == ir::OpKind::ConvWgrad;
+}
+
+// A matmul or convolution reading another one's result in the same graph (a transformer MLP:
+// matmul, GELU, matmul) is refused: cuDNN 9.19 built plans for such graphs that returned wrong
+// values with a success status (docs/cudnn-engine.md, "Graphs cuDNN gets wrong"). One product
+// per chain, with its prologue and epilogue ops, is what its fusion engines take; partition()
+// splits a larger graph into such pieces.
+Status refuse_chained_products(const ir::ValidatedGraph& graph) {
+  std::set<const ir::TensorAttrs*> after;  // tensors computed from a product's result
+  for (const auto& n : graph.nodes()) {
+    bool reads = false;
+    for (const auto& p : n.inputs) reads = reads || (p.tensor && after.count(p.tensor.get()));
+    const bool product = is_product(n.kind());
+    if (product && reads)
+      return make_error(ErrorCode::NotSupported, "graph '", graph.name(), "': op '", n.name,
+                        "' (", ir::op_kind_name(n.kind()),
+                        ") reads the result of another matmul or convolution of the graph; the "
+                        "cuDNN engine takes one per chain (cuDNN computes some such graphs "
+                        "wrongly): split the graph there (dnngraph.partition() does)");
+    if (product || reads)
+      for (const auto& p : n.outputs)
+        if (p.tensor) after.insert(p.tensor.get());
+  }
+  return Status::ok();
+}
+
 // The rules of canonicalize() after the first views are made (every view of rank `rank`).
 Status canonicalize_shapes(const ir::ValidatedGraph& graph, ViewMap& views, size_t rank);
 
 }  // namespace
 
 Result<ViewMap> canonicalize(const ir::ValidatedGraph& graph) {
+  DNNGRAPH_TRY(refuse_chained_products(graph));
   ViewMap views;
   size_t rank = 0;
   for (const auto& t : graph.tensors()) rank = std::max(rank, t->dim.size());

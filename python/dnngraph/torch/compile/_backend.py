@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import threading
 
 import torch
@@ -17,24 +18,34 @@ INNERS = ("inductor", "eager")
 # torch.compile's modes; the backend reads "max-autotune" (the inner Inductor's autotuning).
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
-_local = threading.local()
 _graph_ids = itertools.count()
+# The lists collect_reports() fills, innermost last. Not thread-local: on a GPU the autograd
+# engine runs the backward (and compiles its graph, lazily) on its device thread.
+_collectors: list[list] = []
+_collectors_lock = threading.Lock()
 
 
 def _collecting():
-    return getattr(_local, "reports", None)
+    with _collectors_lock:
+        return _collectors[-1] if _collectors else None
 
 
 class collect_reports:
-    """Context manager: the reports of every graph compiled inside it, in order."""
+    """Context manager: the reports of every graph compiled while it is open (in any thread:
+    a GPU backward compiles on the autograd engine's device thread), in order."""
 
     def __enter__(self):
-        self.saved = _collecting()
-        _local.reports = []
-        return _local.reports
+        self.reports = []
+        with _collectors_lock:
+            _collectors.append(self.reports)
+        return self.reports
 
     def __exit__(self, *exc):
-        _local.reports = self.saved
+        with _collectors_lock:
+            for i in range(len(_collectors) - 1, -1, -1):
+                if _collectors[i] is self.reports:
+                    del _collectors[i]
+                    break
         return False
 
 
@@ -64,43 +75,47 @@ def _maybe(ctx):
     return ctx if ctx is not None else contextlib.nullcontext()
 
 
-def _compiler(kind: str, inner: str, mode, fuse_pointwise, gm, example_inputs):
+def _compiler(kind: str, inner: str, mode, fuse_pointwise, verify, gm, example_inputs):
     name = f"{kind}_{next(_graph_ids)}"
-    report = run_pass(gm, graph_name=name, pointwise=fuse_pointwise)
+    report = run_pass(gm, graph_name=name, pointwise=fuse_pointwise, verify=verify)
     reports = _collecting()
     if reports is not None:
         reports.append(report)
     return _inner_compile(gm, example_inputs, inner, mode)
 
 
-def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = False):
+def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = False,
+                 verify: bool | None = None):
     """The backend callable (``torch.compile(model, backend=make_backend("eager"))``).
 
     ``fuse_pointwise``: also claim partitions of pointwise and reduction ops alone (by default
-    they go to the inner compiler, which fuses them as well)."""
+    they go to the inner compiler, which fuses them as well). ``verify``: run each fused graph
+    once at compile time against the ATen ops it replaces, on random inputs, and leave any that
+    differs to ATen (default: the environment variable ``DNNGRAPH_COMPILE_VERIFY=1``)."""
     if not isinstance(inner, str) or inner not in INNERS:
         raise ValueError(
             f"dnngraph backend: options['inner'] is {inner!r}; expected one of {INNERS}"
         )
     if not (mode is None or isinstance(mode, str)) or mode not in MODES:
         raise ValueError(f"dnngraph backend: mode={mode!r}; expected one of {MODES}")
-    if not isinstance(fuse_pointwise, bool):
-        raise ValueError(
-            f"dnngraph backend: options['fuse_pointwise'] is {fuse_pointwise!r}; expected True "
-            "or False"
-        )
+    for name, v in (("fuse_pointwise", fuse_pointwise), ("verify", verify)):
+        if not isinstance(v, bool) and not (name == "verify" and v is None):
+            raise ValueError(
+                f"dnngraph backend: options['{name}'] is {v!r}; expected True or False"
+            )
+    if verify is None:
+        verify = os.environ.get("DNNGRAPH_COMPILE_VERIFY", "0") not in ("", "0")
+    args = (inner, mode, fuse_pointwise, verify)
     return aot_autograd(
-        fw_compiler=functools.partial(_compiler, "forward", inner, mode, fuse_pointwise),
-        bw_compiler=functools.partial(_compiler, "backward", inner, mode, fuse_pointwise),
-        inference_compiler=functools.partial(
-            _compiler, "inference", inner, mode, fuse_pointwise
-        ),
+        fw_compiler=functools.partial(_compiler, "forward", *args),
+        bw_compiler=functools.partial(_compiler, "backward", *args),
+        inference_compiler=functools.partial(_compiler, "inference", *args),
     )
 
 
 def dnngraph_backend(gm, example_inputs, options=None, mode=None):
     """``torch.compile(model, backend="dnngraph", options={"inner": "inductor" | "eager",
-    "fuse_pointwise": False})``."""
+    "fuse_pointwise": False, "verify": False})``."""
     if options is not None and not isinstance(options, dict):
         raise ValueError(
             f"dnngraph backend: options is a {type(options).__name__}; expected a dict such as "
@@ -109,12 +124,13 @@ def dnngraph_backend(gm, example_inputs, options=None, mode=None):
     options = dict(options or {})
     inner = options.pop("inner", "inductor")
     fuse_pointwise = options.pop("fuse_pointwise", None) or False
+    verify = options.pop("verify", None)
     if options:
         raise ValueError(
-            f"dnngraph backend: unknown options {sorted(options)}; the backend takes 'inner' "
-            "and 'fuse_pointwise'"
+            f"dnngraph backend: unknown options {sorted(options)}; the backend takes 'inner', "
+            "'fuse_pointwise' and 'verify'"
         )
-    return make_backend(inner, mode, fuse_pointwise)(gm, example_inputs)
+    return make_backend(inner, mode, fuse_pointwise, verify)(gm, example_inputs)
 
 
 def register():

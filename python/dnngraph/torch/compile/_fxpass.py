@@ -32,6 +32,7 @@ from ._lower import RESHAPES, Ctx, Unmappable, apply_request, meta
 from ._pieces import piece_label
 from ._runtime import dg_dtype, handle_for, partition_graph, run_graph_op, standin_register
 from ._runtime import uses_standin
+from ._verify import check_partition
 
 aten = torch.ops.aten
 log = logging.getLogger("dnngraph")
@@ -309,13 +310,16 @@ def _device(nodes):
 
 
 def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
-             pointwise=False) -> Report:
+             pointwise=False, verify=False) -> Report:
     """Finds the partitions of ``gm`` and (``rewrite``) replaces each claimed one with a
     ``run_graph`` call. Returns the decision for every ATen op.
 
     A partition is claimed when it replaces at least ``min_ops`` ATen ops and (unless
     ``pointwise``) holds an anchor op: a GEMM, convolution, norm or attention. Pointwise and
-    reduction ops alone are left to the inner compiler, which fuses them itself."""
+    reduction ops alone are left to the inner compiler, which fuses them itself.
+
+    ``verify``: each claimed partition is first run both ways on random inputs
+    (``_verify.check_partition``); one whose result differs from ATen's stays in ATen."""
     canonicalize(gm)
     refused: dict[fx.Node, str] = {}
     claimed: list[tuple[list, _Built]] = []
@@ -328,18 +332,38 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
         claimed, engine_refused = [], {}
         for n in gm.graph.nodes:
             refused.setdefault(n, f"backend error: {type(e).__name__}: {e}")
+    jsons = []
+    for _nodes, built in claimed:
+        jsons.append(built.g.to_json())
+        if uses_standin():
+            standin_register(jsons[-1], built.g)
+    if verify:
+        claimed, jsons = _verified(graph_name, claimed, jsons, engine_refused)
     report = _report(gm, graph_name, claimed, refused, engine_refused)
     if rewrite and claimed:
         replaced = {}
-        for nodes, built in claimed:
-            graph_json = built.g.to_json()
-            if uses_standin():
-                standin_register(graph_json, built.g)
+        for (nodes, built), graph_json in zip(claimed, jsons):
             _replace(gm, nodes, built, graph_json, replaced)
         legalize_graph(gm)
         gm.graph.lint()
         gm.recompile()
     return report
+
+
+def _verified(graph_name, claimed, jsons, engine_refused):
+    """The claimed partitions whose fused result matches ATen's; the others' ops are refused."""
+    kept, kept_jsons = [], []
+    for (nodes, built), graph_json in zip(claimed, jsons):
+        why = check_partition(nodes, built, graph_json)
+        if why is None:
+            kept.append((nodes, built))
+            kept_jsons.append(graph_json)
+            continue
+        ops = ", ".join(n.name for n in _compute_nodes(nodes))
+        log.warning("dnngraph backend: %s: partition [%s]: %s", graph_name, ops, why)
+        for n in nodes:
+            engine_refused[n] = why
+    return kept, kept_jsons
 
 
 def _plan_until_stable(gm, refused, min_ops, pointwise):
