@@ -602,7 +602,7 @@ def test_gpu_gpt_block_bf16():
 
     m = _gpu(compile_backend.GPTBlock(128, 2, 512))
     x = rand(2, 64, 128, dtype=torch.bfloat16, device="cuda", grad=True)
-    reports, calls = check(m, x, dtype=torch.bfloat16, inner="inductor", scale=2.0)
+    reports, calls = check(m, x, dtype=torch.bfloat16, inner="inductor", against_float64=True)
     assert calls >= 1  # at least the forward's GEMM epilogues
 
 

@@ -155,7 +155,9 @@ def check(name, got, want, dtype, device, what):
     for i, (a, b) in enumerate(zip(got, want)):
         assert a.device == torch.device(device), (
             f"{name} {what}: result {i} on {a.device}, not {device}")
-        scale = 1 if i == 0 else 4  # gradients: longer sums
+        # Gradients: longer sums. fp32 on a GPU: cuDNN's GEMMs run in TF32 (~1e-2 at the tail of
+        # a 64-term sum), against torch's fp32 reference.
+        scale = (1 if i == 0 else 4) * (2 if dtype == torch.float32 and device != "cpu" else 1)
         assert_close(a, b.to(a.device), dtype, str(a.device), scale=scale)
 
 

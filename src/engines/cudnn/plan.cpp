@@ -77,6 +77,28 @@ Result<void*> upload_device_constant(int device, const std::vector<float>& value
 
 namespace {
 
+// cuDNN's runtime-compiled engines call the CUDA driver API at execute, which needs a context
+// current in the calling thread. A thread that has made no CUDA runtime call yet has none (the
+// autograd engine's device thread: it only checks the current device), and cuDNN then fails with
+// CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER (invalid device context). cudaSetDevice on the
+// thread's own current device makes its primary context current; done once per thread and
+// device.
+void make_context_current(int device) {
+  thread_local uint64_t done = 0;  // bit d: done for device d
+  const bool tracked = device >= 0 && device < 64;
+  if (tracked && ((done >> device) & 1)) return;
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current != device) {
+    (void)cudaGetLastError();
+    return;  // the caller chose another device: not this function's to change
+  }
+  if (cudaSetDevice(device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  if (tracked) done |= uint64_t{1} << device;
+}
+
 // The variant packs one plan prepared (validated and finalized), by what they bind: its
 // pointers, then the workspace. The layers of a model that share a plan each find theirs again
 // step after step, as torch's caching allocator hands out the same addresses. Bounded: when
@@ -162,6 +184,7 @@ class CudnnPlan final : public Plan {
                 name_, "cudnnSetStream"));
       hs->applied_epoch = epoch;
     }
+    make_context_current(hs->device);
     const cudnnStatus_t rc = api()->cudnnBackendExecute(hs->handle, plan_.get(), vp);
     if (rc == CUDNN_STATUS_SUCCESS) return Status::ok();  // no message built on the hot path
     return check(rc, "plan '" + name_ + "'", "cudnnBackendExecute");
