@@ -172,9 +172,19 @@ def test_cases_match_torch_on_cpu(name):
           "on the CPU")
 
 
+# Cases that block for good behind the gate on a GPU (docs/cudnn-engine.md, "Graphs cuDNN gets
+# wrong"): the fused convolution backward waits inside cuDNN's runtime-compiled engine.
+BLOCKED_BEHIND_A_GATE = {
+    "conv2d_bias_act": "the fused convolution backward blocks inside cuDNN (cuKernelGetFunction) "
+                       "when queued behind another kernel: a known cuDNN 9.19 hang",
+}
+
+
 def _gated_run(name, device, stream, setting, case=None):
     """The case (CASES[name] unless given) on `device` under `setting` (a context manager
     factory), gated on `stream`."""
+    if case is None and name in BLOCKED_BEHIND_A_GATE:
+        pytest.skip(BLOCKED_BEHIND_A_GATE[name])
     make, ours, ref = case or CASES[name]
     inputs, grads, dtype = make(device)
     inputs = _tables(name, inputs)

@@ -167,8 +167,8 @@ Status refuse_chained_products(const ir::ValidatedGraph& graph) {
     for (const auto& p : n.inputs) reads = reads || (p.tensor && after.count(p.tensor.get()));
     const bool product = is_product(n.kind());
     if (product && reads)
-      return make_error(ErrorCode::NotSupported, "graph '", graph.name(), "': op '", n.name,
-                        "' (", ir::op_kind_name(n.kind()),
+      return make_error(ErrorCode::NotSupported, "graph '", graph.name(), "': op '", n.name, "' (",
+                        ir::op_kind_name(n.kind()),
                         ") reads the result of another matmul or convolution of the graph; the "
                         "cuDNN engine takes one per chain (cuDNN computes some such graphs "
                         "wrongly): split the graph there (dnngraph.partition() does)");
