@@ -95,6 +95,23 @@ def test_a_partition_that_differs_is_left_to_aten(monkeypatch):
         assert_close(g, w, torch.float32, scale=4)
 
 
+def test_a_partition_that_fails_to_run_is_left_to_aten(monkeypatch):
+    def failing(graph_json, inputs):  # an engine failing at execute (cuDNN: INTERNAL_ERROR)
+        raise RuntimeError("dnngraph::run_graph: BackendError: cudnnBackendExecute failed")
+
+    monkeypatch.setattr(_verify, "run_graph_op", lambda: failing)
+    torch.manual_seed(0)
+    m, x = Mlp(), rand(4, 8, 16)
+    want, want_grads = _eager_step(m, x)
+    out, reports, grads = _train_step(m, x, verify=True)
+    refused = [d for r in reports for d in r.decisions if d.reason.startswith("verify")]
+    assert refused and not _claimed(reports)
+    assert "failed to run (RuntimeError: dnngraph::run_graph: BackendError" in refused[0].reason
+    assert_close(out, want, torch.float32)
+    for g, w in zip(grads, want_grads):
+        assert_close(g, w, torch.float32, scale=4)
+
+
 def test_verify_from_the_environment_and_bad_values(monkeypatch):
     calls = []
     real = _verify.check_partition
