@@ -332,11 +332,11 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
         claimed, engine_refused = [], {}
         for n in gm.graph.nodes:
             refused.setdefault(n, f"backend error: {type(e).__name__}: {e}")
-    jsons = []
-    for _nodes, built in claimed:
-        jsons.append(built.g.to_json())
-        if uses_standin():
-            standin_register(jsons[-1], built.g)
+    # The graphs' JSON (what run_graph reads), written only when a partition will run.
+    jsons = [built.g.to_json() for _nodes, built in claimed] if rewrite or verify else []
+    if uses_standin():
+        for (_nodes, built), graph_json in zip(claimed, jsons):
+            standin_register(graph_json, built.g)
     if verify:
         claimed, jsons = _verified(graph_name, claimed, jsons, engine_refused)
     report = _report(gm, graph_name, claimed, refused, engine_refused)
