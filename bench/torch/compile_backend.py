@@ -157,6 +157,27 @@ def first_call_s(model, x, train, device):
     return time.perf_counter() - t0
 
 
+def profile(name, ref, variants, x, train, device):
+    """Prints which ops the backend fused and the 15 kernels with the most GPU time over 5 steps
+    of Inductor's and the backend's compiled block."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    summary = str(dnngraph.torch.explain(ref, x.detach().requires_grad_(train))).split("\n\n")[0]
+    print(f"  {name}: {summary}".replace("\n", "\n    "))
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device != "cpu" else [])
+    for v in ("compile", "dnngraph"):
+        step(variants[v], x, train)
+        with torch_profile(activities=acts) as prof:
+            for _ in range(5):
+                step(variants[v], x, train)
+            if device != "cpu":
+                torch.cuda.synchronize()
+        key = "self_device_time_total" if device != "cpu" else "self_cpu_time_total"
+        print(f"  --- {name} {v}: 5 steps, kernels by GPU time")
+        print(prof.key_averages().table(sort_by=key, row_limit=15, max_name_column_width=70))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--blocks", default=",".join(BLOCKS), help="comma-separated: " + ", ".join(BLOCKS))
@@ -166,6 +187,8 @@ def main():
                    "(inductor; eager with --cpu-smoke)")
     p.add_argument("--verify", action="store_true", help="the backend's verify option: each "
                    "fused graph checked against ATen at compile time, any that differs left out")
+    p.add_argument("--profile", action="store_true", help="after timing, the fused graphs "
+                   "(dnngraph.torch.explain) and the top kernels of Inductor and dnngraph by GPU time")
     args = p.parse_args()
     smoke = args.cpu_smoke
     if not smoke and not torch.cuda.is_available():
@@ -206,6 +229,8 @@ def main():
             print(f"  FAILED: {type(e).__name__}: {e}", flush=True)
             continue
         rows.append((name, ms, compile_s))
+        if args.profile:
+            profile(name, ref, variants, x, train, device)
         print("  " + ", ".join(f"{v} {t:.3f} ms" for v, t in ms.items())
               + ", first call " + ", ".join(f"{v} {t:.1f} s" for v, t in compile_s.items()), flush=True)
     print()
