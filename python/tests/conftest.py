@@ -28,6 +28,10 @@ def pytest_configure(config):
     # Read by libdnngraph_torch when it first needs its policy, and inherited by the processes a
     # test starts (examples, DistributedDataParallel workers).
     os.environ["DNNGRAPH_TORCH_FALLBACK"] = os.environ.get("DNNGRAPH_TEST_FALLBACK_POLICY", "error")
+    # The compile backend's tests check the numbers of fused graphs: on a GPU its measure option
+    # would leave a partition that is not faster than ATen's ops out of the rewrite (and out of
+    # the test). Tests of that option turn it on themselves.
+    os.environ.setdefault("DNNGRAPH_COMPILE_MEASURE", "0")
 
 
 def _runs_on_a_gpu(item):

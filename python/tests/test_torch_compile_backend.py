@@ -2,6 +2,7 @@
 dnngraph graphs, forward and backward against eager, partition boundaries, fallback to the inner
 compiler, dynamic shapes, graph breaks, explain()."""
 
+import copy
 import operator
 import os
 
@@ -559,6 +560,7 @@ def test_bench_cpu_smoke():
     import sys
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("DNNGRAPH_COMPILE_MEASURE", None)  # the backend as users get it
     r = subprocess.run(
         [sys.executable, os.path.join(ROOT, "bench", "torch", "compile_backend.py"),
          "--cpu-smoke"],
@@ -633,6 +635,7 @@ def test_gpu_bench_smallest_blocks():
     import sys
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("DNNGRAPH_COMPILE_MEASURE", None)  # the backend as users get it
     r = subprocess.run(
         [sys.executable, os.path.join(ROOT, "bench", "torch", "compile_backend.py"),
          "--blocks", "resnet_c256,gpt_d768", "--iters", "3"],
@@ -640,3 +643,40 @@ def test_gpu_bench_smallest_blocks():
     )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert "MISMATCH" not in r.stdout
+
+
+@needs_cuda
+def test_gpu_reduce_overhead_records_cuda_graphs():
+    """mode="reduce-overhead": the inner Inductor captures the graphs, run_graph calls included
+    (CUDA graph trees record them; nothing is skipped), and a training loop matches eager."""
+    import sys
+
+    from torch._dynamo.utils import counters
+    from torch._inductor import cudagraph_trees
+
+    sys.path.insert(0, os.path.join(ROOT, "bench", "torch"))
+    import compile_backend
+
+    torch.manual_seed(0)
+    ref = _gpu(compile_backend.GPTBlock(128, 2, 512))
+    x = rand(2, 64, 128, dtype=torch.bfloat16, device="cuda")
+    torch._dynamo.reset()
+    cudagraph_trees.reset_cudagraph_trees()
+    counters.clear()
+    compiled = torch.compile(ref, backend=make_backend(mode="reduce-overhead", measure=False))
+    with _backend.collect_reports() as reports:
+        for _ in range(3):  # fresh gradients each step, as CUDA graph trees take a training loop
+            ref.zero_grad(set_to_none=True)
+            compiled(x).float().square().mean().backward()
+    grads = {n: p.grad.clone() for n, p in ref.named_parameters()}
+    assert not counters["inductor"]["cudagraph_skips"], dict(counters["inductor"])
+    manager = cudagraph_trees.get_manager(torch.cuda.current_device(), False)
+    assert manager is not None and sum(len(v) for v in manager.roots.values()) >= 1
+    assert _fused_ops(list(reports), "forward"), "no fused forward graph to capture"
+    eager = {}
+    for model, dtype in ((ref, torch.bfloat16), (copy.deepcopy(ref).double(), torch.float64)):
+        model.zero_grad(set_to_none=True)
+        model(x.to(dtype)).float().square().mean().backward()
+        eager[dtype] = {n: p.grad.clone() for n, p in model.named_parameters()}
+    for n, g in grads.items():
+        assert_no_worse_than_eager(g, eager[torch.bfloat16][n], eager[torch.float64][n], n)

@@ -15,7 +15,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from ._fxpass import run_pass
 
 INNERS = ("inductor", "eager")
-# torch.compile's modes; the backend reads "max-autotune" (the inner Inductor's autotuning).
+# torch.compile's modes: the inner Inductor takes each one's settings (CUDA graphs, autotuning).
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 _graph_ids = itertools.count()
@@ -49,7 +49,38 @@ class collect_reports:
         return False
 
 
-def _inner_compile(gm, example_inputs, inner, mode):
+class _InductorState:
+    """What Inductor's own forward and backward compilers of one graph share: whether CUDA
+    graphs are on (Inductor turns the box off where a graph cannot be captured), the graph id
+    and the forward's device (CUDA graph trees)."""
+
+    def __init__(self, config):
+        from torch._inductor.cudagraph_utils import BoxedDeviceIndex
+        from torch._inductor.utils import BoxedBool
+
+        self.config = config
+        self.cudagraphs = BoxedBool(bool(config.get("triton.cudagraphs", False)))
+        self.graph_id = next(_graph_ids)
+        self.forward_device = BoxedDeviceIndex(None)
+
+    def kwargs(self, kind, gm):
+        """compile_fx_inner's keywords, as Inductor's own forward/backward compilers give them:
+        the inputs with fixed addresses (parameters and buffers; in the backward, everything
+        but the tangents) are not copied into a CUDA graph's buffers on each replay."""
+        if kind == "backward":
+            from torch._inductor.utils import count_tangents
+
+            static = list(range(count_tangents(gm)))
+        else:
+            context = torch._guards.TracingContext.try_get()
+            meta = getattr(context, "fw_metadata", None)
+            static = list(getattr(meta, "static_input_indices", None) or ())
+        return dict(static_input_idxs=static, cudagraphs=self.cudagraphs, graph_id=self.graph_id,
+                    is_backward=kind == "backward", is_inference=kind == "inference",
+                    boxed_forward_device_index=self.forward_device)
+
+
+def _inner_compile(gm, example_inputs, inner, state, kind):
     if inner == "eager":
         return make_boxed_func(gm.forward)
     from torch._inductor.compile_fx import compile_fx_inner
@@ -59,14 +90,23 @@ def _inner_compile(gm, example_inputs, inner, mode):
     from torch._inductor.decomposition import select_decomp_table
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    kwargs = state.kwargs(kind, gm)
     fake_mode = torch._guards.detect_fake_mode(example_inputs)
     with _maybe(fake_mode):
         decomposed = make_fx(
             gm, decomposition_table=select_decomp_table(), tracing_mode="real",
         )(*example_inputs)
-    config = {"max_autotune": True} if mode == "max-autotune" else {}
-    with torch._inductor.config.patch(config):
-        return compile_fx_inner(decomposed, example_inputs)
+    # Which outputs the user sees (their strides are kept): the meta Inductor's own compilers
+    # put on the output node, lost by the trace above.
+    visible = _output_node(gm).meta.get("user_visible_output_idxs")
+    if visible is not None:
+        _output_node(decomposed).meta["user_visible_output_idxs"] = visible
+    with torch._inductor.config.patch(state.config):
+        return compile_fx_inner(decomposed, example_inputs, **kwargs)
+
+
+def _output_node(gm):
+    return next(n for n in reversed(gm.graph.nodes) if n.op == "output")
 
 
 def _maybe(ctx):
@@ -75,47 +115,71 @@ def _maybe(ctx):
     return ctx if ctx is not None else contextlib.nullcontext()
 
 
-def _compiler(kind: str, inner: str, mode, fuse_pointwise, verify, gm, example_inputs):
+def _compiler(kind: str, inner: str, state, fuse_pointwise, verify, measure, gm, example_inputs):
     name = f"{kind}_{next(_graph_ids)}"
-    report = run_pass(gm, graph_name=name, pointwise=fuse_pointwise, verify=verify)
+    report = run_pass(gm, graph_name=name, pointwise=fuse_pointwise, verify=verify,
+                      measure=measure)
     reports = _collecting()
     if reports is not None:
         reports.append(report)
-    return _inner_compile(gm, example_inputs, inner, mode)
+    return _inner_compile(gm, example_inputs, inner, state, kind)
+
+
+def _mode_config(mode) -> dict:
+    """Inductor's settings for a torch.compile mode (CUDA graphs for "reduce-overhead" and
+    "max-autotune", autotuning for the "max-autotune" modes), as torch.compile gives them to
+    its own Inductor backend."""
+    if mode in (None, "default"):
+        return {}
+    from torch._inductor import list_mode_options
+
+    return dict(list_mode_options(mode))
 
 
 def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = False,
-                 verify: bool | None = None):
+                 verify: bool | None = None, measure: bool | None = None):
     """The backend callable (``torch.compile(model, backend=make_backend("eager"))``).
 
     ``fuse_pointwise``: also claim partitions of pointwise and reduction ops alone (by default
     they go to the inner compiler, which fuses them as well). ``verify``: run each fused graph
     once at compile time against the ATen ops it replaces, on random inputs, and leave any that
-    differs to ATen (default: the environment variable ``DNNGRAPH_COMPILE_VERIFY=1``)."""
+    differs to ATen (default: the environment variable ``DNNGRAPH_COMPILE_VERIFY=1``).
+    ``measure``: time each fused graph on a GPU at compile time against the ATen ops it
+    replaces and leave any that is not faster to the inner compiler (default: on, unless
+    ``DNNGRAPH_COMPILE_MEASURE=0``; CPU partitions are never timed)."""
     if not isinstance(inner, str) or inner not in INNERS:
         raise ValueError(
             f"dnngraph backend: options['inner'] is {inner!r}; expected one of {INNERS}"
         )
     if not (mode is None or isinstance(mode, str)) or mode not in MODES:
         raise ValueError(f"dnngraph backend: mode={mode!r}; expected one of {MODES}")
-    for name, v in (("fuse_pointwise", fuse_pointwise), ("verify", verify)):
-        if not isinstance(v, bool) and not (name == "verify" and v is None):
+    for name, v in (("fuse_pointwise", fuse_pointwise), ("verify", verify), ("measure", measure)):
+        if not isinstance(v, bool) and not (name != "fuse_pointwise" and v is None):
             raise ValueError(
                 f"dnngraph backend: options['{name}'] is {v!r}; expected True or False"
             )
     if verify is None:
         verify = os.environ.get("DNNGRAPH_COMPILE_VERIFY", "0") not in ("", "0")
-    args = (inner, mode, fuse_pointwise, verify)
-    return aot_autograd(
-        fw_compiler=functools.partial(_compiler, "forward", *args),
-        bw_compiler=functools.partial(_compiler, "backward", *args),
-        inference_compiler=functools.partial(_compiler, "inference", *args),
-    )
+    if measure is None and os.environ.get("DNNGRAPH_COMPILE_MEASURE", "1") in ("", "0"):
+        measure = False
+    config = _mode_config(mode) if inner == "inductor" else {}
+
+    def backend(gm, example_inputs):
+        # One state per Dynamo graph, shared by its forward and backward compilers.
+        state = _InductorState(config) if inner == "inductor" else None
+        args = (inner, state, fuse_pointwise, verify, measure)
+        return aot_autograd(
+            fw_compiler=functools.partial(_compiler, "forward", *args),
+            bw_compiler=functools.partial(_compiler, "backward", *args),
+            inference_compiler=functools.partial(_compiler, "inference", *args),
+        )(gm, example_inputs)
+
+    return backend
 
 
 def dnngraph_backend(gm, example_inputs, options=None, mode=None):
     """``torch.compile(model, backend="dnngraph", options={"inner": "inductor" | "eager",
-    "fuse_pointwise": False, "verify": False})``."""
+    "fuse_pointwise": False, "verify": False, "measure": None})``."""
     if options is not None and not isinstance(options, dict):
         raise ValueError(
             f"dnngraph backend: options is a {type(options).__name__}; expected a dict such as "
@@ -125,12 +189,13 @@ def dnngraph_backend(gm, example_inputs, options=None, mode=None):
     inner = options.pop("inner", "inductor")
     fuse_pointwise = options.pop("fuse_pointwise", None) or False
     verify = options.pop("verify", None)
+    measure = options.pop("measure", None)
     if options:
         raise ValueError(
             f"dnngraph backend: unknown options {sorted(options)}; the backend takes 'inner', "
-            "'fuse_pointwise' and 'verify'"
+            "'fuse_pointwise', 'verify' and 'measure'"
         )
-    return make_backend(inner, mode, fuse_pointwise, verify)(gm, example_inputs)
+    return make_backend(inner, mode, fuse_pointwise, verify, measure)(gm, example_inputs)
 
 
 def register():

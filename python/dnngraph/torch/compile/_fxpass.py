@@ -32,6 +32,7 @@ from ._lower import RESHAPES, Ctx, Unmappable, apply_request, meta
 from ._pieces import piece_label
 from ._runtime import dg_dtype, handle_for, partition_graph, run_graph_op, standin_register
 from ._runtime import uses_standin
+from ._measure import measure_partition
 from ._verify import check_partition
 
 aten = torch.ops.aten
@@ -310,7 +311,7 @@ def _device(nodes):
 
 
 def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
-             pointwise=False, verify=False) -> Report:
+             pointwise=False, verify=False, measure=None) -> Report:
     """Finds the partitions of ``gm`` and (``rewrite``) replaces each claimed one with a
     ``run_graph`` call. Returns the decision for every ATen op.
 
@@ -319,7 +320,9 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
     reduction ops alone are left to the inner compiler, which fuses them itself.
 
     ``verify``: each claimed partition is first run both ways on random inputs
-    (``_verify.check_partition``); one whose result differs from ATen's stays in ATen."""
+    (``_verify.check_partition``); one whose result differs from ATen's stays in ATen.
+    ``measure``: each claimed partition on a GPU is timed both ways (``_measure``); one not
+    faster than ATen's ops stays out (None: on for GPU partitions, off for CPU ones)."""
     canonicalize(gm)
     refused: dict[fx.Node, str] = {}
     claimed: list[tuple[list, _Built]] = []
@@ -333,12 +336,15 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
         for n in gm.graph.nodes:
             refused.setdefault(n, f"backend error: {type(e).__name__}: {e}")
     # The graphs' JSON (what run_graph reads), written only when a partition will run.
-    jsons = [built.g.to_json() for _nodes, built in claimed] if rewrite or verify else []
+    checks = [check_partition] if verify else []
+    if measure or (measure is None and any(_device(nodes).type == "cuda" for nodes, _ in claimed)):
+        checks.append(measure_partition)
+    jsons = [built.g.to_json() for _nodes, built in claimed] if rewrite or checks else []
     if uses_standin():
         for (_nodes, built), graph_json in zip(claimed, jsons):
             standin_register(graph_json, built.g)
-    if verify:
-        claimed, jsons = _verified(graph_name, claimed, jsons, engine_refused)
+    if checks:
+        claimed, jsons = _screened(graph_name, claimed, jsons, engine_refused, checks)
     report = _report(gm, graph_name, claimed, refused, engine_refused)
     if rewrite and claimed:
         replaced = {}
@@ -350,17 +356,20 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
     return report
 
 
-def _verified(graph_name, claimed, jsons, engine_refused):
-    """The claimed partitions whose fused result matches ATen's; the others' ops are refused."""
+def _screened(graph_name, claimed, jsons, engine_refused, checks):
+    """The claimed partitions every check keeps (a check returns why it refuses, or None); the
+    others' ops are refused with the first reason."""
     kept, kept_jsons = [], []
     for (nodes, built), graph_json in zip(claimed, jsons):
-        why = check_partition(nodes, built, graph_json)
+        why = next(filter(None, (check(nodes, built, graph_json) for check in checks)), None)
         if why is None:
             kept.append((nodes, built))
             kept_jsons.append(graph_json)
             continue
         ops = ", ".join(n.name for n in _compute_nodes(nodes))
-        log.warning("dnngraph backend: %s: partition [%s]: %s", graph_name, ops, why)
+        # A slower fused graph is a choice; a wrong or failing one is an engine fault.
+        level = logging.INFO if why.startswith("measure: the fused graph takes") else logging.WARNING
+        log.log(level, "dnngraph backend: %s: partition [%s]: %s", graph_name, ops, why)
         for n in nodes:
             engine_refused[n] = why
     return kept, kept_jsons

@@ -43,7 +43,7 @@ def _seeded(nodes) -> bool:
     return any(tag is not None and tag in getattr(n.target, "tags", ()) for n in nodes)
 
 
-def _aten(nodes, values):
+def aten_run(nodes, values):
     """The members run by ATen, in order, from ``values`` (external FX node -> tensor)."""
     env = dict(values)
     for n in nodes:
@@ -53,7 +53,7 @@ def _aten(nodes, values):
     return env
 
 
-def _fused(built, graph_json, env):
+def fused(built, graph_json, env):
     """The partition's outputs through run_graph, with the views the rewrite puts in front."""
     ins = [
         apply_request(fxn, request, lambda t, d: t.view(d), lambda t, d: t.narrow(d, 0, 1),
@@ -83,9 +83,10 @@ def difference(got: torch.Tensor, want: torch.Tensor) -> float:
     return float((got - want)[finite].abs().max()) / max(scale, 1e-30)
 
 
-def check_partition(nodes, built, graph_json, seed=0) -> str | None:
-    """Why the partition (FX ``nodes``, replaced by ``built``) is refused, or None when its
-    fused result matches ATen's (or cannot be compared: random ops, non-tensor inputs)."""
+def random_inputs(nodes, seed=0):
+    """Fresh random values (real tensors, as the FX metadata lays them out) for the partition's
+    external inputs, keyed by FX node; None when it cannot run apart from the graph (random ops,
+    inputs that are not floating-point tensors). Call with fake tensors unset."""
     members = set(nodes)
     external = []
     for n in nodes:
@@ -96,18 +97,26 @@ def check_partition(nodes, built, graph_json, seed=0) -> str | None:
         isinstance(meta(a), torch.Tensor) and meta(a).is_floating_point() for a in external
     ):
         return None
+    gen = torch.Generator().manual_seed(seed)
+    return {a: _random_like(meta(a), gen) for a in external}
+
+
+def check_partition(nodes, built, graph_json, seed=0) -> str | None:
+    """Why the partition (FX ``nodes``, replaced by ``built``) is refused, or None when its
+    fused result matches ATen's (or cannot be compared: random ops, non-tensor inputs)."""
     # The compiler runs under AOTAutograd's fake mode: these runs are real.
     with unset_fake_temporarily(), torch.no_grad():
-        gen = torch.Generator().manual_seed(seed)
-        values = {a: _random_like(meta(a), gen) for a in external}
+        values = random_inputs(nodes, seed)
+        if values is None:
+            return None
         try:
-            env = _aten(nodes, values)
+            env = aten_run(nodes, values)
         except Exception as e:  # ATen's ops cannot run on these inputs: nothing to compare
             log.info("dnngraph backend: verify skipped a partition: ATen raised %s: %s",
                      type(e).__name__, e)
             return None
         try:
-            got = _fused(built, graph_json, env)
+            got = fused(built, graph_json, env)
         except Exception as e:  # the engine failed where ATen ran: the partition stays out
             return (f"verify: the fused graph failed to run ({type(e).__name__}: "
                     f"{str(e).splitlines()[0] if str(e) else ''}): left to ATen")

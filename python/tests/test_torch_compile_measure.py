@@ -1,0 +1,157 @@
+"""The dnngraph backend's ``measure`` option: on a GPU each fused graph is timed at compile time
+against the ATen ops it replaces; one that is not faster is left to the inner compiler and named
+in explain(). On the CPU the timing is simulated (the reference engine is never timed)."""
+
+import pytest
+from torch_util import assert_close, assert_no_worse_than_eager, needs_cuda, rand, torch  # noqa: F401
+
+import torch.nn as nn
+import torch.nn.functional as F
+
+from dnngraph.torch.compile import _backend, _measure, make_backend
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+class Mlp(nn.Module):
+    def __init__(self, d=16, ff=32):
+        super().__init__()
+        self.ln, self.fc1, self.fc2 = nn.LayerNorm(d), nn.Linear(d, ff), nn.Linear(ff, d)
+
+    def forward(self, x):
+        return x + self.fc2(F.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+
+
+def _step(model, x, backend):
+    """(output, reports, parameter gradients) of one forward+backward."""
+    model.zero_grad()
+    with _backend.collect_reports() as reports:
+        out = (torch.compile(model, backend=backend) if backend else model)(x)
+        (out.float() * torch.linspace(0.5, 1.5, out.numel(), device=x.device).view(out.shape)
+         ).sum().backward()
+    return out, list(reports), [p.grad.clone() for p in model.parameters()]
+
+
+def _claimed(reports):
+    return [d for r in reports for d in r.decisions if d.partition is not None]
+
+
+def _measured_out(reports):
+    return [d for r in reports for d in r.decisions if d.reason.startswith("measure:")]
+
+
+def _times(monkeypatch, fused_ms, aten_ms):
+    calls = []
+
+    def fake(nodes, built, graph_json, seed=0):
+        calls.append(len(nodes))
+        return fused_ms, aten_ms
+
+    monkeypatch.setattr(_measure, "time_partition", fake)
+    return calls
+
+
+def test_a_slower_fused_graph_is_left_to_the_inner_compiler(monkeypatch):
+    calls = _times(monkeypatch, fused_ms=0.120, aten_ms=0.100)
+    torch.manual_seed(0)
+    m, x = Mlp(), rand(4, 8, 16)
+    want, _, want_grads = _step(m, x, None)
+    out, reports, grads = _step(m, x, make_backend("eager", measure=True))
+    assert calls, "measure=True times every claimed partition"
+    assert not _claimed(reports)
+    left = _measured_out(reports)
+    assert left and all("120.0 us" in d.reason and "100.0 us" in d.reason for d in left)
+    assert_close(out, want, torch.float32)
+    for g, w in zip(grads, want_grads):
+        assert_close(g, w, torch.float32)
+
+
+def test_a_faster_fused_graph_is_kept(monkeypatch):
+    calls = _times(monkeypatch, fused_ms=0.050, aten_ms=0.100)
+    torch.manual_seed(0)
+    m, x = Mlp(), rand(4, 8, 16)
+    _, reports, _ = _step(m, x, make_backend("eager", measure=True))
+    assert calls and _claimed(reports) and not _measured_out(reports)
+
+
+def test_a_tie_goes_to_the_inner_compiler(monkeypatch):
+    _times(monkeypatch, fused_ms=0.099, aten_ms=0.100)  # within the margin: no gain
+    torch.manual_seed(0)
+    _, reports, _ = _step(Mlp(), rand(4, 8, 16), make_backend("eager", measure=True))
+    assert not _claimed(reports) and _measured_out(reports)
+
+
+def test_a_fused_graph_failing_to_run_is_left_to_aten(monkeypatch):
+    def failing(nodes, built, graph_json, seed=0):
+        raise RuntimeError("CUDNN_STATUS_EXECUTION_FAILED\nmore")
+
+    monkeypatch.setattr(_measure, "time_partition", failing)
+    torch.manual_seed(0)
+    _, reports, _ = _step(Mlp(), rand(4, 8, 16), make_backend("eager", measure=True))
+    reasons = [d.reason for r in reports for d in r.decisions if d.reason.startswith("measure")]
+    assert reasons and all("failed to run (RuntimeError: CUDNN_STATUS_EXECUTION_FAILED)" in r
+                           for r in reasons)
+
+
+def test_cpu_partitions_are_not_timed_by_default(monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("a CPU partition was timed")
+
+    monkeypatch.setattr(_measure, "time_partition", never)
+    monkeypatch.delenv("DNNGRAPH_COMPILE_MEASURE", raising=False)
+    torch.manual_seed(0)
+    _, reports, _ = _step(Mlp(), rand(4, 8, 16), make_backend("eager"))
+    assert _claimed(reports)
+
+
+def test_time_partition_declines_cpu_inputs():
+    """measure=True on CPU partitions: nothing to time, the partition is kept."""
+    torch.manual_seed(0)
+    _, reports, _ = _step(Mlp(), rand(4, 8, 16), make_backend("eager", measure=True))
+    assert _claimed(reports) and not _measured_out(reports)
+
+
+def test_bad_measure_option():
+    with pytest.raises(ValueError, match=r"options\['measure'\] is 'yes'; expected True or False"):
+        make_backend("eager", measure="yes")
+    bad = torch.compile(lambda x: x * 2.0, backend="dnngraph", options={"measure": 1})
+    with pytest.raises(Exception, match="measure"):
+        bad(rand(3))
+
+
+@needs_cuda
+def test_gpu_measured_partitions_are_timed_and_right():
+    """On a GPU with real timings: every claimed partition was timed (kept ones were faster),
+    and the block's results hold either way."""
+    import copy
+
+    torch.manual_seed(0)
+    m = Mlp(256, 1024).to("cuda", torch.bfloat16)
+    x = rand(8, 128, 256, dtype=torch.bfloat16, device="cuda")
+    timed = []
+    real = _measure.time_partition
+
+    def spy(*args, **kwargs):
+        t = real(*args, **kwargs)
+        timed.append(t)
+        return t
+
+    _measure.time_partition = spy
+    try:
+        out, reports, grads = _step(m, x, make_backend("inductor", measure=True))
+    finally:
+        _measure.time_partition = real
+    assert timed and all(t is not None and t[0] > 0 and t[1] > 0 for t in timed)
+    kept = sum(1 for t in timed if t[0] <= _measure.MARGIN * t[1])
+    assert len({d.partition for d in _claimed(reports)}) == kept
+    eager_out, _, eager_grads = _step(m, x, None)
+    exact = copy.deepcopy(m).double()
+    out64, _, grads64 = _step(exact, x.double(), None)
+    assert_no_worse_than_eager(out, eager_out, out64, "output")
+    for g, e, g64 in zip(grads, eager_grads, grads64):
+        assert_no_worse_than_eager(g, e, g64, "gradient")
