@@ -4,13 +4,14 @@ random inputs; one that does not take at most ``MARGIN`` of ATen's time stays ou
 rewrite, and the inner compiler gets its ops (Inductor may fuse their pointwise part with
 neighbours, which a tie would forgo).
 
-It costs about 60 runs of each partition, both ways, per compiled graph. The CPU engine is
+It costs about 120 runs of each partition, both ways, per compiled graph. The CPU engine is
 never measured: it exists to be exact, not fast.
 """
 
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -20,10 +21,22 @@ from ._verify import aten_run, fused, random_inputs
 MARGIN = 0.97  # fused time / ATen time at most this to keep the fused graph
 REPS = 10  # runs back to back per timing
 ROUNDS = 3  # timings of each side, interleaved; the fastest counts
+CYCLES_PER_S = 2.0e9  # at least a GPU's clock: the sleep lasts at least as long as asked
 
 
 def _ms_per_run(fn, reps):
+    """GPU milliseconds per run of ``fn`` (``reps`` runs back to back). At compile time the host
+    is slower than usual (the compiler's dispatch modes, first calls): the stream is first held
+    by a sleep kernel longer than the host takes to queue the runs, so that they execute back
+    to back and the events time the GPU's work alone."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    host_s = time.perf_counter() - t0
+    torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(int(min(2 * host_s + 1e-4, 0.2) * CYCLES_PER_S))
     start.record()
     for _ in range(reps):
         fn()
