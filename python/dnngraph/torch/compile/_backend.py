@@ -168,10 +168,20 @@ def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = Fals
         # One state per Dynamo graph, shared by its forward and backward compilers.
         state = _InductorState(config) if inner == "inductor" else None
         args = (inner, state, fuse_pointwise, verify, measure)
+        extra = {}
+        if inner == "inductor":
+            # What the forward saves for the backward is chosen as Inductor chooses it (cheap
+            # pointwise ops recomputed in the backward rather than saved), so that with every
+            # partition left out the result is Inductor's own.
+            from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+            extra["partition_fn"] = functools.partial(min_cut_rematerialization_partition,
+                                                      compiler="inductor")
         return aot_autograd(
             fw_compiler=functools.partial(_compiler, "forward", *args),
             bw_compiler=functools.partial(_compiler, "backward", *args),
             inference_compiler=functools.partial(_compiler, "inference", *args),
+            **extra,
         )(gm, example_inputs)
 
     return backend

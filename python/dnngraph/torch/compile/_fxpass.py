@@ -339,7 +339,7 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
     checks = [check_partition] if verify else []
     if measure or (measure is None and any(_device(nodes).type == "cuda" for nodes, _ in claimed)):
         checks.append(measure_partition)
-    jsons = [built.g.to_json() for _nodes, built in claimed] if rewrite or checks else []
+    jsons = [_compact(built.g.to_json()) for _nodes, built in claimed] if rewrite or checks else []
     if uses_standin():
         for (_nodes, built), graph_json in zip(claimed, jsons):
             standin_register(graph_json, built.g)
@@ -354,6 +354,12 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
         gm.graph.lint()
         gm.recompile()
     return report
+
+
+def _compact(graph_json: str) -> str:
+    """The graph's JSON on one line: it is a constant of the compiled code, and Inductor copies
+    node arguments into comments of the code it writes (a newline there breaks the code)."""
+    return json.dumps(json.loads(graph_json), separators=(",", ":"))
 
 
 def _screened(graph_name, claimed, jsons, engine_refused, checks):
