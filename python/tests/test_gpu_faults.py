@@ -185,10 +185,15 @@ def test_oom_during_workspace_allocation_is_clean():
                 outcomes.append(type(e).__name__)
     assert_nothing_leaked(before)
     (g,) = torch.autograd.grad(out, q, dout)
-    qr = q.detach().float().requires_grad_()
-    want = torch.nn.functional.scaled_dot_product_attention(qr, qr, qr, is_causal=True)
-    (gr,) = torch.autograd.grad(want, qr, dout.float())
-    torch.testing.assert_close(g.float(), gr, atol=5e-2, rtol=5e-2)
+    # bf16 over 2,048 keys: an elementwise bound fails on a few elements for no fault; the
+    # gradient's error against float32 is held to torch's own bf16 SDPA's.
+    exact, eager = (
+        torch.autograd.grad(torch.nn.functional.scaled_dot_product_attention(
+            x, x, x, is_causal=True), x, dout.to(x.dtype))[0].float()
+        for x in (q.detach().float().requires_grad_(), q.detach().requires_grad_()))
+    from torch_util import assert_no_worse_than_eager
+
+    assert_no_worse_than_eager(g.float(), eager, exact, "dq after the held memory")
     record("oom_workspace", outcomes=outcomes)
 
 
