@@ -3,10 +3,11 @@
 // machine is restored without heuristics or compilation, in this process and the next.
 //
 // On disk: $DNNGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/dnngraph, else ~/.cache/dnngraph (file
-// plans.sqlite3). DNNGRAPH_CACHE=0 turns the whole cache off; DNNGRAPH_CACHE=memory keeps it
-// in memory only. Safe with many processes at once (SQLite WAL, busy timeout); a row whose
-// checksum does not match, or whose plan the backend refuses, is dropped with a warning and
-// the graph is built again.
+// plans.sqlite3), at most DNNGRAPH_CACHE_DISK_MB megabytes of plans (default 512; 0: no
+// limit), the least recently used dropped first. DNNGRAPH_CACHE=0 turns the whole cache off;
+// DNNGRAPH_CACHE=memory keeps it in memory only. Safe with many processes at once (SQLite WAL, busy
+// timeout); a row whose checksum does not match, or whose plan the backend refuses, is dropped with
+// a warning and the graph is built again.
 #pragma once
 
 #include <cstdint>
@@ -25,15 +26,19 @@ struct PlanCacheEntry {
 };
 
 // One SQLite file. Every call is thread-safe; several processes may share the file.
+// `max_bytes` > 0 bounds the plans' bytes (keys, names and plans): a store past it drops the
+// least recently used rows (by their last store or hit) until 90% of it is left.
 class PlanStore {
  public:
-  static Result<std::unique_ptr<PlanStore>> open(const std::string& path);
+  static Result<std::unique_ptr<PlanStore>> open(const std::string& path, int64_t max_bytes = 0);
   ~PlanStore();
   // nullopt when absent; a corrupt row (checksum mismatch) is deleted, reported in `warning`.
   Result<std::optional<PlanCacheEntry>> get(const std::string& key, std::string* warning = nullptr);
   Status put(const std::string& key, const PlanCacheEntry& e);
   Status erase(const std::string& key);
   Result<int64_t> size();
+  // The bytes the rows hold (what max_bytes bounds).
+  Result<int64_t> bytes();
   const std::string& path() const { return path_; }
 
  private:
@@ -49,8 +54,8 @@ struct PlanCacheStats {
 
 class PlanCache {
  public:
-  // `dir` empty: memory only.
-  PlanCache(size_t capacity, std::string dir);
+  // `dir` empty: memory only. `disk_bytes`: the store's bound (PlanStore::open).
+  PlanCache(size_t capacity, std::string dir, int64_t disk_bytes = 0);
   ~PlanCache();
   // The process-wide cache configured from the environment (see above); nullptr when off.
   static PlanCache* global();

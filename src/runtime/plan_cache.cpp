@@ -46,7 +46,7 @@ namespace {
 
 // Opens (creating the folder) the store in `dir`; a file SQLite cannot use is moved aside
 // with a warning and a new one created.
-std::unique_ptr<PlanStore> open_store(const std::string& dir) {
+std::unique_ptr<PlanStore> open_store(const std::string& dir, int64_t max_bytes) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
@@ -55,7 +55,7 @@ std::unique_ptr<PlanStore> open_store(const std::string& dir) {
     return nullptr;
   }
   const std::string path = (std::filesystem::path(dir) / "plans.sqlite3").string();
-  auto s = PlanStore::open(path);
+  auto s = PlanStore::open(path, max_bytes);
   if (s) return std::move(s).value();
   // Only a file SQLite cannot read is moved aside; one that is merely busy (or a build without
   // SQLite) leaves plans in memory for this process.
@@ -67,7 +67,7 @@ std::unique_ptr<PlanStore> open_store(const std::string& dir) {
   warn(s.status().message() + "; moved to '" + aside + "' and started a new one");
   std::filesystem::rename(path, aside, ec);
   for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path + suffix, ec);
-  s = PlanStore::open(path);
+  s = PlanStore::open(path, max_bytes);
   if (s) return std::move(s).value();
   warn(s.status().message() + "; plans are kept in memory only");
   return nullptr;
@@ -79,9 +79,10 @@ bool global_done = false;
 
 }  // namespace
 
-PlanCache::PlanCache(size_t capacity, std::string dir) : impl_(std::make_unique<Impl>()) {
+PlanCache::PlanCache(size_t capacity, std::string dir, int64_t disk_bytes)
+    : impl_(std::make_unique<Impl>()) {
   impl_->capacity = std::max<size_t>(capacity, 1);
-  if (!dir.empty()) impl_->store = open_store(dir);
+  if (!dir.empty()) impl_->store = open_store(dir, disk_bytes);
 }
 PlanCache::~PlanCache() = default;
 
@@ -110,7 +111,10 @@ PlanCache* PlanCache::global() {
   size_t capacity = 256;
   if (const char* c = std::getenv("DNNGRAPH_CACHE_SIZE"); c && std::atoll(c) > 0)
     capacity = static_cast<size_t>(std::atoll(c));
-  global_cache = std::make_unique<PlanCache>(capacity, dir);
+  int64_t disk_mb = 512;
+  if (const char* c = std::getenv("DNNGRAPH_CACHE_DISK_MB"); c && *c)
+    disk_mb = std::max<int64_t>(std::atoll(c), 0);
+  global_cache = std::make_unique<PlanCache>(capacity, dir, disk_mb * 1024 * 1024);
   return global_cache.get();
 }
 

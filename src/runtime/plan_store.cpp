@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <string_view>
 #include <thread>
+#include <vector>
 #endif
 
 namespace dnngraph {
@@ -31,6 +32,14 @@ int64_t checksum(const PlanCacheEntry& e) {
   return static_cast<int64_t>(h);
 }
 
+// A row's last use (store or hit): microseconds of the system clock, which every process
+// sharing the file reads alike.
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // A prepared statement, finalized on scope exit.
 struct Stmt {
   sqlite3_stmt* s = nullptr;
@@ -42,6 +51,7 @@ struct Stmt {
 struct PlanStore::Impl {
   sqlite3* db = nullptr;
   std::mutex mu;
+  int64_t max_bytes = 0;
   ~Impl() { sqlite3_close(db); }
 
   Status error(const char* what) const {
@@ -61,10 +71,48 @@ struct PlanStore::Impl {
     if (sqlite3_prepare_v2(db, sql, -1, &st.s, nullptr) != SQLITE_OK) return error(sql);
     return Status::ok();
   }
+  Result<int64_t> bytes() {
+    Stmt st;
+    DNNGRAPH_TRY(prepare(st,
+                         "SELECT COALESCE(SUM(LENGTH(key) + LENGTH(engine_config) + "
+                         "LENGTH(plan)), 0) FROM plans"));
+    if (sqlite3_step(st.s) != SQLITE_ROW) return error("summing the plans' bytes");
+    return static_cast<int64_t>(sqlite3_column_int64(st.s, 0));
+  }
+  // Past max_bytes: the least recently used rows go (never `keep`, the row just stored) until
+  // 90% of the bound is left.
+  Status trim(const std::string& keep) {
+    DNNGRAPH_ASSIGN_OR_RETURN(int64_t total, bytes());
+    if (total <= max_bytes) return Status::ok();
+    const int64_t target = max_bytes - max_bytes / 10;
+    std::vector<std::string> drop;
+    {
+      Stmt st;
+      DNNGRAPH_TRY(prepare(st,
+                           "SELECT key, LENGTH(key) + LENGTH(engine_config) + LENGTH(plan) "
+                           "FROM plans ORDER BY used ASC, rowid ASC"));
+      int rc;
+      while (total > target && (rc = sqlite3_step(st.s)) == SQLITE_ROW) {
+        const auto* k = reinterpret_cast<const char*>(sqlite3_column_text(st.s, 0));
+        std::string key(k ? k : "", static_cast<size_t>(sqlite3_column_bytes(st.s, 0)));
+        if (key == keep) continue;
+        total -= sqlite3_column_int64(st.s, 1);
+        drop.push_back(std::move(key));
+      }
+    }
+    for (const std::string& key : drop) {
+      Stmt del;
+      DNNGRAPH_TRY(prepare(del, "DELETE FROM plans WHERE key = ?1"));
+      sqlite3_bind_text(del.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+      if (sqlite3_step(del.s) != SQLITE_DONE) return error("dropping a least recently used plan");
+    }
+    return Status::ok();
+  }
 };
 
-Result<std::unique_ptr<PlanStore>> PlanStore::open(const std::string& path) {
+Result<std::unique_ptr<PlanStore>> PlanStore::open(const std::string& path, int64_t max_bytes) {
   auto impl = std::make_unique<Impl>();
+  impl->max_bytes = std::max<int64_t>(max_bytes, 0);
   if (sqlite3_open_v2(path.c_str(), &impl->db,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
@@ -80,13 +128,20 @@ Result<std::unique_ptr<PlanStore>> PlanStore::open(const std::string& path) {
       "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
       "CREATE TABLE IF NOT EXISTS plans (key TEXT PRIMARY KEY, engine_config TEXT NOT NULL, "
       "time_ms REAL NOT NULL, plan BLOB NOT NULL, checksum INTEGER NOT NULL, "
-      "created INTEGER NOT NULL DEFAULT (strftime('%s','now')))"};
+      "created INTEGER NOT NULL DEFAULT (strftime('%s','now')), "
+      "used INTEGER NOT NULL DEFAULT 0)",
+      // A file written before rows recorded their last use: the column is added (another
+      // process adding it at the same moment makes this fail harmlessly, see below).
+      "ALTER TABLE plans ADD COLUMN used INTEGER NOT NULL DEFAULT 0"};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (const char* sql : setup) {
     for (;;) {
       int rc = SQLITE_OK;
       Status s = impl->exec(sql, &rc);
       if (s) break;
+      if (std::string_view(sql).starts_with("ALTER") &&
+          s.message().find("duplicate column") != std::string::npos)
+        break;  // the table has it already
       const bool busy = rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
       if (busy && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -125,7 +180,17 @@ Result<std::optional<PlanCacheEntry>> PlanStore::get(const std::string& key, std
   }
   const bool ok = typed && sqlite3_column_int64(st.s, 3) == checksum(e);
   sqlite3_reset(st.s);
-  if (ok) return std::optional<PlanCacheEntry>(std::move(e));
+  if (ok) {
+    if (impl_->max_bytes > 0) {  // its last use, for the bound; failing that costs nothing here
+      Stmt touch;
+      if (impl_->prepare(touch, "UPDATE plans SET used = ?2 WHERE key = ?1")) {
+        sqlite3_bind_text(touch.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_int64(touch.s, 2, now_us());
+        (void)sqlite3_step(touch.s);
+      }
+    }
+    return std::optional<PlanCacheEntry>(std::move(e));
+  }
   if (warning)
     *warning = "plan cache: the row for this graph in '" + path_ +
                "' is corrupt (checksum mismatch); it was dropped and the graph is built again";
@@ -141,15 +206,16 @@ Status PlanStore::put(const std::string& key, const PlanCacheEntry& e) {
   Stmt st;
   DNNGRAPH_TRY(impl_->prepare(st,
                               "INSERT OR REPLACE INTO plans (key, engine_config, time_ms, plan, "
-                              "checksum) VALUES (?1, ?2, ?3, ?4, ?5)"));
+                              "checksum, used) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   sqlite3_bind_text(st.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
   sqlite3_bind_text(st.s, 2, e.engine_config.data(), static_cast<int>(e.engine_config.size()),
                     SQLITE_TRANSIENT);
   sqlite3_bind_double(st.s, 3, e.time_ms);
   sqlite3_bind_blob(st.s, 4, e.plan.data(), static_cast<int>(e.plan.size()), SQLITE_TRANSIENT);
   sqlite3_bind_int64(st.s, 5, checksum(e));
+  sqlite3_bind_int64(st.s, 6, now_us());
   if (sqlite3_step(st.s) != SQLITE_DONE) return impl_->error("storing a plan");
-  return Status::ok();
+  return impl_->max_bytes > 0 ? impl_->trim(key) : Status::ok();
 }
 
 Status PlanStore::erase(const std::string& key) {
@@ -169,10 +235,15 @@ Result<int64_t> PlanStore::size() {
   return static_cast<int64_t>(sqlite3_column_int64(st.s, 0));
 }
 
+Result<int64_t> PlanStore::bytes() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->bytes();
+}
+
 #else  // built without SQLite: the disk half of the cache is unavailable
 
 struct PlanStore::Impl {};
-Result<std::unique_ptr<PlanStore>> PlanStore::open(const std::string& path) {
+Result<std::unique_ptr<PlanStore>> PlanStore::open(const std::string& path, int64_t) {
   return make_error(ErrorCode::NotSupported, "plan cache: '", path,
                     "' cannot be used: dnngraph was built without SQLite (libsqlite3-dev)");
 }
@@ -182,6 +253,7 @@ Result<std::optional<PlanCacheEntry>> PlanStore::get(const std::string&, std::st
 Status PlanStore::put(const std::string&, const PlanCacheEntry&) { return Status::ok(); }
 Status PlanStore::erase(const std::string&) { return Status::ok(); }
 Result<int64_t> PlanStore::size() { return int64_t{0}; }
+Result<int64_t> PlanStore::bytes() { return int64_t{0}; }
 
 #endif
 

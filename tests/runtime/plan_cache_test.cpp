@@ -67,6 +67,55 @@ TEST(PlanStore, RoundTripAndErase) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(PlanStore, BoundedByBytesDropsTheLeastRecentlyUsed) {
+  const std::string dir = temp_dir("bound");
+  const int64_t row = 1013;  // key "kN", "engN", 1000+N bytes of plan: about this much each
+  auto s = PlanStore::open(dir + "/p.sqlite3", 10 * row + 400).value();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(s->put("k" + std::to_string(i), entry(i)).is_ok());
+  EXPECT_EQ(s->size().value(), 10);               // under the bound: nothing dropped
+  ASSERT_TRUE(s->get("k0").value().has_value());  // k0 used again: now the most recent
+  ASSERT_TRUE(s->put("k10", entry(10)).is_ok());  // past the bound: down to 90% of it
+  EXPECT_LE(s->bytes().value(), 9 * row + 360);
+  EXPECT_TRUE(s->get("k0").value().has_value());
+  EXPECT_FALSE(s->get("k1").value().has_value());  // the least recently used went first
+  EXPECT_FALSE(s->get("k2").value().has_value());
+  EXPECT_TRUE(s->get("k3").value().has_value());
+  EXPECT_TRUE(s->get("k10").value().has_value());
+  for (int i = 11; i < 200; ++i) {  // a stream of new shapes: the file stays bounded
+    ASSERT_TRUE(s->put("k" + std::to_string(i), entry(i % 20)).is_ok());
+    ASSERT_LE(s->bytes().value(), 10 * row + 400) << i;
+  }
+  EXPECT_TRUE(s->get("k199").value().has_value());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PlanStore, AFileWithoutLastUseTimesGainsThem) {
+  const std::string dir = temp_dir("old");
+  const std::string path = dir + "/p.sqlite3";
+  {  // the table as files written before the bound have it, with one row
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TABLE plans (key TEXT PRIMARY KEY, engine_config TEXT NOT NULL, "
+                           "time_ms REAL NOT NULL, plan BLOB NOT NULL, checksum INTEGER NOT NULL, "
+                           "created INTEGER NOT NULL DEFAULT (strftime('%s','now')))",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    auto s = PlanStore::open(path).value();  // unbounded: adds the column all the same
+    ASSERT_TRUE(s->put("old", entry(1)).is_ok());
+  }
+  auto s = PlanStore::open(path, 3 * 1013).value();
+  EXPECT_TRUE(s->get("old").value().has_value());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(s->put("n" + std::to_string(i), entry(i)).is_ok());
+  EXPECT_LE(s->bytes().value(), 3 * 1013);
+  EXPECT_FALSE(s->get("old").value().has_value());
+  EXPECT_TRUE(s->get("n4").value().has_value());
+  auto again = PlanStore::open(path, 3 * 1013);  // a second open finds the column there
+  EXPECT_TRUE(again.is_ok()) << again.status().to_string();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PlanStore, CorruptRowIsDroppedWithAWarning) {
   const std::string dir = temp_dir("row");
   const std::string path = dir + "/p.sqlite3";
