@@ -299,8 +299,13 @@ def test_soak_distinct_shapes_through_the_torch_ops():
     hg = sample_flat(host, "host RSS", 64 * MiB) if len(host) > 1 else 0
     dg = sample_flat(dev, "GPU memory", 64 * MiB) if len(dev) > 1 else 0
     dt.set_cache_capacity(1024)
+    # The plan cache on disk, when the run has one: bounded by DNNGRAPH_CACHE_DISK_MB.
+    disk = os.path.join(os.environ.get("DNNGRAPH_CACHE_DIR", ""), "plans.sqlite3")
+    disk_mib = round(os.path.getsize(disk) / MiB, 1) if os.environ.get(
+        "DNNGRAPH_CACHE_DIR") and os.path.exists(disk) else None
     record("soak_shapes", shapes=total, seconds=round(elapsed, 1),
-           rss_growth_mib=round(hg / MiB, 2), gpu_growth_mib=round(dg / MiB, 2))
+           rss_growth_mib=round(hg / MiB, 2), gpu_growth_mib=round(dg / MiB, 2),
+           plan_file_mib=disk_mib)
 
 
 # ---------------------------------------------------------------- processes sharing the caches
