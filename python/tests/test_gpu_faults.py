@@ -268,42 +268,87 @@ def test_soak_one_graph_million_executes():
            rss_growth_mib=round(hg / MiB, 2), gpu_growth_mib=round(dg / MiB, 2))
 
 
-def test_soak_distinct_shapes_through_the_torch_ops():
+SOAK_WORKER = textwrap.dedent(
+    """
+    import json, os, sys, torch
     import dnngraph.torch as dt
     from dnngraph.torch import functional as F
-
+    first, count = int(sys.argv[1]), int(sys.argv[2])
     dt.set_cache_capacity(64)
-    total = int(100_000 * SCALE)
-    every = max(total // 10, 1)
     w = torch.randn(32, 64, device="cuda", dtype=torch.bfloat16)
-    host, dev = [], []
-    start = time.perf_counter()
-    for i in range(total):
-        m, k = 1 + i // 3, (64, 48, 32)[i % 3]  # every call a shape not seen before
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    def run(i):  # every i a shape not seen before, in this process and the others
+        m, k = 1 + i // 3, (64, 48, 32)[i % 3]
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         y = F.linear(x, w[:, :k], None, "relu")
         if i % 1009 == 0:
             want = torch.relu(x.float() @ w[:, :k].float().t())
             torch.testing.assert_close(y.float(), want, atol=5e-2, rtol=5e-2)
-        if i == every:  # after warm-up: the first sample
+    warm = max(count // 10, 1)
+    for i in range(first, first + warm):
+        run(i)
+    torch.cuda.synchronize()
+    print("READY", flush=True)
+    sys.stdin.readline()  # every process warm: the device's memory is sampled from here on
+    host, dev = [rss()], [torch.cuda.mem_get_info()]
+    every = max((count - warm) // 9, 1)
+    for j, i in enumerate(range(first + warm, first + count), 1):
+        run(i)
+        if j % every == 0 or i == first + count - 1:
             torch.cuda.synchronize()
             host.append(rss())
-            dev.append(gpu_used())
-        elif i > every and i % every == 0:
-            torch.cuda.synchronize()
-            host.append(rss())
-            dev.append(gpu_used())
-    elapsed = time.perf_counter() - start
+            dev.append(torch.cuda.mem_get_info())
     size, capacity = torch.ops.dnngraph.cache_info()[:2]
-    assert size <= 64 and capacity == 64
-    hg = sample_flat(host, "host RSS", 64 * MiB) if len(host) > 1 else 0
-    dg = sample_flat(dev, "GPU memory", 64 * MiB) if len(dev) > 1 else 0
-    dt.set_cache_capacity(1024)
+    print(json.dumps(dict(host=host, dev=[t - f for f, t in dev], size=size, capacity=capacity)))
+    """
+)
+
+
+def test_soak_distinct_shapes_through_the_torch_ops():
+    """10^5 shapes (at full scale) through ``linear``, each new to the op cache at capacity 64,
+    spread over DNNGRAPH_SOAK_WORKERS processes (default 8) started together so that it fits a
+    device call: each process's host RSS and the device's used memory stay flat after warm-up."""
+    procs = int(os.environ.get("DNNGRAPH_SOAK_WORKERS", "8"))
+    total = max(int(100_000 * SCALE), 10 * procs)
+    each = total // procs
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    start = time.perf_counter()
+    workers = [
+        subprocess.Popen([sys.executable, "-c", SOAK_WORKER, str(p * each), str(each)], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+        for p in range(procs)
+    ]
+    try:
+        for wk in workers:
+            line = wk.stdout.readline()
+            assert line.startswith("READY"), wk.stderr.read()[-3000:]
+        for wk in workers:  # all warm: go on together
+            wk.stdin.write("go\n")
+            wk.stdin.flush()
+        results = [(wk.wait(timeout=3600), *wk.communicate()) for wk in workers]
+    finally:
+        for wk in workers:
+            if wk.poll() is None:
+                wk.kill()
+    elapsed = time.perf_counter() - start
+    figures = []
+    for rc, out, err in results:
+        assert rc == 0, err[-3000:]
+        figures.append(json.loads(out.strip().splitlines()[-1]))
+    for f in figures:
+        assert f["size"] <= 64 and f["capacity"] == 64, f
+    hg = max(sample_flat(f["host"], "host RSS", 64 * MiB) for f in figures)
+    # Device-wide: every process adds to it, so the sum of their increments is what stays flat.
+    dg = max(f["dev"][-1] for f in figures) - min(f["dev"][0] for f in figures)
+    assert dg < 64 * MiB, f"GPU memory grew by {dg / MiB:.1f} MiB over the soak"
     # The plan cache on disk, when the run has one: bounded by DNNGRAPH_CACHE_DISK_MB.
     disk = os.path.join(os.environ.get("DNNGRAPH_CACHE_DIR", ""), "plans.sqlite3")
     disk_mib = round(os.path.getsize(disk) / MiB, 1) if os.environ.get(
         "DNNGRAPH_CACHE_DIR") and os.path.exists(disk) else None
-    record("soak_shapes", shapes=total, seconds=round(elapsed, 1),
+    record("soak_shapes", shapes=each * procs, processes=procs, seconds=round(elapsed, 1),
            rss_growth_mib=round(hg / MiB, 2), gpu_growth_mib=round(dg / MiB, 2),
            plan_file_mib=disk_mib)
 
