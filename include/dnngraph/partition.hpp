@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,22 @@ struct Partition {
   // ascending.
   std::vector<std::size_t> ops;
   bool supported = false;
-  // Empty when supported; otherwise why the engine refused the op (its own words, naming the op).
+  // Empty when supported and built; otherwise why the engine refused the op (its own words,
+  // naming the op), or why a supported partition was not built (PartitionOptions::anchors).
   std::string reason;
+  // A plan was built for it. False for a partition refused, and for one the engine accepts at
+  // check_support that holds none of PartitionOptions::anchors (not built, so not claimable).
+  bool built = false;
+};
+
+struct PartitionOptions {
+  // Indices of ops (as in Partition::ops). Given: only a partition holding one of them is built
+  // (none, when empty); the others are returned supported but not built, and a group without a
+  // plan is not split further. A caller that will run only such partitions (the torch.compile
+  // backend claims only those with a GEMM, convolution, norm or attention) saves the others'
+  // builds, which for cuDNN's runtime-compiled pointwise graphs take hundreds of milliseconds
+  // each. Not given: every supported partition is built.
+  std::optional<std::vector<std::size_t>> anchors;
 };
 
 // Splits a validated graph (validate() first: it sorts the ops) for the engine that runs on h's
@@ -39,7 +54,8 @@ struct Partition {
 // with its uids renumbered (so the same ops on other tensors, the next layer, ask no more).
 // Partitions come in an order that runs them: every partition after those whose outputs it
 // reads.
-Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h);
+Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h,
+                                         const PartitionOptions& options = {});
 
 // The partition `p` of g as a standalone graph: copies of its ops and tensors (same names, uids,
 // dims, strides and data types), where a tensor read from outside the partition becomes a

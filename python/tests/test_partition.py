@@ -56,6 +56,19 @@ def test_a_chain_is_one_supported_partition(handle, rng):
     assert "supported" in repr(p) and "conv" in repr(p)
 
 
+def test_anchors_decide_what_is_built(handle, rng):
+    g, _ = chain(handle, rng)
+    (p,) = cudnn.partition(g, handle)
+    assert p.supported and p.built
+    (p,) = cudnn.partition(g, handle, anchors=["mm"])
+    assert p.built and p.reason == ""
+    (p,) = cudnn.partition(g, handle, anchors=[])  # given, but none: nothing is built
+    assert p.supported and not p.built
+    assert p.reason == "not built: it holds none of the anchor ops asked for"
+    with pytest.raises(ValueError, match="anchors names op 'nope', which the graph does not have"):
+        cudnn.partition(g, handle, anchors=["nope"])
+
+
 def test_the_handle_defaults_to_the_graphs(handle, rng):
     g, _ = chain(handle, rng)
     assert [p.ops for p in cudnn.partition(g)] == [["conv", "bias", "relu", "mm"]]

@@ -413,8 +413,8 @@ def test_engine_refusal_keeps_ops_in_aten(monkeypatch):
             self.ops, self.op_indices = p.ops, p.op_indices
             self.supported, self.reason = False, "test engine: no tanh"
 
-    def picky(graph, handle):
-        parts = real(graph, handle)
+    def picky(graph, handle, anchors=None):
+        parts = real(graph, handle, anchors)
         return [Refused(p) if "tanh" in graph.to_json() else p for p in parts]
 
     monkeypatch.setattr(_fxpass, "partition_graph", picky)
@@ -434,9 +434,9 @@ def test_engine_split_into_partitions(monkeypatch):
         def __init__(self, ops):
             self.ops, self.supported, self.reason = ops, True, ""
 
-    def halves(graph, handle):
+    def halves(graph, handle, anchors=None):
         out = []
-        for p in real(graph, handle):
+        for p in real(graph, handle, anchors):
             if p.supported and len(p.ops) >= 4:
                 k = len(p.ops) // 2
                 out += [Part(p.ops[:k]), Part(p.ops[k:])]
@@ -450,6 +450,35 @@ def test_engine_split_into_partitions(monkeypatch):
     fw = [r for r in reports if r.graph.startswith("forward")]
     assert len(fw[0].partitions) == 2
     assert calls >= 3
+
+
+def test_only_anchored_groups_are_built(monkeypatch):
+    """The backend asks the engine to build only groups its gain rule can claim: a pointwise
+    chain next to a GEMM comes back unbuilt, and stays with the inner compiler for the gain
+    rule's reason."""
+    real = _fxpass.partition_graph
+    seen = []
+
+    def spy(graph, handle, anchors=None):
+        parts = real(graph, handle, anchors)
+        seen.append((anchors, parts))
+        return parts
+
+    monkeypatch.setattr(_fxpass, "partition_graph", spy)
+
+    def f(x, w, z):
+        return torch.relu(x @ w) + 1.0, torch.tanh(torch.sigmoid(z) * 3.0)
+
+    reports, calls = check(lambda x, w, z: torch.cat([t.flatten() for t in f(x, w, z)]),
+                           rand(4, 8), rand(8, 3), rand(5), backward=False)
+    assert seen and all(anchors is not None for anchors, _ in seen)
+    assert any(anchors == [] for anchors, _ in seen)  # the pointwise chain: nothing to build
+    parts = [p for _, ps in seen for p in ps]
+    assert any(p.built for p in parts)
+    unbuilt = [p for p in parts if p.supported and not p.built]
+    assert unbuilt and all("anchor" in p.reason for p in unbuilt)
+    reasons = {d.reason for r in reports for d in r.decisions if d.op == "aten.tanh.default"}
+    assert reasons == {"pointwise/reduction ops only: left to the inner compiler, which fuses them"}
 
 
 def test_fallback_for_unsupported_arguments():

@@ -472,7 +472,8 @@ Status needs_validated(const Graph& g, const char* call) {
 
 }  // namespace
 
-Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h) {
+Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h,
+                                         const PartitionOptions& options) {
   if (!h)
     return make_error(ErrorCode::InvalidArgument, "graph '", g.name(),
                       "': partition() needs a handle (the engine of its device decides)");
@@ -501,11 +502,29 @@ Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h) {
   auto builds = [&](const std::vector<size_t>& ops) {
     return engine_builds(*sub_of(ops, true), *sub_of(ops, false), h);
   };
+  const std::vector<size_t> no_anchors;
+  const std::vector<size_t>& anchors = options.anchors ? *options.anchors : no_anchors;
+  for (size_t a : anchors)
+    if (a >= v->nodes().size())
+      return make_error(ErrorCode::InvalidArgument, "graph '", g.name(),
+                        "': partition(): anchor op index ", a, " is out of range (the graph has ",
+                        v->nodes().size(), " ops)");
+  auto anchored = [&](const std::vector<size_t>& ops) {
+    return !options.anchors || std::any_of(ops.begin(), ops.end(), [&](size_t i) {
+      return std::find(anchors.begin(), anchors.end(), i) != anchors.end();
+    });
+  };
   std::vector<Partition> parts;
   for (Partition& p : grouper.result()) {
+    if (p.supported && !anchored(p.ops)) {
+      p.reason = "not built: it holds none of the anchor ops asked for";
+      parts.push_back(std::move(p));
+      continue;
+    }
     Status s = p.supported ? builds(p.ops) : Status::ok();
     if (s.is_ok() || s.code() != ErrorCode::NotSupported) {
       if (!s.is_ok()) return s;
+      p.built = p.supported;
       parts.push_back(std::move(p));
       continue;
     }
@@ -518,7 +537,7 @@ Result<std::vector<Partition>> partition(const Graph& g, const HandlePtr& h) {
       Status one = engine_accepts(*sub_of({i}, true), h);
       if (one.is_ok()) one = builds({i});
       if (!one.is_ok() && one.code() != ErrorCode::NotSupported) return one;
-      parts.push_back(Partition{{i}, one.is_ok(), one.is_ok() ? "" : one.message()});
+      parts.push_back(Partition{{i}, one.is_ok(), one.is_ok() ? "" : one.message(), one.is_ok()});
     }
   }
   return parts;

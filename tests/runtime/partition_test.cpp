@@ -460,6 +460,54 @@ TEST_F(PartitionTest, AComponentTheEngineTakesWholeIsAskedOnce) {
   EXPECT_EQ(partition_cache_stats()[2], 2);
 }
 
+// Anchors: of two unconnected groups (the chain conv -> bias -> relu -> matmul, and a separate
+// relu -> tanh), only the one holding an anchor op is built; the other comes back supported and
+// unbuilt, with the reason, and its plan is never asked for.
+TEST_F(PartitionTest, OnlyPartitionsHoldingAnAnchorAreBuilt) {
+  Chain c;
+  ir::Tensor z = c.g.tensor(f32("Z", {2, 3}).set_stride({3, 1}));
+  c.g.unary(PointwiseMode::Tanh, c.g.relu(z, {.name = "zr"}), {.name = "zt"})
+      ->set_output(true)
+      .set_name("T");
+  ASSERT_TRUE(c.g.validate().is_ok());
+  std::vector<size_t> mm;
+  for (size_t i = 0; i < c.g.nodes().size(); ++i)
+    if (c.g.nodes()[i].name == "mm") mm.push_back(i);
+  ASSERT_EQ(mm.size(), 1u);
+  picky.r.unbuildable = {PointwiseMode::Tanh};  // building the unanchored group would fail
+  auto parts = partition(c.g, h, PartitionOptions{mm});
+  ASSERT_TRUE(parts.is_ok()) << parts.status().message();
+  ASSERT_EQ(parts->size(), 2u);
+  for (const Partition& p : *parts) {
+    SCOPED_TRACE(names_of(c.g, p)[0]);
+    EXPECT_TRUE(p.supported);
+    const bool has_mm = std::find(p.ops.begin(), p.ops.end(), mm[0]) != p.ops.end();
+    EXPECT_EQ(p.built, has_mm);
+    if (has_mm) {
+      EXPECT_EQ(p.ops.size(), 4u);
+      EXPECT_EQ(p.reason, "");
+    } else {
+      EXPECT_EQ(names_of(c.g, p), (Names{"zr", "zt"}));  // not split: never built
+      EXPECT_EQ(p.reason, "not built: it holds none of the anchor ops asked for");
+    }
+  }
+  // Without anchors every supported group is built: the tanh group fails and is split.
+  clear_partition_cache();
+  auto all = partition(c.g, h);
+  ASSERT_TRUE(all.is_ok()) << all.status().message();
+  ASSERT_EQ(all->size(), 3u);
+  for (const Partition& p : *all) EXPECT_EQ(p.built, p.supported) << p.reason;
+  // Anchors given but empty: nothing is built.
+  clear_partition_cache();
+  auto none = partition(c.g, h, PartitionOptions{std::vector<size_t>{}});
+  ASSERT_TRUE(none.is_ok()) << none.status().message();
+  for (const Partition& p : *none) EXPECT_FALSE(p.built);
+  auto bad = partition(c.g, h, PartitionOptions{std::vector<size_t>{99}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("anchor op index 99 is out of range"), std::string::npos)
+      << bad.status().message();
+}
+
 // check_support accepts relu -> sigmoid -> tanh whole, but no plan builds with the sigmoid: the
 // partition is split into its ops, the relu and the tanh claimed alone, the sigmoid left out
 // with the engine's reason; the order still runs them.

@@ -418,7 +418,11 @@ def _plan(gm, refused, min_ops, pointwise):
     for nodes in _candidates(gm, refused):
         handle = handle_for(_device(nodes))
         cand = build_graph(nodes, handle)
-        parts = partition_graph(cand.g, handle)
+        # Only partitions the gain rule can claim are built (a GEMM, convolution, norm or
+        # attention among them): cuDNN compiles pointwise-only graphs at run time, for nothing.
+        anchors = None if pointwise else [
+            name for name, owner in cand.op_owner.items() if owner.target in _ops.ANCHORS]
+        parts = partition_graph(cand.g, handle, anchors)
         for p in parts:
             # Ops are matched by name: validate() may order them otherwise than they were made.
             owners = []
@@ -440,6 +444,8 @@ def _plan(gm, refused, min_ops, pointwise):
                 raise err
             members = _members(owners_set, nodes, cand.ctx, order)
             why = _no_gain(members, min_ops, pointwise)
+            if why is None and not getattr(p, "built", True):
+                why = f"engine refused: {p.reason}"
             if why:
                 for n in members:
                     engine_refused[n] = why

@@ -63,13 +63,14 @@ class _StandinPartition:
         self.ops = ops
         self.op_indices = list(range(len(ops)))
         self.supported = supported
+        self.built = supported
         self.reason = reason
 
     def subgraph_json(self) -> str:
         return self._graph.to_json()
 
 
-def _standin_partition(graph, handle):
+def _standin_partition(graph, handle, anchors=None):
     ops = [n["name"] for n in json.loads(graph.to_json())["nodes"]]
     try:
         graph.build_operation_graph()
@@ -80,7 +81,12 @@ def _standin_partition(graph, handle):
     return [_StandinPartition(graph, ops, True, "")]
 
 
-partition_graph = getattr(dg, "partition", None) or _standin_partition
+def _partition(graph, handle, anchors=None):
+    """``dnngraph.partition``; ``anchors`` (op names): only groups holding one are built."""
+    return dg.partition(graph, handle, anchors=anchors)
+
+
+partition_graph = _partition if hasattr(dg, "partition") else _standin_partition
 
 
 # ---- the generic graph op --------------------------------------------------------------------
