@@ -112,8 +112,16 @@ PlanCache* PlanCache::global() {
   if (const char* c = std::getenv("DNNGRAPH_CACHE_SIZE"); c && std::atoll(c) > 0)
     capacity = static_cast<size_t>(std::atoll(c));
   int64_t disk_mb = 512;
-  if (const char* c = std::getenv("DNNGRAPH_CACHE_DISK_MB"); c && *c)
-    disk_mb = std::max<int64_t>(std::atoll(c), 0);
+  if (const char* c = std::getenv("DNNGRAPH_CACHE_DISK_MB"); c && *c) {
+    char* end = nullptr;
+    const long long v = std::strtoll(c, &end, 10);
+    if (*end == '\0' && v >= 0 && v <= (int64_t{1} << 40))
+      disk_mb = v;
+    else
+      warn(std::string("DNNGRAPH_CACHE_DISK_MB='") + c +
+           "' is not a number of megabytes (0 for no limit); the plan cache on disk keeps "
+           "at most 512 MB");
+  }
   global_cache = std::make_unique<PlanCache>(capacity, dir, disk_mb * 1024 * 1024);
   return global_cache.get();
 }

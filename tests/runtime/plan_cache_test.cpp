@@ -116,6 +116,36 @@ TEST(PlanStore, AFileWithoutLastUseTimesGainsThem) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(PlanStore, TheGlobalCacheTakesItsBoundFromTheEnvironment) {
+  const std::string dir = temp_dir("envbound");
+  const char* mode = std::getenv("DNNGRAPH_CACHE");
+  const std::string saved = mode ? mode : "";
+  unsetenv("DNNGRAPH_CACHE");  // the disk cache on, whatever the caller's environment says
+  setenv("DNNGRAPH_CACHE_DIR", dir.c_str(), 1);
+  setenv("DNNGRAPH_CACHE_DISK_MB", "1", 1);
+  PlanCache::reset_global();
+  PlanCache* c = PlanCache::global();
+  ASSERT_NE(c, nullptr);
+  const PlanCacheEntry big{"eng", -1, std::string(300 * 1024, 'p')};  // 300 KB each
+  for (int i = 0; i < 8; ++i) c->put("k" + std::to_string(i), big);
+  auto store = PlanStore::open(c->disk_path()).value();
+  EXPECT_LE(store->bytes().value(), 1 << 20);
+  EXPECT_GE(store->size().value(), 2);
+  setenv("DNNGRAPH_CACHE_DISK_MB", "lots", 1);  // not a number: a warning, the default bound
+  PlanCache::reset_global();
+  testing::internal::CaptureStderr();
+  EXPECT_NE(PlanCache::global(), nullptr);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("DNNGRAPH_CACHE_DISK_MB='lots' is not a number of megabytes"),
+            std::string::npos)
+      << err;
+  unsetenv("DNNGRAPH_CACHE_DISK_MB");
+  unsetenv("DNNGRAPH_CACHE_DIR");
+  if (mode) setenv("DNNGRAPH_CACHE", saved.c_str(), 1);
+  PlanCache::reset_global();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PlanStore, CorruptRowIsDroppedWithAWarning) {
   const std::string dir = temp_dir("row");
   const std::string path = dir + "/p.sqlite3";
