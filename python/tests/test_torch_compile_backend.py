@@ -7,8 +7,8 @@ import operator
 import os
 
 import pytest
-from torch_util import (  # noqa: F401  (skips without dnngraph.torch)
-    assert_close, assert_no_worse_than_eager, needs_cuda, rand, torch)
+from torch_util import (  # noqa: F401  (skips without dnngraph.torch; fresh_dynamo: a fixture)
+    assert_close, assert_no_worse_than_eager, fresh_dynamo, needs_cuda, rand, torch)
 
 import torch.nn as nn
 import torch.nn.functional as F
@@ -19,11 +19,7 @@ from dnngraph.torch.compile import _backend, _fxpass, explain, make_backend
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _run_graph_calls(fn):

@@ -3,28 +3,16 @@ against the ATen ops it replaces; one that is not faster is left to the inner co
 in explain(). On the CPU the timing is simulated (the reference engine is never timed)."""
 
 import pytest
-from torch_util import assert_close, assert_no_worse_than_eager, needs_cuda, rand, torch  # noqa: F401
-
-import torch.nn as nn
-import torch.nn.functional as F
+from torch_util import (  # noqa: F401  (fresh_dynamo: a fixture)
+    GeluMlp, assert_close, assert_no_worse_than_eager, fresh_dynamo, needs_cuda, rand, torch)
 
 from dnngraph.torch.compile import _backend, _measure, make_backend
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
-class Mlp(nn.Module):
-    def __init__(self, d=16, ff=32):
-        super().__init__()
-        self.ln, self.fc1, self.fc2 = nn.LayerNorm(d), nn.Linear(d, ff), nn.Linear(ff, d)
-
-    def forward(self, x):
-        return x + self.fc2(F.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+Mlp = GeluMlp
 
 
 def _step(model, x, backend):

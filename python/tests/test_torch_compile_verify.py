@@ -4,28 +4,16 @@ the ATen ops it replaces; one that differs is left to ATen, named in the log and
 import logging
 
 import pytest
-from torch_util import assert_close, rand, torch  # noqa: F401  (skips without dnngraph.torch)
-
-import torch.nn as nn
-import torch.nn.functional as F
+from torch_util import (  # noqa: F401  (skips without dnngraph.torch; fresh_dynamo: a fixture)
+    GeluMlp, assert_close, fresh_dynamo, rand, torch)
 
 from dnngraph.torch.compile import _backend, _verify, make_backend
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
-class Mlp(nn.Module):
-    def __init__(self, d=16, ff=32):
-        super().__init__()
-        self.ln, self.fc1, self.fc2 = nn.LayerNorm(d), nn.Linear(d, ff), nn.Linear(ff, d)
-
-    def forward(self, x):
-        return x + self.fc2(F.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+Mlp = GeluMlp
 
 
 def _train_step(model, x, **backend_kw):

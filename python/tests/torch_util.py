@@ -157,3 +157,25 @@ def run_without_fused_plans(k, *files):
     assert r.returncode == 0, out[-4000:]
     assert " passed" in r.stdout and " failed" not in r.stdout, out[-2000:]
     return out
+
+
+class GeluMlp(torch.nn.Module):
+    """x + fc2(gelu_tanh(fc1(layer_norm(x)))): a transformer MLP of stock modules, the compile
+    backend tests' small model with a GEMM epilogue, a norm and a residual add."""
+
+    def __init__(self, d=16, ff=32):
+        super().__init__()
+        nn = torch.nn
+        self.ln, self.fc1, self.fc2 = nn.LayerNorm(d), nn.Linear(d, ff), nn.Linear(ff, d)
+
+    def forward(self, x):
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """torch.compile's caches reset around the test (compile backend tests: each test's graphs
+    compiled afresh). Use: import it and ``pytestmark = pytest.mark.usefixtures("fresh_dynamo")``."""
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
