@@ -468,7 +468,9 @@ def test_only_anchored_groups_are_built(monkeypatch):
     reports, calls = check(lambda x, w, z: torch.cat([t.flatten() for t in f(x, w, z)]),
                            rand(4, 8), rand(8, 3), rand(5), backward=False)
     assert seen and all(anchors is not None for anchors, _ in seen)
-    assert any(anchors == [] for anchors, _ in seen)  # the pointwise chain: nothing to build
+    for anchors, parts in seen:  # built: exactly the supported partitions holding an anchor
+        for p in parts:
+            assert p.built == (p.supported and bool(set(p.ops) & set(anchors))), (anchors, p)
     parts = [p for _, ps in seen for p in ps]
     assert any(p.built for p in parts)
     unbuilt = [p for p in parts if p.supported and not p.built]
