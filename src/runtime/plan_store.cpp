@@ -71,6 +71,14 @@ struct PlanStore::Impl {
     if (sqlite3_prepare_v2(db, sql, -1, &st.s, nullptr) != SQLITE_OK) return error(sql);
     return Status::ok();
   }
+  // Deletes the row of `key` (absent: nothing); `what` names the deletion in an error.
+  Status erase(const std::string& key, const char* what) {
+    Stmt del;
+    DNNGRAPH_TRY(prepare(del, "DELETE FROM plans WHERE key = ?1"));
+    sqlite3_bind_text(del.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+    if (sqlite3_step(del.s) != SQLITE_DONE) return error(what);
+    return Status::ok();
+  }
   Result<int64_t> bytes() {
     Stmt st;
     DNNGRAPH_TRY(prepare(st,
@@ -100,12 +108,8 @@ struct PlanStore::Impl {
         drop.push_back(std::move(key));
       }
     }
-    for (const std::string& key : drop) {
-      Stmt del;
-      DNNGRAPH_TRY(prepare(del, "DELETE FROM plans WHERE key = ?1"));
-      sqlite3_bind_text(del.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-      if (sqlite3_step(del.s) != SQLITE_DONE) return error("dropping a least recently used plan");
-    }
+    for (const std::string& key : drop)
+      DNNGRAPH_TRY(erase(key, "dropping a least recently used plan"));
     return Status::ok();
   }
 };
@@ -194,10 +198,7 @@ Result<std::optional<PlanCacheEntry>> PlanStore::get(const std::string& key, std
   if (warning)
     *warning = "plan cache: the row for this graph in '" + path_ +
                "' is corrupt (checksum mismatch); it was dropped and the graph is built again";
-  Stmt del;
-  DNNGRAPH_TRY(impl_->prepare(del, "DELETE FROM plans WHERE key = ?1"));
-  sqlite3_bind_text(del.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-  if (sqlite3_step(del.s) != SQLITE_DONE) return impl_->error("dropping a corrupt row");
+  DNNGRAPH_TRY(impl_->erase(key, "dropping a corrupt row"));
   return std::optional<PlanCacheEntry>{};
 }
 
@@ -220,11 +221,7 @@ Status PlanStore::put(const std::string& key, const PlanCacheEntry& e) {
 
 Status PlanStore::erase(const std::string& key) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  Stmt st;
-  DNNGRAPH_TRY(impl_->prepare(st, "DELETE FROM plans WHERE key = ?1"));
-  sqlite3_bind_text(st.s, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-  if (sqlite3_step(st.s) != SQLITE_DONE) return impl_->error("dropping a plan");
-  return Status::ok();
+  return impl_->erase(key, "dropping a plan");
 }
 
 Result<int64_t> PlanStore::size() {
