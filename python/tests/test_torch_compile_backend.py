@@ -407,7 +407,7 @@ def test_engine_refusal_keeps_ops_in_aten(monkeypatch):
     class Refused:
         def __init__(self, p):
             self.ops, self.op_indices = p.ops, p.op_indices
-            self.supported, self.reason = False, "test engine: no tanh"
+            self.supported, self.built, self.reason = False, False, "test engine: no tanh"
 
     def picky(graph, handle, anchors=None):
         parts = real(graph, handle, anchors)
@@ -428,7 +428,7 @@ def test_engine_split_into_partitions(monkeypatch):
 
     class Part:
         def __init__(self, ops):
-            self.ops, self.supported, self.reason = ops, True, ""
+            self.ops, self.supported, self.built, self.reason = ops, True, True, ""
 
     def halves(graph, handle, anchors=None):
         out = []

@@ -32,7 +32,7 @@ from ._lower import RESHAPES, Ctx, Unmappable, apply_request, meta
 from ._pieces import piece_label
 from ._runtime import dg_dtype, handle_for, partition_graph, run_graph_op, standin_register
 from ._runtime import uses_standin
-from ._measure import measure_partition
+from ._measure import SLOWER, measure_partition
 from ._verify import check_partition
 
 aten = torch.ops.aten
@@ -374,7 +374,7 @@ def _screened(graph_name, claimed, jsons, engine_refused, checks):
             continue
         ops = ", ".join(n.name for n in _compute_nodes(nodes))
         # A slower fused graph is a choice; a wrong or failing one is an engine fault.
-        level = logging.INFO if why.startswith("measure: the fused graph takes") else logging.WARNING
+        level = logging.INFO if why.startswith(SLOWER) else logging.WARNING
         log.log(level, "dnngraph backend: %s: partition [%s]: %s", graph_name, ops, why)
         for n in nodes:
             engine_refused[n] = why
@@ -444,7 +444,7 @@ def _plan(gm, refused, min_ops, pointwise):
                 raise err
             members = _members(owners_set, nodes, cand.ctx, order)
             why = _no_gain(members, min_ops, pointwise)
-            if why is None and not getattr(p, "built", True):
+            if why is None and not p.built:
                 why = f"engine refused: {p.reason}"
             if why:
                 for n in members:

@@ -16,12 +16,15 @@ import time
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-from ._verify import aten_run, fused, random_inputs
+from ._verify import aten_run, failed_to_run, fused, random_inputs
 
 MARGIN = 0.97  # fused time / ATen time at most this to keep the fused graph
 REPS = 10  # runs back to back per timing
 ROUNDS = 3  # timings of each side, interleaved; the fastest counts
 CYCLES_PER_S = 2.0e9  # at least a GPU's clock: the sleep lasts at least as long as asked
+# How the reason for a fused graph slower than ATen begins (a choice, logged at INFO; a graph
+# that fails to run is an engine fault, a warning).
+SLOWER = "measure: the fused graph takes"
 
 
 def _ms_per_run(fn, reps):
@@ -74,12 +77,11 @@ def measure_partition(nodes, built, graph_json) -> str | None:
     try:
         times = time_partition(nodes, built, graph_json)
     except Exception as e:  # the engine failed where ATen ran
-        first = str(e).splitlines()[0] if str(e) else ""
-        return f"measure: the fused graph failed to run ({type(e).__name__}: {first}): left to ATen"
+        return failed_to_run("measure", e)
     if times is None:
         return None
     fused_ms, aten_ms = times
     if fused_ms <= MARGIN * aten_ms:
         return None
-    return (f"measure: the fused graph takes {fused_ms * 1e3:.1f} us, the ATen ops it replaces "
+    return (f"{SLOWER} {fused_ms * 1e3:.1f} us, the ATen ops it replaces "
             f"{aten_ms * 1e3:.1f} us: left to the inner compiler")

@@ -118,14 +118,20 @@ def check_partition(nodes, built, graph_json, seed=0) -> str | None:
         try:
             got = fused(built, graph_json, env)
         except Exception as e:  # the engine failed where ATen ran: the partition stays out
-            return (f"verify: the fused graph failed to run ({type(e).__name__}: "
-                    f"{str(e).splitlines()[0] if str(e) else ''}): left to ATen")
+            return failed_to_run("verify", e)
         worst = _worst(got, env)
     if worst is None:
         return None
     err, tol, name = worst
     return (f"verify: the fused graph's '{name}' differs from ATen's by {err:.3g} of its largest "
             f"value (tolerance {tol:g}): left to ATen")
+
+
+def failed_to_run(check: str, e: Exception) -> str:
+    """The reason a check (``verify``, ``measure``) gives for a fused graph that raised where
+    ATen's ops ran: the partition stays in ATen."""
+    first = str(e).splitlines()[0] if str(e) else ""
+    return f"{check}: the fused graph failed to run ({type(e).__name__}: {first}): left to ATen"
 
 
 def _worst(got, env):
