@@ -46,6 +46,11 @@ struct Stmt {
   ~Stmt() { sqlite3_finalize(s); }
 };
 
+// The bytes a row holds (its key, engine config and plan); ROW is "", "NEW." or "OLD.".
+#define PLAN_ROW_BYTES_OF(ROW) \
+  "(LENGTH(" ROW "key) + LENGTH(" ROW "engine_config) + LENGTH(" ROW "plan))"
+#define PLAN_ROW_BYTES(ROW) "COALESCE(SUM" PLAN_ROW_BYTES_OF(ROW) ", 0)"
+
 }  // namespace
 
 struct PlanStore::Impl {
@@ -79,18 +84,34 @@ struct PlanStore::Impl {
     if (sqlite3_step(del.s) != SQLITE_DONE) return error(what);
     return Status::ok();
   }
+  // The rows' payload bytes: a running total that triggers keep in the same transaction as each
+  // insert and delete (any process, any version that shares the file), read in O(1).
   Result<int64_t> bytes() {
     Stmt st;
-    DNNGRAPH_TRY(prepare(st,
-                         "SELECT COALESCE(SUM(LENGTH(key) + LENGTH(engine_config) + "
-                         "LENGTH(plan)), 0) FROM plans"));
+    DNNGRAPH_TRY(prepare(st, "SELECT total FROM plan_bytes WHERE id = 0"));
+    const int rc = sqlite3_step(st.s);
+    if (rc == SQLITE_ROW) return static_cast<int64_t>(sqlite3_column_int64(st.s, 0));
+    if (rc == SQLITE_DONE) return exact_bytes();
+    return error("reading the plans' bytes");
+  }
+  // The same sum over every row (a full scan): the total is set to it before a trim.
+  Result<int64_t> exact_bytes() {
+    Stmt st;
+    DNNGRAPH_TRY(prepare(st, "SELECT " PLAN_ROW_BYTES("") " FROM plans"));
     if (sqlite3_step(st.s) != SQLITE_ROW) return error("summing the plans' bytes");
-    return static_cast<int64_t>(sqlite3_column_int64(st.s, 0));
+    const auto total = static_cast<int64_t>(sqlite3_column_int64(st.s, 0));
+    Stmt set;
+    DNNGRAPH_TRY(prepare(set, "UPDATE plan_bytes SET total = ?1 WHERE id = 0"));
+    sqlite3_bind_int64(set.s, 1, total);
+    (void)sqlite3_step(set.s);  // a stale total only makes the next trim check again
+    return total;
   }
   // Past max_bytes: the least recently used rows go (never `keep`, the row just stored) until
   // 90% of the bound is left.
   Status trim(const std::string& keep) {
     DNNGRAPH_ASSIGN_OR_RETURN(int64_t total, bytes());
+    if (total <= max_bytes) return Status::ok();
+    DNNGRAPH_ASSIGN_OR_RETURN(total, exact_bytes());  // rare: only past the bound
     if (total <= max_bytes) return Status::ok();
     const int64_t target = max_bytes - max_bytes / 10;
     std::vector<std::string> drop;
@@ -136,7 +157,21 @@ Result<std::unique_ptr<PlanStore>> PlanStore::open(const std::string& path, int6
       "used INTEGER NOT NULL DEFAULT 0)",
       // A file written before rows recorded their last use: the column is added (another
       // process adding it at the same moment makes this fail harmlessly, see below).
-      "ALTER TABLE plans ADD COLUMN used INTEGER NOT NULL DEFAULT 0"};
+      "ALTER TABLE plans ADD COLUMN used INTEGER NOT NULL DEFAULT 0",
+      // The running total of the rows' bytes (the bound's measure): triggers first, then the
+      // row that holds it, set from the rows present (a row stored between the two is counted
+      // by the sum, one stored after by its trigger). REPLACE fires the delete trigger only
+      // with recursive triggers on.
+      "PRAGMA recursive_triggers = ON",
+      "CREATE TABLE IF NOT EXISTS plan_bytes (id INTEGER PRIMARY KEY, total INTEGER NOT NULL)",
+      "CREATE TRIGGER IF NOT EXISTS plan_bytes_insert AFTER INSERT ON plans BEGIN "
+      "UPDATE plan_bytes SET total = total + " PLAN_ROW_BYTES_OF("NEW.") " WHERE id = 0; END",
+      "CREATE TRIGGER IF NOT EXISTS plan_bytes_delete AFTER DELETE ON plans BEGIN "
+      "UPDATE plan_bytes SET total = total - " PLAN_ROW_BYTES_OF("OLD.") " WHERE id = 0; END",
+      "CREATE TRIGGER IF NOT EXISTS plan_bytes_update AFTER UPDATE OF key, engine_config, plan "
+      "ON plans BEGIN UPDATE plan_bytes SET total = total - " PLAN_ROW_BYTES_OF(
+          "OLD.") " + " PLAN_ROW_BYTES_OF("NEW.") " WHERE id = 0; END",
+      "INSERT OR IGNORE INTO plan_bytes (id, total) SELECT 0, " PLAN_ROW_BYTES("") " FROM plans"};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (const char* sql : setup) {
     for (;;) {

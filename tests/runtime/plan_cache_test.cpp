@@ -89,6 +89,63 @@ TEST(PlanStore, BoundedByBytesDropsTheLeastRecentlyUsed) {
   std::filesystem::remove_all(dir);
 }
 
+// The bound's measure is a running total kept by triggers: it must equal the rows' bytes after
+// inserts, replacements, updates by another connection and deletes, and start from the rows a
+// file already holds.
+TEST(PlanStore, TheBytesAreARunningTotalOfTheRows) {
+  const std::string dir = temp_dir("total");
+  const std::string path = dir + "/p.sqlite3";
+  auto exact = [&] {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db,
+                                 "SELECT COALESCE(SUM(LENGTH(key) + LENGTH(engine_config) + "
+                                 "LENGTH(plan)), 0) FROM plans",
+                                 -1, &st, nullptr),
+              SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+    const int64_t n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+  };
+  {  // rows written before the total existed
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TABLE plans (key TEXT PRIMARY KEY, engine_config TEXT NOT NULL, "
+                           "time_ms REAL NOT NULL, plan BLOB NOT NULL, checksum INTEGER NOT NULL, "
+                           "created INTEGER NOT NULL DEFAULT 0, used INTEGER NOT NULL DEFAULT 0);"
+                           "INSERT INTO plans (key, engine_config, time_ms, plan, checksum) "
+                           "VALUES ('old', 'eng7', 1.0, x'00112233', 0)",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto s = PlanStore::open(path).value();
+  EXPECT_EQ(s->bytes().value(), 3 + 4 + 4);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    const std::string key = "k" + std::to_string(rng() % 40);  // replacements among new rows
+    if (rng() % 5 == 0)
+      ASSERT_TRUE(s->erase(key).is_ok());
+    else
+      ASSERT_TRUE(s->put(key, entry(static_cast<int>(rng() % 30))).is_ok());
+  }
+  {  // another connection rewrites a plan in place
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE plans SET plan = x'00' WHERE key = 'old'", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  EXPECT_EQ(s->bytes().value(), exact());
+  EXPECT_GT(s->bytes().value(), 0);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PlanStore, AFileWithoutLastUseTimesGainsThem) {
   const std::string dir = temp_dir("old");
   const std::string path = dir + "/p.sqlite3";
