@@ -160,9 +160,14 @@ class Graph : public ir::Graph {
   Status update_cuda_graph(Handle& handle, const VariantPack& pack, void* workspace,
                            void* cuda_graph) const;
   // Graph-backed execute (off by default): execute() records a CUDA graph once per distinct set
-  // of pointers and replays it afterwards (a bounded LRU per plan, dropped with the plan).
+  // of pointers and replays it afterwards (a bounded LRU per plan, dropped with the plan); see
+  // CudaGraphExecute for the modes (true: Always). Inside a caller's stream capture execute()
+  // runs directly, and the capture records it.
   Graph& set_cuda_graph_execute(bool on);
-  bool cuda_graph_execute() const;
+  Graph& set_cuda_graph_execute(CudaGraphExecute mode);
+  bool cuda_graph_execute() const;  // mode != Off
+  CudaGraphExecute cuda_graph_execute_mode() const;
+  CudaGraphExecuteStats cuda_graph_execute_stats() const;  // summed over the built plans
 
   // Thread safety: the pipeline steps, execute, serialize, the plan filters and the CUDA graph
   // calls lock the graph (execute shares the lock with other executes, the steps take it

@@ -158,15 +158,45 @@ void bind_tune(nb::class_<PyGraph>& cls) {
           "Points a graph filled by populate_cuda_graph at the pointers of `variant_pack`.");
   cls.def(
       "set_cuda_graph_execute",
-      [](nb::handle self, bool on) {
-        nb::inst_ptr<PyGraph>(self)->graph.set_cuda_graph_execute(on);
+      [](nb::handle self, nb::handle on) {
+        CudaGraphExecute mode = CudaGraphExecute::Off;
+        if (nb::isinstance<nb::bool_>(on)) {
+          mode = nb::cast<bool>(on) ? CudaGraphExecute::Always : CudaGraphExecute::Off;
+        } else if (nb::isinstance<nb::str>(on)) {
+          const std::string v = nb::cast<std::string>(on);
+          if (v == "always") mode = CudaGraphExecute::Always;
+          else if (v == "repeated") mode = CudaGraphExecute::Repeated;
+          else if (v != "off")
+            throw nb::value_error(("set_cuda_graph_execute: mode '" + v +
+                                   "' is not one of 'always', 'repeated', 'off' (or a bool)")
+                                      .c_str());
+        } else {
+          throw nb::type_error(("set_cuda_graph_execute: expected a bool or one of 'always', "
+                                "'repeated', 'off', got " +
+                                nb::cast<std::string>(nb::str(on.type())))
+                                   .c_str());
+        }
+        nb::inst_ptr<PyGraph>(self)->graph.set_cuda_graph_execute(mode);
         return nb::borrow(self);
       },
       nb::arg("on") = true,
-      "Graph-backed execute: execute() records a CUDA graph once per distinct set of pointers\n"
-      "and replays it afterwards (bounded per plan; graphs on the CPU execute directly).");
+      "Graph-backed execute: execute() replays a CUDA graph recorded for the same pointers\n"
+      "(bounded per plan; graphs on the CPU execute directly). True or 'always': recorded the\n"
+      "first time a set of pointers is seen; 'repeated': only once the set comes back (a set\n"
+      "used once costs no recording); False or 'off': every execute runs directly.");
   cls.def_prop_ro("cuda_graph_execute",
                   [](const PyGraph& self) { return self.graph.cuda_graph_execute(); });
+  cls.def_prop_ro(
+      "cuda_graph_execute_stats",
+      [](const PyGraph& self) {
+        const CudaGraphExecuteStats s = self.graph.cuda_graph_execute_stats();
+        nb::dict d;
+        d["replayed"] = s.replayed;
+        d["recorded"] = s.recorded;
+        d["direct"] = s.direct;
+        return d;
+      },
+      "What graph-backed execute did: {'replayed', 'recorded', 'direct'} executes.");
 }
 
 }  // namespace dnngraph::py

@@ -101,3 +101,14 @@ def test_cuda_graph_calls_on_the_cpu(handle, rng):
     assert g.set_cuda_graph_execute(True) is g and g.cuda_graph_execute
     g.execute({A: a, Y: y}, ws)  # the reference engine executes directly
     np.testing.assert_allclose(y, np.maximum(a @ a, 0), rtol=1e-5, atol=1e-6)
+    for mode in ("repeated", "always"):
+        y.fill(np.nan)
+        assert g.set_cuda_graph_execute(mode).cuda_graph_execute
+        g.execute({A: a, Y: y}, ws)
+        np.testing.assert_allclose(y, np.maximum(a @ a, 0), rtol=1e-5, atol=1e-6)
+    assert g.cuda_graph_execute_stats == {"replayed": 0, "recorded": 0, "direct": 0}
+    assert not g.set_cuda_graph_execute("off").cuda_graph_execute
+    with pytest.raises(ValueError, match="'sometimes' is not one of 'always', 'repeated', 'off'"):
+        g.set_cuda_graph_execute("sometimes")
+    with pytest.raises(TypeError, match="expected a bool or one of"):
+        g.set_cuda_graph_execute(1)

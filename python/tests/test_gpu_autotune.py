@@ -84,6 +84,48 @@ def test_graph_backed_execute_is_identical(gpu):
     assert torch.equal(c2, c3)
 
 
+def test_graph_backed_execute_records_only_repeated_pointers(gpu):
+    """'repeated': a set of pointers used once runs directly; the second time it is recorded,
+    from then on replayed, with the same bytes as a direct execute; inputs changed in place
+    between replays are read afresh."""
+    g, A, B, C = matmul_graph(gpu, 2)
+    a, b, c = tensors(2)
+    ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device="cuda")
+    g.execute({A: a, B: b, C: c}, ws)
+    want = c.clone()
+    g.set_cuda_graph_execute("repeated")
+    for k in range(4):
+        c.fill_(float("nan"))
+        g.execute({A: a, B: b, C: c}, ws)
+        torch.cuda.synchronize()
+        assert torch.equal(c, want), k
+    assert g.cuda_graph_execute_stats == {"replayed": 2, "recorded": 1, "direct": 1}
+    a.mul_(-0.5)  # the recorded graph reads the buffers as they are now
+    g.execute({A: a, B: b, C: c}, ws)
+    g.set_cuda_graph_execute(False)
+    c2 = torch.full_like(c, float("nan"))
+    g.execute({A: a, B: b, C: c2}, ws)
+    torch.cuda.synchronize()
+    assert torch.equal(c, c2) and not torch.equal(c, want)
+    # Many more live pointer sets than a plan keeps graphs for, in turn: recording stops
+    # (each graph would be evicted before it pays for itself) and results stay right.
+    g.set_cuda_graph_execute("repeated")
+    outs = [torch.empty_like(c) for _ in range(40)]
+    for _ in range(3):
+        for o in outs:
+            o.fill_(float("nan"))
+            g.execute({A: a, B: b, C: o}, ws)
+    torch.cuda.synchronize()
+    for o in outs:
+        assert torch.equal(o, c2)
+    st = g.cuda_graph_execute_stats
+    assert st["recorded"] <= 1 + 16 + 16, st  # given up after 16 wasted graphs at the most
+    before = st["recorded"]
+    for o in outs:
+        g.execute({A: a, B: b, C: o}, ws)
+    assert g.cuda_graph_execute_stats["recorded"] == before
+
+
 def cudart():
     names = []
     for d in site.getsitepackages():

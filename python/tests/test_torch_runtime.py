@@ -2,6 +2,7 @@
 capture and replay, two threads on two streams, two devices in one process. The GPU tests
 skip on CPU machines; scripts/gpu-check.sh runs them (TORCH_CHECKS=1)."""
 
+import os
 import threading
 
 import pytest
@@ -412,3 +413,36 @@ def test_backward_makes_no_zeros_for_unused_outputs():
             out.backward(g)
         made = [e.name for e in prof.events() if e.name in ("aten::zeros", "aten::zeros_like", "aten::fill_", "aten::zero_")]
         assert not made, f"{name}: backward made zeros: {made}"
+
+
+@needs_cuda
+def test_training_steps_replay_recorded_cuda_graphs():
+    """A training loop's steady state (the same buffers every step) replays each plan's recorded
+    CUDA graph (DNNGRAPH_TORCH_CUDA_GRAPHS, default 'repeated'), with the same bytes as the
+    first, directly executed step; the cache's counters say so."""
+    if os.environ.get("DNNGRAPH_TORCH_CUDA_GRAPHS") in ("0", "off"):
+        pytest.skip("DNNGRAPH_TORCH_CUDA_GRAPHS is off")
+    dt.clear_cache()
+    x = rand(4, 16, 12, 12, device="cuda", dtype=torch.bfloat16).contiguous(
+        memory_format=torch.channels_last)
+    conv = dt.Conv2dBiasAct(16, 16, 3, padding=1, activation="relu").to("cuda", torch.bfloat16)
+    conv = conv.to(memory_format=torch.channels_last)
+    results = []
+    for _ in range(5):
+        conv.zero_grad(set_to_none=True)
+        xg = x.detach().requires_grad_()
+        y = conv(xg, residual=x)
+        y.float().square().mean().backward()
+        results.append([t.detach().clone() for t in (y, xg.grad, conv.weight.grad, conv.bias.grad)])
+    torch.cuda.synchronize()
+    for step in results[1:]:
+        for got, want in zip(step, results[0]):
+            assert torch.equal(got, want)
+    info = dt.cache_info()
+    assert info["cuda_graph_replayed"] > 0 and info["cuda_graph_recorded"] > 0, info
+    assert info["cuda_graph_direct"] > 0, info  # the first step ran directly
+    x.mul_(-1)  # new values in the same buffers: the replays read them
+    y = conv(x.detach(), residual=x)
+    ref = torch.relu(TF.conv2d(x.float(), conv.weight.float(), conv.bias.float(), padding=1)
+                     + x.float())
+    assert_close(y.float(), ref, torch.bfloat16, "cuda")

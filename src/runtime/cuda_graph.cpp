@@ -49,11 +49,35 @@ Status Graph::update_cuda_graph(Handle& handle, const VariantPack& pack, void* w
 }
 
 Graph& Graph::set_cuda_graph_execute(bool on) {
+  return set_cuda_graph_execute(on ? CudaGraphExecute::Always : CudaGraphExecute::Off);
+}
+
+Graph& Graph::set_cuda_graph_execute(CudaGraphExecute mode) {
   std::unique_lock<std::shared_mutex> lock(state_->mu);  // execute reads it under the lock
-  state_->settings.cuda_graph_execute = on;
+  state_->settings.cuda_graph_execute = mode;
   return *this;
 }
 
-bool Graph::cuda_graph_execute() const { return state_->settings.cuda_graph_execute; }
+bool Graph::cuda_graph_execute() const {
+  return cuda_graph_execute_mode() != CudaGraphExecute::Off;
+}
+
+CudaGraphExecute Graph::cuda_graph_execute_mode() const {
+  std::shared_lock<std::shared_mutex> lock(state_->mu);
+  return state_->settings.cuda_graph_execute;
+}
+
+CudaGraphExecuteStats Graph::cuda_graph_execute_stats() const {
+  std::shared_lock<std::shared_mutex> lock(state_->mu);
+  CudaGraphExecuteStats sum;
+  for (const auto& p : state_->plans) {
+    if (!p) continue;
+    const CudaGraphExecuteStats s = p->cuda_graph_execute_stats();
+    sum.replayed += s.replayed;
+    sum.recorded += s.recorded;
+    sum.direct += s.direct;
+  }
+  return sum;
+}
 
 }  // namespace dnngraph

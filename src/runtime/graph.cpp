@@ -589,7 +589,8 @@ Status Graph::execute_unlocked(Handle& handle, const VariantPack& pack, void* wo
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': workspace too small: plan '", plan.name(), "' needs ", need,
                       " bytes, got ", workspace_bytes);
-  if (state_->settings.cuda_graph_execute) return plan.execute_replayed(handle, pack, workspace);
+  if (state_->settings.cuda_graph_execute != CudaGraphExecute::Off)
+    return plan.execute_replayed(handle, pack, workspace, state_->settings.cuda_graph_execute);
   return plan.execute(handle, pack, workspace);
 }
 

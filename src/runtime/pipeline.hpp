@@ -15,7 +15,7 @@ enum class Stage { None, Lowered, Planned, Checked, Built };
 // What the user set on the graph; kept when the pipeline state is reset.
 struct GraphSettings {
   PlanFilters filters;
-  bool cuda_graph_execute = false;
+  CudaGraphExecute cuda_graph_execute = CudaGraphExecute::Off;
   std::vector<HeurMode> modes = {HeurMode::A, HeurMode::Fallback};  // of the last planning
 };
 

@@ -379,8 +379,20 @@ TEST(CudaGraphs, OnTheReferenceEngineAClearErrorAndExecuteFallsBack) {
   EXPECT_NE(s.message().find("null"), std::string::npos) << s.message();
   g.set_cuda_graph_execute(true);
   EXPECT_TRUE(g.cuda_graph_execute());
+  EXPECT_EQ(g.cuda_graph_execute_mode(), CudaGraphExecute::Always);
   ASSERT_TRUE(g.execute(*h, pack, nullptr).is_ok());
   for (size_t i = 0; i < 6; ++i) EXPECT_EQ(yv[i], std::max(av[i], 0.f));
+  g.set_cuda_graph_execute(CudaGraphExecute::Repeated);
+  EXPECT_EQ(g.cuda_graph_execute_mode(), CudaGraphExecute::Repeated);
+  for (int k = 0; k < 3; ++k) {  // the same pointers again and again: still direct on the CPU
+    std::fill(yv.begin(), yv.end(), -7.f);
+    ASSERT_TRUE(g.execute(*h, pack, nullptr).is_ok());
+    for (size_t i = 0; i < 6; ++i) EXPECT_EQ(yv[i], std::max(av[i], 0.f));
+  }
+  const CudaGraphExecuteStats st = g.cuda_graph_execute_stats();
+  EXPECT_EQ(st.replayed + st.recorded + st.direct, 0);  // the reference engine records nothing
+  g.set_cuda_graph_execute(false);
+  EXPECT_FALSE(g.cuda_graph_execute());
 }
 
 }  // namespace

@@ -211,7 +211,14 @@ class GraphCache {
   }
   std::vector<int64_t> stats() {
     std::lock_guard<std::mutex> lock(mu_);
-    return {static_cast<int64_t>(map_.size()), capacity_, hits_, misses_};
+    CudaGraphExecuteStats replay;  // over the graphs cached now
+    for (const auto& [k, v] : map_)
+      if (v.first->graph) {
+        const CudaGraphExecuteStats s = v.first->graph->cuda_graph_execute_stats();
+        replay.replayed += s.replayed, replay.recorded += s.recorded, replay.direct += s.direct;
+      }
+    return {static_cast<int64_t>(map_.size()), capacity_, hits_, misses_,
+            replay.replayed, replay.recorded, replay.direct};
   }
   void clear() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -239,6 +246,23 @@ class GraphCache {
   int64_t capacity_ = default_capacity();
   int64_t hits_ = 0, misses_ = 0;
 };
+
+// How the ops' CUDA graphs execute (DNNGRAPH_TORCH_CUDA_GRAPHS): by default a plan's work is
+// recorded into a CUDA graph once the same pointers come back (a training loop's steady state)
+// and replayed, which costs the host a few microseconds instead of cuDNN's execute.
+CudaGraphExecute cuda_graph_mode() {
+  static const CudaGraphExecute mode = [] {
+    const char* e = std::getenv("DNNGRAPH_TORCH_CUDA_GRAPHS");
+    const std::string v = e ? e : "";
+    if (v.empty() || v == "repeated" || v == "1") return CudaGraphExecute::Repeated;
+    if (v == "0" || v == "off") return CudaGraphExecute::Off;
+    if (v == "always") return CudaGraphExecute::Always;
+    TORCH_WARN("dnngraph: DNNGRAPH_TORCH_CUDA_GRAPHS='", v,
+               "' is not one of repeated, always, off (or 1, 0); using 'repeated'");
+    return CudaGraphExecute::Repeated;
+  }();
+  return mode;
+}
 
 GraphCache& cache() {
   static GraphCache* c = new GraphCache();  // never destroyed: no teardown-order issues at exit
@@ -285,6 +309,7 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
       auto ws = g->get_workspace_size();
       if (!ws.is_ok()) throw_status(op, ws.status());
       built->workspace_bytes = ws.value();
+      if (device.is_cuda()) g->set_cuda_graph_execute(cuda_graph_mode());
       for (const auto& t : g->io_tensors()) {
         if (t->value) continue;
         built->io_uids.push_back(t->uid);

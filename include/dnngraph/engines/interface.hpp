@@ -24,6 +24,19 @@ namespace dnngraph {
 enum class HeurMode : int { A, B, Fallback };
 std::string_view heur_mode_name(HeurMode m);  // "A", "B", "FALLBACK"
 
+// Graph-backed execute (Graph::set_cuda_graph_execute): Off runs every execute directly; Always
+// records a CUDA graph the first time a set of pointers is seen and replays it afterwards;
+// Repeated records only a set seen before (a pointer set used once costs no recording) and
+// stops recording for a plan whose graphs are evicted before they pay for themselves.
+enum class CudaGraphExecute : int { Off, Always, Repeated };
+
+// What graph-backed execute did, summed over a graph's plans.
+struct CudaGraphExecuteStats {
+  int64_t replayed = 0;  // executes served by launching a recorded graph
+  int64_t recorded = 0;  // graphs recorded and instantiated
+  int64_t direct = 0;    // executes run directly (not yet repeated, in a capture, or given up)
+};
+
 // uid -> pointer. Device memory for GPU engines, host memory for the reference engine;
 // pass-by-value tensors always point to host memory holding one scalar of their type.
 using VariantPack = std::unordered_map<int64_t, void*>;
@@ -82,11 +95,14 @@ class Plan {
     return make_error(ErrorCode::NotSupported, "plan '", name(),
                       "' cannot record CUDA graphs (its engine does not run on CUDA)");
   }
-  // Graph-backed execute (Graph::set_cuda_graph_execute): replays a CUDA graph recorded once per
-  // distinct set of pointers. Engines without CUDA graphs execute directly.
-  virtual Status execute_replayed(Handle& handle, const VariantPack& pack, void* workspace) {
+  // Graph-backed execute (Graph::set_cuda_graph_execute, `mode` not Off): replays a CUDA graph
+  // recorded for this set of pointers. Engines without CUDA graphs execute directly.
+  virtual Status execute_replayed(Handle& handle, const VariantPack& pack, void* workspace,
+                                  CudaGraphExecute mode) {
+    (void)mode;
     return execute(handle, pack, workspace);
   }
+  virtual CudaGraphExecuteStats cuda_graph_execute_stats() const { return {}; }
 };
 
 // Times plans for the autotuner, on the handle's stream; one per Graph::autotune call.

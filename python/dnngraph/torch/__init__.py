@@ -53,9 +53,13 @@ from .modules import (  # noqa: E402
 
 
 def cache_info():
-    """The graph cache shared by every op: dict(size, capacity, hits, misses)."""
-    size, capacity, hits, misses = _torch.ops.dnngraph.cache_info()
-    return {"size": size, "capacity": capacity, "hits": hits, "misses": misses}
+    """The graph cache shared by every op: dict(size, capacity, hits, misses, and, summed over
+    the cached graphs' CUDA plans, cuda_graph_replayed / cuda_graph_recorded / cuda_graph_direct:
+    executes served by replaying a recorded CUDA graph, graphs recorded, executes run directly)."""
+    size, capacity, hits, misses, replayed, recorded, direct = _torch.ops.dnngraph.cache_info()
+    return {"size": size, "capacity": capacity, "hits": hits, "misses": misses,
+            "cuda_graph_replayed": replayed, "cuda_graph_recorded": recorded,
+            "cuda_graph_direct": direct}
 
 
 def clear_cache():

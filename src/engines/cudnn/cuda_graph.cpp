@@ -126,7 +126,11 @@ Result<bool> ReplayCache::launch(const std::vector<void*>& ptrs, void* workspace
       e.used = ++tick_;
       const cudaError_t rc =
           cudaGraphLaunch(static_cast<cudaGraphExec_t>(e.exec), static_cast<cudaStream_t>(stream));
-      if (rc == cudaSuccess) return true;
+      if (rc == cudaSuccess) {
+        ++e.replays;
+        ++stats_.replayed;
+        return true;
+      }
       (void)cudaGetLastError();
       return make_error(ErrorCode::BackendError,
                         "graph-backed execute: cudaGraphLaunch failed: ", cudaGetErrorString(rc));
@@ -144,12 +148,45 @@ Status ReplayCache::add_and_launch(const std::vector<void*>& ptrs, void* workspa
     auto lru = entries_.begin();
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
       if (it->used < lru->used) lru = it;
+    if (lru->replays < 2) ++wasted_;
     (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(lru->exec));
     entries_.erase(lru);
   }
   entries_.push_back({ptrs, workspace, exec, ++tick_});
+  ++stats_.recorded;
   return cuda_check(cudaGraphLaunch(exec, static_cast<cudaStream_t>(stream)), name,
                     "cudaGraphLaunch");
+}
+
+bool ReplayCache::record_now(const std::vector<void*>& ptrs, void* workspace) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the addresses (a collision only records)
+  auto mix = [&h](const void* p) {
+    h ^= static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
+    h *= 1099511628211ull;
+  };
+  for (void* p : ptrs) mix(p);
+  mix(workspace);
+  h |= 1;  // 0 marks an empty slot
+  std::lock_guard<std::mutex> lock(mu_);
+  if (wasted_ >= static_cast<int64_t>(kCapacity)) return false;
+  for (uint64_t& s : seen_)
+    if (s == h) {
+      s = 0;
+      return true;
+    }
+  seen_[seen_next_] = h;
+  seen_next_ = (seen_next_ + 1) % kSeen;
+  return false;
+}
+
+void ReplayCache::count_direct() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.direct;
+}
+
+CudaGraphExecuteStats ReplayCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
 }
 
 }  // namespace dnngraph::cudnn

@@ -200,15 +200,20 @@ class CudnnPlan final : public Plan {
     return record(handle, pack, workspace, cuda_graph, true);
   }
 
-  // Graph-backed execute: replays the graph recorded for these pointers, records one on a miss.
-  // Inside a caller's stream capture it executes directly (the capture records that).
-  Status execute_replayed(Handle& handle, const VariantPack& pack, void* workspace) override {
+  // Graph-backed execute: replays the graph recorded for these pointers; on a miss records one
+  // (Always) or, in Repeated mode, only for a set seen before (else executes directly). Inside a
+  // caller's stream capture it executes directly (the capture records that).
+  Status execute_replayed(Handle& handle, const VariantPack& pack, void* workspace,
+                          CudaGraphExecute mode) override {
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(static_cast<cudaStream_t>(handle.stream()), &cap) != cudaSuccess) {
       (void)cudaGetLastError();
       cap = cudaStreamCaptureStatusNone;
     }
-    if (cap != cudaStreamCaptureStatusNone) return execute(handle, pack, workspace);
+    if (cap != cudaStreamCaptureStatusNone) {
+      replays_.count_direct();
+      return execute(handle, pack, workspace);
+    }
     thread_local std::vector<void*> ptrs, key;
     DNNGRAPH_TRY(gather(handle, pack, workspace, ptrs).status());
     // A recorded graph holds the values of pass-by-value tensors, not their host addresses: the
@@ -223,6 +228,10 @@ class CudnnPlan final : public Plan {
       }
     DNNGRAPH_ASSIGN_OR_RETURN(auto hit, replays_.launch(key, workspace, handle.stream()));
     if (hit) return Status::ok();
+    if (mode == CudaGraphExecute::Repeated && !replays_.record_now(key, workspace)) {
+      replays_.count_direct();
+      return execute(handle, pack, workspace);
+    }
     cudaGraph_t graph = nullptr;
     if (cudaGraphCreate(&graph, 0) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -233,6 +242,8 @@ class CudnnPlan final : public Plan {
     (void)cudaGraphDestroy(graph);
     return s;
   }
+
+  CudaGraphExecuteStats cuda_graph_execute_stats() const override { return replays_.stats(); }
 
   Result<std::string> serialize() const override {
     int64_t n = 0;

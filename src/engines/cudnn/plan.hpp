@@ -179,13 +179,22 @@ Status record_cuda_graph(HandleState& hs, cudnnBackendDescriptor_t plan,
 class ReplayCache {
  public:
   static constexpr size_t kCapacity = 16;
+  // Repeated mode: the pointer sets of the last kSeen misses are remembered; a miss whose set is
+  // among them is recorded. Recording stops for good once kCapacity graphs were evicted having
+  // been replayed fewer than twice (more live pointer sets than the cache holds: each recording
+  // would cost more than the executes it saves).
+  static constexpr size_t kSeen = 64;
   ~ReplayCache();
   // Launches the graph recorded for `ptrs`/`workspace` on `stream`; false when there is none.
   Result<bool> launch(const std::vector<void*>& ptrs, void* workspace, void* stream);
+  // Repeated mode, after a miss: whether to record this set now (else: execute directly).
+  bool record_now(const std::vector<void*>& ptrs, void* workspace);
   // Instantiates `graph` (a cudaGraph_t, still owned by the caller) for `ptrs`, evicting the
   // least recently used entry when full, and launches it.
   Status add_and_launch(const std::vector<void*>& ptrs, void* workspace, void* graph, void* stream,
                         const std::string& name);
+  void count_direct();
+  CudaGraphExecuteStats stats() const;
 
  private:
   struct Entry {
@@ -193,10 +202,15 @@ class ReplayCache {
     void* workspace;
     void* exec;  // cudaGraphExec_t
     uint64_t used;
+    int64_t replays = 0;
   };
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<Entry> entries_;
   uint64_t tick_ = 0;
+  std::array<uint64_t, kSeen> seen_{};
+  size_t seen_next_ = 0;
+  int64_t wasted_ = 0;  // evicted after fewer than two replays
+  CudaGraphExecuteStats stats_;
 };
 
 // Wraps a finalized execution plan.
