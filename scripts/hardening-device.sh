@@ -11,7 +11,9 @@
 # check.) Usage: bash scripts/hardening-device.sh [build-dir]
 # Knobs: DNNGRAPH_FAULT_SCALE (default 1: the full sizes), FAULTS=0 / SANITIZER=0 skip a part,
 # FAULTS_K (a pytest -k selection of the fault tests: oom, soak_one, soak_distinct, processes),
-# FAULTS_TIMEOUT, SANITIZER_TIMEOUT (seconds), GTEST_FILTER (a subset under memcheck).
+# FAULTS_TIMEOUT, SANITIZER_TIMEOUT / SANITIZER_TORCH_TIMEOUT (seconds), GTEST_FILTER (a subset
+# of the C++ GPU tests under memcheck), MEMCHECK_TORCH (the torch test files under memcheck, or
+# none).
 # A device call lasts at most 10 minutes: the full sizes take longer, so run the parts in
 # separate calls (the build tree is kept between them), e.g.
 #   SANITIZER=0 FAULTS_K=oom ...; SANITIZER=0 FAULTS_K=soak_one ...; SANITIZER=0
@@ -60,11 +62,15 @@ if [ "${SANITIZER:-1}" = 1 ] && [ -x "$sanitizer" ]; then
     --leak-check full --report-api-errors no --error-exitcode 99 \
     "$build/tests/dnngraph_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
   grep -E "ERROR SUMMARY|LEAK SUMMARY" "$out/memcheck_gpu_tests.log"
-  run memcheck_torch "${SANITIZER_TIMEOUT:-560}" "$sanitizer" --tool memcheck \
-    --report-api-errors no --error-exitcode 99 env PYTHONPATH="$build/python" \
-    python3 -m pytest -q -p no:cacheprovider -k cuda python/tests/test_torch_gemm.py \
-    python/tests/test_torch_conv.py python/tests/test_torch_sdpa.py python/tests/test_torch_norm.py
-  grep -E "ERROR SUMMARY" "$out/memcheck_torch.log"
+  torch_tests=${MEMCHECK_TORCH:-python/tests/test_torch_gemm.py python/tests/test_torch_conv.py \
+python/tests/test_torch_sdpa.py python/tests/test_torch_norm.py python/tests/test_torch_runtime.py}
+  if [ "$torch_tests" != none ]; then
+    # shellcheck disable=SC2086  # a list of paths
+    run memcheck_torch "${SANITIZER_TORCH_TIMEOUT:-${SANITIZER_TIMEOUT:-560}}" "$sanitizer" \
+      --tool memcheck --report-api-errors no --error-exitcode 99 env PYTHONPATH="$build/python" \
+      python3 -m pytest -q -p no:cacheprovider -k cuda $torch_tests
+    grep -E "ERROR SUMMARY" "$out/memcheck_torch.log"
+  fi
 fi
 
 echo "---- summary"

@@ -418,8 +418,8 @@ def test_backward_makes_no_zeros_for_unused_outputs():
 @needs_cuda
 def test_training_steps_replay_recorded_cuda_graphs():
     """A training loop's steady state (the same buffers every step) replays each plan's recorded
-    CUDA graph (DNNGRAPH_TORCH_CUDA_GRAPHS, default 'repeated'), with the same bytes as the
-    first, directly executed step; the cache's counters say so."""
+    CUDA graph (DNNGRAPH_TORCH_CUDA_GRAPHS, default 'repeated') with the results of the first,
+    directly executed step; the cache's counters say so."""
     if os.environ.get("DNNGRAPH_TORCH_CUDA_GRAPHS") in ("0", "off"):
         pytest.skip("DNNGRAPH_TORCH_CUDA_GRAPHS is off")
     dt.clear_cache()
@@ -435,9 +435,10 @@ def test_training_steps_replay_recorded_cuda_graphs():
         y.float().square().mean().backward()
         results.append([t.detach().clone() for t in (y, xg.grad, conv.weight.grad, conv.bias.grad)])
     torch.cuda.synchronize()
-    for step in results[1:]:
-        for got, want in zip(step, results[0]):
-            assert torch.equal(got, want)
+    for k, step in enumerate(results[1:], 1):
+        for name, got, want in zip(("y", "dx", "dweight", "dbias"), step, results[0]):
+            # The same kernels each step; cuDNN's weight gradient may sum in another order.
+            assert_close(got.float(), want.float(), torch.bfloat16, "cuda"), (k, name)
     info = dt.cache_info()
     assert info["cuda_graph_replayed"] > 0 and info["cuda_graph_recorded"] > 0, info
     assert info["cuda_graph_direct"] > 0, info  # the first step ran directly
