@@ -47,6 +47,71 @@ void filter(nb::class_<PyGraph>& cls, const char* name, Graph& (Graph::*set)(Arg
       nb::arg(arg_name), doc);
 }
 
+// set_cuda_graph_execute's argument: a bool, or a mode's name.
+CudaGraphExecute cuda_graph_mode(nb::handle on) {
+  if (nb::isinstance<nb::bool_>(on))
+    return nb::cast<bool>(on) ? CudaGraphExecute::Always : CudaGraphExecute::Off;
+  if (!nb::isinstance<nb::str>(on))
+    throw nb::type_error(("set_cuda_graph_execute: expected a bool or one of 'always', "
+                          "'repeated', 'off', got " +
+                          nb::cast<std::string>(nb::str(on.type())))
+                             .c_str());
+  const std::string v = nb::cast<std::string>(on);
+  if (v == "always") return CudaGraphExecute::Always;
+  if (v == "repeated") return CudaGraphExecute::Repeated;
+  if (v == "off") return CudaGraphExecute::Off;
+  throw nb::value_error(("set_cuda_graph_execute: mode '" + v +
+                         "' is not one of 'always', 'repeated', 'off' (or a bool)")
+                            .c_str());
+}
+
+// populate/update_cuda_graph and graph-backed execute.
+void bind_cuda_graphs(nb::class_<PyGraph>& cls) {
+  auto cuda_graph_call = [](bool update) {
+    return [update](PyGraph& self, const PyHandle* handle, nb::dict pack, nb::handle workspace,
+                    uintptr_t cuda_graph) {
+      with_pack(self, pack, workspace, handle,
+                [&](Handle& h, const VariantPack& p, void* ws, int64_t) {
+                  void* g = reinterpret_cast<void*>(cuda_graph);
+                  return update ? self.graph.update_cuda_graph(h, p, ws, g)
+                                : self.graph.populate_cuda_graph(h, p, ws, g);
+                });
+    };
+  };
+  cls.def("populate_cuda_graph", cuda_graph_call(false), nb::arg("handle").none(),
+          nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("cuda_graph"),
+          "Records the selected plan for `variant_pack` into `cuda_graph`, an empty\n"
+          "cudaGraph_t given as an int (e.g. torch.cuda.CUDAGraph's raw graph): natively where\n"
+          "the engine allows it, else as one captured child graph.");
+  cls.def("update_cuda_graph", cuda_graph_call(true), nb::arg("handle").none(),
+          nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("cuda_graph"),
+          "Points a graph filled by populate_cuda_graph at the pointers of `variant_pack`.");
+  cls.def(
+      "set_cuda_graph_execute",
+      [](nb::handle self, nb::handle on) {
+        nb::inst_ptr<PyGraph>(self)->graph.set_cuda_graph_execute(cuda_graph_mode(on));
+        return nb::borrow(self);
+      },
+      nb::arg("on") = true,
+      "Graph-backed execute: execute() replays a CUDA graph recorded for the same pointers\n"
+      "(bounded per plan; graphs on the CPU execute directly). True or 'always': recorded the\n"
+      "first time a set of pointers is seen; 'repeated': only once the set comes back (a set\n"
+      "used once costs no recording); False or 'off': every execute runs directly.");
+  cls.def_prop_ro("cuda_graph_execute",
+                  [](const PyGraph& self) { return self.graph.cuda_graph_execute(); });
+  cls.def_prop_ro(
+      "cuda_graph_execute_stats",
+      [](const PyGraph& self) {
+        const CudaGraphExecuteStats s = self.graph.cuda_graph_execute_stats();
+        nb::dict d;
+        d["replayed"] = s.replayed;
+        d["recorded"] = s.recorded;
+        d["direct"] = s.direct;
+        return d;
+      },
+      "What graph-backed execute did: {'replayed', 'recorded', 'direct'} executes.");
+}
+
 }  // namespace
 
 void bind_tune(nb::class_<PyGraph>& cls) {
@@ -136,67 +201,7 @@ void bind_tune(nb::class_<PyGraph>& cls) {
       "a later autotune of the same graph selects it without timing (from_cache). Returns a\n"
       "report dict (selected, selected_name, selected_ms, from_cache, timed_runs,\n"
       "candidates: name, median_ms, min_ms, runs, workspace_size, ok, status).");
-
-  auto cuda_graph_call = [](bool update) {
-    return [update](PyGraph& self, const PyHandle* handle, nb::dict pack, nb::handle workspace,
-                    uintptr_t cuda_graph) {
-      with_pack(self, pack, workspace, handle,
-                [&](Handle& h, const VariantPack& p, void* ws, int64_t) {
-                  void* g = reinterpret_cast<void*>(cuda_graph);
-                  return update ? self.graph.update_cuda_graph(h, p, ws, g)
-                                : self.graph.populate_cuda_graph(h, p, ws, g);
-                });
-    };
-  };
-  cls.def("populate_cuda_graph", cuda_graph_call(false), nb::arg("handle").none(),
-          nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("cuda_graph"),
-          "Records the selected plan for `variant_pack` into `cuda_graph`, an empty\n"
-          "cudaGraph_t given as an int (e.g. torch.cuda.CUDAGraph's raw graph): natively where\n"
-          "the engine allows it, else as one captured child graph.");
-  cls.def("update_cuda_graph", cuda_graph_call(true), nb::arg("handle").none(),
-          nb::arg("variant_pack"), nb::arg("workspace").none(), nb::arg("cuda_graph"),
-          "Points a graph filled by populate_cuda_graph at the pointers of `variant_pack`.");
-  cls.def(
-      "set_cuda_graph_execute",
-      [](nb::handle self, nb::handle on) {
-        CudaGraphExecute mode = CudaGraphExecute::Off;
-        if (nb::isinstance<nb::bool_>(on)) {
-          mode = nb::cast<bool>(on) ? CudaGraphExecute::Always : CudaGraphExecute::Off;
-        } else if (nb::isinstance<nb::str>(on)) {
-          const std::string v = nb::cast<std::string>(on);
-          if (v == "always") mode = CudaGraphExecute::Always;
-          else if (v == "repeated") mode = CudaGraphExecute::Repeated;
-          else if (v != "off")
-            throw nb::value_error(("set_cuda_graph_execute: mode '" + v +
-                                   "' is not one of 'always', 'repeated', 'off' (or a bool)")
-                                      .c_str());
-        } else {
-          throw nb::type_error(("set_cuda_graph_execute: expected a bool or one of 'always', "
-                                "'repeated', 'off', got " +
-                                nb::cast<std::string>(nb::str(on.type())))
-                                   .c_str());
-        }
-        nb::inst_ptr<PyGraph>(self)->graph.set_cuda_graph_execute(mode);
-        return nb::borrow(self);
-      },
-      nb::arg("on") = true,
-      "Graph-backed execute: execute() replays a CUDA graph recorded for the same pointers\n"
-      "(bounded per plan; graphs on the CPU execute directly). True or 'always': recorded the\n"
-      "first time a set of pointers is seen; 'repeated': only once the set comes back (a set\n"
-      "used once costs no recording); False or 'off': every execute runs directly.");
-  cls.def_prop_ro("cuda_graph_execute",
-                  [](const PyGraph& self) { return self.graph.cuda_graph_execute(); });
-  cls.def_prop_ro(
-      "cuda_graph_execute_stats",
-      [](const PyGraph& self) {
-        const CudaGraphExecuteStats s = self.graph.cuda_graph_execute_stats();
-        nb::dict d;
-        d["replayed"] = s.replayed;
-        d["recorded"] = s.recorded;
-        d["direct"] = s.direct;
-        return d;
-      },
-      "What graph-backed execute did: {'replayed', 'recorded', 'direct'} executes.");
+  bind_cuda_graphs(cls);
 }
 
 }  // namespace dnngraph::py
