@@ -217,8 +217,13 @@ class GraphCache {
         const CudaGraphExecuteStats s = v.first->graph->cuda_graph_execute_stats();
         replay.replayed += s.replayed, replay.recorded += s.recorded, replay.direct += s.direct;
       }
-    return {static_cast<int64_t>(map_.size()), capacity_, hits_, misses_,
-            replay.replayed, replay.recorded, replay.direct};
+    return {static_cast<int64_t>(map_.size()),
+            capacity_,
+            hits_,
+            misses_,
+            replay.replayed,
+            replay.recorded,
+            replay.direct};
   }
   void clear() {
     std::lock_guard<std::mutex> lock(mu_);
