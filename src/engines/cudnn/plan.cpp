@@ -215,7 +215,8 @@ class CudnnPlan final : public Plan {
       return execute(handle, pack, workspace);
     }
     thread_local std::vector<void*> ptrs, key;
-    DNNGRAPH_TRY(gather(handle, pack, workspace, ptrs).status());
+    DNNGRAPH_ASSIGN_OR_RETURN(auto hs, gather(handle, pack, workspace, ptrs));
+    make_context_current(hs->device);  // a launch from a thread without one (autograd's)
     // A recorded graph holds the values of pass-by-value tensors, not their host addresses: the
     // key carries those values.
     key = ptrs;
