@@ -428,22 +428,28 @@ def test_training_steps_replay_recorded_cuda_graphs():
     conv = dt.Conv2dBiasAct(16, 16, 3, padding=1, activation="relu").to("cuda", torch.bfloat16)
     conv = conv.to(memory_format=torch.channels_last)
     results = []
-    for _ in range(5):
+    for _ in range(8):
         conv.zero_grad(set_to_none=True)
         xg = x.detach().requires_grad_()
         y = conv(xg, residual=x)
         y.float().square().mean().backward()
         results.append([t.detach().clone() for t in (y, xg.grad, conv.weight.grad, conv.bias.grad)])
+        del y, xg  # as a training loop lets go of a step's tensors
     torch.cuda.synchronize()
     for k, step in enumerate(results[1:], 1):
         for name, got, want in zip(("y", "dx", "dweight", "dbias"), step, results[0]):
             # The same kernels each step; cuDNN's weight gradient may sum in another order.
-            assert_close(got.float(), want.float(), torch.bfloat16, "cuda"), (k, name)
+            err = ((got.float() - want.float()).norm() / want.float().norm()).item()
+            assert err <= 1e-2, f"step {k}: {name} differs from the first step's by {err:.2e}"
     info = dt.cache_info()
     assert info["cuda_graph_replayed"] > 0 and info["cuda_graph_recorded"] > 0, info
     assert info["cuda_graph_direct"] > 0, info  # the first step ran directly
-    x.mul_(-1)  # new values in the same buffers: the replays read them
-    y = conv(x.detach(), residual=x)
-    ref = torch.relu(TF.conv2d(x.float(), conv.weight.float(), conv.bias.float(), padding=1)
-                     + x.float())
-    assert_close(y.float(), ref, torch.bfloat16, "cuda")
+    with torch.no_grad():  # new values in the same buffers before each call: replays read them
+        for k in range(4):
+            x.copy_(rand(4, 16, 12, 12, device="cuda", dtype=torch.bfloat16))
+            y = conv(x, residual=x)
+            ref = torch.relu(TF.conv2d(x.float(), conv.weight.float(), conv.bias.float(),
+                                       padding=1) + x.float())
+            assert_close(y.float(), ref, torch.bfloat16, "cuda")
+            del y
+    assert dt.cache_info()["cuda_graph_replayed"] > info["cuda_graph_replayed"]
