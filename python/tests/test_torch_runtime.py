@@ -2,7 +2,6 @@
 capture and replay, two threads on two streams, two devices in one process. The GPU tests
 skip on CPU machines; scripts/gpu-check.sh runs them (TORCH_CHECKS=1)."""
 
-import os
 import threading
 
 import pytest
@@ -418,10 +417,16 @@ def test_backward_makes_no_zeros_for_unused_outputs():
 @needs_cuda
 def test_training_steps_replay_recorded_cuda_graphs():
     """A training loop's steady state (the same buffers every step) replays each plan's recorded
-    CUDA graph (DNNGRAPH_TORCH_CUDA_GRAPHS, default 'repeated') with the results of the first,
-    directly executed step; the cache's counters say so."""
-    if os.environ.get("DNNGRAPH_TORCH_CUDA_GRAPHS") in ("0", "off"):
-        pytest.skip("DNNGRAPH_TORCH_CUDA_GRAPHS is off")
+    CUDA graph (set_cuda_graphs("repeated")) with the results of the first, directly executed
+    step; the cache's counters say so."""
+    previous = dt.set_cuda_graphs("repeated")
+    try:
+        replay_steps()
+    finally:
+        dt.set_cuda_graphs(previous)
+
+
+def replay_steps():
     dt.clear_cache()
     x = rand(4, 16, 12, 12, device="cuda", dtype=torch.bfloat16).contiguous(
         memory_format=torch.channels_last)
@@ -453,3 +458,21 @@ def test_training_steps_replay_recorded_cuda_graphs():
             assert_close(y.float(), ref, torch.bfloat16, "cuda")
             del y
     assert dt.cache_info()["cuda_graph_replayed"] > info["cuda_graph_replayed"]
+
+
+def test_cuda_graph_mode_is_set_and_checked():
+    dt.clear_cache()
+    before = dt.cuda_graphs()
+    assert before in ("off", "repeated", "always")
+    try:
+        assert dt.set_cuda_graphs("repeated") == before
+        assert dt.cuda_graphs() == "repeated"
+        F.layer_norm(rand(3, 8), [8], rand(8), rand(8))  # on the CPU the engine runs directly
+        assert dt.set_cuda_graphs("always") == "repeated"
+        with pytest.raises(ValueError, match="'sometimes' is not one of 'off', 'repeated', 'always'"):
+            dt.set_cuda_graphs("sometimes")
+        assert dt.cuda_graphs() == "always"
+    finally:
+        dt.set_cuda_graphs(before)
+    info = dt.cache_info()
+    assert info["cuda_graph_replayed"] == info["cuda_graph_recorded"] == 0

@@ -252,21 +252,35 @@ class GraphCache {
   int64_t hits_ = 0, misses_ = 0;
 };
 
-// How the ops' CUDA graphs execute (DNNGRAPH_TORCH_CUDA_GRAPHS): by default a plan's work is
-// recorded into a CUDA graph once the same pointers come back (a training loop's steady state)
-// and replayed, which costs the host a few microseconds instead of cuDNN's execute.
-CudaGraphExecute cuda_graph_mode() {
-  static const CudaGraphExecute mode = [] {
+// How the ops' plans execute on a GPU (set_cuda_graphs, DNNGRAPH_TORCH_CUDA_GRAPHS): "off" (the
+// default) calls cuDNN's execute each time; "repeated" records a plan's work into a CUDA graph
+// once the same pointers come back (a training loop's steady state) and replays it, which costs
+// the host a graph launch instead of cuDNN's execute; "always" records every new set at once.
+std::optional<CudaGraphExecute> parse_cuda_graphs(std::string_view v) {
+  if (v == "off" || v == "0") return CudaGraphExecute::Off;
+  if (v == "repeated" || v == "1") return CudaGraphExecute::Repeated;
+  if (v == "always") return CudaGraphExecute::Always;
+  return std::nullopt;
+}
+
+const char* cuda_graphs_name(CudaGraphExecute m) {
+  return m == CudaGraphExecute::Off ? "off" : m == CudaGraphExecute::Always ? "always" : "repeated";
+}
+
+std::atomic<int>& cuda_graphs_slot() {
+  static std::atomic<int> mode{[] {
     const char* e = std::getenv("DNNGRAPH_TORCH_CUDA_GRAPHS");
-    const std::string v = e ? e : "";
-    if (v.empty() || v == "repeated" || v == "1") return CudaGraphExecute::Repeated;
-    if (v == "0" || v == "off") return CudaGraphExecute::Off;
-    if (v == "always") return CudaGraphExecute::Always;
-    TORCH_WARN("dnngraph: DNNGRAPH_TORCH_CUDA_GRAPHS='", v,
-               "' is not one of repeated, always, off (or 1, 0); using 'repeated'");
-    return CudaGraphExecute::Repeated;
-  }();
+    if (!e || !*e) return static_cast<int>(CudaGraphExecute::Off);
+    if (auto m = parse_cuda_graphs(e)) return static_cast<int>(*m);
+    TORCH_WARN("dnngraph: DNNGRAPH_TORCH_CUDA_GRAPHS='", e,
+               "' is not one of off, repeated, always (or 0, 1); using 'off'");
+    return static_cast<int>(CudaGraphExecute::Off);
+  }()};
   return mode;
+}
+
+CudaGraphExecute cuda_graph_mode() {
+  return static_cast<CudaGraphExecute>(cuda_graphs_slot().load());
 }
 
 GraphCache& cache() {
@@ -482,6 +496,19 @@ void warn_fallback(const char* op, const Status& why) {
 }
 
 std::vector<int64_t> cache_stats() { return cache().stats(); }
+
+std::string cuda_graphs() { return cuda_graphs_name(cuda_graph_mode()); }
+
+std::string set_cuda_graphs(std::string_view mode) {
+  const auto m = parse_cuda_graphs(mode);
+  TORCH_CHECK_VALUE(m.has_value(), "dnngraph: CUDA-graph mode '", std::string(mode),
+                    "' is not one of 'off', 'repeated', 'always'");
+  const auto old = static_cast<CudaGraphExecute>(cuda_graphs_slot().exchange(static_cast<int>(*m)));
+  cache().for_each([&](const BuiltGraph& b) {          // the graphs built already follow too
+    if (b.graph) b.graph->set_cuda_graph_execute(*m);  // the reference engine runs directly
+  });
+  return cuda_graphs_name(old);
+}
 std::vector<std::string> cached_graph_json(std::string_view op) {
   std::vector<std::string> out;
   cache().for_each([&](const BuiltGraph& b) {
@@ -524,6 +551,8 @@ std::string fallback_policy_op() { return fallback_policy(); }
 std::string set_fallback_policy_op(const std::string& policy) {
   return set_fallback_policy(policy);
 }
+std::string set_cuda_graphs_op(const std::string& mode) { return set_cuda_graphs(mode); }
+std::string cuda_graphs_op() { return cuda_graphs(); }
 int64_t fallback_count_op() { return fallback_count(); }
 }  // namespace
 
@@ -532,6 +561,9 @@ TORCH_LIBRARY_FRAGMENT(dnngraph, m) {
   m.def("_fallback_policy() -> str", &fallback_policy_op);
   m.def("_set_fallback_policy(str policy) -> str", &set_fallback_policy_op);
   m.def("_fallback_count() -> int", &fallback_count_op);
+  // dnngraph.torch.cuda_graphs / set_cuda_graphs wrap these.
+  m.def("_cuda_graphs() -> str", &cuda_graphs_op);
+  m.def("_set_cuda_graphs(str mode) -> str", &set_cuda_graphs_op);
 }
 
 }  // namespace dnngraph::torch_ops

@@ -144,7 +144,15 @@ std::string set_fallback_policy(std::string_view policy);
 // policy).
 int64_t fallback_count();
 
-// Cache statistics and control (for tests and users): {size, capacity, hits, misses}.
+// How the ops' plans execute on a GPU: "off" (every call runs cuDNN's execute), "repeated"
+// (a CUDA graph recorded once the same pointers come back, then replayed) or "always". The first
+// value comes from DNNGRAPH_TORCH_CUDA_GRAPHS (unset: "off"); set_cuda_graphs changes it for the
+// process, cached graphs included, and returns the previous one (ValueError for another name).
+std::string cuda_graphs();
+std::string set_cuda_graphs(std::string_view mode);
+
+// Cache statistics and control (for tests and users): {size, capacity, hits, misses, and the
+// cached graphs' CUDA-graph replayed, recorded and direct executes}.
 std::vector<int64_t> cache_stats();
 void cache_clear();
 // The JSON description (ir::to_json) of every cached graph the op `op` built, most recently

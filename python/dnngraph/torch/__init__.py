@@ -15,6 +15,8 @@ time) and registers the ops: CPU tensors run on the reference engine, CUDA tenso
   ``explain(model, *inputs)`` shows which ops it fused and why the others stayed out
   (``dnngraph.torch.compile``, docs/torch.md).
 * ``cache_info()`` / ``clear_cache()`` / ``set_cache_capacity(n)``: the graph cache.
+* ``set_cuda_graphs("off" | "repeated" | "always")`` / ``cuda_graphs()``: CUDA-graph replay of
+  the ops' plans on a GPU.
 * ``set_fallback_policy("warn" | "error")`` / ``fallback_policy()`` / ``fallback_count()``: what
   an op does when the engine has no plan for its inputs (run on ATen with a warning, or raise),
   and how many calls fell back.
@@ -84,6 +86,20 @@ def fallback_policy() -> str:
     return _torch.ops.dnngraph._fallback_policy()
 
 
+def set_cuda_graphs(mode: str) -> str:
+    """How the ops' plans execute on a GPU: ``"off"`` (the default, or
+    ``DNNGRAPH_TORCH_CUDA_GRAPHS``) calls cuDNN's execute each time; ``"repeated"`` records a
+    plan's work into a CUDA graph once the same tensors' memory comes back (a training loop's
+    steady state) and replays it; ``"always"`` records every new set at once. Applies to the
+    cached graphs too. Returns the previous mode."""
+    return _torch.ops.dnngraph._set_cuda_graphs(mode)
+
+
+def cuda_graphs() -> str:
+    """The current CUDA-graph mode: ``"off"``, ``"repeated"`` or ``"always"``."""
+    return _torch.ops.dnngraph._cuda_graphs()
+
+
 def fallback_count() -> int:
     """How many op calls reached the ATen fallback since the library was loaded."""
     return _torch.ops.dnngraph._fallback_count()
@@ -102,5 +118,7 @@ __all__ = [
     "set_fallback_policy",
     "fallback_policy",
     "fallback_count",
+    "set_cuda_graphs",
+    "cuda_graphs",
     "run_graph",
 ]
