@@ -57,9 +57,7 @@ CudaGraphExecute cuda_graph_mode(nb::handle on) {
                           nb::cast<std::string>(nb::str(on.type())))
                              .c_str());
   const std::string v = nb::cast<std::string>(on);
-  if (v == "always") return CudaGraphExecute::Always;
-  if (v == "repeated") return CudaGraphExecute::Repeated;
-  if (v == "off") return CudaGraphExecute::Off;
+  if (auto mode = parse_cuda_graph_execute(v)) return *mode;
   throw nb::value_error(("set_cuda_graph_execute: mode '" + v +
                          "' is not one of 'always', 'repeated', 'off' (or a bool)")
                             .c_str());

@@ -62,4 +62,18 @@ std::string_view heur_mode_name(HeurMode m) {
   return kNames[static_cast<size_t>(m)];
 }
 
+namespace {
+constexpr std::array<std::string_view, 3> kCudaGraphExecuteNames = {"off", "always", "repeated"};
+}
+
+std::string_view cuda_graph_execute_name(CudaGraphExecute m) {
+  return kCudaGraphExecuteNames[static_cast<size_t>(m)];
+}
+
+std::optional<CudaGraphExecute> parse_cuda_graph_execute(std::string_view name) {
+  for (size_t i = 0; i < kCudaGraphExecuteNames.size(); ++i)
+    if (kCudaGraphExecuteNames[i] == name) return static_cast<CudaGraphExecute>(i);
+  return std::nullopt;
+}
+
 }  // namespace dnngraph

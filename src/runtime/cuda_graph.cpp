@@ -70,13 +70,8 @@ CudaGraphExecute Graph::cuda_graph_execute_mode() const {
 CudaGraphExecuteStats Graph::cuda_graph_execute_stats() const {
   std::shared_lock<std::shared_mutex> lock(state_->mu);
   CudaGraphExecuteStats sum;
-  for (const auto& p : state_->plans) {
-    if (!p) continue;
-    const CudaGraphExecuteStats s = p->cuda_graph_execute_stats();
-    sum.replayed += s.replayed;
-    sum.recorded += s.recorded;
-    sum.direct += s.direct;
-  }
+  for (const auto& p : state_->plans)
+    if (p) sum += p->cuda_graph_execute_stats();
   return sum;
 }
 

@@ -213,10 +213,7 @@ class GraphCache {
     std::lock_guard<std::mutex> lock(mu_);
     CudaGraphExecuteStats replay;  // over the graphs cached now
     for (const auto& [k, v] : map_)
-      if (v.first->graph) {
-        const CudaGraphExecuteStats s = v.first->graph->cuda_graph_execute_stats();
-        replay.replayed += s.replayed, replay.recorded += s.recorded, replay.direct += s.direct;
-      }
+      if (v.first->graph) replay += v.first->graph->cuda_graph_execute_stats();
     return {static_cast<int64_t>(map_.size()),
             capacity_,
             hits_,
@@ -256,15 +253,8 @@ class GraphCache {
 // default) calls cuDNN's execute each time; "repeated" records a plan's work into a CUDA graph
 // once the same pointers come back (a training loop's steady state) and replays it, which costs
 // the host a graph launch instead of cuDNN's execute; "always" records every new set at once.
-std::optional<CudaGraphExecute> parse_cuda_graphs(std::string_view v) {
-  if (v == "off" || v == "0") return CudaGraphExecute::Off;
-  if (v == "repeated" || v == "1") return CudaGraphExecute::Repeated;
-  if (v == "always") return CudaGraphExecute::Always;
-  return std::nullopt;
-}
-
-const char* cuda_graphs_name(CudaGraphExecute m) {
-  return m == CudaGraphExecute::Off ? "off" : m == CudaGraphExecute::Always ? "always" : "repeated";
+std::optional<CudaGraphExecute> parse_cuda_graphs(std::string_view v) {  // 0 and 1 as well
+  return parse_cuda_graph_execute(v == "0" ? "off" : v == "1" ? "repeated" : v);
 }
 
 std::atomic<int>& cuda_graphs_slot() {
@@ -497,7 +487,7 @@ void warn_fallback(const char* op, const Status& why) {
 
 std::vector<int64_t> cache_stats() { return cache().stats(); }
 
-std::string cuda_graphs() { return cuda_graphs_name(cuda_graph_mode()); }
+std::string cuda_graphs() { return std::string(cuda_graph_execute_name(cuda_graph_mode())); }
 
 std::string set_cuda_graphs(std::string_view mode) {
   const auto m = parse_cuda_graphs(mode);
@@ -507,7 +497,7 @@ std::string set_cuda_graphs(std::string_view mode) {
   cache().for_each([&](const BuiltGraph& b) {          // the graphs built already follow too
     if (b.graph) b.graph->set_cuda_graph_execute(*m);  // the reference engine runs directly
   });
-  return cuda_graphs_name(old);
+  return std::string(cuda_graph_execute_name(old));
 }
 std::vector<std::string> cached_graph_json(std::string_view op) {
   std::vector<std::string> out;

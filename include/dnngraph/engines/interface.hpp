@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -29,12 +30,19 @@ std::string_view heur_mode_name(HeurMode m);  // "A", "B", "FALLBACK"
 // Repeated records only a set seen before (a pointer set used once costs no recording) and
 // stops recording for a plan whose graphs are evicted before they pay for themselves.
 enum class CudaGraphExecute : int { Off, Always, Repeated };
+std::string_view cuda_graph_execute_name(CudaGraphExecute m);  // "off", "always", "repeated"
+// The mode of that name; none for another name.
+std::optional<CudaGraphExecute> parse_cuda_graph_execute(std::string_view name);
 
 // What graph-backed execute did, summed over a graph's plans.
 struct CudaGraphExecuteStats {
   int64_t replayed = 0;  // executes served by launching a recorded graph
   int64_t recorded = 0;  // graphs recorded and instantiated
   int64_t direct = 0;    // executes run directly (not yet repeated, in a capture, or given up)
+  CudaGraphExecuteStats& operator+=(const CudaGraphExecuteStats& o) {
+    replayed += o.replayed, recorded += o.recorded, direct += o.direct;
+    return *this;
+  }
 };
 
 // uid -> pointer. Device memory for GPU engines, host memory for the reference engine;
