@@ -158,7 +158,12 @@ class CudnnPlan final : public Plan {
     // Gather pointers in uid order (small: the vector is reused per thread).
     thread_local std::vector<void*> ptrs;
     DNNGRAPH_ASSIGN_OR_RETURN(auto hs, gather(handle, pack, workspace, ptrs));
+    return execute_gathered(handle, *hs, ptrs, workspace);
+  }
 
+  // execute() once the pointers are gathered (uid order).
+  Status execute_gathered(Handle& handle, HandleState& hs, const std::vector<void*>& ptrs,
+                          void* workspace) {
     thread_local std::vector<void*> key;  // the pointers, then the workspace
     key.assign(ptrs.begin(), ptrs.end());
     key.push_back(workspace);
@@ -167,7 +172,7 @@ class CudnnPlan final : public Plan {
     cudnnBackendDescriptor_t vp = prepared.owns_lock() ? packs_.find(key) : nullptr;
     Descriptor own;  // used when another thread holds the prepared packs
     if (!vp) {
-      DNNGRAPH_TRY(validate(ptrs, workspace, *hs));
+      DNNGRAPH_TRY(validate(ptrs, workspace, hs));
       if (prepared.owns_lock()) {
         DNNGRAPH_ASSIGN_OR_RETURN(
             vp, packs_.add(key, [&](Descriptor& d) { return fill_pack(d, ptrs, workspace); }));
@@ -176,16 +181,16 @@ class CudnnPlan final : public Plan {
         vp = own.get();
       }
     }
-    std::lock_guard<std::mutex> on_stream(hs->mu);
+    std::lock_guard<std::mutex> on_stream(hs.mu);
     const uint64_t epoch = handle.stream_epoch();
-    if (hs->applied_epoch != epoch) {
+    if (hs.applied_epoch != epoch) {
       DNNGRAPH_TRY(
-          check(api()->cudnnSetStream(hs->handle, static_cast<cudaStream_t>(handle.stream())),
-                name_, "cudnnSetStream"));
-      hs->applied_epoch = epoch;
+          check(api()->cudnnSetStream(hs.handle, static_cast<cudaStream_t>(handle.stream())), name_,
+                "cudnnSetStream"));
+      hs.applied_epoch = epoch;
     }
-    make_context_current(hs->device);
-    const cudnnStatus_t rc = api()->cudnnBackendExecute(hs->handle, plan_.get(), vp);
+    make_context_current(hs.device);
+    const cudnnStatus_t rc = api()->cudnnBackendExecute(hs.handle, plan_.get(), vp);
     if (rc == CUDNN_STATUS_SUCCESS) return Status::ok();  // no message built on the hot path
     return check(rc, "plan '" + name_ + "'", "cudnnBackendExecute");
   }
@@ -231,7 +236,7 @@ class CudnnPlan final : public Plan {
     if (hit) return Status::ok();
     if (mode == CudaGraphExecute::Repeated && !replays_.record_now(key, workspace)) {
       replays_.count_direct();
-      return execute(handle, pack, workspace);
+      return execute_gathered(handle, *hs, ptrs, workspace);
     }
     cudaGraph_t graph = nullptr;
     if (cudaGraphCreate(&graph, 0) != cudaSuccess) {
