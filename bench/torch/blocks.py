@@ -189,7 +189,11 @@ def main():
     p.add_argument("--depth", type=int, default=1,
                    help="layers of each block in sequence (one model; default 1)")
     p.add_argument("--strict", action="store_true", help="a fallback warning is an error")
+    p.add_argument("--cudnn-benchmark", action="store_true",
+                   help="torch.backends.cudnn.benchmark = True for every column (eager's "
+                   "convolutions and our graphs are autotuned)")
     args = p.parse_args()
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
     smoke = args.cpu_smoke
     if not smoke and not torch.cuda.is_available():
         sys.exit("bench/torch/blocks.py: needs a CUDA GPU (or --cpu-smoke)")
@@ -230,7 +234,8 @@ def main():
             ratio += f" {ms['compile'] / ms['dnngraph']:.2f}x |"
         print(f"| {name} | {cells} |{ratio}")
     print(f"(mean ms of forward+backward over {iters} back-to-back steps, {dtype}, {device}; "
-          f"compile backend {backend}; {args.depth} layer(s) per block)")
+          f"compile backend {backend}; {args.depth} layer(s) per block; "
+          f"cudnn.benchmark {args.cudnn_benchmark})")
     if failures:
         print("FAILED: " + "; ".join(failures))
         sys.exit(1)

@@ -476,3 +476,51 @@ def test_cuda_graph_mode_is_set_and_checked():
         dt.set_cuda_graphs(before)
     info = dt.cache_info()
     assert info["cuda_graph_replayed"] == info["cuda_graph_recorded"] == 0
+
+
+@pytest.fixture
+def cudnn_benchmark():
+    before = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    dt.clear_cache()
+    yield
+    torch.backends.cudnn.benchmark = before
+    dt.clear_cache()
+
+
+@needs_cuda
+def test_cudnn_benchmark_autotunes_new_graphs(cudnn_benchmark):
+    """torch.backends.cudnn.benchmark: each graph built while it is set has its plan chosen by
+    timing; the results are those of the heuristics' plan within bf16 tolerance."""
+    x = rand(4, 16, 12, 12, device="cuda", dtype=torch.bfloat16).contiguous(
+        memory_format=torch.channels_last)
+    w = rand(24, 16, 3, 3, device="cuda", dtype=torch.bfloat16).contiguous(
+        memory_format=torch.channels_last)
+    b = rand(24, device="cuda", dtype=torch.bfloat16)
+    y = F.conv2d_bias_act(x, w, b, padding=1, activation="relu")
+    assert dt.cache_info()["autotuned"] == 1, dt.cache_info()
+    ref = torch.relu(TF.conv2d(x.float(), w.float(), b.float(), padding=1))
+    assert_close(y.float(), ref, torch.bfloat16, "cuda")
+    torch.backends.cudnn.benchmark = False  # graphs built from now on keep the heuristics' plan
+    F.layer_norm(rand(8, 64, device="cuda"), [64], rand(64, device="cuda"), rand(64, device="cuda"))
+    assert dt.cache_info()["autotuned"] == 1 and dt.cache_info()["size"] == 2
+
+
+@needs_cuda
+def test_cudnn_benchmark_inside_a_capture_keeps_the_heuristics_plan(cudnn_benchmark):
+    """A graph first built inside a CUDA-graph capture cannot be timed (that would end the
+    capture): it warns, keeps the heuristics' plan, and the capture replays right."""
+    x = rand(8, 64, device="cuda")
+    w, b = rand(64, device="cuda"), rand(64, device="cuda")
+    F.rms_norm(x, [64], w)  # another graph, built (and autotuned) before the capture
+    tuned = dt.cache_info()["autotuned"]
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with pytest.warns(UserWarning, match="not autotuned although torch.backends.cudnn.benchmark"):
+        with torch.cuda.graph(graph, capture_error_mode="relaxed"):
+            y = F.layer_norm(x, [64], w, b)
+    assert dt.cache_info()["autotuned"] == tuned == 1
+    x.copy_(rand(8, 64, device="cuda"))
+    y.fill_(float("nan"))
+    graph.replay()
+    assert_close(y, TF.layer_norm(x, [64], w, b), torch.float32, "cuda")

@@ -212,15 +212,19 @@ class GraphCache {
   std::vector<int64_t> stats() {
     std::lock_guard<std::mutex> lock(mu_);
     CudaGraphExecuteStats replay;  // over the graphs cached now
-    for (const auto& [k, v] : map_)
+    int64_t autotuned = 0;
+    for (const auto& [k, v] : map_) {
       if (v.first->graph) replay += v.first->graph->cuda_graph_execute_stats();
+      autotuned += v.first->autotuned;
+    }
     return {static_cast<int64_t>(map_.size()),
             capacity_,
             hits_,
             misses_,
             replay.replayed,
             replay.recorded,
-            replay.direct};
+            replay.direct,
+            autotuned};
   }
   void clear() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -278,6 +282,27 @@ GraphCache& cache() {
   return *c;
 }
 
+// torch.backends.cudnn.benchmark, as for ATen's convolutions: a CUDA graph built while it is set
+// is autotuned once, on buffers of its own, on the current stream. The plan cache keeps the
+// choice (a later build of the same graph, in this process or another, restores it). A graph
+// that cannot be timed (first built inside a stream capture, out of memory) keeps the
+// heuristics' plan, with a warning.
+bool autotune_if_asked(Graph& g, const at::Device& device, const char* op) {
+  if (!at::globalContext().benchmarkCuDNN()) return false;
+  DeviceSlot& slot = ready_slot(device, op);
+  const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  void* stream = impl->getStream(device).native_handle();
+  Result<AutotuneReport> r = [&] {
+    std::lock_guard<std::mutex> lock(slot.exec);
+    slot.handle->set_stream(stream);
+    return g.autotune(*slot.handle);
+  }();
+  if (r.is_ok()) return true;
+  TORCH_WARN("dnngraph::", op, ": not autotuned although torch.backends.cudnn.benchmark is set (",
+             r.status().message(), "); it runs the heuristics' first plan");
+  return false;
+}
+
 }  // namespace
 
 std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device& device,
@@ -315,10 +340,13 @@ std::shared_ptr<const BuiltGraph> cached_graph(const Key& key, const at::Device&
     Status s = g->build(h, {HeurMode::A, HeurMode::Fallback});
     if (!s.is_ok() && s.code() != ErrorCode::NotSupported) throw_status(op, s);
     if (s.is_ok()) {
-      auto ws = g->get_workspace_size();
+      if (device.is_cuda()) {
+        built->autotuned = autotune_if_asked(*g, device, op);
+        g->set_cuda_graph_execute(cuda_graph_mode());
+      }
+      auto ws = g->get_workspace_size();  // of the plan autotune chose, if it ran
       if (!ws.is_ok()) throw_status(op, ws.status());
       built->workspace_bytes = ws.value();
-      if (device.is_cuda()) g->set_cuda_graph_execute(cuda_graph_mode());
       for (const auto& t : g->io_tensors()) {
         if (t->value) continue;
         built->io_uids.push_back(t->uid);

@@ -105,6 +105,7 @@ struct BuiltGraph {
   std::vector<int64_t> io_uids;      // the graph's non-virtual tensors: what a variant pack holds
   std::vector<int64_t> output_uids;  // those of them the graph writes
   Status unsupported;                // why the engine has no plan (the op then falls back to ATen)
+  bool autotuned = false;  // its plan was chosen by timing (torch.backends.cudnn.benchmark)
 };
 // Adds tensors (explicit uids) and ops. A reference to the caller's lambda: nothing is
 // allocated to pass it on a cache hit (a std::function of a capturing lambda would be).

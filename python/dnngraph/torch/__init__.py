@@ -15,6 +15,8 @@ time) and registers the ops: CPU tensors run on the reference engine, CUDA tenso
   ``explain(model, *inputs)`` shows which ops it fused and why the others stayed out
   (``dnngraph.torch.compile``, docs/torch.md).
 * ``cache_info()`` / ``clear_cache()`` / ``set_cache_capacity(n)``: the graph cache.
+* ``torch.backends.cudnn.benchmark = True``: on a GPU, each graph built from then on is
+  autotuned once (its engine chosen by timing; the plan cache keeps the choice).
 * ``set_cuda_graphs("off" | "repeated" | "always")`` / ``cuda_graphs()``: CUDA-graph replay of
   the ops' plans on a GPU.
 * ``set_fallback_policy("warn" | "error")`` / ``fallback_policy()`` / ``fallback_count()``: what
@@ -57,11 +59,13 @@ from .modules import (  # noqa: E402
 def cache_info():
     """The graph cache shared by every op: dict(size, capacity, hits, misses, and, summed over
     the cached graphs' CUDA plans, cuda_graph_replayed / cuda_graph_recorded / cuda_graph_direct:
-    executes served by replaying a recorded CUDA graph, graphs recorded, executes run directly)."""
-    size, capacity, hits, misses, replayed, recorded, direct = _torch.ops.dnngraph.cache_info()
+    executes served by replaying a recorded CUDA graph, graphs recorded, executes run directly;
+    autotuned: cached graphs whose plan was chosen by timing (torch.backends.cudnn.benchmark))."""
+    size, capacity, hits, misses, replayed, recorded, direct, autotuned = (
+        _torch.ops.dnngraph.cache_info())
     return {"size": size, "capacity": capacity, "hits": hits, "misses": misses,
             "cuda_graph_replayed": replayed, "cuda_graph_recorded": recorded,
-            "cuda_graph_direct": direct}
+            "cuda_graph_direct": direct, "autotuned": autotuned}
 
 
 def clear_cache():

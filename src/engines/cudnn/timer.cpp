@@ -29,6 +29,14 @@ class CudaTimer final : public PlanTimer {
     device_ = h.device().index;
     stream_ = static_cast<cudaStream_t>(h.stream());
     DNNGRAPH_TRY(cuda_check(cudaSetDevice(device_), "cudaSetDevice"));
+    // Timing synchronizes, which would end (and invalidate) a capture of the stream.
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    DNNGRAPH_TRY(cuda_check(cudaStreamIsCapturing(stream_, &cap), "cudaStreamIsCapturing"));
+    if (cap != cudaStreamCaptureStatusNone)
+      return make_error(ErrorCode::InvalidArgument,
+                        "autotune: the handle's stream is being captured into a CUDA graph, and "
+                        "timing would end the capture; autotune before capturing (a later "
+                        "build() restores the choice from the plan cache)");
     DNNGRAPH_TRY(cuda_check(cudaEventCreate(&start_), "cudaEventCreate"));
     DNNGRAPH_TRY(cuda_check(cudaEventCreate(&stop_), "cudaEventCreate"));
     int l2 = 0;
