@@ -76,6 +76,27 @@ TEST(GpuAutotune, PicksWithinTwoPercentAndReusesTheChoice) {
   EXPECT_EQ(third.candidates().at(0).info.name, r->selected_name);
 }
 
+TEST(GpuAutotune, RefusesAStreamUnderCaptureAndLeavesTheCaptureValid) {
+  DNNGRAPH_REQUIRE_GPU();
+  const auto make = seed::matmul_epilogue(2, 64, 64, 128, 0.5);
+  GpuRun run;
+  ASSERT_TRUE(run.prepare(make, CompareOptions{}).is_ok());
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  run.handle->set_stream(stream);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  auto r = run.g.autotune(*run.handle, AutotuneOptions{});
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);  // not invalidated
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(r.status().message().find("being captured"), std::string::npos)
+      << r.status().to_string();
+  if (graph) cudaGraphDestroy(graph);
+  run.handle->set_stream(nullptr);
+  cudaStreamDestroy(stream);
+}
+
 TEST(GpuCudaGraph, PopulateUpdateAndReplayAreIdenticalToExecute) {
   DNNGRAPH_REQUIRE_GPU();
   const auto make = seed::matmul_epilogue(2, 64, 64, 128, 0.5);
