@@ -38,6 +38,9 @@ struct AutotuneOptions {
   int rotate_inputs = 0;    // copies of the input tensors that successive runs rotate through
   int64_t rotate_budget_bytes = int64_t{1} << 30;  // memory the copies may take
   bool use_cache = true;  // reuse a choice recorded in the plan cache, record the new one
+  // false: once the choice is made, the plans that lost are released (the host and device
+  // memory of their compiled kernels); build_plan_at_index builds one again.
+  bool keep_unselected = true;
   // Called before each candidate is timed: (index, count, candidate name).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
 

@@ -152,7 +152,7 @@ void bind_tune(nb::class_<PyGraph>& cls) {
       "autotune",
       [](PyGraph& self, const PyHandle* handle, Pack pack, nb::handle workspace, double budget_ms,
          int warmup, int iterations, bool flush_cache, int rotate_inputs,
-         int64_t rotate_budget_bytes, bool use_cache, nb::object progress) {
+         int64_t rotate_budget_bytes, bool use_cache, bool keep_unselected, nb::object progress) {
         AutotuneOptions o;
         o.budget_ms = budget_ms;
         o.warmup = warmup;
@@ -161,6 +161,7 @@ void bind_tune(nb::class_<PyGraph>& cls) {
         o.rotate_inputs = rotate_inputs;
         o.rotate_budget_bytes = rotate_budget_bytes;
         o.use_cache = use_cache;
+        o.keep_unselected = keep_unselected;
         if (!progress.is_none())
           o.progress = [progress](int64_t i, int64_t n, const std::string& name) {
             nb::gil_scoped_acquire gil;
@@ -191,7 +192,8 @@ void bind_tune(nb::class_<PyGraph>& cls) {
       nb::arg("workspace").none() = nb::none(), nb::kw_only(), nb::arg("budget_ms") = 0.0,
       nb::arg("warmup") = 2, nb::arg("iterations") = 10, nb::arg("flush_cache") = true,
       nb::arg("rotate_inputs") = 0, nb::arg("rotate_budget_bytes") = int64_t{1} << 30,
-      nb::arg("use_cache") = true, nb::arg("progress").none() = nb::none(),
+      nb::arg("use_cache") = true, nb::arg("keep_unselected") = true,
+      nb::arg("progress").none() = nb::none(),
       "Times every candidate the plan filters allow and selects the fastest (see\n"
       "docs/performance.md). Without `pack` it allocates inputs (values in [-1, 1]), outputs\n"
       "and the workspace itself; with one it runs on the caller's buffers (workspace: at\n"

@@ -56,6 +56,11 @@ def test_compat_autotune_on_the_callers_buffers(handle, rng):
     y[...] = np.nan
     g.execute({A: a, Y: y})
     np.testing.assert_allclose(y, np.maximum(a @ a, 0), rtol=1e-5, atol=1e-6)
+    r = g.autotune(handle, {A: a, Y: y}, None, iterations=2, use_cache=False,
+                   keep_unselected=False)  # the selected plan stays, and runs
+    y[...] = np.nan
+    g.execute({A: a, Y: y})
+    np.testing.assert_allclose(y, np.maximum(a @ a, 0), rtol=1e-5, atol=1e-6)
     with pytest.raises(cudnn.NotSupportedError, match="user_impl"):
         g.autotune(handle, {A: a, Y: y}, None, user_impl=object())
 

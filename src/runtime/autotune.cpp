@@ -267,6 +267,9 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
   if (best < 0) return none_timed(name(), count, report.candidates);
   const AutotuneCandidate& win = report.candidates[static_cast<size_t>(best)];
   DNNGRAPH_TRY(select_plan(win.plan_index));
+  if (!o.keep_unselected)
+    for (size_t i = 0; i < st.plans.size(); ++i)
+      if (static_cast<int64_t>(i) != win.plan_index) st.plans[i].reset();
   report.selected = win.plan_index;
   report.selected_name = win.name;
   report.selected_ms = win.median_ms;

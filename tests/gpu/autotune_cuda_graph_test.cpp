@@ -76,6 +76,27 @@ TEST(GpuAutotune, PicksWithinTwoPercentAndReusesTheChoice) {
   EXPECT_EQ(third.candidates().at(0).info.name, r->selected_name);
 }
 
+TEST(GpuAutotune, ReleasesThePlansThatLostWhenAsked) {
+  DNNGRAPH_REQUIRE_GPU();
+  const auto make = seed::conv_bias_relu(4, 32, 14, 32);
+  GpuRun run;
+  CompareOptions o;
+  ASSERT_TRUE(run.prepare(make, o).is_ok());
+  AutotuneOptions opts;
+  opts.use_cache = false;
+  opts.keep_unselected = false;
+  auto r = run.g.autotune(*run.handle, opts);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_GE(run.g.get_execution_plan_count(), 2);
+  const int64_t other = r->selected == 0 ? 1 : 0;
+  // The loser is gone (no workspace size without a plan); the winner runs and is right.
+  EXPECT_FALSE(run.g.get_workspace_size_plan_at_index(other).is_ok());
+  ASSERT_TRUE(run.run_once().is_ok());
+  EXPECT_EQ(compare_with_reference(run, make, o).mismatches, 0);
+  EXPECT_TRUE(run.g.build_plan_at_index(other).is_ok());  // built again on request
+  EXPECT_TRUE(run.g.get_workspace_size_plan_at_index(other).is_ok());
+}
+
 TEST(GpuAutotune, RefusesAStreamUnderCaptureAndLeavesTheCaptureValid) {
   DNNGRAPH_REQUIRE_GPU();
   const auto make = seed::matmul_epilogue(2, 64, 64, 128, 0.5);

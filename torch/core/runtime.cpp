@@ -295,7 +295,9 @@ bool autotune_if_asked(Graph& g, const at::Device& device, const char* op) {
   Result<AutotuneReport> r = [&] {
     std::lock_guard<std::mutex> lock(slot.exec);
     slot.handle->set_stream(stream);
-    return g.autotune(*slot.handle);
+    AutotuneOptions o;
+    o.keep_unselected = false;  // a cached graph runs one plan: the others' kernels would stay
+    return g.autotune(*slot.handle, o);
   }();
   if (r.is_ok()) return true;
   TORCH_WARN("dnngraph::", op, ": not autotuned although torch.backends.cudnn.benchmark is set (",
