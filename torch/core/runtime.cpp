@@ -297,6 +297,14 @@ bool autotune_if_asked(Graph& g, const at::Device& device, const char* op) {
     slot.handle->set_stream(stream);
     AutotuneOptions o;
     o.keep_unselected = false;  // a cached graph runs one plan: the others' kernels would stay
+    // Candidates are built as they are timed, and some engines compile kernels at build: the
+    // time one graph may take (DNNGRAPH_TORCH_AUTOTUNE_BUDGET_MS, 0 for none), the heuristics'
+    // first plan always timed.
+    static const double budget_ms = [] {
+      const char* e = std::getenv("DNNGRAPH_TORCH_AUTOTUNE_BUDGET_MS");
+      return e && *e ? std::max(std::atof(e), 0.0) : 3000.0;
+    }();
+    o.budget_ms = budget_ms;
     return g.autotune(*slot.handle, o);
   }();
   if (r.is_ok()) return true;
