@@ -12,8 +12,8 @@
 # Knobs: DNNGRAPH_FAULT_SCALE (default 1: the full sizes), FAULTS=0 / SANITIZER=0 skip a part,
 # FAULTS_K (a pytest -k selection of the fault tests: oom, soak_one, soak_distinct, processes),
 # FAULTS_TIMEOUT, SANITIZER_TIMEOUT / SANITIZER_TORCH_TIMEOUT (seconds), GTEST_FILTER (a subset
-# of the C++ GPU tests under memcheck), MEMCHECK_TORCH (the torch test files under memcheck, or
-# none).
+# of the C++ GPU tests under memcheck), MEMCHECK_SHARDS (memcheck processes side by side over
+# the C++ GPU tests, default 6), MEMCHECK_TORCH (the torch test files under memcheck, or none).
 # A device call lasts at most 10 minutes: the full sizes take longer, so run the parts in
 # separate calls (the build tree is kept between them), e.g.
 #   SANITIZER=0 FAULTS_K=oom ...; SANITIZER=0 FAULTS_K=soak_one ...; SANITIZER=0
@@ -58,10 +58,23 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 if [ "${SANITIZER:-1}" = 1 ] && [ -x "$sanitizer" ]; then
   # Only the C++ GPU tests' own errors count: torch's allocator and cuDNN's probing of device
   # properties are reported by memcheck as API errors, which --report-api-errors no hides.
-  run memcheck_gpu_tests "${SANITIZER_TIMEOUT:-560}" "$sanitizer" --tool memcheck \
-    --leak-check full --report-api-errors no --error-exitcode 99 \
-    "$build/tests/dnngraph_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
-  grep -E "ERROR SUMMARY|LEAK SUMMARY" "$out/memcheck_gpu_tests.log"
+  # The suite in MEMCHECK_SHARDS shards side by side (GoogleTest's sharding), each its own log.
+  shards=${MEMCHECK_SHARDS:-6}
+  for i in $(seq 0 $((shards - 1))); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i run_logged "memcheck_gpu_tests_$i" \
+      "${SANITIZER_TIMEOUT:-560}" "$sanitizer" --tool memcheck --leak-check full \
+      --report-api-errors no --error-exitcode 99 \
+      "$build/tests/dnngraph_gpu_tests" ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} &
+  done
+  wait
+  for i in $(seq 0 $((shards - 1))); do
+    log="$out/memcheck_gpu_tests_$i.log"
+    # 0: memcheck finished with no error and no test failed (a timeout leaves no summary).
+    result[memcheck_gpu_tests_$i]=$(grep -q "ERROR SUMMARY: 0 errors" "$log" &&
+      ! grep -q '^\[  FAILED  \]' "$log" && echo 0 || echo 1)
+    echo "shard $i: $(grep -c '^\[       OK \]' "$log") tests ok, $(grep -c '^\[  FAILED  \] Gpu' "$log") failed;" \
+      "$(grep -E 'ERROR SUMMARY|LEAK SUMMARY' "$log" | tr '\n' ' ')"
+  done
   torch_tests=${MEMCHECK_TORCH:-python/tests/test_torch_gemm.py python/tests/test_torch_conv.py \
 python/tests/test_torch_sdpa.py python/tests/test_torch_norm.py python/tests/test_torch_runtime.py}
   if [ "$torch_tests" != none ]; then
