@@ -60,7 +60,11 @@ TEST(GpuAutotune, PicksWithinTwoPercentAndReusesTheChoice) {
   std::printf("[ autotune ] re-timed: chosen %.4f ms, fastest '%s' %.4f ms, ratio %.4f\n", chosen,
               again->selected_name.c_str(), again->selected_ms, chosen / again->selected_ms);
   EXPECT_GT(chosen, 0);
-  EXPECT_LE(chosen, 1.02 * again->selected_ms);
+  // Under a sanitizer (scripts/hardening-device.sh sets DNNGRAPH_NO_TIMING_CHECKS) kernels run
+  // instrumented and side by side with other processes: times say nothing there.
+  if (!std::getenv("DNNGRAPH_NO_TIMING_CHECKS")) {
+    EXPECT_LE(chosen, 1.02 * again->selected_ms);
+  }
 
   // The same graph again: the recorded choice, nothing timed; a plain build restores it.
   GpuRun second;
