@@ -80,8 +80,9 @@ def rel_err(a, b):
 
 def check(name, model, ref, x, tol):
     """Output, input gradient and parameter gradients of model vs ref (eager), from model's third
-    step: with CUDA-graph replay on (DNNGRAPH_TORCH_CUDA_GRAPHS=repeated) the first step runs
-    directly, the second records and the third replays, which is what the timed steps run."""
+    step: with CUDA-graph replay on (the default; DNNGRAPH_TORCH_CUDA_GRAPHS=off turns it off)
+    the first step runs directly, the second records and the third replays, which is what the
+    timed steps run."""
     for _ in range(3):
         out, gx = step(model, x)
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}

@@ -253,10 +253,10 @@ class GraphCache {
   int64_t hits_ = 0, misses_ = 0;
 };
 
-// How the ops' plans execute on a GPU (set_cuda_graphs, DNNGRAPH_TORCH_CUDA_GRAPHS): "off" (the
-// default) calls cuDNN's execute each time; "repeated" records a plan's work into a CUDA graph
-// once the same pointers come back (a training loop's steady state) and replays it, which costs
-// the host a graph launch instead of cuDNN's execute; "always" records every new set at once.
+// How the ops' plans execute on a GPU (set_cuda_graphs, DNNGRAPH_TORCH_CUDA_GRAPHS): "repeated"
+// (the default) records a plan's work into a CUDA graph once the same pointers come back (a
+// training loop's steady state) and replays it, which costs the host a graph launch instead of
+// cuDNN's execute; "off" calls cuDNN's execute each time; "always" records every new set at once.
 std::optional<CudaGraphExecute> parse_cuda_graphs(std::string_view v) {  // 0 and 1 as well
   return parse_cuda_graph_execute(v == "0" ? "off" : v == "1" ? "repeated" : v);
 }
@@ -264,11 +264,11 @@ std::optional<CudaGraphExecute> parse_cuda_graphs(std::string_view v) {  // 0 an
 std::atomic<int>& cuda_graphs_slot() {
   static std::atomic<int> mode{[] {
     const char* e = std::getenv("DNNGRAPH_TORCH_CUDA_GRAPHS");
-    if (!e || !*e) return static_cast<int>(CudaGraphExecute::Off);
+    if (!e || !*e) return static_cast<int>(CudaGraphExecute::Repeated);
     if (auto m = parse_cuda_graphs(e)) return static_cast<int>(*m);
     TORCH_WARN("dnngraph: DNNGRAPH_TORCH_CUDA_GRAPHS='", e,
-               "' is not one of off, repeated, always (or 0, 1); using 'off'");
-    return static_cast<int>(CudaGraphExecute::Off);
+               "' is not one of off, repeated, always (or 0, 1); using 'repeated'");
+    return static_cast<int>(CudaGraphExecute::Repeated);
   }()};
   return mode;
 }

@@ -91,10 +91,10 @@ def fallback_policy() -> str:
 
 
 def set_cuda_graphs(mode: str) -> str:
-    """How the ops' plans execute on a GPU: ``"off"`` (the default, or
-    ``DNNGRAPH_TORCH_CUDA_GRAPHS``) calls cuDNN's execute each time; ``"repeated"`` records a
-    plan's work into a CUDA graph once the same tensors' memory comes back (a training loop's
-    steady state) and replays it; ``"always"`` records every new set at once. Applies to the
+    """How the ops' plans execute on a GPU: ``"repeated"`` (the default, or
+    ``DNNGRAPH_TORCH_CUDA_GRAPHS``) records a plan's work into a CUDA graph once the same
+    tensors' memory comes back (a training loop's steady state) and replays it; ``"off"`` calls
+    cuDNN's execute each time; ``"always"`` records every new set at once. Applies to the
     cached graphs too. Returns the previous mode."""
     return _torch.ops.dnngraph._set_cuda_graphs(mode)
 
