@@ -185,6 +185,9 @@ class Graph : public ir::Graph {
   void reset_checks();                           // after a filter change
   Status apply_workspace_filter(int64_t index);  // a built plan over the workspace limit
   Result<bool> reuse_tuned(const std::string& name);
+  // The choice an earlier autotune recorded in the plan cache, selected (true, `report` filled),
+  // or false when there is none to use.
+  Result<bool> autotune_from_cache(const AutotuneOptions& o, AutotuneReport& report);
   bool check_next() const;                // checks the next unchecked candidate
   bool check_until(int64_t index) const;  // until `index` supported ones are known
   int64_t plan_count_unlocked() const;

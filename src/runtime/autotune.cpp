@@ -150,6 +150,23 @@ Result<bool> Graph::reuse_tuned(const std::string& name) {
   return false;
 }
 
+// A choice recorded earlier (this process or another): select it, time nothing.
+Result<bool> Graph::autotune_from_cache(const AutotuneOptions& o, AutotuneReport& report) {
+  PlanCache* cache = o.use_cache ? PlanCache::global() : nullptr;
+  if (!cache) return false;
+  PipelineState& st = *state_;
+  auto hit =
+      cache->get(plan_cache_key(*st.engine, *st.handle, st.settings.modes, "heuristics_choice"));
+  if (!hit || hit->time_ms < 0) return false;
+  DNNGRAPH_ASSIGN_OR_RETURN(bool reused, reuse_tuned(hit->engine_config));
+  if (!reused) return false;
+  report.from_cache = true;
+  report.selected = st.selected;
+  report.selected_name = hit->engine_config;
+  report.selected_ms = hit->time_ms;
+  return true;
+}
+
 Result<int64_t> Graph::get_autotune_workspace_size() {
   if (state_->stage < Stage::Lowered)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
@@ -180,24 +197,15 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const VariantPack& pack, 
   DNNGRAPH_TRY(check_run_handle(*this, st, handle, "autotune"));
   DNNGRAPH_TRY(check_variant_pack(pack));
   AutotuneReport report;
-
-  // A choice recorded earlier (this process or another): select it, time nothing.
+  DNNGRAPH_ASSIGN_OR_RETURN(bool reused, autotune_from_cache(o, report));
+  if (reused) {
+    report.wall_ms = ms_since(t0);
+    return report;
+  }
   PlanCache* cache = o.use_cache ? PlanCache::global() : nullptr;
   Engine& engine = *st.engine;
   const std::string key =
       cache ? plan_cache_key(engine, *st.handle, st.settings.modes, "heuristics_choice") : "";
-  if (cache)
-    if (auto hit = cache->get(key); hit && hit->time_ms >= 0) {
-      DNNGRAPH_ASSIGN_OR_RETURN(auto reused, reuse_tuned(hit->engine_config));
-      if (reused) {
-        report.from_cache = true;
-        report.selected = st.selected;
-        report.selected_name = hit->engine_config;
-        report.selected_ms = hit->time_ms;
-        report.wall_ms = ms_since(t0);
-        return report;
-      }
-    }
 
   // Every candidate the filters allow.
   DNNGRAPH_TRY(checked_candidates(*this, st));
@@ -294,6 +302,16 @@ Result<AutotuneReport> Graph::autotune(Handle& handle, const AutotuneOptions& o)
     return make_error(ErrorCode::InvalidArgument, "graph '", name(),
                       "': autotune() called before build_operation_graph() (or build())");
   DNNGRAPH_TRY(check_run_handle(*this, st, handle, "autotune"));
+  // A recorded choice needs no buffers, and no candidate built (get_autotune_workspace_size
+  // builds them all).
+  const auto t0 = Clock::now();
+  DNNGRAPH_TRY(o.validate());
+  AutotuneReport cached;
+  DNNGRAPH_ASSIGN_OR_RETURN(bool reused, autotune_from_cache(o, cached));
+  if (reused) {
+    cached.wall_ms = ms_since(t0);
+    return cached;
+  }
   DNNGRAPH_ASSIGN_OR_RETURN(auto timer, st.engine->make_timer(handle));
   std::vector<std::shared_ptr<void>> owned;
   std::vector<std::array<unsigned char, 16>> scalars(st.required.size());
