@@ -33,13 +33,26 @@ TORCH_LIBRARY(dnngraph, m) {
 // training forwards (`*_train`), which the forward ops' autograd kernels call below autograd:
 // called directly on tensors that require grad, their outputs refuse a backward.
 TORCH_LIBRARY_IMPL(dnngraph, Autograd, m) {
-  for (const char* op :
-       {"linear_act_backward", "matmul_epilogue_backward", "conv2d_bias_act_backward",
-        "sdpa_backward", "layer_norm_backward", "rms_norm_backward", "linear_act_train",
-        "matmul_epilogue_train", "conv2d_bias_act_train", "linear_act_train_backward",
-        "matmul_epilogue_train_backward", "conv2d_bias_act_train_backward", "add_rms_norm_backward",
-        "swiglu_backward", "rope_backward", "activation_backward", "conv2d_bias_add_act_train",
-        "run_graph"})
+  for (const char* op : {"linear_act_backward",
+                         "matmul_epilogue_backward",
+                         "conv2d_bias_act_backward",
+                         "sdpa_backward",
+                         "layer_norm_backward",
+                         "rms_norm_backward",
+                         "linear_act_train",
+                         "matmul_epilogue_train",
+                         "conv2d_bias_act_train",
+                         "linear_act_train_backward",
+                         "matmul_epilogue_train_backward",
+                         "conv2d_bias_act_train_backward",
+                         "add_rms_norm_backward",
+                         "swiglu_backward",
+                         "rope_backward",
+                         "activation_backward",
+                         "conv2d_bias_add_act_train",
+                         "residual_block_train",
+                         "residual_block_backward",
+                         "run_graph"})
     m.impl(op, torch::autograd::autogradNotImplementedFallback());
 }
 

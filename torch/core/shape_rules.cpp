@@ -201,6 +201,32 @@ SymShape conv2d_add(const char* op, const Tensor& x, const Tensor& w, const OptT
   return out;
 }
 
+SymShape residual_block(const char* op, const Tensor& x, const Tensor& w1, const OptTensor& b1,
+                        const Tensor& w2, const OptTensor& b2) {
+  TORCH_CHECK_VALUE(x.dim() == 4, "dnngraph::", op, ": 'x' must be [N, C, H, W]; got shape ",
+                    x.sym_sizes());
+  SymShape want(x.sym_sizes().begin(), x.sym_sizes().end());
+  for (auto [w, b, wn, bn] : {std::tuple{&w1, &b1, "w1", "b1"}, {&w2, &b2, "w2", "b2"}}) {
+    TORCH_CHECK_VALUE(
+        w->dim() == 4 && w->sym_size(0) == x.sym_size(1) && w->sym_size(1) == x.sym_size(1) &&
+            w->sym_size(2) == w->sym_size(3) && w->sym_size(2) % 2 == 1,
+        "dnngraph::", op, ": '", wn, "' must be [C, C, k, k] with C = ", x.sym_size(1),
+        " (x's channels) and an odd k, so that the convolution "
+        "keeps x's shape; got shape ",
+        w->sym_sizes());
+    TORCH_CHECK_VALUE(!b->has_value() || !(*b)->defined() ||
+                          ((*b)->dim() == 1 && (*b)->sym_size(0) == x.sym_size(1)),
+                      "dnngraph::", op, ": '", bn, "' must be [C] with C = ", x.sym_size(1),
+                      "; got shape ", (*b)->sym_sizes());
+    const int64_t p = w->sym_size(2).guard_int(__FILE__, __LINE__) / 2;
+    check_same_device(op, x, "x", {{w, wn}});
+    const SymShape out = conv2d(op, x, *w, *b, {1, 1}, {p, p}, {1, 1}, 1);
+    TORCH_CHECK_VALUE(out == want, "dnngraph::", op, ": '", wn, "' gives an output of shape ",
+                      c10::SymIntArrayRef(out), "; the block needs x's shape ", x.sym_sizes());
+  }
+  return want;
+}
+
 void rope(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin) {
   check_same_device(op, x, "x", {{&cos, "cos"}, {&sin, "sin"}});
   TORCH_CHECK_VALUE(x.dim() == 4 && x.sym_size(3) % 2 == 0, "dnngraph::", op,

@@ -54,6 +54,11 @@ SymShape conv2d_add(const char* op, const at::Tensor& x, const at::Tensor& w, co
                     const at::Tensor& residual, at::IntArrayRef stride, at::IntArrayRef padding,
                     at::IntArrayRef dilation, int64_t groups);
 
+// residual_block: x [N, C, H, W]; w1 and w2 [C, C, k, k] with an odd k (stride 1, padding
+// k/2: each convolution keeps x's shape); b1 and b2 [C]. Returns x's shape.
+SymShape residual_block(const char* op, const at::Tensor& x, const at::Tensor& w1,
+                        const OptTensor& b1, const at::Tensor& w2, const OptTensor& b2);
+
 // rope / rope_backward: x [B, H, S, D] with an even D, cos and sin [S, D/2], all on x's device.
 void rope(const char* op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 

@@ -9,7 +9,8 @@ time) and registers the ops: CPU tensors run on the reference engine, CUDA tenso
 * modules ``LayerNorm``, ``RMSNorm``, ``Linear``, ``Conv2dBiasAct``, ``MultiheadAttention``:
   drop-in subclasses of their torch counterparts (same parameters, same state dicts);
   ``SwiGLU``, ``LlamaAttention``, ``LlamaBlock``: the parts of a Llama-style decoder block
-  (``add_rms_norm``, ``swiglu`` and ``rope`` in ``functional``).
+  (``add_rms_norm``, ``swiglu`` and ``rope`` in ``functional``); ``ResidualBlock``: the ResNet
+  basic block without batch norm as one op (``residual_block`` in ``functional``).
 * ``torch.compile(model, backend="dnngraph")``: the backend (registered on import) that runs
   the subgraphs of an unmodified model's ATen graphs that an engine fuses as dnngraph graphs;
   ``explain(model, *inputs)`` shows which ops it fused and why the others stayed out
@@ -51,6 +52,7 @@ from .modules import (  # noqa: E402
     LlamaAttention,
     LlamaBlock,
     MultiheadAttention,
+    ResidualBlock,
     RMSNorm,
     SwiGLU,
 )

@@ -27,6 +27,7 @@ _add_rms_norm = _ops.add_rms_norm.default
 _swiglu = _ops.swiglu.default
 _swiglu_linear = _ops.swiglu_linear.default
 _rope = _ops.rope.default
+_residual_block = _ops.residual_block.default
 
 # Direct entries of the same ops (torch/python/fast.cpp): the arguments go straight to C++ and
 # the op is called unboxed, as torch's own bindings call ATen, instead of through torch.ops'
@@ -50,6 +51,7 @@ __all__ = [
     "swiglu",
     "rope",
     "rope_cos_sin",
+    "residual_block",
     "run_graph",
 ]
 
@@ -161,6 +163,22 @@ def conv2d_bias_act(
     return _conv2d_bias_act(
         input, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups, activation
     )
+
+
+def residual_block(
+    input: torch.Tensor,
+    weight1: torch.Tensor,
+    bias1: Optional[torch.Tensor],
+    weight2: torch.Tensor,
+    bias2: Optional[torch.Tensor],
+) -> torch.Tensor:
+    """The ResNet basic block without batch norm, ``relu(input + conv2(relu(conv1(input))))``
+    with ``conv_i(t) = conv2d(t, weight_i, bias_i, padding=k // 2)``: weights ``[C, C, k, k]``
+    (``k`` odd), biases ``[C]`` or ``None``. One op, so its backward fuses across the two
+    convolutions (the inner relu's derivative into the outer convolution's data gradient, the
+    residual's gradient into the inner one's). NCHW or channels_last; the output keeps the
+    input's memory format."""
+    return _residual_block(input, weight1, bias1, weight2, bias2)
 
 
 def scaled_dot_product_attention(

@@ -43,6 +43,7 @@ __all__ = [
     "Linear",
     "Conv2dBiasAct",
     "MultiheadAttention",
+    "ResidualBlock",
     "SwiGLU",
     "LlamaAttention",
     "LlamaBlock",
@@ -100,6 +101,30 @@ class Conv2dBiasAct(nn.Conv2d):
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", activation={self.activation}"
+
+
+class ResidualBlock(nn.Module):
+    """The ResNet basic block without batch norm: ``relu(x + conv2(relu(conv1(x))))``, with
+    ``conv1`` and ``conv2`` ``nn.Conv2d(channels, channels, kernel_size, padding=kernel_size //
+    2)`` (the state dict of such a module), run as one op (``functional.residual_block``)."""
+
+    def __init__(self, channels, kernel_size=3, bias=True, device=None, dtype=None):
+        super().__init__()
+        _check_count("ResidualBlock", "channels", channels)
+        if isinstance(kernel_size, bool) or not isinstance(kernel_size, int) or kernel_size < 1 \
+                or kernel_size % 2 == 0:
+            raise ValueError(
+                f"dnngraph ResidualBlock: kernel_size={kernel_size!r}; expected an odd int >= 1 "
+                "(padding kernel_size // 2 keeps the input's shape for the residual add)"
+            )
+        kw = dict(device=device, dtype=dtype)
+        pad = kernel_size // 2
+        self.conv1 = nn.Conv2d(channels, channels, kernel_size, padding=pad, bias=bias, **kw)
+        self.conv2 = nn.Conv2d(channels, channels, kernel_size, padding=pad, bias=bias, **kw)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        c1, c2 = self.conv1, self.conv2
+        return F.residual_block(x, c1.weight, c1.bias, c2.weight, c2.bias)
 
 
 class MultiheadAttention(nn.MultiheadAttention):
