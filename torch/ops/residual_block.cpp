@@ -176,8 +176,15 @@ Grads residual_block_backward(const Tensor& dy, const Tensor& x_in, const Tensor
   Tensor db1 = want_b1 ? at::empty({w1.size(0)}, b1->options()) : Tensor();
   bool db1_done = false, dz1_done = false;
   if (!unfused_backward()) {
-    if (db1.defined())
-      dz1_done = db1_done = dgrad_drelu(op, dz2, w2, h, dz1, db1.view({1, -1, 1, 1}));
+    if (db1.defined()) {
+      // The sum in fp32, [1, C, 1, 1] in channels_last strides: the form cuDNN 9.19 fuses into
+      // the dgrad's epilogue (a bf16 or fp16 sum gets no plan).
+      const Tensor sum =
+          at::empty({1, w1.size(0), 1, 1},
+                    h.options().dtype(at::kFloat).memory_format(at::MemoryFormat::ChannelsLast));
+      dz1_done = db1_done = dgrad_drelu(op, dz2, w2, h, dz1, sum);
+      if (db1_done) db1.copy_(sum.view({-1}));
+    }
     if (!dz1_done) dz1_done = dgrad_drelu(op, dz2, w2, h, dz1, Tensor());
   }
   if (!dz1_done) {
