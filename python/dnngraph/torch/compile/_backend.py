@@ -12,7 +12,8 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
-from ._fxpass import run_pass
+from ._blocks import rewrite_blocks
+from ._fxpass import Decision, Report, run_pass
 
 INNERS = ("inductor", "eager")
 # torch.compile's modes: the inner Inductor takes each one's settings (CUDA graphs, autotuning).
@@ -136,8 +137,19 @@ def _mode_config(mode) -> dict:
     return dict(list_mode_options(mode))
 
 
+def _rewrite_blocks(gm):
+    """The block rewrites (``_blocks.py``) on Dynamo's graph, reported as fused graphs."""
+    done = rewrite_blocks(gm)
+    reports = _collecting()
+    if done and reports is not None:
+        decisions = [Decision(name, f"{op} -> dnngraph::residual_block", k, "")
+                     for k, nodes in enumerate(done) for name, op in nodes]
+        reports.append(Report(f"dynamo_{next(_graph_ids)}", decisions,
+                              [[name for name, _ in nodes] for nodes in done]))
+
+
 def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = False,
-                 verify: bool | None = None, measure: bool | None = None):
+                 verify: bool | None = None, measure: bool | None = None, blocks: bool = True):
     """The backend callable (``torch.compile(model, backend=make_backend("eager"))``).
 
     ``fuse_pointwise``: also claim partitions of pointwise and reduction ops alone (by default
@@ -146,15 +158,18 @@ def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = Fals
     differs to ATen (default: the environment variable ``DNNGRAPH_COMPILE_VERIFY=1``).
     ``measure``: time each fused graph on a GPU at compile time against the ATen ops it
     replaces and leave any that is not faster to the inner compiler (default: on, unless
-    ``DNNGRAPH_COMPILE_MEASURE=0``; CPU partitions are never timed)."""
+    ``DNNGRAPH_COMPILE_MEASURE=0``; CPU partitions are never timed). ``blocks``: replace the
+    blocks whose backward fuses across ops (the ResNet basic block without batch norm) by the
+    dnngraph op for them, on Dynamo's graph before AOTAutograd (``_blocks.py``)."""
     if not isinstance(inner, str) or inner not in INNERS:
         raise ValueError(
             f"dnngraph backend: options['inner'] is {inner!r}; expected one of {INNERS}"
         )
     if not (mode is None or isinstance(mode, str)) or mode not in MODES:
         raise ValueError(f"dnngraph backend: mode={mode!r}; expected one of {MODES}")
-    for name, v in (("fuse_pointwise", fuse_pointwise), ("verify", verify), ("measure", measure)):
-        if not isinstance(v, bool) and not (name != "fuse_pointwise" and v is None):
+    for name, v in (("fuse_pointwise", fuse_pointwise), ("verify", verify), ("measure", measure),
+                    ("blocks", blocks)):
+        if not isinstance(v, bool) and not (name in ("verify", "measure") and v is None):
             raise ValueError(
                 f"dnngraph backend: options['{name}'] is {v!r}; expected True or False"
             )
@@ -165,6 +180,8 @@ def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = Fals
     config = _mode_config(mode) if inner == "inductor" else {}
 
     def backend(gm, example_inputs):
+        if blocks:
+            _rewrite_blocks(gm)
         # One state per Dynamo graph, shared by its forward and backward compilers.
         state = _InductorState(config) if inner == "inductor" else None
         args = (inner, state, fuse_pointwise, verify, measure)
@@ -189,7 +206,7 @@ def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = Fals
 
 def dnngraph_backend(gm, example_inputs, options=None, mode=None):
     """``torch.compile(model, backend="dnngraph", options={"inner": "inductor" | "eager",
-    "fuse_pointwise": False, "verify": False, "measure": None})``."""
+    "fuse_pointwise": False, "verify": False, "measure": None, "blocks": True})``."""
     if options is not None and not isinstance(options, dict):
         raise ValueError(
             f"dnngraph backend: options is a {type(options).__name__}; expected a dict such as "
@@ -200,12 +217,13 @@ def dnngraph_backend(gm, example_inputs, options=None, mode=None):
     fuse_pointwise = options.pop("fuse_pointwise", None) or False
     verify = options.pop("verify", None)
     measure = options.pop("measure", None)
+    blocks = options.pop("blocks", True)
     if options:
         raise ValueError(
             f"dnngraph backend: unknown options {sorted(options)}; the backend takes 'inner', "
-            "'fuse_pointwise', 'verify' and 'measure'"
+            "'fuse_pointwise', 'verify', 'measure' and 'blocks'"
         )
-    return make_backend(inner, mode, fuse_pointwise, verify, measure)(gm, example_inputs)
+    return make_backend(inner, mode, fuse_pointwise, verify, measure, blocks)(gm, example_inputs)
 
 
 def register():

@@ -51,8 +51,8 @@ class Explanation:
         for i, (graph, names, ops) in enumerate(self.partitions):
             summary.append(f"  P{i} ({graph}): " + ", ".join(
                 f"{n} [{o}]" for n, o in zip(names, ops)))
-        not_views = [x for x in self.left_out if not x[3].startswith("view")]
-        summary.append(f"{len(not_views)} op(s) left in ATen (views aside)")
+        aten_ops = [x for x in self.left_out if not x[3].startswith(("view", "a dnngraph op"))]
+        summary.append(f"{len(aten_ops)} op(s) left in ATen (views aside)")
         return "\n".join(summary + [""] + lines)
 
     def __str__(self):

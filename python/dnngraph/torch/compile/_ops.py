@@ -545,6 +545,8 @@ def why_not(node) -> str | None:
         return None
     entry = TABLE.get(node.target)
     if entry is None:
+        if getattr(node.target, "namespace", None) == "dnngraph":
+            return "a dnngraph op: runs its own graphs"
         return "op not mapped"
     outputs, inputs = CHECKED.get(node.target, (None, None))
     reason = check_floating(node, outputs, inputs)
