@@ -133,7 +133,7 @@ def randomize(model):
     return model
 
 
-def model_fidelity(model, x, scale=4.0, **kw):
+def model_fidelity(model, x, scale=4.0, blocks=True, **kw):
     """Compiled against eager on deep copies of one model (train-mode statistics of the eager
     run must not leak into the compiled one), outputs, input and parameter gradients."""
     ref = copy.deepcopy(model)
@@ -142,7 +142,7 @@ def model_fidelity(model, x, scale=4.0, **kw):
     upstream = torch.rand_like(out) + 0.5
     if x.requires_grad:
         (out * upstream).sum().backward()
-    options = {"inner": "eager"}
+    options = {"inner": "eager", "blocks": blocks}
     compiled = torch.compile(model, backend="dnngraph", options=options, **kw)
     with _backend.collect_reports() as reports:
         got = compiled(x)

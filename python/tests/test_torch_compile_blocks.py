@@ -105,3 +105,23 @@ def test_option_turns_it_off_and_is_checked():
     torch._dynamo.reset()
     with pytest.raises(Exception, match="options\\['blocks'\\] is 'yes'; expected True or False"):
         torch.compile(model, backend="dnngraph", options={"inner": "eager", "blocks": "yes"})(x)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_bf16_channels_last_block_becomes_one_op():
+    torch.manual_seed(4)
+    model = Block(c=64).to("cuda", torch.bfloat16).to(memory_format=torch.channels_last)
+    x = rand(4, 64, 16, 16, dtype=torch.bfloat16, device="cuda").to(memory_format=torch.channels_last)
+    xc, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+    e = dt.explain(model, xc)
+    assert len(rewritten(e)) == 1, str(e)
+    out = torch.compile(model, backend="dnngraph")(xc)
+    out.float().square().sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    ref = model(xr)
+    ref.float().square().sum().backward()
+    assert_close(out, ref, torch.bfloat16, "cuda", scale=4)
+    assert_close(xc.grad, xr.grad, torch.bfloat16, "cuda", scale=8)
+    for g, p in zip(grads, model.parameters()):
+        assert_close(g, p.grad, torch.bfloat16, "cuda", scale=8)
