@@ -37,6 +37,20 @@ using RmsSig = std::tuple<Tensor, Tensor>(const Tensor&, c10::SymIntArrayRef, co
 using RmsBwdSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, c10::SymIntArrayRef,
                                              const Tensor&, const OptTensor&, std::array<bool, 2>);
 
+// The signatures of the convolution ops (conv.cpp, conv_residual.cpp) that other ops call:
+// conv2d_bias_act, conv2d_bias_add_act, activation_backward and conv2d_bias_act_train_backward.
+using ConvSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
+                       at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
+using ConvAddSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, const Tensor&,
+                          at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
+                          c10::string_view);
+using ActBwdSig = Tensor(const Tensor&, const Tensor&, c10::string_view);
+using ConvBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
+                                                      const OptTensor&, at::IntArrayRef,
+                                                      at::IntArrayRef, at::IntArrayRef, int64_t,
+                                                      c10::string_view, const OptTensor&,
+                                                      std::array<bool, 3>);
+
 inline const at::Tensor& value_or_undefined(const OptTensor& t) {
   static const at::Tensor undefined;
   return t ? *t : undefined;

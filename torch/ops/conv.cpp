@@ -372,16 +372,9 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_train_backward_meta(
 
 // ---------------------------------------------------------------- autograd
 
-using ConvSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
-                       at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
 using ConvTrainSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const OptTensor&,
                                                 at::IntArrayRef, at::IntArrayRef, at::IntArrayRef,
                                                 int64_t, c10::string_view);
-using ConvBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
-                                                      const OptTensor&, at::IntArrayRef,
-                                                      at::IntArrayRef, at::IntArrayRef, int64_t,
-                                                      c10::string_view, const OptTensor&,
-                                                      std::array<bool, 3>);
 
 class ConvFn : public torch::autograd::Function<ConvFn> {
  public:

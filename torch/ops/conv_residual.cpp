@@ -64,8 +64,6 @@ std::pair<Tensor, Tensor> forward(const Tensor& x_in, const Tensor& w_in, const 
     // ATen fallback under the fallback policy), then the residual add and the activation are
     // ATen's elementwise kernels, the ones eager runs for them.
     note_aten_part(op, "the residual add and the activation", g->unsupported);
-    using ConvSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
-                           at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
     static auto conv = op_handle<ConvSig>("dnngraph::conv2d_bias_act");
     Tensor pre = conv.call(x, w, bias, stride, padding, dilation, groups, "none");
     pre.add_(res);
@@ -168,17 +166,9 @@ Tensor activation_backward_meta(const Tensor& dy, const Tensor& saved, c10::stri
 
 // ---------------------------------------------------------------- autograd
 
-using AddSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, const Tensor&,
-                      at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
 using AddTrainSig = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const OptTensor&,
                                                const Tensor&, at::IntArrayRef, at::IntArrayRef,
                                                at::IntArrayRef, int64_t, c10::string_view);
-using ActBwdSig = Tensor(const Tensor&, const Tensor&, c10::string_view);
-using ConvBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
-                                                      const OptTensor&, at::IntArrayRef,
-                                                      at::IntArrayRef, at::IntArrayRef, int64_t,
-                                                      c10::string_view, const OptTensor&,
-                                                      std::array<bool, 3>);
 
 class ConvAddFn : public torch::autograd::Function<ConvAddFn> {
  public:
@@ -223,7 +213,7 @@ Tensor conv2d_bias_add_act_autograd(const Tensor& x, const Tensor& w, const OptT
       "conv2d_bias_add_act",
       {{&x, "x"}, {&w, "weight"}, {has(bias) ? &*bias : nullptr, "bias"}, {&res, "residual"}});
   if (!wants_grad(x, w, bias, res)) {
-    static auto op = op_handle<AddSig>("dnngraph::conv2d_bias_add_act");
+    static auto op = op_handle<ConvAddSig>("dnngraph::conv2d_bias_add_act");
     at::AutoDispatchBelowADInplaceOrView guard;
     return op.call(x, w, bias, res, stride, padding, dilation, groups, act);
   }

@@ -155,8 +155,6 @@ std::tuple<Tensor&, Tensor&> matmul_epilogue_out_autograd(const Tensor& a, const
 
 // ---------------------------------------------------------------- conv2d_bias_act.out
 
-using ConvSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
-                       at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
 using ConvOutSig = Tensor&(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
                            at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view, Tensor&);
 
@@ -244,9 +242,9 @@ GradsOut linear_act_backward_out_autograd(const Tensor& dy, const Tensor& x, con
   return {o0, o1, o2};
 }
 
-using ConvBwdSig = Grads(const Tensor&, const Tensor&, const Tensor&, const OptTensor&,
-                         at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
-                         c10::string_view, std::array<bool, 3>);
+using ConvPlainBwdSig = Grads(const Tensor&, const Tensor&, const Tensor&, const OptTensor&,
+                              at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
+                              c10::string_view, std::array<bool, 3>);
 using ConvBwdOutSig = GradsOut(const Tensor&, const Tensor&, const Tensor&, const OptTensor&,
                                at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
                                c10::string_view, std::array<bool, 3>, Tensor&, Tensor&, Tensor&);
@@ -257,7 +255,7 @@ GradsOut conv2d_bias_act_backward_out(const Tensor& dy, const Tensor& x, const T
                                       int64_t groups, c10::string_view act,
                                       std::array<bool, 3> mask, Tensor& o0, Tensor& o1,
                                       Tensor& o2) {
-  static auto op = op_handle<ConvBwdSig>("dnngraph::conv2d_bias_act_backward");
+  static auto op = op_handle<ConvPlainBwdSig>("dnngraph::conv2d_bias_act_backward");
   write_grads("conv2d_bias_act_backward",
               op.call(dy, x, w, bias, stride, padding, dilation, groups, act, mask), mask, o0, o1,
               o2);

@@ -21,17 +21,6 @@ namespace {
 
 enum Uid : int64_t { DZ = 1, W = 2, H = 3, RES = 4, DZ1 = 100, DB = 101, DX = 102 };
 
-using ConvSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, at::IntArrayRef,
-                       at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
-using ConvAddSig = Tensor(const Tensor&, const Tensor&, const OptTensor&, const Tensor&,
-                          at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t,
-                          c10::string_view);
-using ActBwdSig = Tensor(const Tensor&, const Tensor&, c10::string_view);
-using ConvBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
-                                                      const OptTensor&, at::IntArrayRef,
-                                                      at::IntArrayRef, at::IntArrayRef, int64_t,
-                                                      c10::string_view, const OptTensor&,
-                                                      std::array<bool, 3>);
 using Grads = std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor>;
 
 const std::vector<int64_t> kOnes{1, 1};
