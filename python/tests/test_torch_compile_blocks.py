@@ -26,7 +26,11 @@ class Block(nn.Module):
     def forward(self, x):
         h = TF.relu(self.conv1(x))
         r = self.conv2(h)
-        y = torch.relu(x + r if self.order == "x_first" else r + x)
+        if self.order == "iadd":  # torchvision's form
+            r += x
+            y = torch.relu(r)
+        else:
+            y = torch.relu(x + r if self.order == "x_first" else r + x)
         return (y, h) if self.leak else y
 
 
@@ -65,7 +69,7 @@ def rewritten(explanation):
     return [p for p in explanation.partitions if p[0].startswith("dynamo")]
 
 
-@pytest.mark.parametrize("order", ["x_first", "x_last"])
+@pytest.mark.parametrize("order", ["x_first", "x_last", "iadd"])
 @pytest.mark.parametrize("k,bias", [(3, True), (1, False)])
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_the_block_becomes_one_op(order, k, bias, channels_last):

@@ -147,3 +147,5 @@ def test_errors():
         F.residual_block(x, w, b, w.double(), b)
     with pytest.raises(ValueError, match="ResidualBlock: kernel_size=2"):
         dt.ResidualBlock(4, kernel_size=2)
+    with pytest.raises(ValueError, match="ResidualBlock: channels=0"):
+        dt.ResidualBlock(0)

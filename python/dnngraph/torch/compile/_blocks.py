@@ -4,7 +4,7 @@ show as one thing) is replaced by the dnngraph op that computes it, whose C++ au
 gives the backward graphs.
 
 One pattern: the ResNet basic block without batch norm,
-``relu(x + conv2d(relu(conv2d(x, w1, b1)), w2, b2))`` (either order of the add) with ``[C, C,
+``relu(x + conv2d(relu(conv2d(x, w1, b1)), w2, b2))`` (either order of the add, or ``+=``) with ``[C, C,
 k, k]`` weights, k odd, stride 1, padding k // 2 (or ``"same"``), dilation 1, groups 1, every
 tensor of one floating dtype, the intermediate results used only inside the pattern ->
 ``dnngraph::residual_block`` (its backward: the inner relu's derivative and bias gradient in
@@ -19,7 +19,8 @@ from torch import fx
 
 _CONV = {torch.conv2d, torch.nn.functional.conv2d}
 _RELU = {torch.relu, torch.nn.functional.relu}
-_ADD = {operator.add, torch.add}
+# iadd: `out += x` on the convolution's output, which nothing else reads (checked).
+_ADD = {operator.add, operator.iadd, torch.add}
 _CONV_ARGS = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
 _CONV_DEFAULTS = {"bias": None, "stride": 1, "padding": 0, "dilation": 1, "groups": 1}
 
