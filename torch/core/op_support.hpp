@@ -51,6 +51,13 @@ using ConvBwdSig = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tenso
                                                       c10::string_view, const OptTensor&,
                                                       std::array<bool, 3>);
 
+// The memory format a convolution op keeps from its input x: channels_last, else contiguous.
+inline at::MemoryFormat conv_format(const at::Tensor& x) {
+  return x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
+             ? at::MemoryFormat::ChannelsLast
+             : at::MemoryFormat::Contiguous;
+}
+
 inline const at::Tensor& value_or_undefined(const OptTensor& t) {
   static const at::Tensor undefined;
   return t ? *t : undefined;

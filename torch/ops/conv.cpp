@@ -36,9 +36,7 @@ struct ConvParams {
 // The convolution's parameters, after rules::conv2d has checked them.
 ConvParams conv_params(const Tensor& x, at::IntArrayRef stride, at::IntArrayRef padding,
                        at::IntArrayRef dilation, int64_t groups) {
-  ConvParams p{stride.vec(), padding.vec(), dilation.vec(), groups, x.suggest_memory_format()};
-  if (p.format != at::MemoryFormat::ChannelsLast) p.format = at::MemoryFormat::Contiguous;
-  return p;
+  return {stride.vec(), padding.vec(), dilation.vec(), groups, conv_format(x)};
 }
 
 std::vector<int64_t> out_shape(const Tensor& x, const Tensor& w, const ConvParams& p) {
@@ -326,9 +324,7 @@ Tensor conv2d_bias_act_meta(const Tensor& x, const Tensor& w, const OptTensor& b
   const rules::SymShape s =
       rules::conv2d("conv2d_bias_act", x, w, bias, stride, padding, dilation, groups);
   parse_act("conv2d_bias_act", act);
-  auto format = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
-                    ? at::MemoryFormat::ChannelsLast
-                    : at::MemoryFormat::Contiguous;
+  const at::MemoryFormat format = conv_format(x);
   return at::empty_symint(s, x.options().memory_format(format));
 }
 
@@ -351,9 +347,7 @@ std::tuple<Tensor, Tensor, Tensor> conv2d_bias_act_backward_meta(
       "conv2d_bias_act_backward", dy, "dy",
       rules::conv2d("conv2d_bias_act_backward", x, w, bias, stride, padding, dilation, groups));
   rules::check_same_device("conv2d_bias_act_backward", x, "x", {{&dy, "dy"}});
-  auto format = x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
-                    ? at::MemoryFormat::ChannelsLast
-                    : at::MemoryFormat::Contiguous;
+  const at::MemoryFormat format = conv_format(x);
   return {mask[0] ? at::empty_symint(x.sym_sizes(), x.options().memory_format(format)) : Tensor(),
           mask[1] ? at::empty_symint(w.sym_sizes(), w.options().memory_format(format)) : Tensor(),
           mask[2] && has(bias) ? at::empty_symint(bias->sym_sizes(), bias->options()) : Tensor()};

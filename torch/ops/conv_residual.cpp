@@ -13,12 +13,6 @@ namespace {
 enum Uid : int64_t { X = 1, W = 2, BIAS = 3, RES = 4, DY = 5, SAVED = 6 };
 enum OutUid : int64_t { Y = 100, Z = 101, DZ = 102 };
 
-at::MemoryFormat format_of(const Tensor& x) {
-  return x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
-             ? at::MemoryFormat::ChannelsLast
-             : at::MemoryFormat::Contiguous;
-}
-
 std::pair<Tensor, Tensor> forward(const Tensor& x_in, const Tensor& w_in, const OptTensor& bias,
                                   const Tensor& res_in, at::IntArrayRef stride,
                                   at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
@@ -36,7 +30,7 @@ std::pair<Tensor, Tensor> forward(const Tensor& x_in, const Tensor& w_in, const 
   std::vector<int64_t> shape;
   for (const c10::SymInt& d : sym_shape) shape.push_back(d.expect_int());
   const at::IntArrayRef out_shape(shape);
-  const at::MemoryFormat fmt = format_of(x_in);
+  const at::MemoryFormat fmt = conv_format(x_in);
   const Tensor x = rules::engine_operand(x_in.contiguous(fmt)),
                w = rules::engine_operand(w_in.contiguous(fmt)),
                res = rules::engine_operand(res_in.contiguous(fmt));
@@ -96,7 +90,7 @@ std::tuple<Tensor, Tensor> conv2d_bias_add_act_train(const Tensor& x, const Tens
 // activation. Contiguous for other ranks.
 at::MemoryFormat dz_format(const Tensor& dy, const Tensor& saved, Act act) {
   if (dy.dim() != 4) return at::MemoryFormat::Contiguous;
-  return format_of(act == Act::None || !saved.defined() ? dy : saved);
+  return conv_format(act == Act::None || !saved.defined() ? dy : saved);
 }
 
 // dZ = act'(saved) * dY (saved: Z, or Y for relu), in dz_format.
@@ -146,7 +140,7 @@ Tensor conv2d_bias_add_act_meta(const Tensor& x, const Tensor& w, const OptTenso
   const rules::SymShape s =
       rules::conv2d_add(op, x, w, bias, res, stride, padding, dilation, groups);
   parse_act(op, act);
-  return at::empty_symint(s, x.options().memory_format(format_of(x)));
+  return at::empty_symint(s, x.options().memory_format(conv_format(x)));
 }
 std::tuple<Tensor, Tensor> conv2d_bias_add_act_train_meta(const Tensor& x, const Tensor& w,
                                                           const OptTensor& bias, const Tensor& res,

@@ -27,12 +27,6 @@ const std::vector<int64_t> kOnes{1, 1};
 
 std::vector<int64_t> same_padding(const Tensor& w) { return {w.size(2) / 2, w.size(3) / 2}; }
 
-at::MemoryFormat format_of(const Tensor& x) {
-  return x.suggest_memory_format() == at::MemoryFormat::ChannelsLast
-             ? at::MemoryFormat::ChannelsLast
-             : at::MemoryFormat::Contiguous;
-}
-
 void check_block(const char* op, const Tensor& x, const Tensor& w1, const OptTensor& b1,
                  const Tensor& w2, const OptTensor& b2) {
   rules::residual_block(op, x, w1, b1, w2, b2);
@@ -136,7 +130,7 @@ Grads residual_block_backward(const Tensor& dy, const Tensor& x_in, const Tensor
     check_device(op, x_in, "x", {{t, name}});
     check_same_dtype(op, x_in, "x", *t, name);
   }
-  const at::MemoryFormat fmt = format_of(x_in);
+  const at::MemoryFormat fmt = conv_format(x_in);
   const bool want_b1 = mask[2] && has(b1), want_b2 = mask[4] && has(b2);
   if (x_in.numel() == 0) {
     return {mask[0] ? zeros_like_in(x_in, fmt) : Tensor(),
@@ -202,7 +196,7 @@ std::tuple<Tensor, Tensor> residual_block_train_meta(const Tensor& x, const Tens
                                                      const OptTensor& b1, const Tensor& w2,
                                                      const OptTensor& b2) {
   rules::residual_block("residual_block", x, w1, b1, w2, b2);
-  auto options = x.options().memory_format(format_of(x));
+  auto options = x.options().memory_format(conv_format(x));
   return {at::empty_symint(x.sym_sizes(), options), at::empty_symint(x.sym_sizes(), options)};
 }
 Tensor residual_block_meta(const Tensor& x, const Tensor& w1, const OptTensor& b1, const Tensor& w2,
@@ -216,7 +210,7 @@ Grads residual_block_backward_meta(const Tensor& dy, const Tensor& x, const Tens
   rules::residual_block(op, x, w1, b1, w2, b2);
   for (auto [t, name] : {std::pair{&dy, "dy"}, {&h, "h"}, {&y, "y"}})
     rules::check_grad(op, *t, name, rules::SymShape(x.sym_sizes().begin(), x.sym_sizes().end()));
-  const at::MemoryFormat fmt = format_of(x);
+  const at::MemoryFormat fmt = conv_format(x);
   auto like = [&](const Tensor& t, at::MemoryFormat f) {
     return at::empty_symint(t.sym_sizes(), t.options().memory_format(f));
   };

@@ -95,9 +95,8 @@ def _match(gm, out):
         if not _is(conv1, _CONV) or not _only_user(inner, conv2) or not _only_user(conv1, inner):
             continue
         xv = _value(gm, x)
-        if not isinstance(xv, torch.Tensor) or xv.dim() != 4 or not xv.is_floating_point():
-            continue
-        if xv.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        if (not isinstance(xv, torch.Tensor) or xv.dim() != 4
+                or xv.dtype not in (torch.float32, torch.float16, torch.bfloat16)):
             continue
         c = xv.shape[1]
         if not (_conv_ok(gm, conv1, x, xv.dtype, c) and _conv_ok(gm, conv2, inner, xv.dtype, c)):
@@ -119,8 +118,7 @@ def rewrite_blocks(gm: fx.GraphModule) -> list[list[tuple[str, str]]]:
     op = torch.ops.dnngraph.residual_block.default
     done = []
     for node in list(gm.graph.nodes):
-        if getattr(node, "_erased", False) or node.op != "call_function":
-            continue
+        # A match erases only nodes before ``node``, which the loop has passed.
         m = _match(gm, node)
         if m is None:
             continue
