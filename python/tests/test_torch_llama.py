@@ -212,6 +212,40 @@ def test_rope_aten_path_matches_the_rotation():
     assert "rope: the rotation runs as ATen's kernels" in stderr, stderr[-3000:]
 
 
+@pytest.mark.skipif("cuda" not in DEVICES, reason="needs a CUDA GPU")
+def test_rope_is_one_gpu_graph_on_a_head_split():
+    """At a Llama head size (D = 128, bf16, batch > 1) the rotation and its backward run as one
+    cuDNN graph each, not as ATen's kernels: the log of a fresh process says no part ran on
+    ATen, and the result matches the rotation in float64."""
+    import subprocess
+
+    code = (
+        "import torch, dnngraph.torch\n"
+        "from dnngraph.torch import functional as F\n"
+        "torch.manual_seed(0)\n"
+        "b, s, h, d = 3, 64, 4, 128\n"
+        "qkv = torch.randn(b, s, 2 * h * d, device='cuda').bfloat16().requires_grad_()\n"
+        "q = qkv[..., h * d :].view(b, s, h, d).transpose(1, 2)\n"
+        "cos, sin = F.rope_cos_sin(s, d, device='cuda')\n"
+        "y = F.rope(q, cos, sin)\n"
+        "qr = q.detach().double().requires_grad_()\n"
+        "c, sn = cos.double(), sin.double()\n"
+        "yr = torch.cat([qr[..., :64] * c - qr[..., 64:] * sn, qr[..., 64:] * c + qr[..., :64] * sn], -1)\n"
+        "torch.testing.assert_close(y.double(), yr, atol=2e-2, rtol=1e-2)\n"
+        "dy = torch.randn(y.shape, device='cuda').bfloat16()\n"
+        "y.backward(dy)\n"
+        "yr.backward(dy.double())\n"
+        "g = qkv.grad[..., h * d :].view(b, s, h, d).transpose(1, 2).double()\n"
+        "torch.testing.assert_close(g, qr.grad, atol=2e-2, rtol=1e-2)\n"
+        "print('OK')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), DNNGRAPH_LOG="info")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+    assert "runs as ATen's kernels" not in r.stderr, r.stderr[-3000:]
+
+
 def test_rope_gradcheck_opcheck_compile_errors():
     d = torch.float64
     x = rand(2, 2, 5, 6, dtype=d, grad=True)

@@ -29,10 +29,26 @@ Tensor rotate(const char* op, const Tensor& x, const Tensor& cos_in, const Tenso
   const int64_t half = x.size(3) / 2;
   Tensor y = empty_bhsd(x, x.sym_size(3), x.options());
   if (y.numel() == 0) return y;
-  const Tensor cos = cos_in.contiguous().view({1, 1, x.size(2), half});
-  const Tensor sin = sin_in.contiguous().view({1, 1, x.size(2), half});
-  const Tensor x1 = x.narrow(3, 0, half), x2 = x.narrow(3, half, half);
-  const Tensor y1 = y.narrow(3, 0, half), y2 = y.narrow(3, half, half);
+  const int64_t b = x.size(0), h = x.size(1), s = x.size(2), d = x.size(3);
+  // cuDNN 9.19 plans this graph when cos and sin broadcast over one dimension, not over two
+  // (batch and heads). Where the batch and heads of x and y merge (contiguous x), the graph is
+  // 3-d, [B*H, S, D/2] with cos and sin [1, S, D/2]; else (a head split of [B, S, H*D]) it is
+  // 4-d with cos and sin repeated over the batch, [B, 1, S, D/2] (B*S*D/2 elements against x's
+  // B*H*S*D, one table per call: the op is a pure function of its inputs). Every engine gets
+  // the same graph.
+  const auto merges = [&](const Tensor& t) {
+    return b == 1 || h == 1 || t.stride(0) == h * t.stride(1);
+  };
+  const bool flat = merges(x) && merges(y);
+  const Tensor xg = flat ? x.view({b * h, s, d}) : x, yg = flat ? y.view({b * h, s, d}) : y;
+  const auto table = [&](const Tensor& t) {
+    const Tensor v = t.contiguous();
+    return flat ? v.view({1, s, half})
+                : v.view({1, 1, s, half}).expand({b, 1, s, half}).contiguous();
+  };
+  const Tensor cos = table(cos_in), sin = table(sin_in);
+  const Tensor x1 = xg.narrow(-1, 0, half), x2 = xg.narrow(-1, half, half);
+  const Tensor y1 = yg.narrow(-1, 0, half), y2 = yg.narrow(-1, half, half);
   // The second halves start D/2 elements in: an engine that needs 16-byte aligned tensors (cuDNN)
   // cannot take them when D/2 elements are fewer bytes than that.
   const bool aligned =
@@ -52,7 +68,7 @@ Tensor rotate(const char* op, const Tensor& x, const Tensor& cos_in, const Tenso
       output_like(o1, Y1, "y1", y1);
       output_like(o2, Y2, "y2", y2);
     });
-  if (!g || !g->graph) {  // cuDNN 9.19 has no engine for most of these shapes
+  if (!g || !g->graph) {
     note_aten_part(op, "the rotation",
                    g ? g->unsupported
                      : make_error(ErrorCode::NotSupported, "the halves of 'x' (D/2 = ", half,
@@ -60,8 +76,8 @@ Tensor rotate(const char* op, const Tensor& x, const Tensor& cos_in, const Tenso
     // Three kernels, no temporaries: y = x * cos over both halves at once (cos broadcast over
     // a pair dimension, a view), then each half adds its partner times +-sin in place.
     const double sign = inverse ? -1.0 : 1.0;
-    Tensor pairs = y.unflatten(3, {2, half});
-    at::mul_out(pairs, x.unflatten(3, {2, half}), cos.unsqueeze(3));
+    Tensor pairs = yg.unflatten(-1, {2, half});
+    at::mul_out(pairs, xg.unflatten(-1, {2, half}), cos.unsqueeze(-2));
     y1.addcmul_(x2, sin, -sign);
     y2.addcmul_(x1, sin, sign);
     return y;
