@@ -3,9 +3,11 @@ written with stock modules, becomes dnngraph::residual_block on Dynamo's graph (
 fused across the two convolutions); anything that differs from the pattern is left alone.
 CPU, inner compiler eager; outputs and gradients against eager."""
 
+import copy
+
 import pytest
 
-from torch_util import assert_close, rand, torch
+from torch_util import assert_close, rand, relative_error, torch
 
 import dnngraph.torch as dt
 
@@ -113,19 +115,21 @@ def test_option_turns_it_off_and_is_checked():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_gpu_bf16_channels_last_block_becomes_one_op():
+    """bf16 on the GPU against the same block in float64: the output and the input gradient
+    element by element, the weight gradients (sums over N*H*W products, where elements near zero
+    by cancellation carry bf16's absolute error) by their relative L2 error."""
     torch.manual_seed(4)
     model = Block(c=64).to("cuda", torch.bfloat16).to(memory_format=torch.channels_last)
     x = rand(4, 64, 16, 16, dtype=torch.bfloat16, device="cuda").to(memory_format=torch.channels_last)
-    xc, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+    xc, xr = x.clone().requires_grad_(), x.double().requires_grad_()
     e = dt.explain(model, xc)
     assert len(rewritten(e)) == 1, str(e)
     out = torch.compile(model, backend="dnngraph")(xc)
     out.float().square().sum().backward()
-    grads = [p.grad.clone() for p in model.parameters()]
-    model.zero_grad()
-    ref = model(xr)
-    ref.float().square().sum().backward()
+    exact = copy.deepcopy(model).double()
+    ref = exact(xr)
+    ref.square().sum().backward()
     assert_close(out, ref, torch.bfloat16, "cuda", scale=4)
     assert_close(xc.grad, xr.grad, torch.bfloat16, "cuda", scale=8)
-    for g, p in zip(grads, model.parameters()):
-        assert_close(g, p.grad, torch.bfloat16, "cuda", scale=8)
+    for (name, p), q in zip(model.named_parameters(), exact.parameters()):
+        assert relative_error(p.grad, q.grad) < 2e-2, name
