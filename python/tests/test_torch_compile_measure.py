@@ -74,6 +74,33 @@ def test_a_tie_goes_to_the_inner_compiler(monkeypatch):
     assert not _claimed(reports) and _measured_out(reports)
 
 
+def _times3(monkeypatch, fused_ms, aten_ms, inner_ms):
+    monkeypatch.setattr(_measure, "time_partition", lambda *a, **k: (fused_ms, aten_ms, inner_ms))
+
+
+def test_against_a_fusing_inner_compiler_its_estimate_counts(monkeypatch):
+    """Faster than ATen's ops one by one, slower than the anchor op plus one fused kernel for
+    the rest: left to Inductor, with both figures in the reason; kept where the inner compiler
+    is eager (it would run the ops one by one)."""
+    _times3(monkeypatch, fused_ms=0.080, aten_ms=0.100, inner_ms=0.070)
+    why = _measure.measure_partition([], None, "", inner_fuses=True)
+    assert why.startswith(_measure.SLOWER)
+    assert "80.0 us" in why and "about 70.0 us" in why and "one by one 100.0 us" in why
+    assert _measure.measure_partition([], None, "", inner_fuses=False) is None
+    torch.manual_seed(0)
+    _, reports, _ = _step(Mlp(), rand(4, 8, 16), make_backend("eager", measure=True))
+    assert _claimed(reports) and not _measured_out(reports)
+
+
+def test_an_estimate_above_atens_time_is_not_used(monkeypatch):
+    _times3(monkeypatch, fused_ms=0.090, aten_ms=0.100, inner_ms=0.120)
+    assert _measure.measure_partition([], None, "", inner_fuses=True) is None
+    _times3(monkeypatch, fused_ms=0.050, aten_ms=0.100, inner_ms=0.070)
+    assert _measure.measure_partition([], None, "", inner_fuses=True) is None
+    _times3(monkeypatch, fused_ms=0.099, aten_ms=0.100, inner_ms=None)
+    assert "the ATen ops it replaces 100.0 us" in _measure.measure_partition([], None, "")
+
+
 def test_a_fused_graph_failing_to_run_is_left_to_aten(monkeypatch):
     def failing(nodes, built, graph_json, seed=0):
         raise RuntimeError("CUDNN_STATUS_EXECUTION_FAILED\nmore")
@@ -135,7 +162,9 @@ def test_gpu_measured_partitions_are_timed_and_right():
     finally:
         _measure.time_partition = real
     assert timed and all(t is not None and t[0] > 0 and t[1] > 0 for t in timed)
-    kept = sum(1 for t in timed if t[0] <= _measure.MARGIN * t[1])
+    # Against Inductor the alternative is the cheaper of ATen's ops and its own estimate.
+    kept = sum(1 for t in timed
+               if t[0] <= _measure.MARGIN * min(t[1], t[1] if t[2] is None else t[2]))
     claimed = {(r.graph, d.partition) for r in reports for d in r.decisions
                if d.partition is not None}
     assert len(claimed) == kept

@@ -81,15 +81,26 @@ std::unique_ptr<Graph> cut(const ir::ValidatedGraph& v, const Wiring& w,
     if (it == w.readers.end()) return false;
     return std::any_of(it->second.begin(), it->second.end(), [&](size_t r) { return !in[r]; });
   };
+  // A virtual tensor of v that the cut makes an input or an output is stored in memory between
+  // the partitions: in the io data type where validate() only inferred the intermediate one (a
+  // bf16 graph's boundaries are bf16, not fp32 as its virtual tensors are).
+  auto stored = [&](const ir::TensorAttrs& t, ir::TensorAttrs& c) {
+    if (t.is_virtual && t.data_type_inferred && v.io_data_type() != DataType::NotSet) {
+      c.data_type = v.io_data_type();
+      c.data_type_inferred = false;
+    }
+  };
   auto copy_of = [&](const ir::Tensor& t) -> ir::Tensor {
     if (!t) return t;
     if (auto it = copy.find(t.get()); it != copy.end()) return it->second;
     auto c = std::make_shared<ir::TensorAttrs>(*t);
     auto made = w.producer.find(t.get());
     if (made == w.producer.end() || !in[made->second]) {  // comes from outside: an input
+      stored(*t, *c);
       c->is_virtual = false;
       c->is_output = false;
     } else if (!t->is_virtual || read_outside(t.get())) {  // leaves the partition: an output
+      stored(*t, *c);
       c->set_output(true);
     }
     copy.emplace(t.get(), c);

@@ -415,6 +415,34 @@ TEST_F(PartitionTest, AScoreModifierTravelsWithItsNode) {
   EXPECT_EQ(ir::to_json(loaded), ir::to_json(**sub));
 }
 
+// Between partitions a value is stored in memory: a virtual tensor whose type validate() only
+// inferred (the intermediate type, fp32) is an input or output of a cut in the io type (bf16
+// here), as a marked output without a type would be; a type the user set stays.
+TEST_F(PartitionTest, ACutStoresInferredVirtualTensorsInTheIoType) {
+  Graph g;
+  g.set_name("bf16").set_io_data_type(DataType::BFloat16);
+  auto x = g.tensor(ir::TensorAttrs().set_name("X").set_dim({2, 3}).set_stride({3, 1}));
+  auto a = g.relu(x, {.name = "a"});
+  auto b = g.unary(PointwiseMode::Tanh, a, {.name = "b"});
+  b->set_data_type(DataType::Float);  // a virtual tensor with the user's type
+  g.relu(b, {.name = "c"})->set_output(true).set_name("Y");
+  ASSERT_TRUE(g.validate().is_ok());
+  EXPECT_EQ(g.validated()->find_tensor_by_name(a->name)->data_type, DataType::Float);
+  auto first = partition_graph(g, Partition{{0}, true, ""});
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  const auto a_out = (*first)->find_tensor_by_name(a->name);
+  EXPECT_FALSE(a_out->is_virtual);
+  EXPECT_EQ(a_out->data_type, DataType::BFloat16);
+  auto second = partition_graph(g, Partition{{1}, true, ""});
+  ASSERT_TRUE(second.is_ok()) << second.status().message();
+  EXPECT_EQ((*second)->find_tensor_by_name(a->name)->data_type, DataType::BFloat16);
+  EXPECT_EQ((*second)->find_tensor_by_name(b->name)->data_type, DataType::Float);
+  auto third = partition_graph(g, Partition{{2}, true, ""});
+  ASSERT_TRUE(third.is_ok()) << third.status().message();
+  EXPECT_EQ((*third)->find_tensor_by_name(b->name)->data_type, DataType::Float);
+  EXPECT_EQ((*third)->find_tensor_by_name("Y")->data_type, DataType::BFloat16);
+}
+
 TEST_F(PartitionTest, BadCallsAreCleanErrors) {
   Graph g;
   g.set_name("raw");

@@ -114,6 +114,10 @@ class TensorAttrs {
   std::vector<int64_t> dim;
   std::vector<int64_t> stride;
   DataType data_type = DataType::NotSet;
+  // validate() gave this virtual tensor the intermediate data type because none was set. Where a
+  // partition's cut makes it an input or an output, it is stored in the io data type instead
+  // (runtime/partition.cpp), as an output marked without a type would be.
+  bool data_type_inferred = false;
   int64_t uid = 0;
   bool uid_assigned = false;
   bool is_virtual = false;

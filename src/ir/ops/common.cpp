@@ -127,7 +127,10 @@ Status infer_output(const Node& n, Role role, const Tensor& out, const std::vect
     out->stride = packed_strides(out->dim, order_like(layout_like, dims.size()));
   if (out->data_type == DataType::NotSet) {
     DataType t = forced;
-    if (t == DataType::NotSet) t = out->is_virtual ? ctx.intermediate : ctx.io;
+    if (t == DataType::NotSet) {
+      t = out->is_virtual ? ctx.intermediate : ctx.io;
+      out->data_type_inferred = out->is_virtual;
+    }
     if (t == DataType::NotSet) t = fallback;
     out->data_type = t;
   }

@@ -119,7 +119,7 @@ def _maybe(ctx):
 def _compiler(kind: str, inner: str, state, fuse_pointwise, verify, measure, gm, example_inputs):
     name = f"{kind}_{next(_graph_ids)}"
     report = run_pass(gm, graph_name=name, pointwise=fuse_pointwise, verify=verify,
-                      measure=measure)
+                      measure=measure, inner_fuses=inner == "inductor")
     reports = _collecting()
     if reports is not None:
         reports.append(report)

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import json
 import logging
@@ -311,7 +312,7 @@ def _device(nodes):
 
 
 def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
-             pointwise=False, verify=False, measure=None) -> Report:
+             pointwise=False, verify=False, measure=None, inner_fuses=True) -> Report:
     """Finds the partitions of ``gm`` and (``rewrite``) replaces each claimed one with a
     ``run_graph`` call. Returns the decision for every ATen op.
 
@@ -322,7 +323,9 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
     ``verify``: each claimed partition is first run both ways on random inputs
     (``_verify.check_partition``); one whose result differs from ATen's stays in ATen.
     ``measure``: each claimed partition on a GPU is timed both ways (``_measure``); one not
-    faster than ATen's ops stays out (None: on for GPU partitions, off for CPU ones)."""
+    faster than ATen's ops stays out (None: on for GPU partitions, off for CPU ones);
+    ``inner_fuses``: the inner compiler fuses pointwise ops, so "faster" is against its
+    estimated cost where that is lower (``_measure``)."""
     canonicalize(gm)
     refused: dict[fx.Node, str] = {}
     claimed: list[tuple[list, _Built]] = []
@@ -338,7 +341,7 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
     # The graphs' JSON (what run_graph reads), written only when a partition will run.
     checks = [check_partition] if verify else []
     if measure or (measure is None and any(_device(nodes).type == "cuda" for nodes, _ in claimed)):
-        checks.append(measure_partition)
+        checks.append(functools.partial(measure_partition, inner_fuses=inner_fuses))
     jsons = [_compact(built.g.to_json()) for _nodes, built in claimed] if rewrite or checks else []
     if uses_standin():
         for (_nodes, built), graph_json in zip(claimed, jsons):
