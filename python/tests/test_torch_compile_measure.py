@@ -2,6 +2,8 @@
 against the ATen ops it replaces; one that is not faster is left to the inner compiler and named
 in explain(). On the CPU the timing is simulated (the reference engine is never timed)."""
 
+import operator
+
 import pytest
 from torch_util import (  # noqa: F401  (fresh_dynamo: a fixture)
     GeluMlp, assert_close, assert_no_worse_than_eager, fresh_dynamo, needs_cuda, rand, torch)
@@ -99,6 +101,55 @@ def test_an_estimate_above_atens_time_is_not_used(monkeypatch):
     assert _measure.measure_partition([], None, "", inner_fuses=True) is None
     _times3(monkeypatch, fused_ms=0.099, aten_ms=0.100, inner_ms=None)
     assert "the ATen ops it replaces 100.0 us" in _measure.measure_partition([], None, "")
+
+
+def test_the_timed_runs_of_a_convolution_partition(monkeypatch):
+    """best_times on a real partition (convolution, batch norm, ReLU; CPU, every run executed
+    once by a stand-in timer that says 1 ms): the fused graph, ATen's ops, the anchor op alone
+    and each other op alone are run, ROUNDS times each; the estimate is anchor + costliest
+    other op (2 ms), and the eager inner compiler compares against ATen's 1 ms."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    from dnngraph.torch.compile._lower import RESHAPES
+    from dnngraph.torch.compile._verify import aten_run
+
+    seen = []
+
+    def timed(nodes, built, graph_json, seed=0):
+        with unset_fake_temporarily(), torch.no_grad():
+            values = _measure.random_inputs(nodes, seed)
+            env = aten_run(nodes, values)
+            runs = []
+
+            def one_ms(fn, reps):
+                fn()
+                runs.append(fn)
+                return 1.0
+
+            t = _measure.best_times(nodes, built, graph_json, values, env, one_ms)
+        seen.append((t, len(runs), {n.target for n in nodes}))
+        return t
+
+    monkeypatch.setattr(_measure, "time_partition", timed)
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()).eval()
+    x = rand(2, 4, 6, 6)
+    with torch.no_grad(), _backend.collect_reports() as reports:
+        out = torch.compile(model, backend=make_backend("eager", measure=True))(x)
+        want = model(x)
+    assert_close(out, want, torch.float32)
+    aten = torch.ops.aten
+    conv = [s for s in seen if aten.convolution.default in s[2]]
+    assert conv, seen
+    (t, runs, targets), = conv
+    others = len([n for n in targets if n is not aten.convolution.default
+                  and n not in RESHAPES and n is not operator.getitem])
+    assert others >= 2  # the batch norm's multiply and add, the ReLU
+    assert t == (1.0, 1.0, 2.0)
+    assert runs >= _measure.ROUNDS * (2 + 1 + others)
+    reasons = [d.reason for r in reports for d in r.decisions if d.reason.startswith("measure")]
+    assert reasons and all("the ATen ops it replaces 1000.0 us" in r for r in reasons)
 
 
 def test_a_fused_graph_failing_to_run_is_left_to_aten(monkeypatch):

@@ -78,24 +78,28 @@ def time_partition(nodes, built, graph_json, seed=0):
         device = next(iter(values.values())).device
         with torch.cuda.device(device):
             try:
-                aten_run(nodes, values)
+                env = aten_run(nodes, values)
             except Exception:  # noqa: BLE001  (nothing to compare against)
                 return None
             fused(built, graph_json, values)  # builds the plan (the graph cache keeps it)
             torch.cuda.synchronize(device)
-            env = aten_run(nodes, values)
-            compute = [n for n in nodes
-                       if n.target is not operator.getitem and n.target not in RESHAPES]
-            anchors = [n for n in compute if n.target in ANCHORS]
-            rest = [[n] for n in compute if n.target not in ANCHORS]
-            runs = [lambda: fused(built, graph_json, values), lambda: aten_run(nodes, values)]
-            if anchors and rest:
-                runs += [lambda: _run_alone(anchors, env)]
-                runs += [lambda one=one: _run_alone(one, env) for one in rest]
-            best = [math.inf] * len(runs)
-            for _ in range(ROUNDS):
-                for i, run in enumerate(runs):
-                    best[i] = min(best[i], _ms_per_run(run, REPS))
+            return best_times(nodes, built, graph_json, values, env, _ms_per_run)
+
+
+def best_times(nodes, built, graph_json, values, env, ms_per_run):
+    """time_partition's figures, each the best of ROUNDS timings taken in turn by
+    ``ms_per_run(fn, reps)``; ``env``: a full ATen run's values (the ops timed alone read it)."""
+    compute = [n for n in nodes if n.target is not operator.getitem and n.target not in RESHAPES]
+    anchors = [n for n in compute if n.target in ANCHORS]
+    rest = [[n] for n in compute if n.target not in ANCHORS]
+    runs = [lambda: fused(built, graph_json, values), lambda: aten_run(nodes, values)]
+    if anchors and rest:
+        runs += [lambda: _run_alone(anchors, env)]
+        runs += [lambda one=one: _run_alone(one, env) for one in rest]
+    best = [math.inf] * len(runs)
+    for _ in range(ROUNDS):
+        for i, run in enumerate(runs):
+            best[i] = min(best[i], ms_per_run(run, REPS))
     inner = best[2] + max(best[3:]) if len(best) > 2 else None
     return best[0], best[1], inner
 
