@@ -40,7 +40,7 @@ def _times(monkeypatch, fused_ms, aten_ms):
 
     def fake(nodes, built, graph_json, seed=0):
         calls.append(len(nodes))
-        return fused_ms, aten_ms
+        return fused_ms, aten_ms, None
 
     monkeypatch.setattr(_measure, "time_partition", fake)
     return calls

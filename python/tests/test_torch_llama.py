@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from torch_util import (DEVICES, assert_close, assert_grads_close, assert_module_close, rand,
-                        ref_dtype, run_without_plans, torch)
+                        ref_dtype, run_python, run_without_plans, torch)
 
 import dnngraph.torch as dt
 from dnngraph.torch import functional as F
@@ -217,8 +217,6 @@ def test_rope_is_one_gpu_graph_on_a_head_split():
     """At a Llama head size (D = 128, bf16, batch > 1) the rotation and its backward run as one
     cuDNN graph each, not as ATen's kernels: the log of a fresh process says no part ran on
     ATen, and the result matches the rotation in float64."""
-    import subprocess
-
     code = (
         "import torch, dnngraph.torch\n"
         "from dnngraph.torch import functional as F\n"
@@ -239,11 +237,8 @@ def test_rope_is_one_gpu_graph_on_a_head_split():
         "torch.testing.assert_close(g, qr.grad, atol=2e-2, rtol=1e-2)\n"
         "print('OK')\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), DNNGRAPH_LOG="info")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=300)
-    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
-    assert "runs as ATen's kernels" not in r.stderr, r.stderr[-3000:]
+    stderr = run_python(code, DNNGRAPH_LOG="info")
+    assert "runs as ATen's kernels" not in stderr, stderr[-3000:]
 
 
 def test_rope_gradcheck_opcheck_compile_errors():

@@ -118,22 +118,26 @@ ACTS = {
 }
 
 
+def run_python(code, **env_vars):
+    """Runs `code` in a fresh Python with this one's path and `env_vars` set; asserts that it
+    printed OK and returns its stderr."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **env_vars)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+    return r.stderr
+
+
 def run_without_plans(code, log=False):
     """Runs `code` in a fresh Python with no engine plan for any graph
     (DNNGRAPH_TORCH_FORCE_FALLBACK: the ATen paths a GPU takes where cuDNN has no engine, on the
     CPU), fallbacks warned rather than raised, info logging with `log`; asserts that it printed OK
     and returns its stderr."""
-    import subprocess
-    import sys
-
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), DNNGRAPH_TORCH_FORCE_FALLBACK="1",
-               DNNGRAPH_TORCH_FALLBACK="warn")
-    if log:
-        env["DNNGRAPH_LOG"] = "info"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=300)
-    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
-    return r.stderr
+    return run_python(code, DNNGRAPH_TORCH_FORCE_FALLBACK="1", DNNGRAPH_TORCH_FALLBACK="warn",
+                      **({"DNNGRAPH_LOG": "info"} if log else {}))
 
 
 def run_without_fused_plans(k, *files):

@@ -22,7 +22,6 @@ import operator
 import time
 
 import torch
-import torch.fx as fx
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from ._lower import RESHAPES
@@ -59,13 +58,6 @@ def _ms_per_run(fn, reps):
     return start.elapsed_time(end) / reps
 
 
-def _run_alone(nodes, env):
-    """``nodes`` run by ATen on the values ``env`` holds (a full run's), one after another."""
-    for n in nodes:
-        n.target(*fx.node.map_arg(n.args, env.__getitem__),
-                 **fx.node.map_arg(n.kwargs, env.__getitem__))
-
-
 def time_partition(nodes, built, graph_json, seed=0):
     """(fused ms, ATen ms, fusing inner compiler's ms) per run of the partition on its GPU (the
     last: the anchor ops alone plus the costliest other op alone; None without both kinds), or
@@ -93,9 +85,9 @@ def best_times(nodes, built, graph_json, values, env, ms_per_run):
     anchors = [n for n in compute if n.target in ANCHORS]
     rest = [[n] for n in compute if n.target not in ANCHORS]
     runs = [lambda: fused(built, graph_json, values), lambda: aten_run(nodes, values)]
-    if anchors and rest:
-        runs += [lambda: _run_alone(anchors, env)]
-        runs += [lambda one=one: _run_alone(one, env) for one in rest]
+    if anchors and rest:  # each alone, on the values a full run gave its inputs
+        runs += [lambda: aten_run(anchors, env)]
+        runs += [lambda one=one: aten_run(one, env) for one in rest]
     best = [math.inf] * len(runs)
     for _ in range(ROUNDS):
         for i, run in enumerate(runs):
@@ -114,7 +106,7 @@ def measure_partition(nodes, built, graph_json, inner_fuses=True) -> str | None:
         return failed_to_run("measure", e)
     if times is None:
         return None
-    fused_ms, aten_ms, inner_ms = (tuple(times) + (None,))[:3]
+    fused_ms, aten_ms, inner_ms = times
     if not inner_fuses or inner_ms is None or inner_ms >= aten_ms:
         if fused_ms <= MARGIN * aten_ms:
             return None
