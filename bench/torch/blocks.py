@@ -25,10 +25,11 @@ import time
 import warnings
 
 import torch
-from torch.utils.benchmark import Timer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing (PYTHONSAFEPATH too)
 import torch_blocks  # noqa: E402
+from _timing import time_in_turn  # noqa: E402
 
 import dnngraph.torch  # noqa: E402,F401
 
@@ -98,15 +99,6 @@ def check(name, model, ref, x, tol):
     return ok
 
 
-def time_ms(model, x, iters):
-    """Mean ms of a forward+backward over `iters` back-to-back steps (after 3 warm-up steps),
-    synchronized at both ends as a training loop runs (torch.utils.benchmark)."""
-    for _ in range(3):
-        step(model, x)
-    timer = Timer("step(model, x)", globals={"step": step, "model": model, "x": x})
-    return timer.timeit(iters).mean * 1e3
-
-
 def profile(name, model, x, device, rows=20):
     """The top kernels of 5 steps, then where the host time goes: the top host-side events by
     self CPU time (CUDA runtime calls included: a synchronizing call there serializes host and
@@ -164,12 +156,13 @@ def run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name
     x = make_input(kind, shape, device, dtype)
     variants = {"dnngraph": ours, "eager": ref}
     if not args.no_compile:
-        variants["compile"] = torch.compile(ref, backend=backend)
-        variants["compile(ours)"] = torch.compile(ours, backend=backend)
+        kw = {} if args.mode == "default" else {"mode": args.mode}
+        variants["compile"] = torch.compile(ref, backend=backend, **kw)
+        variants["compile(ours)"] = torch.compile(ours, backend=backend, **kw)
     for vname in ("dnngraph", "compile(ours)"):
         if vname in variants and not check(f"{vname} vs eager", variants[vname], ref, x, tol):
             failures.append(f"{name}: {vname} differs from eager")
-    ms = {v: time_ms(m, x, iters) for v, m in variants.items()}
+    ms = time_in_turn(variants, lambda model: step(model, x), iters, args.rounds)
     if args.profile:
         profile(f"{name} dnngraph", ours, x, device)
         profile(f"{name} eager", ref, x, device)
@@ -182,11 +175,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--blocks", default=",".join(BLOCKS), help="comma-separated: " + ", ".join(BLOCKS))
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds in which the variants take turns; each one's fastest counts")
     p.add_argument("--profile", action="store_true", help="print the top kernels of our modules")
     p.add_argument("--cpu-smoke", action="store_true", help="tiny sizes, fp32, on the CPU")
     p.add_argument("--backend", default=None, help="torch.compile backend (default inductor; "
                    "aot_eager with --cpu-smoke)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile columns")
+    p.add_argument("--mode", default="default", help="torch.compile mode of both compile columns "
+                   "(default, reduce-overhead: CUDA graphs, max-autotune)")
     p.add_argument("--depth", type=int, default=1,
                    help="layers of each block in sequence (one model; default 1)")
     p.add_argument("--strict", action="store_true", help="a fallback warning is an error")
@@ -234,8 +231,9 @@ def main():
         if not args.no_compile:
             ratio += f" {ms['compile'] / ms['dnngraph']:.2f}x |"
         print(f"| {name} | {cells} |{ratio}")
-    print(f"(mean ms of forward+backward over {iters} back-to-back steps, {dtype}, {device}; "
-          f"compile backend {backend}; {args.depth} layer(s) per block; "
+    print(f"(mean ms of forward+backward over {iters} back-to-back steps, best of {args.rounds} "
+          f"rounds taken in turn, {dtype}, {device}; "
+          f"compile backend {backend}, mode {args.mode}; {args.depth} layer(s) per block; "
           f"cudnn.benchmark {args.cudnn_benchmark})")
     if failures:
         print("FAILED: " + "; ".join(failures))

@@ -21,17 +21,31 @@ compiled call of each (compile time) is measured apart.
 """
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.utils.benchmark import Timer
+# Compile times are first-compile times: unless --warm-caches, this process starts with empty
+# on-disk caches for both compilers (Inductor's FX graphs and Triton kernels, dnngraph's plans),
+# set before torch is imported; a warm machine would otherwise serve one side from disk.
+if "--warm-caches" not in sys.argv:
+    _caches = tempfile.mkdtemp(prefix="compile-backend-caches-")
+    atexit.register(shutil.rmtree, _caches, ignore_errors=True)
+    for _var, _sub in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR", "triton"),
+                       ("DNNGRAPH_CACHE_DIR", "dnngraph")):
+        os.environ[_var] = os.path.join(_caches, _sub)
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing (PYTHONSAFEPATH too)
 import torch_blocks  # noqa: E402  (TorchLlamaBlock, BasicBlock(ours=False): stock modules)
+from _timing import time_in_turn  # noqa: E402
 
 import dnngraph.torch  # noqa: E402  (registers the backend)
 from dnngraph.torch.compile import make_backend  # noqa: E402
@@ -141,19 +155,9 @@ def check(name, model, ref, x, train, tol):
 
 
 def time_ms(variants, x, train, iters, rounds=3):
-    """Mean ms of a step over `iters` back-to-back steps (after 3 warm-up steps), synchronized
-    at both ends (torch.utils.benchmark), for each variant; the variants take turns for
-    `rounds` rounds and each one's fastest round counts (the host's noise spread over all)."""
-    for model in variants.values():
-        for _ in range(3):
-            step(model, x, train)
-    best = {v: float("inf") for v in variants}
-    for _ in range(rounds):
-        for v, model in variants.items():
-            timer = Timer("step(model, x, train)",
-                          globals={"step": step, "model": model, "x": x, "train": train})
-            best[v] = min(best[v], timer.timeit(iters).mean * 1e3)
-    return best
+    """Mean ms of a step over `iters` back-to-back steps for each variant, the best of `rounds`
+    rounds taken in turn (_timing.time_in_turn)."""
+    return time_in_turn(variants, lambda model: step(model, x, train), iters, rounds)
 
 
 def first_call_s(model, x, train, device):
@@ -192,6 +196,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--blocks", default=",".join(BLOCKS), help="comma-separated: " + ", ".join(BLOCKS))
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warm-caches", action="store_true", help="keep the machine's on-disk "
+                   "compiler caches (default: empty ones, so compile s is a first compile)")
     p.add_argument("--cpu-smoke", action="store_true", help="tiny sizes, fp32, on the CPU")
     p.add_argument("--inner", default=None, help="the dnngraph backend's inner compiler "
                    "(inductor; eager with --cpu-smoke)")
@@ -257,7 +263,8 @@ def main():
     print(f"(mean ms over {iters} back-to-back steps, best of {rounds} round(s) taken in turn, {dtype}, "
           f"{device}, mode {args.mode or 'default'}; compile = torch.compile backend "
           f"{default_backend}, dnngraph = backend 'dnngraph' with inner {inner}; compile s = "
-          "first call)")
+          f"first call, {'on the machine' + chr(39) + 's' if args.warm_caches else 'with empty'} "
+          "on-disk caches)")
     if failures:
         print("FAILED: " + "; ".join(failures))
         sys.exit(1)

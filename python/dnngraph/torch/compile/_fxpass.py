@@ -31,7 +31,8 @@ from . import _ops
 from ._canonical import canonicalize
 from ._lower import RESHAPES, Ctx, Unmappable, apply_request, meta
 from ._pieces import piece_label
-from ._runtime import dg_dtype, handle_for, partition_graph, run_graph_op, standin_register
+from ._runtime import dg_dtype, handle_for, partition_all, partition_graph, run_graph_op
+from ._runtime import standin_register
 from ._runtime import uses_standin
 from ._measure import SLOWER, measure_partition
 from ._verify import check_partition
@@ -418,14 +419,17 @@ def _plan(gm, refused, min_ops, pointwise):
     """(claimed [(nodes, built graph)], {node: engine's reason}) for the graph as it is."""
     claimed, engine_refused = [], {}
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    cands, jobs = [], []
     for nodes in _candidates(gm, refused):
-        handle = handle_for(_device(nodes))
-        cand = build_graph(nodes, handle)
+        cand = build_graph(nodes, handle_for(_device(nodes)))
         # Only partitions the gain rule can claim are built (a GEMM, convolution, norm or
         # attention among them): cuDNN compiles pointwise-only graphs at run time, for nothing.
         anchors = None if pointwise else [
             name for name, owner in cand.op_owner.items() if owner.target in _ops.ANCHORS]
-        parts = partition_graph(cand.g, handle, anchors)
+        cands.append((nodes, cand))
+        jobs.append((cand.g, _device(nodes), anchors))
+    for (nodes, cand), parts in zip(cands, partition_all(jobs, partition_graph)):
+        handle = handle_for(_device(nodes))
         for p in parts:
             # Ops are matched by name: validate() may order them otherwise than they were made.
             owners = []

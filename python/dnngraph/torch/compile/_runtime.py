@@ -10,8 +10,10 @@ interface: ``_StandinPartition`` claims a candidate graph whole when the engine 
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import json
+import os
 import threading
 
 import torch
@@ -43,7 +45,7 @@ _handles_lock = threading.Lock()
 
 def handle_for(device: torch.device):
     """One handle per device (``cpu``, ``cuda:N``), created on first use."""
-    key = "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"
+    key = _device_key(device)
     with _handles_lock:
         h = _handles.get(key)
         if h is None:
@@ -87,6 +89,45 @@ def _partition(graph, handle, anchors=None):
 
 
 partition_graph = _partition if hasattr(dg, "partition") else _standin_partition
+
+# Partitioning a candidate builds the plans of its supported partitions, and cuDNN compiles a
+# fused graph's kernels then (0.2-1.5 s each, on the host's CPU): the candidates of one FX graph
+# are partitioned on worker threads, each with its own handles (cuDNN is thread-safe for
+# threads that do not share a handle); the handles live as long as the threads, as the plans
+# built with them do.
+_WORKERS = max(1, min(8, os.cpu_count() or 1))
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_worker = threading.local()
+
+
+def _device_key(device: torch.device) -> str:
+    return "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"
+
+
+def _worker_handle(device: torch.device):
+    handles = getattr(_worker, "handles", None)
+    if handles is None:
+        handles = _worker.handles = {}
+    key = _device_key(device)
+    if key not in handles:
+        handles[key] = dg.create_handle(device=key)
+    return handles[key]
+
+
+def partition_all(jobs, partition=partition_graph):
+    """``partition(graph, handle, anchors)`` (``partition_graph``) of each ``(graph, device,
+    anchors)``, in order; with more than one, concurrently (``_WORKERS`` threads). An exception
+    of any is raised, the first in order."""
+    if len(jobs) < 2 or _WORKERS < 2:
+        return [partition(g, handle_for(d), a) for g, d, a in jobs]
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(_WORKERS, "dnngraph-partition")
+    futures = [_pool.submit(lambda g=g, d=d, a=a: partition(g, _worker_handle(d), a))
+               for g, d, a in jobs]
+    return [f.result() for f in futures]
 
 
 # ---- the generic graph op --------------------------------------------------------------------

@@ -31,11 +31,15 @@ TOLERANCE = {
 }
 
 
-def _random_like(v: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """Fresh normal values laid out as ``v`` (strides included, broadcast ones too)."""
+def _random_like(v: torch.Tensor, gens: dict) -> torch.Tensor:
+    """Fresh normal values laid out as ``v`` (strides included, broadcast ones too), drawn on
+    ``v``'s device (a CPU draw and copy of a large activation costs tens of ms at compile time);
+    ``gens``: the seeded generator of each device, made on first use."""
     span = 1 + sum((n - 1) * s for n, s in zip(v.shape, v.stride()) if n > 0)
-    flat = torch.randn(span, generator=gen, dtype=torch.float32).to(v.device, v.dtype)
-    return flat.as_strided(tuple(v.shape), tuple(v.stride()))
+    gen = gens[v.device] if v.device in gens else gens.setdefault(
+        v.device, torch.Generator(device=v.device).manual_seed(gens["seed"]))
+    flat = torch.randn(span, generator=gen, dtype=torch.float32, device=v.device)
+    return flat.to(v.dtype).as_strided(tuple(v.shape), tuple(v.stride()))
 
 
 def _seeded(nodes) -> bool:
@@ -97,8 +101,8 @@ def random_inputs(nodes, seed=0):
         isinstance(meta(a), torch.Tensor) and meta(a).is_floating_point() for a in external
     ):
         return None
-    gen = torch.Generator().manual_seed(seed)
-    return {a: _random_like(meta(a), gen) for a in external}
+    gens = {"seed": seed}
+    return {a: _random_like(meta(a), gens) for a in external}
 
 
 def check_partition(nodes, built, graph_json, seed=0) -> str | None:
