@@ -152,6 +152,31 @@ def test_the_timed_runs_of_a_convolution_partition(monkeypatch):
     assert reasons and all("the ATen ops it replaces 1000.0 us" in r for r in reasons)
 
 
+def test_partitions_alike_are_timed_once(monkeypatch):
+    """Two partitions of the same graph up to names (a GEMM and GELU on each of two inputs of
+    one shape) are timed once; both get the decision."""
+    timed = []
+
+    def fake(nodes, built, graph_json, seed):
+        timed.append(built.g.key())
+        return 0.050, 0.100, None
+
+    monkeypatch.setattr(_measure, "_time_partition", fake)
+    monkeypatch.setattr(_measure, "_timed", {})
+    w = rand(16, 32)
+
+    def f(x, y):
+        return torch.nn.functional.gelu(x @ w), torch.nn.functional.gelu(y @ w)
+
+    x, y = rand(4, 16), rand(4, 16)
+    with torch.no_grad(), _backend.collect_reports() as reports:
+        got = torch.compile(f, backend=make_backend("eager", measure=True))(x, y)
+    for g, want in zip(got, f(x, y)):
+        assert_close(g, want, torch.float32)
+    assert len({(r.graph, d.partition) for r in reports for d in _claimed([r])}) == 2
+    assert len(timed) == 1
+
+
 def test_a_fused_graph_failing_to_run_is_left_to_aten(monkeypatch):
     def failing(nodes, built, graph_json, seed=0):
         raise RuntimeError("CUDNN_STATUS_EXECUTION_FAILED\nmore")
