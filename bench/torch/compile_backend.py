@@ -2,7 +2,9 @@
 torch.compile (Inductor) and torch.compile(backend="dnngraph") in one process, both in the
 default mode or both in the one --mode names.
 Outputs and every gradient are checked against eager before anything is timed; the first
-compiled call of each (compile time) is measured apart.
+compiled call of each (compile time) is measured apart: on a GPU in a fresh process per compiler
+and block, with empty on-disk caches (--warm-caches keeps the machine's), after a small warm-up
+compile, so that neither compiler reuses what the other built.
 
   training blocks (bf16, mean ms of fwd+bwd of mean(block(x)^2) over back-to-back steps):
     gpt_d1024    GPT block d1024 h16 ff4096 (LayerNorm, Linear, SDPA causal, GELU tanh), b8 s1024
@@ -24,6 +26,7 @@ import argparse
 import atexit
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -160,17 +163,36 @@ def time_ms(variants, x, train, iters, rounds=3):
     return time_in_turn(variants, lambda model: step(model, x, train), iters, rounds)
 
 
-def warm_up(device, dtype, default_backend, backend):
+def warm_up(device, dtype, backends):
     """One small compiled training step with each compiler before any row: what a process pays
     once (the compilers' imports, Inductor's worker pool, cuDNN and cuBLAS handles) is not
     charged to the first row's compile time of whichever compiler runs first."""
     torch.manual_seed(0)
     m = nn.Sequential(nn.Linear(64, 64), nn.GELU(), nn.LayerNorm(64)).to(device, dtype)
     x = torch.randn(8, 64, device=device, dtype=dtype)
-    for b in (default_backend, backend):
+    for b in backends:
         torch._dynamo.reset()
         step(torch.compile(m, backend=b), x, True)
     torch._dynamo.reset()
+
+
+def isolated_first_call_s(name, variant, args):
+    """first_call_s of one variant of one block in a fresh process of this script (empty
+    on-disk caches unless --warm-caches, its own warm-up): nothing the other compiler built in
+    this process (Triton kernels, Inductor's code caches) is reused."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--first-call", variant, "--blocks", name]
+    for flag in ("cpu_smoke", "warm_caches", "verify"):
+        if getattr(args, flag):
+            cmd.append("--" + flag.replace("_", "-"))
+    for opt in ("inner", "mode"):
+        if getattr(args, opt):
+            cmd += ["--" + opt, getattr(args, opt)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("first-call ")]
+    if r.returncode != 0 or not lines:
+        raise RuntimeError(f"first call of {variant} in a fresh process failed: "
+                           f"{(r.stdout + r.stderr)[-2000:]}")
+    return float(lines[-1].split()[-1])
 
 
 def first_call_s(model, x, train, device):
@@ -218,6 +240,10 @@ def main():
                    "fused graph checked against ATen at compile time, any that differs left out")
     p.add_argument("--mode", default=None, choices=["reduce-overhead", "max-autotune"],
                    help="torch.compile's mode, for Inductor and the dnngraph backend alike")
+    p.add_argument("--isolate-compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="time each compiler's first call in a fresh process of its own (default: "
+                   "on a GPU; off with --cpu-smoke)")
+    p.add_argument("--first-call", choices=["compile", "dnngraph"], help=argparse.SUPPRESS)
     p.add_argument("--profile", action="store_true", help="after timing, the fused graphs "
                    "(dnngraph.torch.explain) and the top kernels of Inductor and dnngraph by GPU time")
     args = p.parse_args()
@@ -232,8 +258,11 @@ def main():
     default_backend = "aot_eager" if smoke else "inductor"
     table = SMOKE if smoke else BLOCKS
     rounds = 1 if smoke else 3
+    isolate = (not smoke) if args.isolate_compile is None else args.isolate_compile
     failures, rows = [], []
-    warm_up(device, dtype, default_backend, make_backend(inner, mode=args.mode))
+    ours = make_backend(inner, mode=args.mode)
+    warm_up(device, dtype, {"compile": [default_backend], "dnngraph": [ours]}.get(
+        args.first_call, [default_backend, ours]))
     for name in args.blocks.split(","):
         make, shape, train = table[name]
         torch.manual_seed(0)
@@ -252,10 +281,19 @@ def main():
             "dnngraph": torch.compile(ref, backend=make_backend(inner, mode=args.mode,
                                                                verify=args.verify)),
         }
+        if args.first_call:  # a fresh process of isolated_first_call_s
+            print(f"first-call {args.first_call} {first_call_s(variants[args.first_call], x, train, device):.3f}")
+            continue
         try:
-            # dnngraph compiles first: kernels its inner Inductor shares with Inductor's own
-            # compile are then cached in this process for Inductor, not for dnngraph.
-            compile_s = {v: first_call_s(variants[v], x, train, device) for v in ("dnngraph", "compile")}
+            if isolate:
+                compile_s = {v: isolated_first_call_s(name, v, args) for v in ("dnngraph", "compile")}
+                for v in ("dnngraph", "compile"):  # compiled here too, for the timing
+                    step(variants[v], x, train)
+            else:
+                # dnngraph compiles first: kernels its inner Inductor shares with Inductor's
+                # own compile are then cached in this process for Inductor, not for dnngraph.
+                compile_s = {v: first_call_s(variants[v], x, train, device)
+                             for v in ("dnngraph", "compile")}
             if not check("dnngraph vs eager", variants["dnngraph"], ref, x, train, tol):
                 failures.append(f"{name}: dnngraph differs from eager")
             ms = time_ms(variants, x, train, iters, rounds)
@@ -268,18 +306,20 @@ def main():
             profile(name, ref, variants, x, train, device)
         print("  " + ", ".join(f"{v} {t:.3f} ms" for v, t in ms.items())
               + ", first call " + ", ".join(f"{v} {t:.1f} s" for v, t in compile_s.items()), flush=True)
+    if args.first_call:
+        return
     print()
     print("| block | eager | compile | dnngraph | compile/dnngraph | compile s | dnngraph s "
           "| compile time ratio |")
     print("| --- " * 8 + "|")
     for name, ms, cs in rows:
         print(f"| {name} | {ms['eager']:.3f} | {ms['compile']:.3f} | {ms['dnngraph']:.3f} "
-              f"| {ms['compile'] / ms['dnngraph']:.2f}x | {cs['compile']:.1f} | {cs['dnngraph']:.1f} "
+              f"| {ms['compile'] / ms['dnngraph']:.2f}x | {cs['compile']:.2f} | {cs['dnngraph']:.2f} "
               f"| {cs['dnngraph'] / max(cs['compile'], 1e-9):.2f} |")
     print(f"(mean ms over {iters} back-to-back steps, best of {rounds} round(s) taken in turn, {dtype}, "
           f"{device}, mode {args.mode or 'default'}; compile = torch.compile backend "
           f"{default_backend}, dnngraph = backend 'dnngraph' with inner {inner}; compile s = "
-          f"first call, dnngraph's first, "
+          f"first call, {'each in a fresh process' if isolate else 'dnngraph' + chr(39) + 's first'}, "
           f"{'on the machine' + chr(39) + 's' if args.warm_caches else 'with empty'} on-disk caches)")
     if failures:
         print("FAILED: " + "; ".join(failures))

@@ -603,6 +603,24 @@ def test_bench_cpu_smoke():
         assert f"| {name} " in r.stdout, r.stdout
 
 
+def test_bench_first_calls_in_fresh_processes():
+    """--isolate-compile: each compiler's first call timed in a process of its own."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "torch", "compile_backend.py"),
+         "--cpu-smoke", "--blocks", "resnet_c64", "--isolate-compile"],
+        capture_output=True, text=True, env=env, timeout=900,
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    row = next(ln for ln in r.stdout.splitlines() if ln.startswith("| resnet_c64 "))
+    compile_s, ours_s = (float(c) for c in row.split("|")[6:8])
+    assert compile_s > 0 and ours_s > 0
+    assert "each in a fresh process" in r.stdout
+
+
 def test_docs_example_runs_as_written():
     text = open(os.path.join(ROOT, "docs", "torch.md")).read()
     section = text.split("## torch.compile backend", 1)[1].split("\n## ", 1)[0]
