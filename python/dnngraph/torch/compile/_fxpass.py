@@ -430,20 +430,20 @@ def _plan(gm, refused, min_ops, pointwise):
         jobs.append((cand.g, _device(nodes), anchors))
     for (nodes, cand), parts in zip(cands, partition_all(jobs, partition_graph)):
         handle = handle_for(_device(nodes))
+        ops_of = {}  # FX node -> the names of its dnngraph ops
+        for name, owner in cand.op_owner.items():
+            ops_of.setdefault(owner, []).append(name)
         for p in parts:
             # Ops are matched by name: validate() may order them otherwise than they were made.
-            owners = []
-            for name in p.ops:
-                if cand.op_owner[name] not in owners:
-                    owners.append(cand.op_owner[name])
+            p_ops = list(p.ops)  # one conversion of the engine's list
+            owners = list(dict.fromkeys(cand.op_owner[name] for name in p_ops))
             if not p.supported:
                 for n in owners:
                     engine_refused[n] = f"engine refused: {p.reason}"
                 continue
             owners_set = set(owners)
-            in_p = set(p.ops)
-            split = [n for n in owners if any(
-                o is n and name not in in_p for name, o in cand.op_owner.items())]
+            in_p = set(p_ops)
+            split = [n for n in owners if any(name not in in_p for name in ops_of[n])]
             if split:  # the engine cut an ATen op's ops apart: that op stays in ATen
                 err = Unmappable(f"the engine splits the ops of '{split[0].name}' across "
                                  "partitions")
