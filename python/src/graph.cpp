@@ -282,6 +282,16 @@ void bind_graph_introspection(nb::class_<PyGraph>& cls) {
   cls.def(
       "to_json", [](const PyGraph& self) { return ir::to_json(self.graph); },
       "The graph's JSON description.");
+  cls.def(
+      "op_names",
+      [](const PyGraph& self) {
+        std::vector<std::string> out;
+        out.reserve(self.graph.nodes().size());
+        for (const ir::Node& n : self.graph.nodes()) out.push_back(n.name);
+        return out;
+      },
+      "The names of the graph's ops, in the order to_json() lists them (without writing the "
+      "JSON).");
   cls.def_prop_ro("name", [](const PyGraph& self) { return self.graph.name(); });
   cls.def_prop_ro("handle", [](const PyGraph& self) -> std::shared_ptr<PyHandle> {
     if (!self.handle) return nullptr;

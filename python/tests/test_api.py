@@ -1,5 +1,6 @@
 """Module surface, tensors, pipeline methods, variant packs, errors, serialization."""
 
+import json
 import os
 import re
 
@@ -251,11 +252,19 @@ def test_pipeline_methods_and_repr(handle, rng):
     text = repr(g)
     assert "act" in text and "A" in text
     assert '"act"' in g.to_json() or "act" in g.to_json()
+
     cands = g.candidates()
     assert cands and cands[0]["engine"] == "reference"
     y = poisoned((1, 3, 2))
     g.execute({A: a, B: b, Y: y}, workspace_for(g), handle=handle)
     assert_close(y, ref)
+
+
+def test_op_names_in_the_order_added(handle, rng):
+    g, _, _, _ = small_graph(handle, rng)
+    names = g.op_names()
+    assert len(names) == 2 and names[1] == "act" and names[0] != "act"
+    assert names == [n["name"] for n in json.loads(g.to_json())["nodes"]]
 
 
 def test_policy_all_and_execute_plan_at_index(handle, rng):

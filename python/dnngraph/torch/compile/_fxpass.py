@@ -152,7 +152,7 @@ def _compute_type(nodes):
 
 
 def _op_names(g) -> list:
-    return [n["name"] for n in json.loads(g.to_json())["nodes"]]
+    return g.op_names()
 
 
 def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
