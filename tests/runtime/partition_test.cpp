@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <set>
+#include <thread>
 
 #include "dnngraph/dnngraph.hpp"
 #include "engines/registry.hpp"
@@ -17,8 +19,8 @@ namespace {
 struct Refusals {
   std::set<PointwiseMode> modes;
   std::set<ir::OpKind> kinds;
-  int candidates = 1;  // each with a reason of its own when more than one
-  int checks = 0;      // check_support calls
+  int candidates = 1;          // each with a reason of its own when more than one
+  std::atomic<int> checks{0};  // check_support calls (threads of a concurrent test count too)
   // Modes check_support accepts but no plan builds for (a candidate that fails to finalize).
   std::set<PointwiseMode> unbuildable;
 };
@@ -318,7 +320,7 @@ TEST_F(PartitionTest, BoundaryTensorsBecomeInputsAndOutputs) {
   EXPECT_EQ((*second)->find_tensor_by_name("R")->uid, c.g.find_tensor_by_name("R")->uid);
 
   // The split of the diamond: tanh's output b is virtual in the graph but read by d outside.
-  picky.r = {};
+  picky.r.kinds.clear();
   picky.r.modes = {PointwiseMode::Sigmoid};
   Diamond d;
   auto dparts = partition(d.g, h);
@@ -372,6 +374,50 @@ TEST_F(PartitionTest, AnswersAreCachedPerFingerprint) {
   ASSERT_EQ(parts->size(), 3u);
   EXPECT_NE((*parts)[1].reason.find("op 'second_c'"), std::string::npos) << (*parts)[1].reason;
   EXPECT_EQ((*parts)[1].reason.find("first"), std::string::npos) << (*parts)[1].reason;
+}
+
+// What the compile backend does: the candidates of one graph partitioned on worker threads, each
+// with its own handle, the support cache shared (cleared first, so that the threads miss and
+// insert at once). Every thread gets the partitions one thread alone gets.
+TEST_F(PartitionTest, ConcurrentPartitionsOnTheirOwnHandlesAgree) {
+  picky.r.modes = {PointwiseMode::Sigmoid};
+  auto describe = [](const Graph& g, const std::vector<Partition>& parts) {
+    std::string out;
+    for (const Partition& p : parts) {
+      for (const std::string& n : names_of(g, p)) out += n + ",";
+      out += std::string(p.supported ? "+" : "-") + p.reason + ";";
+    }
+    return out;
+  };
+  constexpr int kThreads = 8, kRounds = 20;
+  std::vector<std::string> want(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    Diamond d("graph" + std::to_string(t % 3));
+    auto parts = partition(d.g, h);
+    ASSERT_TRUE(parts.is_ok()) << parts.status().message();
+    want[static_cast<size_t>(t)] = describe(d.g, *parts);
+  }
+  ASSERT_NE(want[0].find("op 'graph0_c': the picky engine has no kernel"), std::string::npos)
+      << want[0];
+  clear_partition_cache();
+  std::vector<std::string> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      HandlePtr own = Handle::create(Device::cpu()).value();
+      std::string last;
+      for (int round = 0; round < kRounds; ++round) {
+        Diamond d("graph" + std::to_string(t % 3));
+        auto parts = partition(d.g, own);
+        last = parts.is_ok() ? describe(d.g, *parts) : "error: " + parts.status().message();
+        if (last != want[static_cast<size_t>(t)]) break;
+      }
+      got[static_cast<size_t>(t)] = last;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(got[static_cast<size_t>(t)], want[static_cast<size_t>(t)]) << t;
 }
 
 // An SDPA node carries its score modifier's ops: the standalone graph gets its own copies of
