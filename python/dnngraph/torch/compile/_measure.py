@@ -59,8 +59,8 @@ def _ms_per_run(fn, reps):
 
 
 # Times of the partitions measured in this process, by the fused graph's fingerprint (its ops,
-# shapes, layouts and types; not its names): a network repeats its blocks, and ResNet-50's 53
-# convolution partitions are 21 different graphs.
+# shapes, layouts and types; not its names) and device: a network repeats its blocks (a ResNet's
+# blocks after the first of each stage repeat the same graphs).
 _timed: dict[tuple, tuple | None] = {}
 
 

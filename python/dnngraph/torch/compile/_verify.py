@@ -31,13 +31,14 @@ TOLERANCE = {
 }
 
 
-def _random_like(v: torch.Tensor, gens: dict) -> torch.Tensor:
+def _random_like(v: torch.Tensor, gens: dict, seed: int) -> torch.Tensor:
     """Fresh normal values laid out as ``v`` (strides included, broadcast ones too), drawn on
     ``v``'s device (a CPU draw and copy of a large activation costs tens of ms at compile time);
-    ``gens``: the seeded generator of each device, made on first use."""
+    ``gens``: each device's generator, made with ``seed`` on first use."""
     span = 1 + sum((n - 1) * s for n, s in zip(v.shape, v.stride()) if n > 0)
-    gen = gens[v.device] if v.device in gens else gens.setdefault(
-        v.device, torch.Generator(device=v.device).manual_seed(gens["seed"]))
+    if v.device not in gens:
+        gens[v.device] = torch.Generator(device=v.device).manual_seed(seed)
+    gen = gens[v.device]
     flat = torch.randn(span, generator=gen, dtype=torch.float32, device=v.device)
     return flat.to(v.dtype).as_strided(tuple(v.shape), tuple(v.stride()))
 
@@ -101,8 +102,8 @@ def random_inputs(nodes, seed=0):
         isinstance(meta(a), torch.Tensor) and meta(a).is_floating_point() for a in external
     ):
         return None
-    gens = {"seed": seed}
-    return {a: _random_like(meta(a), gens) for a in external}
+    gens = {}
+    return {a: _random_like(meta(a), gens, seed) for a in external}
 
 
 def check_partition(nodes, built, graph_json, seed=0) -> str | None:
