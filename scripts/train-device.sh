@@ -10,7 +10,8 @@
 #   blocks  : bench/torch/blocks.py $BLOCKS_ARGS (default --profile --no-compile);
 #   ops     : bench/torch/bench_torch_ops.py --no-autotune;
 #   compile : bench/torch/compile_backend.py $COMPILE_ARGS (the torch.compile backend on stock
-#             modules against eager and Inductor; COMPILE_TIMEOUT, default 400 s).
+#             modules against eager and Inductor, each first call in a fresh process; COMPILE_TIMEOUT,
+#             default 480 s).
 # STEPS picks them (default "tests sdpa blocks"). Writes build.txt and one log per step to $OUT.
 set -uo pipefail
 out=${OUT:-$(pwd)/train-device-out}
@@ -47,7 +48,7 @@ step sdpa 150 python3 bench/torch/sdpa_compare.py ${SDPA_LOG:+--log /tmp/sdpa-lo
 [ -n "${SDPA_LOG:-}" ] && gzip -9 /tmp/sdpa-log/*.log && cp /tmp/sdpa-log/*.gz "$out/"
 grep -E "^----|Self CUDA time total|sdpa_sm90|matmul_dq" "$out/sdpa.txt" | cut -c1-160 | head -20
 [[ $steps == *" ops "* ]] && { step ops 200 python3 bench/torch/bench_torch_ops.py --no-autotune; tail -n 14 "$out/ops.txt"; }
-step compile "${COMPILE_TIMEOUT:-400}" python3 bench/torch/compile_backend.py ${COMPILE_ARGS:-}
+step compile "${COMPILE_TIMEOUT:-480}" python3 bench/torch/compile_backend.py ${COMPILE_ARGS:-}
 [[ $steps == *" compile "* ]] && tail -n 20 "$out/compile.txt"
 step blocks "${BLOCKS_TIMEOUT:-330}" env DNNGRAPH_LOG=info python3 bench/torch/blocks.py ${BLOCKS_ARGS---profile --no-compile}
 tail -n 12 "$out/blocks.txt"

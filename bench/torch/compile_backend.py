@@ -316,11 +316,12 @@ def main():
         print(f"| {name} | {ms['eager']:.3f} | {ms['compile']:.3f} | {ms['dnngraph']:.3f} "
               f"| {ms['compile'] / ms['dnngraph']:.2f}x | {cs['compile']:.2f} | {cs['dnngraph']:.2f} "
               f"| {cs['dnngraph'] / max(cs['compile'], 1e-9):.2f} |")
+    where = "each in a fresh process" if isolate else "dnngraph's first"
+    caches = "the machine's" if args.warm_caches else "empty"
     print(f"(mean ms over {iters} back-to-back steps, best of {rounds} round(s) taken in turn, {dtype}, "
           f"{device}, mode {args.mode or 'default'}; compile = torch.compile backend "
           f"{default_backend}, dnngraph = backend 'dnngraph' with inner {inner}; compile s = "
-          f"first call, {'each in a fresh process' if isolate else 'dnngraph' + chr(39) + 's first'}, "
-          f"{'on the machine' + chr(39) + 's' if args.warm_caches else 'with empty'} on-disk caches)")
+          f"first call, {where}, {caches} on-disk caches)")
     if failures:
         print("FAILED: " + "; ".join(failures))
         sys.exit(1)
