@@ -402,6 +402,34 @@ def test_single_op_stays_in_aten():
     assert d.partition is None and d.reason.startswith("single op")
 
 
+def test_unmappable_nodes_of_separate_candidates_are_refused_in_one_round(monkeypatch):
+    """Two candidates that each fail to lower (a view the graph would need to reshape): both
+    failures are found in one planning round and refused together, so the graph is planned
+    twice, not once per failure; the results are eager's."""
+    rounds = []
+    real = _fxpass._plan
+
+    def counted(*args):
+        rounds.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(_fxpass, "_plan", counted)
+    w = rand(16, 8)
+
+    def f(x, y):
+        a = (torch.relu(x) * 2.0).view(-1, 16) @ w
+        b = (torch.sigmoid(y) * 3.0).view(-1, 16) @ w
+        return a + 1.0, b - 1.0
+
+    x, y = rand(2, 4, 16), rand(2, 4, 16)
+    with torch.no_grad(), _backend.collect_reports() as reports:
+        got = torch.compile(f, backend=make_backend("eager"))(x, y)
+    for g, want in zip(got, f(x, y)):
+        assert_close(g, want, torch.float32)
+    assert len(rounds) == 2
+    assert len({d.partition for r in reports for d in r.decisions if d.partition is not None}) == 2
+
+
 def test_engine_refusal_keeps_ops_in_aten(monkeypatch):
     real = _fxpass.partition_graph
 

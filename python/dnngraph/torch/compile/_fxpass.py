@@ -386,21 +386,22 @@ def _screened(graph_name, claimed, jsons, engine_refused, checks):
 
 
 def _plan_until_stable(gm, refused, min_ops, pointwise):
-    """A node that fails to lower is refused and the candidates are made again."""
+    """The nodes that fail to lower are refused (each with its own reason) and the candidates
+    are made again."""
     for _ in range(256):
         try:
             return _plan(gm, refused, min_ops, pointwise)
         except Unmappable as e:
-            bad = []
-            for n in getattr(e, "nodes", None) or []:
-                if n.target is operator.getitem:  # refuse the op, not its getitem
-                    n = n.args[0]
-                if n not in refused:
-                    bad.append(n)
+            bad = {}
+            for part in getattr(e, "parts", None) or [e]:
+                for n in getattr(part, "nodes", None) or []:
+                    if n.target is operator.getitem:  # refuse the op, not its getitem
+                        n = n.args[0]
+                    if n not in refused:
+                        bad.setdefault(n, str(part))
             if not bad:
                 raise
-            for n in bad:
-                refused[n] = str(e)
+            refused.update(bad)
     raise RuntimeError("candidates did not settle")
 
 
@@ -419,15 +420,23 @@ def _plan(gm, refused, min_ops, pointwise):
     """(claimed [(nodes, built graph)], {node: engine's reason}) for the graph as it is."""
     claimed, engine_refused = [], {}
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
-    cands, jobs = [], []
+    cands, jobs, failed = [], [], []
     for nodes in _candidates(gm, refused):
-        cand = build_graph(nodes, handle_for(_device(nodes)))
+        try:
+            cand = build_graph(nodes, handle_for(_device(nodes)))
+        except Unmappable as e:  # every candidate's first failure, then one round again
+            failed.append(e)
+            continue
         # Only partitions the gain rule can claim are built (a GEMM, convolution, norm or
         # attention among them): cuDNN compiles pointwise-only graphs at run time, for nothing.
         anchors = None if pointwise else [
             name for name, owner in cand.op_owner.items() if owner.target in _ops.ANCHORS]
         cands.append((nodes, cand))
         jobs.append((cand.g, _device(nodes), anchors))
+    if failed:
+        err = Unmappable("; ".join(str(e) for e in failed))
+        err.parts = failed  # refused together: a refusal changes only its own candidate
+        raise err
     for (nodes, cand), parts in zip(cands, partition_all(jobs, partition_graph)):
         handle = handle_for(_device(nodes))
         ops_of = {}  # FX node -> the names of its dnngraph ops
