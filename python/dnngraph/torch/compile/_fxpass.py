@@ -91,8 +91,9 @@ class _Support(OperatorSupportBase):
         return True
 
 
-# Unconnected nodes must not share a candidate: newer torch merges them ("horizontal fusion")
-# unless told not to; older torch (e.g. 2.11) has no such merging and no such keyword.
+# Unconnected nodes should not share a candidate: torch merges them ("horizontal fusion"),
+# newer torch unless told not to; older torch (e.g. 2.11) has no such keyword, and there the
+# partitioner splits a candidate's unconnected parts into separate partitions.
 _NO_HORIZONTAL = (
     {"skip_horizontal_fusion": True}
     if "skip_horizontal_fusion" in inspect.signature(CapabilityBasedPartitioner.__init__).parameters
