@@ -159,9 +159,9 @@ TEST(GpuPlanCache, RestoredPlansMatchTheReference) {
 namespace dnngraph::gpu_test {
 namespace {
 
-// Attention with dynamic shapes and a kernel cache: on cuDNN before 9.20 refused at build
+// Attention with dynamic shapes and a kernel cache: on cuDNN before 9.21 refused at build
 // (NotSupported naming the op and the cache; its kernels gave wrong outputs for later shapes,
-// with the frontend as with us); from 9.20 each shape must match the reference.
+// with the frontend as with us); from 9.21 each shape must match the reference.
 TEST(GpuKernelCache, AttentionWithDynamicShapesIsRefusedOrRight) {
   DNNGRAPH_REQUIRE_GPU();
   auto kc = KernelCache::create();

@@ -197,7 +197,7 @@ Status lower_view(LowerContext& cx, const ir::Node& n);
 // precheck, sdpa.cpp); ok for other nodes.
 Status sdpa_precheck(const ir::Node& n);
 // NotSupported, naming the op, for attention in a dynamic-shape graph given a kernel cache on
-// cuDNN before 9.20 (its kernels gave wrong outputs for the shapes after the first); Ok else.
+// cuDNN before 9.21 (its kernels gave wrong outputs for the shapes after the first); Ok else.
 Status sdpa_kernel_cache_rule(const ir::ValidatedGraph& g);
 
 // Helpers shared by composite lowerings (sdpa, softmax): one pointwise / reduction operation
