@@ -156,9 +156,8 @@ def run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name
     x = make_input(kind, shape, device, dtype)
     variants = {"dnngraph": ours, "eager": ref}
     if not args.no_compile:
-        kw = {} if args.mode == "default" else {"mode": args.mode}
-        variants["compile"] = torch.compile(ref, backend=backend, **kw)
-        variants["compile(ours)"] = torch.compile(ours, backend=backend, **kw)
+        variants["compile"] = torch.compile(ref, backend=backend, mode=args.mode)
+        variants["compile(ours)"] = torch.compile(ours, backend=backend, mode=args.mode)
     for vname in ("dnngraph", "compile(ours)"):
         if vname in variants and not check(f"{vname} vs eager", variants[vname], ref, x, tol):
             failures.append(f"{name}: {vname} differs from eager")
@@ -182,8 +181,8 @@ def main():
     p.add_argument("--backend", default=None, help="torch.compile backend (default inductor; "
                    "aot_eager with --cpu-smoke)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile columns")
-    p.add_argument("--mode", default="default", help="torch.compile mode of both compile columns "
-                   "(default, reduce-overhead: CUDA graphs, max-autotune)")
+    p.add_argument("--mode", default=None, choices=["reduce-overhead", "max-autotune"],
+                   help="torch.compile's mode for both compile columns (default: its default)")
     p.add_argument("--depth", type=int, default=1,
                    help="layers of each block in sequence (one model; default 1)")
     p.add_argument("--strict", action="store_true", help="a fallback warning is an error")
@@ -233,7 +232,7 @@ def main():
         print(f"| {name} | {cells} |{ratio}")
     print(f"(mean ms of forward+backward over {iters} back-to-back steps, best of {args.rounds} "
           f"rounds taken in turn, {dtype}, {device}; "
-          f"compile backend {backend}, mode {args.mode}; {args.depth} layer(s) per block; "
+          f"compile backend {backend}, mode {args.mode or 'default'}; {args.depth} layer(s) per block; "
           f"cudnn.benchmark {args.cudnn_benchmark})")
     if failures:
         print("FAILED: " + "; ".join(failures))

@@ -357,7 +357,7 @@ def test_cuda_attention_forms_rewritten(monkeypatch):
     with FakeTensorMode(allow_non_fake_inputs=True):
         qkv = [torch.empty(2, 4, 16, 64, dtype=torch.bfloat16, device="cuda") for _ in range(3)]
         gm = make_fx(f, tracing_mode="fake")(*qkv)
-    monkeypatch.setattr(_fxpass, "_device", lambda nodes: torch.device("cpu"))
+    monkeypatch.setattr(_fxpass, "device_of", lambda nodes: torch.device("cpu"))
     report = _fxpass.run_pass(gm)
     assert len(report.partitions) == 1
     targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]

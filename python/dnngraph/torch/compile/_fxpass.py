@@ -29,7 +29,7 @@ import dnngraph as dg
 
 from . import _ops
 from ._canonical import canonicalize
-from ._lower import RESHAPES, Ctx, Unmappable, apply_request, meta
+from ._lower import RESHAPES, Ctx, Unmappable, apply_request, device_of, meta
 from ._pieces import piece_label
 from ._runtime import dg_dtype, handle_for, partition_all, partition_graph, run_graph_op
 from ._runtime import standin_register
@@ -152,10 +152,6 @@ def _compute_type(nodes):
     return dg.data_type.FLOAT
 
 
-def _op_names(g) -> list:
-    return g.op_names()
-
-
 def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
     """One dnngraph graph computing ``nodes``; raises Unmappable naming the node that failed."""
     # io type: the first value's (what an output no value reads, such as an unused gradient of
@@ -177,7 +173,7 @@ def build_graph(nodes, handle, name="fx", owners=True) -> _Built:
             err.nodes = [n]
             raise err from e
         if owners:
-            for name in _op_names(g):
+            for name in g.op_names():
                 op_owner.setdefault(name, n)
     node_set = set(nodes)
     outputs = []  # (FX node | None, dims in the graph, run_graph output index)
@@ -305,14 +301,6 @@ def _convex(nodes, order, kept=()) -> bool:
     return True
 
 
-def _device(nodes):
-    for n in nodes:
-        v = meta(n)
-        if isinstance(v, torch.Tensor):
-            return v.device
-    return torch.device("cpu")
-
-
 def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
              pointwise=False, verify=False, measure=None, inner_fuses=True) -> Report:
     """Finds the partitions of ``gm`` and (``rewrite``) replaces each claimed one with a
@@ -342,7 +330,7 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
             refused.setdefault(n, f"backend error: {type(e).__name__}: {e}")
     # The graphs' JSON (what run_graph reads), written only when a partition will run.
     checks = [check_partition] if verify else []
-    if measure or (measure is None and any(_device(nodes).type == "cuda" for nodes, _ in claimed)):
+    if measure or (measure is None and any(device_of(nodes).type == "cuda" for nodes, _ in claimed)):
         checks.append(functools.partial(measure_partition, inner_fuses=inner_fuses))
     jsons = [_compact(built.g.to_json()) for _nodes, built in claimed] if rewrite or checks else []
     if uses_standin():
@@ -423,8 +411,9 @@ def _plan(gm, refused, min_ops, pointwise):
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     cands, jobs, failed = [], [], []
     for nodes in _candidates(gm, refused):
+        device = device_of(nodes)
         try:
-            cand = build_graph(nodes, handle_for(_device(nodes)))
+            cand = build_graph(nodes, handle_for(device))
         except Unmappable as e:  # every candidate's first failure, then one round again
             failed.append(e)
             continue
@@ -432,14 +421,14 @@ def _plan(gm, refused, min_ops, pointwise):
         # attention among them): cuDNN compiles pointwise-only graphs at run time, for nothing.
         anchors = None if pointwise else [
             name for name, owner in cand.op_owner.items() if owner.target in _ops.ANCHORS]
-        cands.append((nodes, cand))
-        jobs.append((cand.g, _device(nodes), anchors))
+        cands.append((nodes, cand, device))
+        jobs.append((cand.g, device, anchors))
     if failed:
         err = Unmappable("; ".join(str(e) for e in failed))
         err.parts = failed  # refused together: a refusal changes only its own candidate
         raise err
-    for (nodes, cand), parts in zip(cands, partition_all(jobs, partition_graph)):
-        handle = handle_for(_device(nodes))
+    for (nodes, cand, device), parts in zip(cands, partition_all(jobs, partition_graph)):
+        handle = handle_for(device)
         ops_of = {}  # FX node -> the names of its dnngraph ops
         for name, owner in cand.op_owner.items():
             ops_of.setdefault(owner, []).append(name)

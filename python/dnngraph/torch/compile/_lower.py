@@ -28,6 +28,15 @@ def meta(node):
     return v
 
 
+def device_of(nodes) -> torch.device:
+    """The device of the first of ``nodes`` whose value is a tensor (the CPU when none is)."""
+    for n in nodes:
+        v = meta(n)
+        if isinstance(v, torch.Tensor):
+            return v.device
+    return torch.device("cpu")
+
+
 def concrete(shape) -> bool:
     return all(isinstance(s, int) for s in shape)
 

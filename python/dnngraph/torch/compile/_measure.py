@@ -24,7 +24,7 @@ import time
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-from ._lower import RESHAPES, meta
+from ._lower import RESHAPES, device_of
 from ._ops import ANCHORS
 from ._verify import aten_run, failed_to_run, fused, random_inputs
 
@@ -70,8 +70,7 @@ def time_partition(nodes, built, graph_json, seed=0):
     None when it cannot be timed apart from its graph (random ops, non-tensor or CPU inputs,
     ATen failing on random values). An engine error propagates. A graph with the fingerprint of
     one timed before gets that one's times."""
-    key = (built.g.key(), str(next((meta(n).device for n in nodes
-                                  if isinstance(meta(n), torch.Tensor)), "cpu")))
+    key = (built.g.key(), str(device_of(nodes)))
     if key not in _timed:
         _timed[key] = _time_partition(nodes, built, graph_json, seed)
     return _timed[key]
