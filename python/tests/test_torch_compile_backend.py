@@ -402,12 +402,15 @@ def test_single_op_stays_in_aten():
     assert d.partition is None and d.reason.startswith("single op")
 
 
-@pytest.mark.skipif(not _fxpass._NO_HORIZONTAL, reason="this torch's partitioner puts "
-                    "unconnected ops in one candidate (no skip_horizontal_fusion)")
-def test_unmappable_nodes_of_separate_candidates_are_refused_in_one_round(monkeypatch):
+@pytest.mark.parametrize("merged", [False, True], ids=["torch-default", "horizontal-merge"])
+def test_unmappable_nodes_of_separate_candidates_are_refused_in_one_round(monkeypatch, merged):
     """Two candidates that each fail to lower (a view the graph would need to reshape): both
     failures are found in one planning round and refused together, so the graph is planned
-    twice, not once per failure; the results are eager's."""
+    twice, not once per failure; the results are eager's. "horizontal-merge": torch's
+    partitioner merges the unconnected ops into one candidate (as torch without
+    skip_horizontal_fusion does) and the backend splits it into its connected parts."""
+    if merged:
+        monkeypatch.setattr(_fxpass, "_NO_HORIZONTAL", {})
     rounds = []
     real = _fxpass._plan
 

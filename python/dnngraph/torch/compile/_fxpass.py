@@ -92,13 +92,37 @@ class _Support(OperatorSupportBase):
 
 
 # Unconnected nodes should not share a candidate: torch merges them ("horizontal fusion"),
-# newer torch unless told not to; older torch (e.g. 2.11) has no such keyword, and there the
-# partitioner splits a candidate's unconnected parts into separate partitions.
+# newer torch unless told not to; older torch (e.g. 2.11) has no such keyword, and there each
+# candidate is split into its connected parts (_connected_parts), so that each part is lowered,
+# built and refused on its own, as on newer torch.
 _NO_HORIZONTAL = (
     {"skip_horizontal_fusion": True}
     if "skip_horizontal_fusion" in inspect.signature(CapabilityBasedPartitioner.__init__).parameters
     else {}
 )
+
+
+def _connected_parts(nodes):
+    """`nodes` (in graph order) as its weakly connected parts, each in graph order, ordered by
+    first node. A part of a convex node set is convex: a path from one part to another through
+    outside nodes would leave the set and come back."""
+    inside = set(nodes)
+    root = {n: n for n in nodes}
+
+    def find(n):
+        while root[n] is not n:
+            root[n] = root[root[n]]
+            n = root[n]
+        return n
+
+    for n in nodes:
+        for m in n.all_input_nodes:
+            if m in inside:
+                root[find(m)] = find(n)
+    parts = {}
+    for n in nodes:
+        parts.setdefault(find(n), []).append(n)
+    return list(parts.values())
 
 
 def _candidates(gm, refused):
@@ -109,8 +133,9 @@ def _candidates(gm, refused):
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for p in part.propose_partitions():
         nodes = sorted(p.nodes, key=order.__getitem__)
-        if any(n.target is not operator.getitem for n in nodes):
-            out.append(nodes)
+        for piece in _connected_parts(nodes) if not _NO_HORIZONTAL else [nodes]:
+            if any(n.target is not operator.getitem for n in piece):
+                out.append(piece)
     return out
 
 
