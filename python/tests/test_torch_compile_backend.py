@@ -324,8 +324,12 @@ def test_conv_resnet_block():
     check(Basic(), rand(2, 8, 6, 6, grad=True), blocks=False)
 
 
-def test_batch_norm_inference_joins_conv():
-    m = nn.Sequential(nn.Conv2d(4, 8, 3), nn.BatchNorm2d(8), nn.ReLU()).eval()
+@pytest.mark.parametrize("bias", [True, False])
+def test_batch_norm_inference_joins_conv(bias):
+    """The batch norm's scale folds into the convolution's weight (and bias): the graph is the
+    convolution, one add and the ReLU; the per-channel constants and the scaled weight are
+    computed in ATen."""
+    m = nn.Sequential(nn.Conv2d(4, 8, 3, bias=bias), nn.BatchNorm2d(8), nn.ReLU()).eval()
     with torch.no_grad():
         m[1].weight.uniform_(0.5, 1.5)
         m[1].bias.uniform_(-0.5, 0.5)
@@ -333,10 +337,31 @@ def test_batch_norm_inference_joins_conv():
         m[1].running_var.uniform_(0.5, 2)
         reports, calls = check(m, rand(2, 4, 8, 8), backward=False)
     assert calls == 1
-    fused = _fused_ops(reports)
-    assert "aten.convolution.default" in fused and "aten.relu.default" in fused
-    kept = {d.reason for d in reports[0].decisions if d.op == "aten.rsqrt.default"}
+    assert sorted(_fused_ops(reports)) == [
+        "aten.add.Tensor", "aten.convolution.default", "aten.relu.default"]
+    kept = {d.reason for d in reports[0].decisions if d.op in ("aten.rsqrt.default", "aten.mul.Tensor")}
     assert kept == {"per-channel batch-norm constants: computed in ATen"}
+
+
+def test_batch_norm_inference_after_shared_conv_keeps_scale():
+    """A convolution whose output another op reads too keeps its weight: the batch norm stays
+    ``x * scale + shift`` in the convolution's graph."""
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c, self.bn = nn.Conv2d(4, 8, 3), nn.BatchNorm2d(8)
+
+        def forward(self, x):
+            y = self.c(x)
+            return F.relu(self.bn(y)) * y.sigmoid()
+
+    m = Two().eval()
+    with torch.no_grad():
+        m.bn.weight.uniform_(0.5, 1.5)
+        m.bn.running_var.uniform_(0.5, 2)
+        reports, calls = check(m, rand(2, 4, 8, 8), backward=False)
+    fused = _fused_ops(reports)
+    assert fused.count("aten.convolution.default") == 1 and "aten.mul.Tensor" in fused
 
 
 def test_cuda_attention_forms_rewritten(monkeypatch):

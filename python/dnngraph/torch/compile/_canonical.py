@@ -3,7 +3,8 @@ fake tensors):
 
 * a reduction without keepdim -> a keepdim reduction and a view (the view stays in ATen), so
   every mapped value has its own dims inside a dnngraph graph;
-* inference batch norm -> ``x * scale + shift`` (per-channel constants in ATen);
+* inference batch norm -> ``x * scale + shift`` (per-channel constants in ATen), the scale
+  folded into the weight of a convolution only the batch norm reads;
 * the decomposition of ``nn.RMSNorm`` -> one ``rms_norm_pattern`` call;
 * ``convolution_backward`` -> one node per gradient it computes (``_pieces.py``).
 """
@@ -82,10 +83,32 @@ def _emit(g, mode, target, *args, keep_in_aten=False):
     return node
 
 
+def _folded_conv(g, mode, x, scale, k):
+    """When ``x`` is a convolution that only this batch norm reads: the same convolution of the
+    weight scaled per output channel (``conv(in, w) * scale == conv(in, w * scale)``), and its
+    bias (or None), else None. The weight's scaling is one small op kept in ATen; the graph then
+    holds a convolution and a bias add, the fused convolution cuDNN has fast kernels for, rather
+    than a convolution followed by a per-channel scale and shift."""
+    if (not isinstance(x, fx.Node) or x.target is not aten.convolution.default
+            or len(x.users) != 1 or x.kwargs or x.args[6]):  # transposed: channels are dim 1
+        return None
+    w, bias = x.args[1], x.args[2]
+    wv = meta(w)
+    if not isinstance(w, fx.Node) or not isinstance(wv, torch.Tensor) or wv.shape[0] != k:
+        return None
+    per_out = _emit(g, mode, aten.view.default, scale, [k] + [1] * (wv.dim() - 1), keep_in_aten=True)
+    w2 = _emit(g, mode, aten.mul.Tensor, w, per_out, keep_in_aten=True)
+    conv = _emit(g, mode, aten.convolution.default, x.args[0], w2, None, *x.args[3:])
+    b2 = None if bias is None else _emit(g, mode, aten.mul.Tensor, bias, scale, keep_in_aten=True)
+    return conv, b2
+
+
 def _unfold_batch_norms(g, mode):
     """Inference batch norm -> ``x * scale + shift`` with ``scale = w * rsqrt(var + eps)`` and
     ``shift = b - mean * scale`` per channel: the per-channel ops stay in ATen (tiny), the
-    two pointwise ops on x join the convolution's graph."""
+    two pointwise ops on x join the convolution's graph. After a convolution whose output only
+    the batch norm reads, the scale folds into the convolution's weight (``_folded_conv``):
+    ``conv(in, w * scale) + shift``."""
     target = aten._native_batch_norm_legit_no_training.default
     for bn in list(g.nodes):
         if bn.op != "call_function" or bn.target is not target:
@@ -104,13 +127,23 @@ def _unfold_batch_norms(g, mode):
             scale = _emit(g, mode, aten.mul.Tensor, w, inv, **k)
             shift = _emit(g, mode, aten.sub.Tensor, b,
                           _emit(g, mode, aten.mul.Tensor, mean, scale, **k), **k)
+            folded = _folded_conv(g, mode, x, scale, c)
+            if folded is not None:
+                x_in, b2 = folded
+                if b2 is not None:
+                    shift = _emit(g, mode, aten.add.Tensor, shift, b2, **k)
             scale = _emit(g, mode, aten.view.default, scale, shape, **k)
             shift = _emit(g, mode, aten.view.default, shift, shape, **k)
-            y = _emit(g, mode, aten.add.Tensor, _emit(g, mode, aten.mul.Tensor, x, scale), shift)
+            if folded is None:
+                y = _emit(g, mode, aten.add.Tensor, _emit(g, mode, aten.mul.Tensor, x, scale), shift)
+            else:
+                y = _emit(g, mode, aten.add.Tensor, x_in, shift)
         for u in users:
             u.replace_all_uses_with(y)
             g.erase_node(u)
         g.erase_node(bn)
+        if folded is not None:
+            g.erase_node(x)
 
 
 def _only_user(node, user):
