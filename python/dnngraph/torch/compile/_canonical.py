@@ -128,16 +128,15 @@ def _unfold_batch_norms(g, mode):
             shift = _emit(g, mode, aten.sub.Tensor, b,
                           _emit(g, mode, aten.mul.Tensor, mean, scale, **k), **k)
             folded = _folded_conv(g, mode, x, scale, c)
-            if folded is not None:
-                x_in, b2 = folded
+            if folded is None:
+                scaled = _emit(g, mode, aten.mul.Tensor, x,
+                               _emit(g, mode, aten.view.default, scale, shape, **k))
+            else:
+                scaled, b2 = folded
                 if b2 is not None:
                     shift = _emit(g, mode, aten.add.Tensor, shift, b2, **k)
-            scale = _emit(g, mode, aten.view.default, scale, shape, **k)
             shift = _emit(g, mode, aten.view.default, shift, shape, **k)
-            if folded is None:
-                y = _emit(g, mode, aten.add.Tensor, _emit(g, mode, aten.mul.Tensor, x, scale), shift)
-            else:
-                y = _emit(g, mode, aten.add.Tensor, x_in, shift)
+            y = _emit(g, mode, aten.add.Tensor, scaled, shift)
         for u in users:
             u.replace_all_uses_with(y)
             g.erase_node(u)
