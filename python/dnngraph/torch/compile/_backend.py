@@ -14,6 +14,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 
 from ._blocks import rewrite_blocks
 from ._fxpass import Decision, Report, run_pass
+from ._prologue import hoist_parameter_work
 
 INNERS = ("inductor", "eager")
 # torch.compile's modes: the inner Inductor takes each one's settings (CUDA graphs, autotuning).
@@ -64,24 +65,31 @@ class _InductorState:
         self.graph_id = next(_graph_ids)
         self.forward_device = BoxedDeviceIndex(None)
 
-    def kwargs(self, kind, gm):
+    def kwargs(self, kind, gm, static=None):
         """compile_fx_inner's keywords, as Inductor's own forward/backward compilers give them:
-        the inputs with fixed addresses (parameters and buffers; in the backward, everything
-        but the tangents) are not copied into a CUDA graph's buffers on each replay."""
+        the inputs with fixed addresses (parameters and buffers, ``static_inputs``; in the
+        backward, everything but the tangents) are not copied into a CUDA graph's buffers on
+        each replay."""
         if kind == "backward":
             from torch._inductor.utils import count_tangents
 
             static = list(range(count_tangents(gm)))
-        else:
-            context = torch._guards.TracingContext.try_get()
-            meta = getattr(context, "fw_metadata", None)
-            static = list(getattr(meta, "static_input_indices", None) or ())
+        elif static is None:
+            static = static_inputs()
         return dict(static_input_idxs=static, cudagraphs=self.cudagraphs, graph_id=self.graph_id,
                     is_backward=kind == "backward", is_inference=kind == "inference",
                     boxed_forward_device_index=self.forward_device)
 
 
-def _inner_compile(gm, example_inputs, inner, state, kind):
+def static_inputs() -> list[int]:
+    """Indices of the graph's inputs with fixed addresses (parameters and buffers) as
+    AOTAutograd's metadata names them (none outside a torch.compile trace)."""
+    context = torch._guards.TracingContext.try_get()
+    meta = getattr(context, "fw_metadata", None)
+    return sorted(getattr(meta, "static_input_indices", None) or ())
+
+
+def _inner_compile(gm, example_inputs, inner, state, kind, static=None):
     if inner == "eager":
         return make_boxed_func(gm.forward)
     from torch._inductor.compile_fx import compile_fx_inner
@@ -91,7 +99,7 @@ def _inner_compile(gm, example_inputs, inner, state, kind):
     from torch._inductor.decomposition import select_decomp_table
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    kwargs = state.kwargs(kind, gm)
+    kwargs = state.kwargs(kind, gm, static)
     fake_mode = torch._guards.detect_fake_mode(example_inputs)
     with _maybe(fake_mode):
         decomposed = make_fx(
@@ -116,14 +124,24 @@ def _maybe(ctx):
     return ctx if ctx is not None else contextlib.nullcontext()
 
 
-def _compiler(kind: str, inner: str, state, fuse_pointwise, verify, measure, gm, example_inputs):
+def _compiler(kind: str, inner: str, state, fuse_pointwise, verify, measure, keep_params, gm,
+              example_inputs):
     name = f"{kind}_{next(_graph_ids)}"
     report = run_pass(gm, graph_name=name, pointwise=fuse_pointwise, verify=verify,
                       measure=measure, inner_fuses=inner == "inductor")
     reports = _collecting()
     if reports is not None:
         reports.append(report)
-    return _inner_compile(gm, example_inputs, inner, state, kind)
+    hoisted = None
+    if kind == "inference" and keep_params:
+        static = static_inputs()
+        hoisted = hoist_parameter_work(gm, example_inputs, set(static))
+    if hoisted is None:
+        return _inner_compile(gm, example_inputs, inner, state, kind)
+    # The kept results are inputs with fixed addresses too (refreshed in place).
+    inputs, wrap = hoisted
+    static += list(range(len(example_inputs), len(inputs)))
+    return wrap(_inner_compile(gm, inputs, inner, state, kind, static))
 
 
 def _mode_config(mode) -> dict:
@@ -149,7 +167,8 @@ def _rewrite_blocks(gm):
 
 
 def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = False,
-                 verify: bool | None = None, measure: bool | None = None, blocks: bool = True):
+                 verify: bool | None = None, measure: bool | None = None, blocks: bool = True,
+                 cache_parameter_work: bool = True):
     """The backend callable (``torch.compile(model, backend=make_backend("eager"))``).
 
     ``fuse_pointwise``: also claim partitions of pointwise and reduction ops alone (by default
@@ -160,7 +179,10 @@ def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = Fals
     replaces and leave any that is not faster to the inner compiler (default: on, unless
     ``DNNGRAPH_COMPILE_MEASURE=0``; CPU partitions are never timed). ``blocks``: replace the
     blocks whose backward fuses across ops (the ResNet basic block without batch norm) by the
-    dnngraph op for them, on Dynamo's graph before AOTAutograd (``_blocks.py``)."""
+    dnngraph op for them, on Dynamo's graph before AOTAutograd (``_blocks.py``).
+    ``cache_parameter_work``: in inference graphs, compute what depends on parameters and
+    buffers alone (folded batch-norm weights) once and again only when one of them changes
+    in place (``_prologue.py``); off for code that writes weights through ``.data``."""
     if not isinstance(inner, str) or inner not in INNERS:
         raise ValueError(
             f"dnngraph backend: options['inner'] is {inner!r}; expected one of {INNERS}"
@@ -168,7 +190,7 @@ def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = Fals
     if not (mode is None or isinstance(mode, str)) or mode not in MODES:
         raise ValueError(f"dnngraph backend: mode={mode!r}; expected one of {MODES}")
     for name, v in (("fuse_pointwise", fuse_pointwise), ("verify", verify), ("measure", measure),
-                    ("blocks", blocks)):
+                    ("blocks", blocks), ("cache_parameter_work", cache_parameter_work)):
         if not isinstance(v, bool) and not (name in ("verify", "measure") and v is None):
             raise ValueError(
                 f"dnngraph backend: options['{name}'] is {v!r}; expected True or False"
@@ -184,7 +206,7 @@ def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = Fals
             _rewrite_blocks(gm)
         # One state per Dynamo graph, shared by its forward and backward compilers.
         state = _InductorState(config) if inner == "inductor" else None
-        args = (inner, state, fuse_pointwise, verify, measure)
+        args = (inner, state, fuse_pointwise, verify, measure, cache_parameter_work)
         extra = {}
         if inner == "inductor":
             # What the forward saves for the backward is chosen as Inductor chooses it (cheap
@@ -206,7 +228,8 @@ def make_backend(inner: str = "inductor", mode=None, fuse_pointwise: bool = Fals
 
 def dnngraph_backend(gm, example_inputs, options=None, mode=None):
     """``torch.compile(model, backend="dnngraph", options={"inner": "inductor" | "eager",
-    "fuse_pointwise": False, "verify": False, "measure": None, "blocks": True})``."""
+    "fuse_pointwise": False, "verify": False, "measure": None, "blocks": True,
+    "cache_parameter_work": True})``."""
     if options is not None and not isinstance(options, dict):
         raise ValueError(
             f"dnngraph backend: options is a {type(options).__name__}; expected a dict such as "
@@ -218,12 +241,14 @@ def dnngraph_backend(gm, example_inputs, options=None, mode=None):
     verify = options.pop("verify", None)
     measure = options.pop("measure", None)
     blocks = options.pop("blocks", True)
+    keep = options.pop("cache_parameter_work", True)
     if options:
         raise ValueError(
             f"dnngraph backend: unknown options {sorted(options)}; the backend takes 'inner', "
-            "'fuse_pointwise', 'verify', 'measure' and 'blocks'"
+            "'fuse_pointwise', 'verify', 'measure', 'blocks' and 'cache_parameter_work'"
         )
-    return make_backend(inner, mode, fuse_pointwise, verify, measure, blocks)(gm, example_inputs)
+    return make_backend(inner, mode, fuse_pointwise, verify, measure, blocks, keep)(
+        gm, example_inputs)
 
 
 def register():

@@ -1,0 +1,133 @@
+"""torch.compile(backend="dnngraph") in inference: the work on parameters alone (the folded
+batch norms' scaled weights and constants) runs once and again only after a parameter or buffer
+changes in place; what the graph returns is never kept."""
+
+import pytest
+from torch_util import (  # noqa: F401  (skips without dnngraph.torch; fresh_dynamo: a fixture)
+    assert_close, fresh_dynamo, rand, torch)
+
+import torch.nn as nn
+
+from dnngraph.torch.compile import make_backend
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+
+def _conv_bn():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(4, 8, 3), nn.BatchNorm2d(8), nn.ReLU(),
+                      nn.Conv2d(8, 6, 1, bias=False), nn.BatchNorm2d(6)).eval()
+    with torch.no_grad():
+        for bn in (m[1], m[4]):
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+    return m
+
+
+def _ops_run(fn, name):
+    """(fn(), how many times the ATen op ``name`` ran in it)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = fn()
+    return out, sum(1 for e in prof.events() if e.name == name)
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_parameter_work_runs_once(cache):
+    m = _conv_bn()
+    x = rand(2, 4, 8, 8)
+    compiled = torch.compile(m, backend=make_backend("eager", cache_parameter_work=cache))
+    with torch.no_grad():
+        ref = m(x)
+        assert_close(compiled(x), ref, torch.float32)
+        out, rsqrts = _ops_run(lambda: compiled(x), "aten::rsqrt")
+    assert_close(out, ref, torch.float32)
+    # Two batch norms: their 1 / sqrt(var + eps) is computed on every call without the cache.
+    assert rsqrts == (0 if cache else 2)
+
+
+def test_in_place_changes_are_seen():
+    m = _conv_bn()
+    x = rand(2, 4, 8, 8)
+    compiled = torch.compile(m, backend=make_backend("eager"))
+    other = _conv_bn()
+    with torch.no_grad():
+        other[0].weight.mul_(-1.5)
+        other[4].running_mean.add_(0.75)
+    changes = [
+        lambda: m[1].running_var.mul_(3.0),
+        lambda: m[4].weight.add_(0.25),
+        lambda: m[3].weight.copy_(torch.randn_like(m[3].weight)),
+        lambda: m.load_state_dict(other.state_dict()),
+    ]
+    with torch.no_grad():
+        assert_close(compiled(x), m(x), torch.float32)
+        for change in changes:
+            before = m(x)
+            change()
+            ref = m(x)
+            assert (ref - before).abs().max() > 1e-3  # the change matters to the output
+            assert_close(compiled(x), ref, torch.float32)
+            assert_close(compiled(x), ref, torch.float32)
+
+
+def test_writes_through_data_seen_with_the_cache_off():
+    """``.data`` writes bump no version counter: with the option off they are seen."""
+    m = _conv_bn()
+    x = rand(2, 4, 8, 8)
+    compiled = torch.compile(m, backend="dnngraph",
+                             options={"inner": "eager", "cache_parameter_work": False})
+    with torch.no_grad():
+        assert_close(compiled(x), m(x), torch.float32)
+        m[3].weight.data.mul_(2.0)
+        assert_close(compiled(x), m(x), torch.float32)
+
+
+def test_returned_parameter_results_not_kept():
+    """A result computed from parameters alone that the graph returns is the caller's: writing
+    to it must not change the next call's result."""
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.rand(8) + 0.5)
+            self.s = nn.Parameter(torch.rand(8) + 0.5)
+
+        def forward(self, x):
+            scale = self.w.rsqrt() * self.s  # parameters alone: kept
+            return x * scale, self.w * 2.0  # the second: returned, so never kept
+
+    m = Scaled().eval()
+    x = rand(3, 8)
+    compiled = torch.compile(m, backend=make_backend("eager"))
+    with torch.no_grad():
+        ref = m(x)
+        y, w2 = compiled(x)
+        w2.fill_(-7.0)
+        y, w2 = compiled(x)
+        _, rsqrts = _ops_run(lambda: compiled(x), "aten::rsqrt")
+    assert_close(y, ref[0], torch.float32)
+    assert_close(w2, ref[1], torch.float32)
+    assert rsqrts == 0
+
+
+def test_training_graphs_untouched():
+    """With gradients on, parameters are computed from on every call (autograd needs them)."""
+    m = _conv_bn()
+    x = rand(2, 4, 8, 8)
+    compiled = torch.compile(m, backend=make_backend("eager"))
+    ref = m(x)
+    ref.square().sum().backward()
+    want = [p.grad.clone() for p in m.parameters()]
+    m.zero_grad()
+    out = compiled(x)
+    out.square().sum().backward()
+    assert_close(out, ref, torch.float32)
+    for p, g in zip(m.parameters(), want):
+        assert_close(p.grad, g, torch.float32)
+
+
+def test_option_checked():
+    with pytest.raises(ValueError, match="cache_parameter_work"):
+        make_backend("eager", cache_parameter_work="yes")
