@@ -44,6 +44,11 @@ def _hoistable(node) -> bool:
     return _static_shape(meta(node))
 
 
+def _aliases(node) -> bool:
+    """Whether the op's result may be a view of an input."""
+    return any(r.alias_info is not None for r in node.target._schema.returns)
+
+
 def _split(gm: fx.GraphModule, static: set[int]):
     """(prologue nodes in graph order, the static placeholders they read, the prologue nodes
     the rest of the graph reads), or None when nothing worth keeping is found."""
@@ -59,14 +64,18 @@ def _split(gm: fx.GraphModule, static: set[int]):
             on_params.add(n)
             pro.append(n)
     pro_set = set(pro)
-    # A result the graph returns stays in it (with what it alone reads): the caller owns it.
+    # A result the graph returns stays in it, with what only it reads and what it is a view
+    # of: the caller owns it and may write to it.
     returned = set(out.all_input_nodes)
     keep_in = {n for n in pro if n in returned}
     changed = True
     while changed:
         changed = False
         for n in reversed(pro):
-            if n not in keep_in and n.users and all(u in keep_in for u in n.users):
+            if n in keep_in:
+                continue
+            if (n.users and all(u in keep_in for u in n.users)) or any(
+                    u in keep_in and _aliases(u) for u in n.users):
                 keep_in.add(n)
                 changed = True
     pro = [n for n in pro if n not in keep_in]
