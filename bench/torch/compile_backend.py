@@ -181,7 +181,7 @@ def isolated_first_call_s(name, variant, args):
     on-disk caches unless --warm-caches, its own warm-up): nothing the other compiler built in
     this process (Triton kernels, Inductor's code caches) is reused."""
     cmd = [sys.executable, os.path.abspath(__file__), "--first-call", variant, "--blocks", name]
-    for flag in ("cpu_smoke", "warm_caches", "verify"):
+    for flag in ("cpu_smoke", "warm_caches", "verify", "no_cache_parameter_work"):
         if getattr(args, flag):
             cmd.append("--" + flag.replace("_", "-"))
     for opt in ("inner", "mode"):
@@ -238,6 +238,9 @@ def main():
                    "(inductor; eager with --cpu-smoke)")
     p.add_argument("--verify", action="store_true", help="the backend's verify option: each "
                    "fused graph checked against ATen at compile time, any that differs left out")
+    p.add_argument("--no-cache-parameter-work", action="store_true", help="the backend's "
+                   "option cache_parameter_work=False: inference graphs compute their parameter-"
+                   "only work (folded batch-norm weights) on every call")
     p.add_argument("--mode", default=None, choices=["reduce-overhead", "max-autotune"],
                    help="torch.compile's mode, for Inductor and the dnngraph backend alike")
     p.add_argument("--isolate-compile", action=argparse.BooleanOptionalAction, default=None,
@@ -278,8 +281,9 @@ def main():
         variants = {
             "eager": ref,
             "compile": torch.compile(ref, backend=default_backend, mode=args.mode),
-            "dnngraph": torch.compile(ref, backend=make_backend(inner, mode=args.mode,
-                                                               verify=args.verify)),
+            "dnngraph": torch.compile(ref, backend=make_backend(
+                inner, mode=args.mode, verify=args.verify,
+                cache_parameter_work=not args.no_cache_parameter_work)),
         }
         if args.first_call:  # a fresh process of isolated_first_call_s
             print(f"first-call {args.first_call} {first_call_s(variants[args.first_call], x, train, device):.3f}")
