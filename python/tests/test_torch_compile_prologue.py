@@ -132,3 +132,13 @@ def test_training_graphs_untouched():
 def test_option_checked():
     with pytest.raises(ValueError, match="cache_parameter_work"):
         make_backend("eager", cache_parameter_work="yes")
+
+
+def test_explain_says_what_is_kept():
+    from dnngraph.torch.compile import explain
+
+    m = _conv_bn()
+    with torch.no_grad():
+        report = str(explain(m, rand(2, 4, 8, 8)))
+    rows = [ln for ln in report.splitlines() if "aten.rsqrt.default" in ln]
+    assert len(rows) == 2 and all("computed once and kept" in ln for ln in rows), report

@@ -17,6 +17,8 @@ from ._fxpass import Decision, Report, run_pass
 from ._prologue import hoist_parameter_work
 
 INNERS = ("inductor", "eager")
+# What explain adds to the reason of an op computed from parameters alone in an inference graph.
+KEPT = "; computed once and kept until a parameter or buffer it reads changes"
 # torch.compile's modes: the inner Inductor takes each one's settings (CUDA graphs, autotuning).
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -139,7 +141,11 @@ def _compiler(kind: str, inner: str, state, fuse_pointwise, verify, measure, kee
     if hoisted is None:
         return _inner_compile(gm, example_inputs, inner, state, kind)
     # The kept results are inputs with fixed addresses too (refreshed in place).
-    inputs, wrap = hoisted
+    inputs, wrap, moved = hoisted
+    moved = set(moved)
+    for d in report.decisions:
+        if d.node in moved and d.partition is None:
+            d.reason += KEPT
     static += list(range(len(example_inputs), len(inputs)))
     return wrap(_inner_compile(gm, inputs, inner, state, kind, static))
 

@@ -103,13 +103,14 @@ def _stamp(t: torch.Tensor):
 
 def hoist_parameter_work(gm: fx.GraphModule, example_inputs: list, static: set[int]):
     """Moves the parameter-only work out of ``gm`` (in place): returns ``(example inputs of the
-    rewritten graph, wrap)`` where ``wrap(compiled)`` gives the boxed callable that runs the
-    prologue when its inputs changed and then ``compiled``; or None when there is nothing to
-    move."""
+    rewritten graph, wrap, names of the moved nodes)`` where ``wrap(compiled)`` gives the boxed
+    callable that runs the prologue when its inputs changed and then ``compiled``; or None when
+    there is nothing to move."""
     split = _split(gm, static)
     if split is None:
         return None
     pro, reads, frontier = split
+    names = [n.name for n in pro]
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     read_idx = [placeholders.index(p) for p in reads]
     # The prologue as its own graph: the static placeholders it reads -> the frontier.
@@ -168,4 +169,4 @@ def hoist_parameter_work(gm: fx.GraphModule, example_inputs: list, static: set[i
         run.kept = kept
         return run
 
-    return list(example_inputs) + new_inputs, wrap
+    return list(example_inputs) + new_inputs, wrap, names
