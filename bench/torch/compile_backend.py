@@ -181,7 +181,7 @@ def isolated_first_call_s(name, variant, args):
     on-disk caches unless --warm-caches, its own warm-up): nothing the other compiler built in
     this process (Triton kernels, Inductor's code caches) is reused."""
     cmd = [sys.executable, os.path.abspath(__file__), "--first-call", variant, "--blocks", name]
-    for flag in ("cpu_smoke", "warm_caches", "verify", "no_cache_parameter_work"):
+    for flag in ("cpu_smoke", "warm_caches", "verify", "no_cache_parameter_work", "cudnn_benchmark"):
         if getattr(args, flag):
             cmd.append("--" + flag.replace("_", "-"))
     for opt in ("inner", "mode"):
@@ -241,6 +241,9 @@ def main():
     p.add_argument("--no-cache-parameter-work", action="store_true", help="the backend's "
                    "option cache_parameter_work=False: inference graphs compute their parameter-"
                    "only work (folded batch-norm weights) on every call")
+    p.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn."
+                   "benchmark = True: ATen's convolutions (Inductor's) pick their algorithm by "
+                   "timing, and the backend's graphs are autotuned when built (slow first call)")
     p.add_argument("--mode", default=None, choices=["reduce-overhead", "max-autotune"],
                    help="torch.compile's mode, for Inductor and the dnngraph backend alike")
     p.add_argument("--isolate-compile", action=argparse.BooleanOptionalAction, default=None,
@@ -250,6 +253,7 @@ def main():
     p.add_argument("--profile", action="store_true", help="after timing, the fused graphs "
                    "(dnngraph.torch.explain) and the top kernels of Inductor and dnngraph by GPU time")
     args = p.parse_args()
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
     smoke = args.cpu_smoke
     if not smoke and not torch.cuda.is_available():
         sys.exit("bench/torch/compile_backend.py: needs a CUDA GPU (or --cpu-smoke)")
@@ -323,7 +327,9 @@ def main():
     where = "each in a fresh process" if isolate else "dnngraph's first"
     caches = "the machine's" if args.warm_caches else "empty"
     print(f"(mean ms over {iters} back-to-back steps, best of {rounds} round(s) taken in turn, {dtype}, "
-          f"{device}, mode {args.mode or 'default'}; compile = torch.compile backend "
+          f"{device}, mode {args.mode or 'default'}"
+          f"{', torch.backends.cudnn.benchmark on' if args.cudnn_benchmark else ''}; "
+          f"compile = torch.compile backend "
           f"{default_backend}, dnngraph = backend 'dnngraph' with inner {inner}; compile s = "
           f"first call, {where}, {caches} on-disk caches)")
     if failures:
