@@ -21,15 +21,6 @@ from torch import fx
 
 from ._lower import meta
 
-# Views alone are not worth keeping (they cost nothing); a kept result needs one computing op.
-_VIEWS = {
-    torch.ops.aten.view.default, torch.ops.aten.reshape.default, torch.ops.aten.t.default,
-    torch.ops.aten.permute.default, torch.ops.aten.transpose.int, torch.ops.aten.expand.default,
-    torch.ops.aten.unsqueeze.default, torch.ops.aten.squeeze.dim, torch.ops.aten.alias.default,
-    torch.ops.aten._unsafe_view.default,
-}
-
-
 def _static_shape(v) -> bool:
     return isinstance(v, torch.Tensor) and all(isinstance(s, int) for s in v.shape)
 
@@ -63,7 +54,6 @@ def _split(gm: fx.GraphModule, static: set[int]):
         if ins and all(i in on_params for i in ins):
             on_params.add(n)
             pro.append(n)
-    pro_set = set(pro)
     # A result the graph returns stays in it, with what only it reads and what it is a view
     # of: the caller owns it and may write to it.
     returned = set(out.all_input_nodes)
@@ -79,9 +69,10 @@ def _split(gm: fx.GraphModule, static: set[int]):
                 keep_in.add(n)
                 changed = True
     pro = [n for n in pro if n not in keep_in]
-    pro_set = set(pro)
-    if not any(n.target not in _VIEWS for n in pro):
+    # Views alone are not worth keeping (they cost nothing); a kept result needs one computing op.
+    if all(_aliases(n) for n in pro):
         return None
+    pro_set = set(pro)
     frontier = [n for n in pro if any(u not in pro_set for u in n.users)]
     reads = [p for p in placeholders if any(u in pro_set for u in p.users)]
     return pro, reads, frontier
@@ -94,7 +85,6 @@ class _Kept:
         self.lock = threading.Lock()
         self.sources: list | None = None
         self.results: list[torch.Tensor] = []
-        self.runs = 0  # times the prologue ran (tests)
 
 
 def _stamp(t: torch.Tensor):
@@ -142,7 +132,7 @@ def hoist_parameter_work(gm: fx.GraphModule, example_inputs: list, static: set[i
     def refresh(args):
         sources = [args[i] for i in read_idx]
         with kept.lock:
-            fresh = kept.sources is not None and len(sources) == len(kept.sources) and all(
+            fresh = kept.sources is not None and all(
                 s is t and s.data_ptr() == p and s._version == v
                 for s, (t, p, v) in zip(sources, kept.sources))
             if not fresh:
@@ -155,7 +145,6 @@ def hoist_parameter_work(gm: fx.GraphModule, example_inputs: list, static: set[i
                     kept.results = [r.clone(memory_format=torch.preserve_format)
                                     if r._base is not None else r for r in results]
                 kept.sources = [_stamp(s) for s in sources]
-                kept.runs += 1
             return list(kept.results)
 
     def wrap(compiled):
@@ -166,7 +155,6 @@ def hoist_parameter_work(gm: fx.GraphModule, example_inputs: list, static: set[i
             return compiled(full)
 
         run._boxed_call = True
-        run.kept = kept
         return run
 
     return list(example_inputs) + new_inputs, wrap, names
