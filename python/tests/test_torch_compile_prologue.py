@@ -4,7 +4,7 @@ changes in place; what the graph returns is never kept."""
 
 import pytest
 from torch_util import (  # noqa: F401  (skips without dnngraph.torch; fresh_dynamo: a fixture)
-    assert_close, fresh_dynamo, rand, torch)
+    assert_close, fresh_dynamo, needs_cuda, rand, torch)
 
 import torch.nn as nn
 
@@ -142,3 +142,36 @@ def test_explain_says_what_is_kept():
         report = str(explain(m, rand(2, 4, 8, 8)))
     rows = [ln for ln in report.splitlines() if "aten.rsqrt.default" in ln]
     assert len(rows) == 2 and all("computed once and kept" in ln for ln in rows), report
+
+
+@needs_cuda
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_gpu_kept_work_under_inductor(mode):
+    """On the GPU with the inner Inductor (and CUDA-graph trees under reduce-overhead): the kept
+    work is refreshed in place after an in-place parameter change between replays, so a replayed
+    graph reads the new values at the addresses it recorded."""
+    from torch._dynamo.utils import counters
+    from torch._inductor import cudagraph_trees
+
+    m = _conv_bn().cuda().to(torch.bfloat16).to(memory_format=torch.channels_last)
+    x = rand(4, 4, 16, 16, dtype=torch.bfloat16, device="cuda").to(
+        memory_format=torch.channels_last)
+    cudagraph_trees.reset_cudagraph_trees()
+    counters.clear()
+    compiled = torch.compile(m, backend=make_backend("inductor", mode=mode, measure=False))
+    changes = [
+        lambda: m[1].running_var.mul_(3.0),
+        lambda: m[3].weight.add_(0.25),
+        lambda: m[4].bias.copy_(torch.randn_like(m[4].bias)),
+    ]
+    with torch.no_grad():
+        for _ in range(3):  # recorded, then replayed
+            assert_close(compiled(x).clone(), m(x), torch.bfloat16, "cuda")
+        for change in changes:
+            before = m(x)
+            change()
+            ref = m(x)
+            assert (ref.float() - before.float()).abs().max() > 1e-2
+            for _ in range(2):
+                assert_close(compiled(x).clone(), ref, torch.bfloat16, "cuda")
+    assert not counters["inductor"]["cudagraph_skips"], dict(counters["inductor"])
