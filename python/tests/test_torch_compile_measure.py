@@ -250,3 +250,137 @@ def test_gpu_measured_partitions_are_timed_and_right():
     assert_no_worse_than_eager(out, eager_out, out64, "output")
     for g, e, g64 in zip(grads, eager_grads, grads64):
         assert_no_worse_than_eager(g, e, g64, "gradient")
+
+
+# ---- narrowing: the head of a partition alone, its tail to the inner compiler -------------------
+
+
+def _residual(x, w, b, r):
+    """A convolution, its bias, a residual add and a ReLU: one partition whose tail (the add
+    of ``r``, a tensor of the output's size, and the ReLU) can be left to the inner compiler."""
+    y = torch.nn.functional.conv2d(x, w) + b.view(1, -1, 1, 1)
+    return torch.relu(y + r)
+
+
+def _residual_inputs():
+    torch.manual_seed(0)
+    return rand(2, 4, 6, 6), rand(8, 4, 1, 1), rand(8), rand(2, 8, 6, 6)
+
+
+def _pass_on(fn, args, **kw):
+    """(reports, rewritten graphs, result) of fn compiled with run_pass (measure on, the inner
+    compiler taken as fusing) as the forward compiler."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    from dnngraph.torch.compile import _fxpass
+
+    reports, graphs = [], []
+
+    def fw(gm, example_inputs):
+        reports.append(_fxpass.run_pass(gm, measure=True, inner_fuses=True, **kw))
+        graphs.append(gm)
+        return make_boxed_func(gm.forward)
+
+    with torch.no_grad():
+        out = torch.compile(fn, backend=aot_autograd(fw_compiler=fw))(*args)
+    return reports, graphs, out
+
+
+def _targets(gm):
+    return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+
+
+@pytest.mark.parametrize("full, inner", [(0.050, 0.080), (0.090, 0.060)])
+def test_a_faster_head_is_fused_alone(monkeypatch, full, inner):
+    """Where the convolution and bias as a fused graph plus the tail as one kernel beat both the
+    whole fused graph (kept or not), the head alone is fused: the residual add and the ReLU are
+    left to the inner compiler, each with the figures in its reason."""
+    monkeypatch.setattr(_measure, "time_partition", lambda *a, **k: (full, 0.100, inner))
+    heads = []
+
+    def head(nodes, built, h_nodes, h_built, h_json, seed=0):
+        heads.append([str(n.target) for n in h_nodes])
+        return 0.020, 0.015
+
+    monkeypatch.setattr(_measure, "time_head", head)
+    args = _residual_inputs()
+    reports, (gm,), out = _pass_on(_residual, args)
+    assert_close(out, _residual(*args), torch.float32)
+    (report,) = reports
+    assert len(report.partitions) == 1 and len(heads) == 1
+    assert any("convolution" in t for t in heads[0]) and not any("relu" in t for t in heads[0])
+    left = {d.op: d.reason for d in report.decisions if d.partition is None
+            and d.reason.startswith(_measure.NARROWED)}
+    assert set(left) == {"aten.add.Tensor", "aten.relu.default"}, report.decisions
+    best = min(full, inner) if full > _measure.MARGIN * inner else full
+    assert all("(20.0 us)" in r and "about 15.0 us" in r and f"({best * 1e3:.1f} us)" in r
+               for r in left.values()), left
+    targets = _targets(gm)
+    assert sum("run_graph" in t for t in targets) == 1
+    assert "aten.relu.default" in targets and "aten.convolution.default" not in targets
+
+
+def test_a_slower_head_changes_nothing(monkeypatch):
+    monkeypatch.setattr(_measure, "time_partition", lambda *a, **k: (0.050, 0.100, 0.080))
+    monkeypatch.setattr(_measure, "time_head", lambda *a, **k: (0.040, 0.015))
+    args = _residual_inputs()
+    (report,), (gm,), out = _pass_on(_residual, args)
+    assert_close(out, _residual(*args), torch.float32)
+    assert not any(d.reason.startswith("measure") for d in report.decisions)
+    assert "aten.relu.default" not in _targets(gm)
+
+
+def test_no_head_without_a_full_size_operand(monkeypatch):
+    """A convolution, bias and ReLU read nothing of the output's size from outside: no head."""
+    monkeypatch.setattr(_measure, "time_partition", lambda *a, **k: (0.050, 0.100, 0.080))
+
+    def never(*a, **k):
+        raise AssertionError("a head was timed")
+
+    monkeypatch.setattr(_measure, "time_head", never)
+    x, w, b, _ = _residual_inputs()
+
+    def f(x, w, b):
+        return torch.relu(torch.nn.functional.conv2d(x, w) + b.view(1, -1, 1, 1))
+
+    (report,), _, out = _pass_on(f, (x, w, b))
+    assert_close(out, f(x, w, b), torch.float32)
+    assert len(report.partitions) == 1
+
+
+def test_the_timed_runs_of_a_head(monkeypatch):
+    """head_times on the real head (CPU, a stand-in timer saying 1 ms for the head's graph and
+    2 and 3 ms for the tail's ops): the head's fused graph and each tail op alone run ROUNDS
+    times; the tail costs its costliest op."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    from dnngraph.torch.compile._verify import aten_run
+
+    monkeypatch.setattr(_measure, "time_partition", lambda *a, **k: (0.050, 0.100, 0.080))
+    seen = []
+
+    def timed(nodes, built, h_nodes, h_built, h_json, seed=0):
+        in_head = set(h_nodes)
+        tail = [[n] for n in nodes if n not in in_head and n.target is not operator.getitem]
+        with unset_fake_temporarily(), torch.no_grad():
+            values = _measure.random_inputs(nodes, seed)
+            env = aten_run(nodes, values)
+            runs = []
+
+            def ms(fn, reps):
+                got = fn()
+                runs.append(fn)
+                return 1.0 if isinstance(got, dict) and len(got) == 1 and len(runs) % 3 == 1 \
+                    else 2.0 + (len(runs) % 3 == 0)
+
+            t = _measure.head_times(h_built, h_json, values, env, tail, ms)
+        seen.append((t, len(runs), len(tail)))
+        return t
+
+    monkeypatch.setattr(_measure, "time_head", timed)
+    args = _residual_inputs()
+    _pass_on(_residual, args)
+    ((t, runs, tails),) = seen
+    assert tails == 2 and runs == _measure.ROUNDS * 3
+    assert t == (1.0, 3.0)

@@ -34,7 +34,7 @@ from ._pieces import piece_label
 from ._runtime import dg_dtype, handle_for, partition_all, partition_graph, run_graph_op
 from ._runtime import standin_register
 from ._runtime import uses_standin
-from ._measure import SLOWER, measure_partition
+from ._measure import NARROWED, SLOWER, Narrower, measure_partition
 from ._verify import check_partition
 
 aten = torch.ops.aten
@@ -354,9 +354,13 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
         for n in gm.graph.nodes:
             refused.setdefault(n, f"backend error: {type(e).__name__}: {e}")
     # The graphs' JSON (what run_graph reads), written only when a partition will run.
-    checks = [check_partition] if verify else []
+    # measure first: verify then checks the partition measure chose (a head it narrowed to).
+    checks = []
     if measure or (measure is None and any(device_of(nodes).type == "cuda" for nodes, _ in claimed)):
-        checks.append(functools.partial(measure_partition, inner_fuses=inner_fuses))
+        checks.append(functools.partial(_measured, inner_fuses=inner_fuses, min_ops=min_ops,
+                                        pointwise=pointwise))
+    if verify:
+        checks.append(check_partition)
     jsons = [_compact(built.g.to_json()) for _nodes, built in claimed] if rewrite or checks else []
     if uses_standin():
         for (_nodes, built), graph_json in zip(claimed, jsons):
@@ -385,18 +389,79 @@ def _screened(graph_name, claimed, jsons, engine_refused, checks):
     others' ops are refused with the first reason."""
     kept, kept_jsons = [], []
     for (nodes, built), graph_json in zip(claimed, jsons):
-        why = next(filter(None, (check(nodes, built, graph_json) for check in checks)), None)
+        why = None
+        for check in checks:
+            why = check(nodes, built, graph_json)
+            if isinstance(why, Narrower):  # its head alone from here on
+                head = set(why.nodes)
+                left = [n for n in nodes if n not in head]
+                log.info("dnngraph backend: %s: partition [%s]: %s", graph_name,
+                         ", ".join(n.name for n in _compute_nodes(left)), why.reason)
+                for n in left:
+                    engine_refused[n] = why.reason
+                nodes, built, graph_json = why.nodes, why.built, why.graph_json
+                if uses_standin():
+                    standin_register(graph_json, built.g)
+                why = None
+            elif why:
+                break
         if why is None:
             kept.append((nodes, built))
             kept_jsons.append(graph_json)
             continue
         ops = ", ".join(n.name for n in _compute_nodes(nodes))
         # A slower fused graph is a choice; a wrong or failing one is an engine fault.
-        level = logging.INFO if why.startswith(SLOWER) else logging.WARNING
+        level = logging.INFO if why.startswith((SLOWER, NARROWED)) else logging.WARNING
         log.log(level, "dnngraph backend: %s: partition [%s]: %s", graph_name, ops, why)
         for n in nodes:
             engine_refused[n] = why
     return kept, kept_jsons
+
+
+def _measured(nodes, built, graph_json, inner_fuses, min_ops, pointwise):
+    """measure's check, offered the partition's head (``_head``) as a narrower choice."""
+    return measure_partition(nodes, built, graph_json, inner_fuses=inner_fuses,
+                             head=functools.partial(_head, nodes, min_ops, pointwise))
+
+
+def _head(nodes, min_ops=2, pointwise=False):
+    """The partition without its first pointwise op that reads a tensor of its own size from
+    outside (a residual add behind a convolution's bias) and what follows from that op:
+    (FX nodes, built graph, JSON), or None where there is no such op, what remains is no gain
+    or does not map."""
+    members = set(nodes)
+
+    def outside(a):  # a value read from outside the partition (through views of it too)
+        while a in members and a.target in RESHAPES:
+            a = a.args[0]
+        return a not in members
+
+    def full_size_outside(n):
+        v = meta(n)
+        return isinstance(v, torch.Tensor) and any(
+            outside(a) and isinstance(meta(a), torch.Tensor) and meta(a).numel() == v.numel()
+            for a in n.all_input_nodes)
+
+    cut = next((n for n in _compute_nodes(nodes)
+                if n.target not in _ops.ANCHORS and full_size_outside(n)), None)
+    if cut is None:
+        return None
+    drop = set()
+    for n in nodes:  # graph order: the cut op and everything in the partition after it
+        if n is cut or any(a in drop for a in n.all_input_nodes):
+            drop.add(n)
+    kept = {n for n in nodes if n not in drop}
+    for n in reversed(nodes):  # views of inputs that only dropped ops read (chains of views)
+        if n in kept and n.target in RESHAPES and outside(n) and not (set(n.users) & kept):
+            kept.discard(n)
+    head = [n for n in nodes if n in kept]
+    if not head or _no_gain(head, min_ops, pointwise):
+        return None
+    try:
+        built = build_graph(head, handle_for(device_of(head)), owners=False)
+    except Unmappable:
+        return None
+    return head, built, _compact(built.g.to_json())
 
 
 def _plan_until_stable(gm, refused, min_ops, pointwise):

@@ -10,6 +10,13 @@ the costliest of the other ops alone (each of those passes over the data once, a
 kernel does), when that is less than ATen's ops one by one. A fused cuDNN graph that beats
 ATen's eager ops but not a convolution plus one fused epilogue kernel is left to Inductor.
 
+A partition whose pointwise tail reads a full-size tensor from outside (a residual add behind a
+convolution's bias) is also timed without that tail: its head (the convolution and bias) as a
+fused graph, plus the costliest op of the tail alone (Inductor runs the tail as one kernel).
+Where that is the fastest of the three, the head alone is fused and the tail goes to the inner
+compiler (``Narrower``): cuDNN runs a convolution with a bias in precompiled kernels, and with a
+residual add behind it only in kernels it compiles at run time, which can be slower than both.
+
 It costs about 60 runs of each partition's fused graph and of its ATen ops (and of its anchor
 ops and each other op, for the estimate) per compiled graph. The CPU engine is
 never measured: it exists to be exact, not fast.
@@ -17,6 +24,8 @@ never measured: it exists to be exact, not fast.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import math
 import operator
 import time
@@ -28,6 +37,8 @@ from ._lower import RESHAPES, device_of
 from ._ops import ANCHORS
 from ._verify import aten_run, failed_to_run, fused, random_inputs
 
+log = logging.getLogger("dnngraph")
+
 MARGIN = 0.97  # fused time / ATen time at most this to keep the fused graph
 REPS = 10  # runs back to back per timing
 ROUNDS = 3  # timings of each side, interleaved; the fastest counts
@@ -35,6 +46,19 @@ CYCLES_PER_S = 2.0e9  # at least a GPU's clock: the sleep lasts at least as long
 # How the reason for a fused graph slower than ATen begins (a choice, logged at INFO; a graph
 # that fails to run is an engine fault, a warning).
 SLOWER = "measure: the fused graph takes"
+# How the reason for the ops a narrowed partition leaves out begins (a choice, logged at INFO).
+NARROWED = "measure: faster as"
+
+
+@dataclasses.dataclass
+class Narrower:
+    """measure's answer where the partition's head alone is the faster choice: the head's FX
+    nodes, its built graph and JSON, and the reason given to the ops left out."""
+
+    nodes: list
+    built: object
+    graph_json: str
+    reason: str
 
 
 def _ms_per_run(fn, reps):
@@ -110,16 +134,25 @@ def best_times(nodes, built, graph_json, values, env, ms_per_run):
     return best[0], best[1], inner
 
 
-def measure_partition(nodes, built, graph_json, inner_fuses=True) -> str | None:
+def measure_partition(nodes, built, graph_json, inner_fuses=True, head=None):
     """Why the partition is left to the inner compiler (not faster than the alternative, or
-    failing to run), or None to keep it. ``inner_fuses``: the inner compiler fuses pointwise
-    ops (Inductor), so its estimate counts where it is the cheaper alternative."""
+    failing to run), None to keep it, or a ``Narrower`` to fuse only its head. ``inner_fuses``:
+    the inner compiler fuses pointwise ops (Inductor), so its estimate counts where it is the
+    cheaper alternative. ``head``: a callable giving the partition's head (nodes, built graph,
+    JSON) or None; tried only with a fusing inner compiler."""
     try:
         times = time_partition(nodes, built, graph_json)
     except Exception as e:  # the engine failed where ATen ran
         return failed_to_run("measure", e)
     if times is None:
         return None
+    why = _verdict(times, inner_fuses)
+    if head is None or not inner_fuses:
+        return why
+    return _narrowed(nodes, built, times, why, head) or why
+
+
+def _verdict(times, inner_fuses) -> str | None:
     fused_ms, aten_ms, inner_ms = times
     if not inner_fuses or inner_ms is None or inner_ms >= aten_ms:
         if fused_ms <= MARGIN * aten_ms:
@@ -131,3 +164,74 @@ def measure_partition(nodes, built, graph_json, inner_fuses=True) -> str | None:
     return (f"{SLOWER} {fused_ms * 1e3:.1f} us, its anchor ops plus one fused kernel for the "
             f"rest about {inner_ms * 1e3:.1f} us (the ATen ops one by one {aten_ms * 1e3:.1f} "
             "us): left to the inner compiler")
+
+
+def _narrowed(nodes, built, times, why, head) -> Narrower | None:
+    """A Narrower when the head's fused graph plus the tail as one kernel (the tail's costliest
+    op alone) takes at most MARGIN of the best of the whole fused graph and the inner compiler's
+    way; else None."""
+    fused_ms, aten_ms, inner_ms = times
+    if why is None:
+        best, what = fused_ms, "the whole fused graph"
+    else:
+        best = aten_ms if inner_ms is None else min(aten_ms, inner_ms)
+        what = "the inner compiler's way"
+    h = head()
+    if h is None:
+        return None
+    h_nodes, h_built, h_json = h
+    try:
+        t = time_head(nodes, built, h_nodes, h_built, h_json)
+    except Exception as e:  # noqa: BLE001  (the head cannot run: the choice stays as it is)
+        log.info("dnngraph backend: measure: a partition's head failed to run (%s: %s)",
+                 type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+        return None
+    if t is None:
+        return None
+    head_ms, tail_ms = t
+    if head_ms + tail_ms > MARGIN * best:
+        return None
+    return Narrower(h_nodes, h_built, h_json, (
+        f"{NARROWED} the graph of the ops before it ({head_ms * 1e3:.1f} us) and these ops in "
+        f"one kernel of the inner compiler (about {tail_ms * 1e3:.1f} us) than as "
+        f"{what} ({best * 1e3:.1f} us): left to the inner compiler"))
+
+
+def time_head(nodes, built, h_nodes, h_built, h_json, seed=0):
+    """(head fused ms, tail ms) per run: the head's fused graph, and the costliest op of the
+    rest of the partition alone (ATen, on the values a full ATen run gave its inputs); None when
+    the partition cannot be timed apart from its graph. Remembered as time_partition's are."""
+    key = ("head", built.g.key(), h_built.g.key(), str(device_of(nodes)))
+    if key not in _timed:
+        _timed[key] = _time_head(nodes, h_nodes, h_built, h_json, seed)
+    return _timed[key]
+
+
+def _time_head(nodes, h_nodes, h_built, h_json, seed):
+    in_head = set(h_nodes)
+    tail = [[n] for n in nodes if n not in in_head and n.target is not operator.getitem
+            and n.target not in RESHAPES]
+    with unset_fake_temporarily(), torch.no_grad():
+        values = random_inputs(nodes, seed)
+        if not values or not all(v.is_cuda for v in values.values()) or not tail:
+            return None
+        device = next(iter(values.values())).device
+        with torch.cuda.device(device):
+            try:
+                env = aten_run(nodes, values)
+            except Exception:  # noqa: BLE001  (nothing to compare against)
+                return None
+            fused(h_built, h_json, values)  # builds the plan; an engine error propagates
+            torch.cuda.synchronize(device)
+            return head_times(h_built, h_json, values, env, tail, _ms_per_run)
+
+
+def head_times(h_built, h_json, values, env, tail, ms_per_run):
+    """time_head's figures, each the best of ROUNDS timings by ``ms_per_run(fn, reps)``."""
+    runs = [lambda: fused(h_built, h_json, values)]
+    runs += [lambda one=one: aten_run(one, env) for one in tail]
+    best = [math.inf] * len(runs)
+    for _ in range(ROUNDS):
+        for i, run in enumerate(runs):
+            best[i] = min(best[i], ms_per_run(run, REPS))
+    return best[0], max(best[1:])
