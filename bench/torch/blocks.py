@@ -1,7 +1,8 @@
 """Whole blocks, forward + backward: the dnngraph.torch modules of examples/torch_blocks.py
 against the same block in eager PyTorch, torch.compile of the eager block, and torch.compile of
 the dnngraph block, all in one process. Outputs and gradients (input and every parameter) are
-checked against eager before anything is timed; a fallback warning of any dnngraph op is
+checked before anything is timed (against eager in fp64: no further off than twice eager's own
+error, or 2e-2); a fallback warning of any dnngraph op is
 reported (--strict makes it an error).
 
   blocks (bf16, mean ms of fwd+bwd of mean(block(x)^2) over back-to-back steps):
@@ -19,6 +20,7 @@ reported (--strict makes it an error).
 """
 
 import argparse
+import copy
 import os
 import sys
 import time
@@ -79,23 +81,27 @@ def rel_err(a, b):
     return ((a - b).norm() / b.norm().clamp_min(1e-12)).item()
 
 
-def check(name, model, ref, x, tol):
-    """Output, input gradient and parameter gradients of model vs ref (eager), from model's third
-    step: with CUDA-graph replay on (the default; DNNGRAPH_TORCH_CUDA_GRAPHS=off turns it off)
-    the first step runs directly, the second records and the third replays, which is what the
-    timed steps run."""
+def check(name, model, ref, exact, x, tol):
+    """Output, input gradient and parameter gradients of model (from its third step: with
+    CUDA-graph replay on, the default, the first step runs directly, the second records and the
+    third replays, which is what the timed steps run) and of ref (eager, the same dtype) against
+    exact (eager in fp64): model may be off by up to twice eager's error, or tol (relative
+    norm), whichever is larger. Over a few layers in bf16 eager itself is off by more than tol."""
     for _ in range(3):
         out, gx = step(model, x)
-    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    grads = {n.replace("_orig_mod.", ""): p.grad.detach().clone() for n, p in model.named_parameters()}
     out_r, gx_r = step(ref, x)
-    errs = {"out": rel_err(out, out_r), "dx": rel_err(gx, gx_r)}
-    for n, p in ref.named_parameters():
+    out_e, gx_e = step(exact, x.double())
+    errs = {"out": (rel_err(out, out_e), rel_err(out_r, out_e)),
+            "dx": (rel_err(gx, gx_e), rel_err(gx_r, gx_e))}
+    for (n, p), q in zip(ref.named_parameters(), exact.parameters()):
         key = n.replace("_orig_mod.", "")
-        mine = {k.replace("_orig_mod.", ""): v for k, v in grads.items()}[key]
-        errs["d" + key] = rel_err(mine, p.grad)
-    worst = max(errs, key=errs.get)
-    ok = errs[worst] <= tol
-    print(f"  check {name}: worst rel. error {errs[worst]:.2e} ({worst}) {'ok' if ok else 'MISMATCH'}")
+        errs["d" + key] = (rel_err(grads[key], q.grad), rel_err(p.grad, q.grad))
+    worst = max(errs, key=lambda k: errs[k][0] / max(tol, 2 * errs[k][1]))
+    mine, eager = errs[worst]
+    ok = mine <= max(tol, 2 * eager)
+    print(f"  check {name}: worst rel. error against fp64 {mine:.2e} ({worst}; eager's "
+          f"{eager:.2e}) {'ok' if ok else 'MISMATCH'}")
     return ok
 
 
@@ -158,9 +164,11 @@ def run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name
     if not args.no_compile:
         variants["compile"] = torch.compile(ref, backend=backend, mode=args.mode)
         variants["compile(ours)"] = torch.compile(ours, backend=backend, mode=args.mode)
+    exact = copy.deepcopy(ref).double()
     for vname in ("dnngraph", "compile(ours)"):
-        if vname in variants and not check(f"{vname} vs eager", variants[vname], ref, x, tol):
+        if vname in variants and not check(vname, variants[vname], ref, exact, x, tol):
             failures.append(f"{name}: {vname} differs from eager")
+    del exact
     ms = time_in_turn(variants, lambda model: step(model, x), iters, args.rounds)
     if args.profile:
         profile(f"{name} dnngraph", ours, x, device)

@@ -1,4 +1,4 @@
-"""bench/torch/blocks.py's CPU smoke run: every block at tiny sizes, checked against eager
+"""bench/torch/blocks.py's CPU smoke run: every block at tiny sizes, checked against eager in fp64
 (outputs and every gradient) for our modules and torch.compile of them, then timed."""
 
 import os
@@ -26,7 +26,7 @@ def test_blocks_bench_cpu_smoke():
 
 
 def test_blocks_bench_stacked_layers_cpu_smoke():
-    """--depth: layers in sequence, each with its own weights, still equal to eager."""
+    """--depth: layers in sequence, each with its own weights, still as close to fp64 as eager."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     r = subprocess.run(
         [sys.executable, os.path.join(ROOT, "bench", "torch", "blocks.py"), "--cpu-smoke", "--strict",
