@@ -384,3 +384,48 @@ def test_the_timed_runs_of_a_head(monkeypatch):
     ((t, runs, tails),) = seen
     assert tails == 2 and runs == _measure.ROUNDS * 3
     assert t == (1.0, 3.0)
+
+
+@needs_cuda
+def test_gpu_narrowed_residual_graph_is_right(monkeypatch):
+    """On a GPU with the inner Inductor: a convolution with batch norm, residual add and ReLU,
+    its head timed for real (the figures scaled so that the head wins): the head's graph runs
+    through cuDNN, the tail through Inductor, and the result matches eager."""
+    real_head = _measure.time_head
+    heads = []
+
+    def head_wins(*args, **kwargs):
+        t = real_head(*args, **kwargs)
+        assert t is not None and t[0] > 0 and t[1] > 0
+        heads.append(t)
+        return t[0] * 1e-3, t[1] * 1e-3
+
+    monkeypatch.setattr(_measure, "time_head", head_wins)
+    monkeypatch.setattr(_measure, "_timed", {})
+    nn = torch.nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(64, 256, 1, bias=False)
+            self.bn = nn.BatchNorm2d(256)
+
+        def forward(self, x, r):
+            return torch.relu(self.bn(self.conv(x)) + r)
+
+    torch.manual_seed(0)
+    m = Bottleneck().eval().to("cuda", torch.bfloat16).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        m.bn.running_var.uniform_(0.5, 2.0)
+        m.bn.running_mean.uniform_(-0.5, 0.5)
+    x = rand(8, 64, 28, 28, dtype=torch.bfloat16, device="cuda").to(memory_format=torch.channels_last)
+    r = rand(8, 256, 28, 28, dtype=torch.bfloat16, device="cuda").to(memory_format=torch.channels_last)
+    with torch.no_grad(), _backend.collect_reports() as reports:
+        out = torch.compile(m, backend=make_backend("inductor", measure=True))(x, r)
+        want = m(x, r)
+        exact = m.double()(x.double(), r.double())
+    assert heads, "no head was timed"
+    reasons = [d for rep in reports for d in rep.decisions if d.reason.startswith(_measure.NARROWED)]
+    assert {d.op for d in reasons} >= {"aten.relu.default"}, [d for rep in reports for d in rep.decisions]
+    assert _claimed(list(reports))
+    assert_no_worse_than_eager(out, want, exact, "output")
