@@ -101,6 +101,14 @@ def time_partition(nodes, built, graph_json, seed=0):
 
 
 def _time_partition(nodes, built, graph_json, seed):
+    return _timed_on_gpu(nodes, built, graph_json, seed, lambda values, env: best_times(
+        nodes, built, graph_json, values, env, _ms_per_run))
+
+
+def _timed_on_gpu(nodes, built, graph_json, seed, timings):
+    """``timings(values, env)`` on random inputs of the partition (``env``: a full ATen run's
+    values) after a first run of ``built`` (which builds its plan; an engine error propagates),
+    or None when the partition cannot be timed apart from its graph."""
     with unset_fake_temporarily(), torch.no_grad():
         values = random_inputs(nodes, seed)
         if not values or not all(v.is_cuda for v in values.values()):
@@ -113,7 +121,16 @@ def _time_partition(nodes, built, graph_json, seed):
                 return None
             fused(built, graph_json, values)  # builds the plan (the graph cache keeps it)
             torch.cuda.synchronize(device)
-            return best_times(nodes, built, graph_json, values, env, _ms_per_run)
+            return timings(values, env)
+
+
+def _best_of_rounds(runs, ms_per_run):
+    """Each run's best of ROUNDS timings, taken in turn, by ``ms_per_run(fn, reps)``."""
+    best = [math.inf] * len(runs)
+    for _ in range(ROUNDS):
+        for i, run in enumerate(runs):
+            best[i] = min(best[i], ms_per_run(run, REPS))
+    return best
 
 
 def best_times(nodes, built, graph_json, values, env, ms_per_run):
@@ -126,10 +143,7 @@ def best_times(nodes, built, graph_json, values, env, ms_per_run):
     if anchors and rest:  # each alone, on the values a full run gave its inputs
         runs += [lambda: aten_run(anchors, env)]
         runs += [lambda one=one: aten_run(one, env) for one in rest]
-    best = [math.inf] * len(runs)
-    for _ in range(ROUNDS):
-        for i, run in enumerate(runs):
-            best[i] = min(best[i], ms_per_run(run, REPS))
+    best = _best_of_rounds(runs, ms_per_run)
     inner = best[2] + max(best[3:]) if len(best) > 2 else None
     return best[0], best[1], inner
 
@@ -211,27 +225,15 @@ def _time_head(nodes, h_nodes, h_built, h_json, seed):
     in_head = set(h_nodes)
     tail = [[n] for n in nodes if n not in in_head and n.target is not operator.getitem
             and n.target not in RESHAPES]
-    with unset_fake_temporarily(), torch.no_grad():
-        values = random_inputs(nodes, seed)
-        if not values or not all(v.is_cuda for v in values.values()) or not tail:
-            return None
-        device = next(iter(values.values())).device
-        with torch.cuda.device(device):
-            try:
-                env = aten_run(nodes, values)
-            except Exception:  # noqa: BLE001  (nothing to compare against)
-                return None
-            fused(h_built, h_json, values)  # builds the plan; an engine error propagates
-            torch.cuda.synchronize(device)
-            return head_times(h_built, h_json, values, env, tail, _ms_per_run)
+    if not tail:
+        return None
+    return _timed_on_gpu(nodes, h_built, h_json, seed, lambda values, env: head_times(
+        h_built, h_json, values, env, tail, _ms_per_run))
 
 
 def head_times(h_built, h_json, values, env, tail, ms_per_run):
     """time_head's figures, each the best of ROUNDS timings by ``ms_per_run(fn, reps)``."""
     runs = [lambda: fused(h_built, h_json, values)]
     runs += [lambda one=one: aten_run(one, env) for one in tail]
-    best = [math.inf] * len(runs)
-    for _ in range(ROUNDS):
-        for i, run in enumerate(runs):
-            best[i] = min(best[i], ms_per_run(run, REPS))
+    best = _best_of_rounds(runs, ms_per_run)
     return best[0], max(best[1:])
