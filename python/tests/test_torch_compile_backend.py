@@ -365,6 +365,41 @@ def test_batch_norm_inference_after_shared_conv_keeps_scale():
     assert fused.count("aten.convolution.default") == 1 and "aten.mul.Tensor" in fused
 
 
+@pytest.mark.parametrize("bias_first", [True, False])
+def test_residual_added_before_the_bias(bias_first):
+    """``conv + bias + residual`` becomes ``conv + residual + bias`` (the form cuDNN runs as a
+    GEMM with the residual as its C matrix); written the other way round it stays so. Either way
+    the whole is one fused graph and the result is eager's."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    from dnngraph.torch.compile._canonical import canonicalize
+
+    firsts, reports = [], []
+
+    def fw(gm, example_inputs):
+        canonicalize(gm)
+        (conv,) = [n for n in gm.graph.nodes if n.target is torch.ops.aten.convolution.default]
+        (add,) = conv.users
+        firsts.append([a.op for a in add.args])  # the residual is a placeholder, the bias a view
+        reports.append(_fxpass.run_pass(gm))
+        return make_boxed_func(gm.forward)
+
+    def f(x, w, r, b):
+        y = F.conv2d(x, w)
+        y = (y + b.view(1, -1, 1, 1)) + r if bias_first else (y + r) + b.view(1, -1, 1, 1)
+        return torch.relu(y)
+
+    args = (rand(2, 4, 5, 5), rand(8, 4, 1, 1), rand(2, 8, 5, 5), rand(8))
+    with torch.no_grad():
+        got = torch.compile(f, backend=aot_autograd(fw_compiler=fw))(*args)
+    assert_close(got, f(*args), torch.float32)
+    (first,) = firsts
+    assert first == ["call_function", "placeholder"]
+    (report,) = reports
+    assert len(report.partitions) == 1 and len(report.partitions[0]) == 4, report.partitions
+
+
 def test_cuda_attention_forms_rewritten(monkeypatch):
     # The CUDA flash-attention ops, traced on fake CUDA tensors: forward and backward become
     # one run_graph; the kernel's random-number state the backward reads becomes empty tensors.

@@ -255,14 +255,16 @@ def test_gpu_measured_partitions_are_timed_and_right():
 # ---- narrowing: the head of a partition alone, its tail to the inner compiler -------------------
 
 
-def _residual(x, w, b, r):
-    """A convolution, its bias, a residual add and a ReLU: one partition whose tail (the add
-    of ``r``, a tensor of the output's size, and the ReLU) can be left to the inner compiler."""
+def _gated(x, w, b, r):
+    """A convolution, its bias, a product with ``r`` (a tensor of the output's size) and a
+    ReLU: one partition whose tail (the product and the ReLU) can be left to the inner
+    compiler. (A residual add would be moved in front of the bias instead: the head would be
+    the convolution alone, no gain.)"""
     y = torch.nn.functional.conv2d(x, w) + b.view(1, -1, 1, 1)
-    return torch.relu(y + r)
+    return torch.relu(y * r)
 
 
-def _residual_inputs():
+def _inputs():
     torch.manual_seed(0)
     return rand(2, 4, 6, 6), rand(8, 4, 1, 1), rand(8), rand(2, 8, 6, 6)
 
@@ -294,8 +296,8 @@ def _targets(gm):
 @pytest.mark.parametrize("full, inner", [(0.050, 0.080), (0.090, 0.060)])
 def test_a_faster_head_is_fused_alone(monkeypatch, full, inner):
     """Where the convolution and bias as a fused graph plus the tail as one kernel beat both the
-    whole fused graph (kept or not), the head alone is fused: the residual add and the ReLU are
-    left to the inner compiler, each with the figures in its reason."""
+    whole fused graph (kept or not), the head alone is fused: the product and the ReLU are left
+    to the inner compiler, each with the figures in its reason."""
     monkeypatch.setattr(_measure, "time_partition", lambda *a, **k: (full, 0.100, inner))
     heads = []
 
@@ -304,15 +306,15 @@ def test_a_faster_head_is_fused_alone(monkeypatch, full, inner):
         return 0.020, 0.015
 
     monkeypatch.setattr(_measure, "time_head", head)
-    args = _residual_inputs()
-    reports, (gm,), out = _pass_on(_residual, args)
-    assert_close(out, _residual(*args), torch.float32)
+    args = _inputs()
+    reports, (gm,), out = _pass_on(_gated, args)
+    assert_close(out, _gated(*args), torch.float32)
     (report,) = reports
     assert len(report.partitions) == 1 and len(heads) == 1
     assert any("convolution" in t for t in heads[0]) and not any("relu" in t for t in heads[0])
     left = {d.op: d.reason for d in report.decisions if d.partition is None
             and d.reason.startswith(_measure.NARROWED)}
-    assert set(left) == {"aten.add.Tensor", "aten.relu.default"}, report.decisions
+    assert set(left) == {"aten.mul.Tensor", "aten.relu.default"}, report.decisions
     best = min(full, inner) if full > _measure.MARGIN * inner else full
     assert all("(20.0 us)" in r and "about 15.0 us" in r and f"({best * 1e3:.1f} us)" in r
                for r in left.values()), left
@@ -324,9 +326,9 @@ def test_a_faster_head_is_fused_alone(monkeypatch, full, inner):
 def test_a_slower_head_changes_nothing(monkeypatch):
     monkeypatch.setattr(_measure, "time_partition", lambda *a, **k: (0.050, 0.100, 0.080))
     monkeypatch.setattr(_measure, "time_head", lambda *a, **k: (0.040, 0.015))
-    args = _residual_inputs()
-    (report,), (gm,), out = _pass_on(_residual, args)
-    assert_close(out, _residual(*args), torch.float32)
+    args = _inputs()
+    (report,), (gm,), out = _pass_on(_gated, args)
+    assert_close(out, _gated(*args), torch.float32)
     assert not any(d.reason.startswith("measure") for d in report.decisions)
     assert "aten.relu.default" not in _targets(gm)
 
@@ -339,7 +341,7 @@ def test_no_head_without_a_full_size_operand(monkeypatch):
         raise AssertionError("a head was timed")
 
     monkeypatch.setattr(_measure, "time_head", never)
-    x, w, b, _ = _residual_inputs()
+    x, w, b, _ = _inputs()
 
     def f(x, w, b):
         return torch.relu(torch.nn.functional.conv2d(x, w) + b.view(1, -1, 1, 1))
@@ -379,17 +381,17 @@ def test_the_timed_runs_of_a_head(monkeypatch):
         return t
 
     monkeypatch.setattr(_measure, "time_head", timed)
-    args = _residual_inputs()
-    _pass_on(_residual, args)
+    args = _inputs()
+    _pass_on(_gated, args)
     ((t, runs, tails),) = seen
     assert tails == 2 and runs == _measure.ROUNDS * 3
     assert t == (1.0, 3.0)
 
 
 @needs_cuda
-def test_gpu_narrowed_residual_graph_is_right(monkeypatch):
-    """On a GPU with the inner Inductor: a convolution with batch norm, residual add and ReLU,
-    its head timed for real (the figures scaled so that the head wins): the head's graph runs
+def test_gpu_narrowed_graph_is_right(monkeypatch):
+    """On a GPU with the inner Inductor: a convolution with batch norm, a gate (a product with a
+    tensor of the output's size) and ReLU, its head timed for real (the figures scaled so that the head wins): the head's graph runs
     through cuDNN, the tail through Inductor, and the result matches eager."""
     real_head = _measure.time_head
     heads = []
@@ -411,7 +413,7 @@ def test_gpu_narrowed_residual_graph_is_right(monkeypatch):
             self.bn = nn.BatchNorm2d(256)
 
         def forward(self, x, r):
-            return torch.relu(self.bn(self.conv(x)) + r)
+            return torch.relu(self.bn(self.conv(x)) * r)
 
     torch.manual_seed(0)
     m = Bottleneck().eval().to("cuda", torch.bfloat16).to(memory_format=torch.channels_last)

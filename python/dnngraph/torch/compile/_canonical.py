@@ -5,6 +5,8 @@ fake tensors):
   every mapped value has its own dims inside a dnngraph graph;
 * inference batch norm -> ``x * scale + shift`` (per-channel constants in ATen), the scale
   folded into the weight of a convolution only the batch norm reads;
+* ``conv + bias + residual`` -> ``conv + residual + bias`` (the form cuDNN runs as one
+  precompiled GEMM kernel with the residual as its C matrix: ``_residual_first``);
 * the decomposition of ``nn.RMSNorm`` -> one ``rms_norm_pattern`` call;
 * ``convolution_backward`` -> one node per gradient it computes (``_pieces.py``).
 """
@@ -69,6 +71,7 @@ def canonicalize(gm: fx.GraphModule):
         node.replace_all_uses_with(view)
         g.erase_node(node)
     _unfold_batch_norms(g, mode)
+    _residual_first(g, mode)
     if _fuse_rms_norms(g, mode):
         legalize_graph(gm)  # the weight may be defined after the pattern's first op
     gm.graph.lint()
@@ -143,6 +146,46 @@ def _unfold_batch_norms(g, mode):
         g.erase_node(bn)
         if folded is not None:
             g.erase_node(x)
+
+
+def _plain_add(node):
+    return (isinstance(node, fx.Node) and node.op == "call_function"
+            and node.target is aten.add.Tensor and len(node.args) == 2 and not node.kwargs
+            and all(isinstance(a, fx.Node) for a in node.args))
+
+
+def _residual_first(g, mode):
+    """``(conv + b) + r`` -> ``(conv + r) + b`` where ``b`` broadcasts (a bias), ``r`` has the
+    output's size (a residual) and only the outer add reads the inner one: cuDNN 9.19 runs the
+    first as a kernel it compiles at run time and the second, for a 1×1 convolution, as a
+    precompiled GEMM with the residual as its C matrix and the bias in its epilogue (H100, b64
+    NHWC bf16: 134 -> 93 µs at 64->256 56²). In fp32 inside a fused graph the order changes
+    only the rounding."""
+    for outer in list(g.nodes):
+        if not _plain_add(outer):
+            continue
+        yv = meta(outer)
+        for k in (0, 1):
+            inner, r = outer.args[k], outer.args[1 - k]
+            if not _plain_add(inner) or not _only_user(inner, outer):
+                continue
+            conv = next((a for a in inner.args if a.target is aten.convolution.default), None)
+            if conv is None:
+                continue
+            b = inner.args[1] if inner.args[0] is conv else inner.args[0]
+            rv, bv, cv = meta(r), meta(b), meta(conv)
+            if not all(isinstance(v, torch.Tensor) for v in (rv, bv, cv, yv)):
+                continue
+            if (list(rv.shape) != list(yv.shape) or list(cv.shape) != list(yv.shape)
+                    or bv.numel() >= yv.numel() or rv.dtype != yv.dtype or cv.dtype != yv.dtype):
+                continue
+            with g.inserting_before(outer):
+                first = _emit(g, mode, aten.add.Tensor, conv, r)
+                second = _emit(g, mode, aten.add.Tensor, first, b)
+            outer.replace_all_uses_with(second)
+            g.erase_node(outer)
+            g.erase_node(inner)
+            break
 
 
 def _only_user(node, user):
