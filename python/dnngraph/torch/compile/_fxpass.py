@@ -426,7 +426,8 @@ def _measured(nodes, built, graph_json, inner_fuses, min_ops, pointwise):
 
 def _head(nodes, min_ops=2, pointwise=False):
     """The partition without its first pointwise op that reads a tensor of its own size from
-    outside (a residual add behind a convolution's bias) and what follows from that op:
+    outside (a gate behind a convolution's bias; a residual add there is moved in front of the
+    bias by ``canonicalize``, leaving no head) and what follows from that op:
     (FX nodes, built graph, JSON), or None where there is no such op, what remains is no gain
     or does not map."""
     members = set(nodes)
