@@ -35,3 +35,15 @@ def test_blocks_bench_stacked_layers_cpu_smoke():
     )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert r.stdout.count(" ok") == 2 and "2 layer(s) per block" in r.stdout, r.stdout
+
+
+def test_residual_order_bench_cpu_smoke():
+    """bench/torch/residual_order.py: both orders of bias and residual add, each as written,
+    equal to fp64 eager."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "torch", "residual_order.py"), "--cpu-smoke"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert r.stdout.count(" ok") == 4 and "MISMATCH" not in r.stdout, r.stdout
