@@ -10,12 +10,13 @@ the costliest of the other ops alone (each of those passes over the data once, a
 kernel does), when that is less than ATen's ops one by one. A fused cuDNN graph that beats
 ATen's eager ops but not a convolution plus one fused epilogue kernel is left to Inductor.
 
-A partition whose pointwise tail reads a full-size tensor from outside (a residual add behind a
-convolution's bias) is also timed without that tail: its head (the convolution and bias) as a
-fused graph, plus the costliest op of the tail alone (Inductor runs the tail as one kernel).
-Where that is the fastest of the three, the head alone is fused and the tail goes to the inner
-compiler (``Narrower``): cuDNN runs a convolution with a bias in precompiled kernels, and with a
-residual add behind it only in kernels it compiles at run time, which can be slower than both.
+A partition whose pointwise tail reads a full-size tensor from outside (a gate behind a
+convolution's bias; a residual add there is moved in front of the bias first, ``_canonical``)
+is also timed without that tail: its head (the convolution and bias) as a fused graph, plus the
+costliest op of the tail alone (Inductor runs the tail as one kernel). Where that is the fastest
+of the three, the head alone is fused and the tail goes to the inner compiler (``Narrower``):
+cuDNN runs a convolution with a bias in precompiled kernels, and with such a tail only in
+kernels it compiles at run time, which can be slower than both.
 
 It costs about 60 runs of each partition's fused graph and of its ATen ops (and of its anchor
 ops and each other op, for the estimate) per compiled graph. The CPU engine is
@@ -166,9 +167,16 @@ def measure_partition(nodes, built, graph_json, inner_fuses=True, head=None):
     return _narrowed(nodes, built, times, why, head) or why
 
 
+def _estimate_counts(times, inner_fuses) -> bool:
+    """Whether the alternative to the fused graph is the inner compiler's estimate (it fuses,
+    and its estimate is below ATen's ops one by one) rather than ATen's ops."""
+    _fused_ms, aten_ms, inner_ms = times
+    return inner_fuses and inner_ms is not None and inner_ms < aten_ms
+
+
 def _verdict(times, inner_fuses) -> str | None:
     fused_ms, aten_ms, inner_ms = times
-    if not inner_fuses or inner_ms is None or inner_ms >= aten_ms:
+    if not _estimate_counts(times, inner_fuses):
         if fused_ms <= MARGIN * aten_ms:
             return None
         return (f"{SLOWER} {fused_ms * 1e3:.1f} us, the ATen ops it replaces "
@@ -188,7 +196,7 @@ def _narrowed(nodes, built, times, why, head) -> Narrower | None:
     if why is None:
         best, what = fused_ms, "the whole fused graph"
     else:
-        best = aten_ms if inner_ms is None else min(aten_ms, inner_ms)
+        best = inner_ms if _estimate_counts(times, True) else aten_ms
         what = "the inner compiler's way"
     h = head()
     if h is None:
