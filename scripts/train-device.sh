@@ -11,7 +11,9 @@
 #   ops     : bench/torch/bench_torch_ops.py --no-autotune;
 #   compile : bench/torch/compile_backend.py $COMPILE_ARGS (the torch.compile backend on stock
 #             modules against eager and Inductor, each first call in a fresh process; COMPILE_TIMEOUT,
-#             default 480 s).
+#             default 480 s);
+#   order   : bench/torch/residual_order.py (bias and residual add in both orders, and Inductor's
+#             form, at ResNet-50's 1x1 and the basic blocks' 3x3 convolution shapes).
 # STEPS picks them (default "tests sdpa blocks"). Writes build.txt and one log per step to $OUT.
 set -uo pipefail
 out=${OUT:-$(pwd)/train-device-out}
@@ -50,6 +52,8 @@ grep -E "^----|Self CUDA time total|sdpa_sm90|matmul_dq" "$out/sdpa.txt" | cut -
 [[ $steps == *" ops "* ]] && { step ops 200 python3 bench/torch/bench_torch_ops.py --no-autotune; tail -n 14 "$out/ops.txt"; }
 step compile "${COMPILE_TIMEOUT:-480}" python3 bench/torch/compile_backend.py ${COMPILE_ARGS:-}
 [[ $steps == *" compile "* ]] && tail -n 20 "$out/compile.txt"
+step order 200 python3 bench/torch/residual_order.py
+[[ $steps == *" order "* ]] && tail -n 30 "$out/order.txt"
 step blocks "${BLOCKS_TIMEOUT:-330}" env DNNGRAPH_LOG=info python3 bench/torch/blocks.py ${BLOCKS_ARGS---profile --no-compile}
 tail -n 12 "$out/blocks.txt"
 exit 0
