@@ -3,6 +3,7 @@ dnngraph graphs, forward and backward against eager, partition boundaries, fallb
 compiler, dynamic shapes, graph breaks, explain()."""
 
 import copy
+import json
 import operator
 import os
 
@@ -572,6 +573,31 @@ def test_only_anchored_groups_are_built(monkeypatch):
     assert unbuilt and all("anchor" in p.reason for p in unbuilt)
     reasons = {d.reason for r in reports for d in r.decisions if d.op == "aten.tanh.default"}
     assert reasons == {"pointwise/reduction ops only: left to the inner compiler, which fuses them"}
+
+
+def test_lone_anchor_is_not_built(monkeypatch):
+    """A GEMM with nothing the backend could fuse around it (a lone matmul) is never handed to
+    the engine (its plan would be built for nothing: no part of it can be claimed); it stays
+    with the inner compiler as a single op, while a GEMM with an epilogue is built and claimed."""
+    real = _fxpass.partition_graph
+    asked = []
+
+    def spy(graph, handle, anchors=None):
+        asked.append(sorted(n["kind"] for n in json.loads(graph.to_json())["nodes"]))
+        return real(graph, handle, anchors)
+
+    monkeypatch.setattr(_fxpass, "partition_graph", spy)
+
+    def f(x, w1, w2):
+        a = x @ w1  # lone: a transpose (a view) stands between it and the next GEMM
+        return torch.relu(a.t() @ w2 + 1.0)
+
+    reports, calls = check(f, rand(4, 8), rand(8, 6), rand(4, 5), backward=False)
+    assert calls == 1
+    assert len(asked) == 1 and len(asked[0]) == 3 and "matmul" in asked[0], asked
+    (r,) = reports
+    lone = [d for d in r.decisions if d.op == "aten.mm.default" and d.partition is None]
+    assert lone and all(d.reason.startswith("single op") for d in lone), r
 
 
 def test_fallback_for_unsupported_arguments():

@@ -502,6 +502,14 @@ def _plan(gm, refused, min_ops, pointwise):
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     cands, jobs, failed = [], [], []
     for nodes in _candidates(gm, refused):
+        compute = _compute_nodes(nodes)
+        if any(n.target in _ops.ANCHORS for n in compute) and _no_gain(nodes, min_ops, pointwise):
+            # An anchor op with too little around it for any part to be claimed (a lone GEMM):
+            # its plan would be built for nothing.
+            why = _no_gain(nodes, min_ops, pointwise)
+            for n in compute:
+                engine_refused[n] = why
+            continue
         device = device_of(nodes)
         try:
             cand = build_graph(nodes, handle_for(device))
