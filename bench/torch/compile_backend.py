@@ -52,6 +52,7 @@ from _timing import time_in_turn  # noqa: E402
 
 import dnngraph.torch  # noqa: E402  (registers the backend)
 from dnngraph.torch.compile import make_backend  # noqa: E402
+from dnngraph.torch.compile._backend import collect_reports  # noqa: E402
 
 
 GPTBlock = torch_blocks.TorchGPTBlock  # stock modules, as people write it
@@ -192,7 +193,21 @@ def isolated_first_call_s(name, variant, args):
     if r.returncode != 0 or not lines:
         raise RuntimeError(f"first call of {variant} in a fresh process failed: "
                            f"{(r.stdout + r.stderr)[-2000:]}")
+    for ln in r.stdout.splitlines():
+        if ln.startswith("  phases "):
+            print(ln, flush=True)
     return float(lines[-1].split()[-1])
+
+
+def phases_line(reports, total_s):
+    """Where the backend's first call went, from its reports (Report.seconds) of every graph
+    it compiled: planning and plan builds, measure/verify, the inner compiler, the rest
+    (Dynamo, AOTAutograd, the first run)."""
+    sums = {k: sum(r.seconds.get(k, 0.0) for r in reports) for k in ("plan", "checks", "inner")}
+    return (f"  phases of dnngraph's first call {total_s:.2f} s: planning and plan builds "
+            f"{sums['plan']:.2f} s, measure {sums['checks']:.2f} s, inner compiler "
+            f"{sums['inner']:.2f} s, the rest (Dynamo, AOTAutograd, the first run) "
+            f"{total_s - sum(sums.values()):.2f} s; {len(reports)} graph(s)")
 
 
 def first_call_s(model, x, train, device):
@@ -290,7 +305,11 @@ def main():
                 cache_parameter_work=not args.no_cache_parameter_work)),
         }
         if args.first_call:  # a fresh process of isolated_first_call_s
-            print(f"first-call {args.first_call} {first_call_s(variants[args.first_call], x, train, device):.3f}")
+            with collect_reports() as reports:
+                s = first_call_s(variants[args.first_call], x, train, device)
+            if args.first_call == "dnngraph":
+                print(phases_line(reports, s))
+            print(f"first-call {args.first_call} {s:.3f}")
             continue
         try:
             if isolate:
@@ -300,8 +319,12 @@ def main():
             else:
                 # dnngraph compiles first: kernels its inner Inductor shares with Inductor's
                 # own compile are then cached in this process for Inductor, not for dnngraph.
-                compile_s = {v: first_call_s(variants[v], x, train, device)
-                             for v in ("dnngraph", "compile")}
+                compile_s = {}
+                for v in ("dnngraph", "compile"):
+                    with collect_reports() as reports:
+                        compile_s[v] = first_call_s(variants[v], x, train, device)
+                    if v == "dnngraph":
+                        print(phases_line(reports, compile_s[v]), flush=True)
             if not check("dnngraph vs eager", variants["dnngraph"], ref, x, train, tol):
                 failures.append(f"{name}: dnngraph differs from eager")
             ms = time_ms(variants, x, train, iters, rounds)

@@ -575,6 +575,19 @@ def test_only_anchored_groups_are_built(monkeypatch):
     assert reasons == {"pointwise/reduction ops only: left to the inner compiler, which fuses them"}
 
 
+def test_reports_time_each_phase():
+    """Each compiled graph's report says what compiling it took: planning with the engine's
+    plan builds, measure/verify, the inner compiler (bench/torch/compile_backend.py prints
+    their sums for a first call)."""
+    m = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32))
+    reports, calls = check(m, rand(2, 5, 16, grad=True))
+    graphs = [r for r in reports if r.graph.startswith(("forward", "backward"))]
+    assert len(graphs) == 2 and calls > 0
+    for r in graphs:
+        assert set(r.seconds) == {"plan", "checks", "inner"}, r.seconds
+        assert r.seconds["plan"] > 0 and all(v >= 0 for v in r.seconds.values()), r.seconds
+
+
 def test_lone_anchor_is_not_built(monkeypatch):
     """A GEMM with nothing the backend could fuse around it (a lone matmul) is never handed to
     the engine (its plan would be built for nothing: no part of it can be claimed); it stays

@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import json
 import logging
 import operator
+import time
 
 import torch
 import torch.fx as fx
@@ -31,6 +31,7 @@ from . import _ops
 from ._canonical import canonicalize
 from ._lower import RESHAPES, Ctx, Unmappable, apply_request, device_of, meta
 from ._pieces import piece_label
+from ._report import Decision, Report
 from ._runtime import dg_dtype, handle_for, partition_all, partition_graph, run_graph_op
 from ._runtime import standin_register
 from ._runtime import uses_standin
@@ -39,28 +40,6 @@ from ._verify import check_partition
 
 aten = torch.ops.aten
 log = logging.getLogger("dnngraph")
-
-@dataclasses.dataclass
-class Decision:
-    """What became of one ATen node: ``partition`` (index of its fused graph) or None with
-    ``reason``. ``piece``: for a node made from part of one ATen op, that part
-    (``convolution_backward.grad_weight``), else empty."""
-
-    node: str
-    op: str
-    partition: int | None
-    reason: str
-    piece: str = ""
-
-
-@dataclasses.dataclass
-class Report:
-    """The decisions for one FX graph (``explain`` prints them)."""
-
-    graph: str
-    decisions: list[Decision]
-    partitions: list[list[str]]  # ATen node names per fused graph
-
 
 def _op_name(node) -> str:
     t = node.target
@@ -341,6 +320,7 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
     faster than ATen's ops stays out (None: on for GPU partitions, off for CPU ones);
     ``inner_fuses``: the inner compiler fuses pointwise ops, so "faster" is against its
     estimated cost where that is lower (``_measure``)."""
+    t0 = time.perf_counter()
     canonicalize(gm)
     refused: dict[fx.Node, str] = {}
     claimed: list[tuple[list, _Built]] = []
@@ -365,9 +345,11 @@ def run_pass(gm: fx.GraphModule, graph_name="graph", rewrite=True, min_ops=2,
     if uses_standin():
         for (_nodes, built), graph_json in zip(claimed, jsons):
             standin_register(graph_json, built.g)
+    t1 = time.perf_counter()
     if checks:
         claimed, jsons = _screened(graph_name, claimed, jsons, engine_refused, checks)
     report = _report(gm, graph_name, claimed, refused, engine_refused)
+    report.seconds = {"plan": t1 - t0, "checks": time.perf_counter() - t1}
     if rewrite and claimed:
         replaced = {}
         for (nodes, built), graph_json in zip(claimed, jsons):
