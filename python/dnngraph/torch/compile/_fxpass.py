@@ -484,11 +484,11 @@ def _plan(gm, refused, min_ops, pointwise):
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     cands, jobs, failed = [], [], []
     for nodes in _candidates(gm, refused):
+        why = _no_gain(nodes, min_ops, pointwise)
         compute = _compute_nodes(nodes)
-        if any(n.target in _ops.ANCHORS for n in compute) and _no_gain(nodes, min_ops, pointwise):
+        if why and any(n.target in _ops.ANCHORS for n in compute):
             # An anchor op with too little around it for any part to be claimed (a lone GEMM):
             # its plan would be built for nothing.
-            why = _no_gain(nodes, min_ops, pointwise)
             for n in compute:
                 engine_refused[n] = why
             continue
