@@ -17,3 +17,49 @@ def time_in_turn(variants, run, iters, rounds=3, warmup=3):
             timer = Timer("run(model)", globals={"run": run, "model": model})
             best[v] = min(best[v], timer.timeit(iters).mean * 1e3)
     return best
+
+
+# GPU kernels by what they do, from their names: attention (cuDNN's SDPA, flash, fmha), matmul
+# or convolution (cuBLAS, cuDNN's and CUTLASS's GEMM and implicit-GEMM kernels, their split-K
+# reductions), and the rest (Triton's fused kernels, ATen's elementwise and reductions, copies).
+# Inductor names a Triton kernel after the ops it fuses ("triton_red_fused_convolution_backward"
+# is a bias gradient), so those are never matmul or attention, whatever the name holds.
+_ATTENTION = ("sdpa", "flash", "fmha", "attention")
+_MATMUL = ("gemm", "nvjet", "cutlass", "xmma", "cublas", "splitk", "conv", "wgrad", "dgrad",
+           "fprop")
+
+
+def kernel_class(name):
+    """'attention', 'matmul/conv' or 'other' for a GPU kernel's name."""
+    n = name.lower()
+    if n.startswith("triton_") or "at::native::" in n:
+        return "other"
+    if any(k in n for k in _ATTENTION):
+        return "attention"
+    if any(k in n for k in _MATMUL):
+        return "matmul/conv"
+    return "other"
+
+
+def gpu_time_by_class(prof, steps):
+    """{class: GPU µs per step} of the CUDA kernels a torch.profiler run recorded over `steps`
+    steps (kernel_class), with 'total'."""
+    import torch
+
+    out = {"matmul/conv": 0.0, "attention": 0.0, "other": 0.0}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            out[kernel_class(e.name)] += e.time_range.elapsed_us() / steps
+    out["total"] = sum(out.values())
+    return out
+
+
+def describe_classes(name, by_class):
+    """One line: GPU µs per step by class, and how much faster the step could be at most if
+    everything but the matmuls, convolutions and attention took no time."""
+    t = by_class["total"]
+    core = by_class["matmul/conv"] + by_class["attention"]
+    bound = f"{t / core:.3f}x" if core > 0 else "n/a"
+    return (f"---- {name}: GPU µs per step {t:.1f}: matmul/conv {by_class['matmul/conv']:.1f}, "
+            f"attention {by_class['attention']:.1f}, other {by_class['other']:.1f} "
+            f"(with the other work free: at most {bound} faster)")

@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing (PYTHONSAFEPATH too)
 import torch_blocks  # noqa: E402
-from _timing import time_in_turn  # noqa: E402
+from _timing import describe_classes, gpu_time_by_class, time_in_turn  # noqa: E402
 
 import dnngraph.torch  # noqa: E402,F401
 
@@ -136,6 +136,7 @@ def profile(name, model, x, device, rows=20):
         print(f"---- {name}: {wall:.3f} ms per step (under the profiler), GPU busy {busy:.3f} ms, "
               f"{len(kernels) / steps:.0f} kernels per step; synchronizing or allocating calls: "
               f"{syncs or 'none'}")
+        print(describe_classes(name, gpu_time_by_class(prof, steps)))
 
 
 def stacked_pair(kind, device, dtype, depth, sizes):
@@ -173,8 +174,9 @@ def run_block(args, kind, sizes, shape, device, dtype, tol, iters, backend, name
     if args.profile:
         profile(f"{name} dnngraph", ours, x, device)
         profile(f"{name} eager", ref, x, device)
-        if "compile(ours)" in variants:
-            profile(f"{name} compile(ours)", variants["compile(ours)"], x, device)
+        for vname in ("compile", "compile(ours)"):
+            if vname in variants:
+                profile(f"{name} {vname}", variants[vname], x, device)
     return ms
 
 
@@ -184,7 +186,8 @@ def main():
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--rounds", type=int, default=3,
                    help="rounds in which the variants take turns; each one's fastest counts")
-    p.add_argument("--profile", action="store_true", help="print the top kernels of our modules")
+    p.add_argument("--profile", action="store_true", help="print the top kernels and host events "
+                   "of each column, and its GPU time by kernel class")
     p.add_argument("--cpu-smoke", action="store_true", help="tiny sizes, fp32, on the CPU")
     p.add_argument("--backend", default=None, help="torch.compile backend (default inductor; "
                    "aot_eager with --cpu-smoke)")

@@ -48,7 +48,7 @@ import torch.nn.functional as F  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing (PYTHONSAFEPATH too)
 import torch_blocks  # noqa: E402  (TorchLlamaBlock, BasicBlock(ours=False): stock modules)
-from _timing import time_in_turn  # noqa: E402
+from _timing import describe_classes, gpu_time_by_class, time_in_turn  # noqa: E402
 
 import dnngraph.torch  # noqa: E402  (registers the backend)
 from dnngraph.torch.compile import make_backend  # noqa: E402
@@ -240,6 +240,8 @@ def profile(name, ref, variants, x, train, device):
         key = "self_device_time_total" if device != "cpu" else "self_cpu_time_total"
         print(f"  --- {name} {v}: 5 steps, kernels by GPU time")
         print(prof.key_averages().table(sort_by=key, row_limit=15, max_name_column_width=70))
+        if device != "cpu":
+            print(describe_classes(f"{name} {v}", gpu_time_by_class(prof, 5)))
 
 
 def main():

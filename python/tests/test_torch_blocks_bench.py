@@ -47,3 +47,23 @@ def test_residual_order_bench_cpu_smoke():
     )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert r.stdout.count(" ok") == 4 and "MISMATCH" not in r.stdout, r.stdout
+
+
+def test_kernel_classes():
+    """The profiles' GPU time by class: a name decides it, and a Triton kernel named after the
+    convolution whose bias gradient it computes is not a convolution."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "torch"))
+    from _timing import kernel_class
+
+    cases = {
+        "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc": "matmul/conv",
+        "sm90_xmma_wgrad_implicit_gemm_indexed_bf16bf16_bf16f32_f32": "matmul/conv",
+        "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNN": "matmul/conv",
+        "void cudnn::engines_precompiled::splitKreduce_kernel<float, float>": "matmul/conv",
+        "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_7": "attention",
+        "triton_red_fused_convolution_backward_0": "other",
+        "triton_poi_fused__scaled_dot_product_attention_0": "other",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::threshold_kernel": "other",
+        "Memcpy DtoD (Device -> Device)": "other",
+    }
+    assert {n: kernel_class(n) for n in cases} == cases
