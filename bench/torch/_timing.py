@@ -1,6 +1,9 @@
 """The timing both block benchmarks use: on a host-bound machine one back-to-back run per
 variant is at the mercy of the host's noise (the same eager block has measured 2x apart in two
-runs), so the variants take turns for several rounds and each one's fastest round counts."""
+runs), so the variants take turns for several rounds and each one's fastest round counts; and
+the profiles' GPU time by kernel class."""
+
+import re
 
 from torch.utils.benchmark import Timer
 
@@ -19,21 +22,32 @@ def time_in_turn(variants, run, iters, rounds=3, warmup=3):
     return best
 
 
-# GPU kernels by what they do, from their names: attention (cuDNN's SDPA, flash, fmha), matmul
-# or convolution (cuBLAS, cuDNN's and CUTLASS's GEMM and implicit-GEMM kernels, their split-K
-# reductions), and the rest (Triton's fused kernels, ATen's elementwise and reductions, copies).
+# GPU kernels by what they do, from their names: attention (cuDNN's SDPA and its dO·O
+# preprocessing, flash, fmha), matmul or convolution (cuBLAS, cuDNN's and CUTLASS's GEMM and
+# implicit-GEMM kernels, their split-K reductions, cuDNN's runtime-fused matmul and convolution
+# kernels with their epilogues), and the rest (Triton's fused kernels, ATen's elementwise and
+# reductions, cuDNN's pointwise-only kernels, cuBLAS's bias-gradient reduction, copies).
 # Inductor names a Triton kernel after the ops it fuses ("triton_red_fused_convolution_backward"
-# is a bias gradient), so those are never matmul or attention, whatever the name holds.
-_ATTENTION = ("sdpa", "flash", "fmha", "attention")
+# is a bias gradient), so those are never matmul or attention, whatever the name holds; cuDNN
+# names a generated kernel after its ops, the first one the main one
+# ("cudnn_generated_fort_native_sm90_matMul_pointwise_...", "cudnn_generated_pointwise_..._cutlass").
+_ATTENTION = ("sdpa", "flash", "fmha", "attention", "dot_do_o")
 _MATMUL = ("gemm", "nvjet", "cutlass", "xmma", "cublas", "splitk", "conv", "wgrad", "dgrad",
-           "fprop")
+           "fprop", "matmul")
+_GENERATED = re.compile(r"^cudnn_generated_(?:fort_native_)?(?:sm\d+_)?")
 
 
 def kernel_class(name):
     """'attention', 'matmul/conv' or 'other' for a GPU kernel's name."""
     n = name.lower()
-    if n.startswith("triton_") or "at::native::" in n:
+    if n.startswith("triton_") or "at::native::" in n or "bgrad" in n:
         return "other"
+    generated = _GENERATED.match(n)
+    if generated:
+        first = n[generated.end():]
+        if first.startswith("sdpa"):
+            return "attention"
+        return "matmul/conv" if first.startswith(("matmul", "conv")) else "other"
     if any(k in n for k in _ATTENTION):
         return "attention"
     if any(k in n for k in _MATMUL):

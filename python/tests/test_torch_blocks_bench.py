@@ -65,5 +65,9 @@ def test_kernel_classes():
         "triton_poi_fused__scaled_dot_product_attention_0": "other",
         "void at::native::vectorized_elementwise_kernel<4, at::native::threshold_kernel": "other",
         "Memcpy DtoD (Device -> Device)": "other",
+        "cudnn_generated_fort_native_sm90_matMul_pointwise_knob_23_128x128x32": "matmul/conv",
+        "cudnn_generated_pointwise_pointwise_pointwise_pointwise_cutlass_sm80": "other",
+        "void cudnn::fusion::compute_dot_do_o_specialized<true, 128>(void const*)": "attention",
+        "void cublasLt::epilogue::impl::globalKernelBgradAB_v2<8, 128, __nv_bfloat16>": "other",
     }
     assert {n: kernel_class(n) for n in cases} == cases
