@@ -13,7 +13,9 @@
 #             modules against eager and Inductor, each first call in a fresh process; COMPILE_TIMEOUT,
 #             default 480 s);
 #   order   : bench/torch/residual_order.py (bias and residual add in both orders, and Inductor's
-#             form, at ResNet-50's 1x1 and the basic blocks' 3x3 convolution shapes).
+#             form, at ResNet-50's 1x1 and the basic blocks' 3x3 convolution shapes);
+#   linear  : bench/torch/linear_epilogue.py (the GPT blocks' forward GEMMs with their epilogues:
+#             our graph, autotuned, split, and cuBLAS through ATen).
 # STEPS picks them (default "tests sdpa blocks"). Writes build.txt and one log per step to $OUT.
 set -uo pipefail
 out=${OUT:-$(pwd)/train-device-out}
@@ -54,6 +56,8 @@ step compile "${COMPILE_TIMEOUT:-480}" python3 bench/torch/compile_backend.py ${
 [[ $steps == *" compile "* ]] && tail -n 20 "$out/compile.txt"
 step order 200 python3 bench/torch/residual_order.py
 [[ $steps == *" order "* ]] && tail -n 30 "$out/order.txt"
+step linear 200 python3 bench/torch/linear_epilogue.py
+[[ $steps == *" linear "* ]] && cut -c1-200 "$out/linear.txt" | tail -n 30
 step blocks "${BLOCKS_TIMEOUT:-330}" env DNNGRAPH_LOG=info python3 bench/torch/blocks.py ${BLOCKS_ARGS---profile --no-compile}
 tail -n 12 "$out/blocks.txt"
 exit 0

@@ -5,6 +5,7 @@ the profiles' GPU time by kernel class."""
 
 import re
 
+import torch
 from torch.utils.benchmark import Timer
 
 
@@ -30,7 +31,8 @@ def time_in_turn(variants, run, iters, rounds=3, warmup=3):
 # Inductor names a Triton kernel after the ops it fuses ("triton_red_fused_convolution_backward"
 # is a bias gradient), so those are never matmul or attention, whatever the name holds; cuDNN
 # names a generated kernel after its ops, the first one the main one
-# ("cudnn_generated_fort_native_sm90_matMul_pointwise_...", "cudnn_generated_pointwise_..._cutlass").
+# ("cudnn_generated_fort_native_sm90_matMul_pointwise_...",
+# "cudnn_generated_pointwise_..._cutlass").
 _ATTENTION = ("sdpa", "flash", "fmha", "attention", "dot_do_o")
 _MATMUL = ("gemm", "nvjet", "cutlass", "xmma", "cublas", "splitk", "conv", "wgrad", "dgrad",
            "fprop", "matmul")
@@ -58,8 +60,6 @@ def kernel_class(name):
 def gpu_time_by_class(prof, steps):
     """{class: GPU µs per step} of the CUDA kernels a torch.profiler run recorded over `steps`
     steps (kernel_class), with 'total'."""
-    import torch
-
     out = {"matmul/conv": 0.0, "attention": 0.0, "other": 0.0}
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
@@ -77,3 +77,20 @@ def describe_classes(name, by_class):
     return (f"---- {name}: GPU µs per step {t:.1f}: matmul/conv {by_class['matmul/conv']:.1f}, "
             f"attention {by_class['attention']:.1f}, other {by_class['other']:.1f} "
             f"(with the other work free: at most {bound} faster)")
+
+
+def gpu_us(fn, calls=20):
+    """(GPU µs per call, 'kernel µs; ...') from the profiler's kernel times over ``calls``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    events = [e for e in prof.key_averages() if e.self_device_time_total > 0]
+    total = sum(e.self_device_time_total for e in events) / calls
+    names = "; ".join(f"{e.key[:60]} {e.self_device_time_total / calls:.1f}" for e in events)
+    return total, names

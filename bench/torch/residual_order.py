@@ -11,6 +11,7 @@ are checked against eager first.
 """
 
 import argparse
+import os
 import sys
 
 import torch
@@ -18,6 +19,9 @@ import torch.nn.functional as F
 
 import dnngraph.torch  # noqa: F401
 from dnngraph.torch.compile import _canonical, make_backend
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing (PYTHONSAFEPATH too)
+from _timing import gpu_us  # noqa: E402
 
 # (batch, in channels, out channels, kernel, height): ResNet-50's last 1x1 convolutions of a
 # bottleneck and the second 3x3 convolution of the basic blocks of bench/torch/blocks.py.
@@ -32,23 +36,6 @@ def bias_first(x, w, b, r):
 
 def residual_first(x, w, b, r):
     return F.relu(F.conv2d(x, w, None, 1, w.shape[-1] // 2) + r + b.view(1, -1, 1, 1))
-
-
-def gpu_us(fn, calls=20):
-    """(GPU µs per call, 'kernel µs; ...') from the profiler's kernel times over ``calls``."""
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    events = [e for e in prof.key_averages() if e.self_device_time_total > 0]
-    total = sum(e.self_device_time_total for e in events) / calls
-    names = "; ".join(f"{e.key[:60]} {e.self_device_time_total / calls:.1f}" for e in events)
-    return total, names
 
 
 def main():

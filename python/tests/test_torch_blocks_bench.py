@@ -71,3 +71,14 @@ def test_kernel_classes():
         "void cublasLt::epilogue::impl::globalKernelBgradAB_v2<8, 128, __nv_bfloat16>": "other",
     }
     assert {n: kernel_class(n) for n in cases} == cases
+
+
+def test_linear_epilogue_bench_cpu_smoke():
+    """bench/torch/linear_epilogue.py: every form of each forward GEMM equal to fp64 eager."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "torch", "linear_epilogue.py"), "--cpu-smoke"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert r.stdout.count(" ok") == 8 and "MISMATCH" not in r.stdout, r.stdout
