@@ -21,15 +21,19 @@ import dnngraph.torch as dt
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing (PYTHONSAFEPATH too)
 from _timing import gpu_us  # noqa: E402
 
-# (name, rows M = batch x sequence, in features K, out features N, activation)
+# (name, rows M = batch x sequence, in features K, out features N, activation): blocks.py's GPT
+# blocks use the erf GELU, compile_backend.py's (stock modules) the tanh one.
 SHAPES = [("GPT d1024 qkv", 8192, 1024, 3072, "none"),
           ("GPT d1024 proj", 8192, 1024, 1024, "none"),
           ("GPT d1024 fc1", 8192, 1024, 4096, "gelu_tanh"),
+          ("GPT d1024 fc1 (erf GELU)", 8192, 1024, 4096, "gelu"),
           ("GPT d1024 fc2", 8192, 4096, 1024, "none"),
           ("GPT d768 qkv", 8192, 768, 2304, "none"),
           ("GPT d768 fc1", 8192, 768, 3072, "gelu_tanh")]
-SMOKE = [("qkv", 6, 8, 24, "none"), ("fc1", 6, 8, 16, "gelu_tanh"), ("fc1 relu", 6, 8, 16, "relu")]
-ACTS = {"none": lambda z: z, "relu": F.relu, "gelu_tanh": lambda z: F.gelu(z, approximate="tanh")}
+SMOKE = [("qkv", 6, 8, 24, "none"), ("fc1", 6, 8, 16, "gelu_tanh"), ("fc1 erf", 6, 8, 16, "gelu"),
+         ("fc1 relu", 6, 8, 16, "relu")]
+ACTS = {"none": lambda z: z, "relu": F.relu, "gelu": F.gelu,
+        "gelu_tanh": lambda z: F.gelu(z, approximate="tanh")}
 
 
 def forms(act):
