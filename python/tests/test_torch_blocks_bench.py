@@ -1,5 +1,6 @@
-"""bench/torch/blocks.py's CPU smoke run: every block at tiny sizes, checked against eager in fp64
-(outputs and every gradient) for our modules and torch.compile of them, then timed."""
+"""The CPU smoke runs of the torch benchmarks: bench/torch/blocks.py (every block at tiny sizes,
+checked against eager in fp64, outputs and every gradient, for our modules and torch.compile of
+them, then timed), residual_order.py and linear_epilogue.py; and the profiles' kernel classes."""
 
 import os
 import subprocess
@@ -10,14 +11,17 @@ from torch_util import torch  # noqa: F401  (skips without torch / dnngraph.torc
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def test_blocks_bench_cpu_smoke():
+def run_bench(script, *args, timeout=600):
+    """stdout of bench/torch/<script> with args, which must exit 0."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    r = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "bench", "torch", "blocks.py"), "--cpu-smoke", "--strict"],
-        capture_output=True, text=True, env=env, timeout=900,
-    )
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "torch", script), *args],
+                       capture_output=True, text=True, env=env, timeout=timeout)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    out = r.stdout
+    return r.stdout
+
+
+def test_blocks_bench_cpu_smoke():
+    out = run_bench("blocks.py", "--cpu-smoke", "--strict", timeout=900)
     for name in ("gpt_d1024", "gpt_d768", "llama_d2048", "resnet_c64", "resnet_c256"):
         assert f"| {name} |" in out, out
         assert f"{name}:" in out
@@ -27,26 +31,16 @@ def test_blocks_bench_cpu_smoke():
 
 def test_blocks_bench_stacked_layers_cpu_smoke():
     """--depth: layers in sequence, each with its own weights, still as close to fp64 as eager."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    r = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "bench", "torch", "blocks.py"), "--cpu-smoke", "--strict",
-         "--depth", "2", "--blocks", "gpt_d768,resnet_c256", "--no-compile"],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    assert r.stdout.count(" ok") == 2 and "2 layer(s) per block" in r.stdout, r.stdout
+    out = run_bench("blocks.py", "--cpu-smoke", "--strict", "--depth", "2",
+                    "--blocks", "gpt_d768,resnet_c256", "--no-compile")
+    assert out.count(" ok") == 2 and "2 layer(s) per block" in out, out
 
 
 def test_residual_order_bench_cpu_smoke():
     """bench/torch/residual_order.py: both orders of bias and residual add, each as written,
     equal to fp64 eager."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    r = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "bench", "torch", "residual_order.py"), "--cpu-smoke"],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    assert r.stdout.count(" ok") == 4 and "MISMATCH" not in r.stdout, r.stdout
+    out = run_bench("residual_order.py", "--cpu-smoke")
+    assert out.count(" ok") == 4 and "MISMATCH" not in out, out
 
 
 def test_kernel_classes():
@@ -75,10 +69,5 @@ def test_kernel_classes():
 
 def test_linear_epilogue_bench_cpu_smoke():
     """bench/torch/linear_epilogue.py: every form of each forward GEMM equal to fp64 eager."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    r = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "bench", "torch", "linear_epilogue.py"), "--cpu-smoke"],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    assert r.stdout.count(" ok") == 11 and "MISMATCH" not in r.stdout, r.stdout
+    out = run_bench("linear_epilogue.py", "--cpu-smoke")
+    assert out.count(" ok") == 11 and "MISMATCH" not in out, out
