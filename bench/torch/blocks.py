@@ -130,13 +130,14 @@ def profile(name, model, x, device, rows=20):
     print(events.table(sort_by="self_cpu_time_total", row_limit=rows, max_name_column_width=70))
     if device != "cpu":
         kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        busy = sum(e.time_range.elapsed_us() for e in kernels) / 1e3 / steps
+        by_class = gpu_time_by_class(prof, steps)
+        busy = by_class["total"] / 1e3
         syncs = {e.key: e.count for e in events if any(
             k in e.key for k in ("Synchronize", "cudaMemcpy", "cudaMalloc", "cudaFree", "cudaHostAlloc"))}
         print(f"---- {name}: {wall:.3f} ms per step (under the profiler), GPU busy {busy:.3f} ms, "
               f"{len(kernels) / steps:.0f} kernels per step; synchronizing or allocating calls: "
               f"{syncs or 'none'}")
-        print(describe_classes(name, gpu_time_by_class(prof, steps)))
+        print(describe_classes(name, by_class))
 
 
 def stacked_pair(kind, device, dtype, depth, sizes):

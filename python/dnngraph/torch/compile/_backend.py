@@ -138,11 +138,11 @@ def _compiler(kind: str, inner: str, state, fuse_pointwise, verify, measure, kee
     reports = _collecting()
     if reports is not None:
         reports.append(report)
-    t0 = time.perf_counter()
     hoisted = None
     if kind == "inference" and keep_params:
         static = static_inputs()
         hoisted = hoist_parameter_work(gm, example_inputs, set(static))
+    t0 = time.perf_counter()
     if hoisted is None:
         compiled = _inner_compile(gm, example_inputs, inner, state, kind)
     else:
